@@ -1,0 +1,5 @@
+"""``python -m pycm`` is the ``pycm`` command."""
+
+from pycm.cli import main
+
+raise SystemExit(main())

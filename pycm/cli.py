@@ -1,0 +1,78 @@
+"""The ``pycm`` command.
+
+Subcommands register themselves here, one module each, through an ``add_subcommand(subparsers)``
+function that sets ``func`` (taking the parsed namespace, returning the exit status). This module
+is the only place that imports ``tui`` and ``web``.
+
+Exit statuses: 0 success, 1 runtime failure, 2 usage error (argparse's convention and cobra's).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from pycm import __version__
+
+__all__ = ["main"]
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with cobra's usage-error shape: the error, the usage line, a pointer to --help."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        sys.stderr.write(f"Error: {message}\n")
+        self.print_usage(sys.stderr)
+        sys.stderr.write(f"Run '{self.prog} --help' for usage.\n")
+        raise SystemExit(2)
+
+
+def _demo(_: argparse.Namespace) -> int:
+    # Honest until the manager and leader-election issues land: the demo does not exist yet.
+    sys.stderr.write(
+        "pycm demo: not available yet: the demo needs the manager (`pycm run`) and leader "
+        "election, which have not landed. Run `make test` to exercise what exists.\n"
+    )
+    return 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="pycm",
+        description="pycm: a controller manager built the way kube-controller-manager is built, "
+        "and built to be watched.",
+    )
+    parser.add_argument("--version", action="version", version=f"pycm {__version__}")
+    subparsers = parser.add_subparsers(
+        title="commands", metavar="COMMAND", parser_class=_Parser, dest="command"
+    )
+
+    version = subparsers.add_parser("version", help="print the version")
+    version.set_defaults(func=lambda _: print(f"pycm {__version__}") or 0)
+
+    demo = subparsers.add_parser("demo", help="run the embedded demo (emulator + managers)")
+    demo.set_defaults(func=_demo)
+
+    from pycm.trace import command as trace_command
+
+    trace_command.add_subcommand(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    func = getattr(args, "func", None)
+    if func is None:
+        parser.print_help(sys.stderr)
+        return 2
+    try:
+        status = func(args)
+    except KeyboardInterrupt:
+        return 130
+    return int(status or 0)
+
+
+if __name__ == "__main__":  # pragma: no cover - exercised through the console script
+    raise SystemExit(main())

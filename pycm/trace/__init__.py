@@ -1,0 +1,1 @@
+"""placeholder until the trace spine lands in this session."""

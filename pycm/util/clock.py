@@ -1,0 +1,118 @@
+"""Injectable time.
+
+Logic never reads the system clock directly: it takes a :class:`Clock`. Durations and deadlines
+use the monotonic reading; only fields that are wall-clock by contract (Lease times, event
+timestamps) use :meth:`Clock.wall_ns`. Tests use :class:`FakeClock` and advance it instead of
+sleeping.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import itertools
+import time
+from typing import Protocol
+
+__all__ = ["Clock", "FakeClock", "RealClock", "REAL_CLOCK"]
+
+
+class Clock(Protocol):
+    """The subset of time that pycm's logic uses."""
+
+    def monotonic(self) -> float:
+        """Seconds on a monotonic scale (only differences are meaningful)."""
+        ...
+
+    def monotonic_ns(self) -> int:
+        """Nanoseconds on the same monotonic scale."""
+        ...
+
+    def wall_ns(self) -> int:
+        """Nanoseconds since the Unix epoch (wall clock)."""
+        ...
+
+    async def sleep(self, seconds: float) -> None:
+        """Sleep for ``seconds`` of this clock's time."""
+        ...
+
+
+class RealClock:
+    """The system's clocks and asyncio's sleep."""
+
+    def monotonic(self) -> float:
+        return time.monotonic()
+
+    def monotonic_ns(self) -> int:
+        return time.monotonic_ns()
+
+    def wall_ns(self) -> int:
+        return time.time_ns()
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(max(0.0, seconds))
+
+
+REAL_CLOCK: Clock = RealClock()
+
+
+class FakeClock:
+    """A clock that moves only when told to.
+
+    ``sleep`` parks the caller until :meth:`advance` moves time past its deadline; sleepers wake
+    in deadline order (ties in the order they began sleeping). The wall clock moves with the
+    monotonic one from ``wall_start_ns``.
+    """
+
+    def __init__(self, start: float = 1000.0, wall_start_ns: int = 1_700_000_000_000_000_000):
+        self._now_ns = int(start * 1e9)
+        self._wall_offset_ns = wall_start_ns - self._now_ns
+        # Heap of (deadline_ns, tie-breaker, future); a future is done once woken or cancelled.
+        self._sleepers: list[tuple[int, int, asyncio.Future[None]]] = []
+        self._order = itertools.count()
+
+    def monotonic(self) -> float:
+        return self._now_ns / 1e9
+
+    def monotonic_ns(self) -> int:
+        return self._now_ns
+
+    def wall_ns(self) -> int:
+        return self._now_ns + self._wall_offset_ns
+
+    async def sleep(self, seconds: float) -> None:
+        if seconds <= 0:
+            await asyncio.sleep(0)
+            return
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        deadline = self._now_ns + int(seconds * 1e9)
+        heapq.heappush(self._sleepers, (deadline, next(self._order), future))
+        await future
+
+    @property
+    def sleepers(self) -> int:
+        """How many callers are parked in :meth:`sleep` right now."""
+        return sum(1 for _, _, f in self._sleepers if not f.done())
+
+    def next_deadline(self) -> float | None:
+        """The earliest pending sleeper's wake-up time, if any."""
+        self._drop_done()
+        return self._sleepers[0][0] / 1e9 if self._sleepers else None
+
+    def advance(self, seconds: float) -> None:
+        """Move time forward and wake every sleeper whose deadline has come."""
+        if seconds < 0:
+            raise ValueError("a clock cannot go backwards")
+        self._now_ns += int(seconds * 1e9)
+        while self._sleepers and self._sleepers[0][0] <= self._now_ns:
+            _, _, future = heapq.heappop(self._sleepers)
+            if not future.done():
+                future.set_result(None)
+
+    def set_wall_ns(self, wall_ns: int) -> None:
+        """Step the wall clock (for skew tests) without moving monotonic time."""
+        self._wall_offset_ns = wall_ns - self._now_ns
+
+    def _drop_done(self) -> None:
+        while self._sleepers and self._sleepers[0][2].done():
+            heapq.heappop(self._sleepers)
