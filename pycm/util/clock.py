@@ -14,7 +14,7 @@ import itertools
 import time
 from typing import Protocol
 
-__all__ = ["Clock", "FakeClock", "RealClock", "REAL_CLOCK"]
+__all__ = ["REAL_CLOCK", "Clock", "FakeClock", "RealClock"]
 
 
 class Clock(Protocol):
@@ -64,8 +64,10 @@ class FakeClock:
     monotonic one from ``wall_start_ns``.
     """
 
-    def __init__(self, start: float = 1000.0, wall_start_ns: int = 1_700_000_000_000_000_000):
-        self._now_ns = int(start * 1e9)
+    def __init__(
+        self, start: float = 1000.0, wall_start_ns: int = 1_700_000_000_000_000_000
+    ) -> None:
+        self._now_ns = _to_ns(start)
         self._wall_offset_ns = wall_start_ns - self._now_ns
         # Heap of (deadline_ns, tie-breaker, future); a future is done once woken or cancelled.
         self._sleepers: list[tuple[int, int, asyncio.Future[None]]] = []
@@ -81,11 +83,14 @@ class FakeClock:
         return self._now_ns + self._wall_offset_ns
 
     async def sleep(self, seconds: float) -> None:
-        if seconds <= 0:
+        delta_ns = _to_ns(seconds)
+        if delta_ns <= 0:
+            # Already due: yield once, as asyncio.sleep(0) does, instead of parking until the
+            # next advance().
             await asyncio.sleep(0)
             return
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        deadline = self._now_ns + int(seconds * 1e9)
+        deadline = self._now_ns + delta_ns
         heapq.heappush(self._sleepers, (deadline, next(self._order), future))
         await future
 
@@ -100,10 +105,14 @@ class FakeClock:
         return self._sleepers[0][0] / 1e9 if self._sleepers else None
 
     def advance(self, seconds: float) -> None:
-        """Move time forward and wake every sleeper whose deadline has come."""
-        if seconds < 0:
-            raise ValueError("a clock cannot go backwards")
-        self._now_ns += int(seconds * 1e9)
+        """Move time forward and wake every sleeper whose deadline has come.
+
+        Woken sleepers resume, in deadline order, once the caller yields to the loop; they all
+        observe the new time (as with client-go's fake clock ``Step``).
+        """
+        if not seconds >= 0:  # also rejects NaN
+            raise ValueError(f"a clock cannot go backwards (advance by {seconds!r})")
+        self._now_ns += _to_ns(seconds)
         while self._sleepers and self._sleepers[0][0] <= self._now_ns:
             _, _, future = heapq.heappop(self._sleepers)
             if not future.done():
@@ -116,3 +125,9 @@ class FakeClock:
     def _drop_done(self) -> None:
         while self._sleepers and self._sleepers[0][2].done():
             heapq.heappop(self._sleepers)
+
+
+def _to_ns(seconds: float) -> int:
+    # Round, not truncate: int(1.001 * 1e9) is 1000999999, so truncating made advance(1.001)
+    # fall 1 ns short, and the error piled up over repeated advances.
+    return round(seconds * 1e9)
