@@ -2,6 +2,36 @@
 
 - :mod:`pycm.util.clock` — the injectable Clock protocol, the real clock and a fake one.
 - :mod:`pycm.util.durations` — Go-style durations ("15s", "1m30s") parsed and printed.
-- :mod:`pycm.util.backoff` — jittered exponential backoff.
-- :mod:`pycm.util.tasks` — named, guarded asyncio tasks.
+- :mod:`pycm.util.backoff` — jittered exponential backoff (client-go ``wait.Backoff``) and the
+  reflector's backoff manager.
+- :mod:`pycm.util.tasks` — named, guarded asyncio tasks, and cancelling them within a timeout.
+
+Exceptions::
+
+    ValueError
+     └── DurationError   a duration string that does not parse (the message says why)
+
+Test doubles shipped here: :class:`FakeClock`.
 """
+
+from pycm.util.backoff import Backoff, BackoffTimer, ExponentialBackoffManager, jittered
+from pycm.util.clock import REAL_CLOCK, Clock, FakeClock, RealClock
+from pycm.util.durations import DurationError, duration_arg, format_duration, parse_duration
+from pycm.util.tasks import cancel_and_wait, create_guarded_task
+
+__all__ = [
+    "REAL_CLOCK",
+    "Backoff",
+    "BackoffTimer",
+    "Clock",
+    "DurationError",
+    "ExponentialBackoffManager",
+    "FakeClock",
+    "RealClock",
+    "cancel_and_wait",
+    "create_guarded_task",
+    "duration_arg",
+    "format_duration",
+    "jittered",
+    "parse_duration",
+]
