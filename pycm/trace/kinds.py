@@ -1,0 +1,484 @@
+"""Every trace event kind pycm emits: the one registry (see :mod:`pycm.trace.events`).
+
+Grouped by the part of pycm that emits them. Wire names are ``<subject>.<verb>``; steps are a
+``<step>.begin`` / ``<step>.end`` pair sharing one span id. docs/events.md is generated from this
+module (``pycm trace kinds --markdown``); a test keeps it current. Add new kinds here, nowhere else.
+"""
+
+from __future__ import annotations
+
+import enum
+
+from pycm.trace.events import Event, StepBegin, StepEnd, kind
+
+# ---------------------------------------------------------------------------------------------
+# Outcome enums shared by several kinds
+# ---------------------------------------------------------------------------------------------
+
+
+class WatchCloseReason(enum.StrEnum):
+    """Why a reflector's watch ended."""
+
+    TIMEOUT = "timeout"  # the server ended it at timeoutSeconds (normal)
+    EXPIRED = "expired"  # 410 Gone / Expired: the resourceVersion left the window; relist
+    SERVER_CLOSED = "server_closed"  # the stream ended early without an error
+    TOO_SHORT = "too_short"  # closed in under 1 s with no events ("very short watch")
+    ERROR = "error"  # transport or API error; back off
+    STOPPED = "stopped"  # the informer was stopped
+
+
+class ReconcileResult(enum.StrEnum):
+    """What the worker loop did with the key afterwards (controller-runtime's result labels)."""
+
+    SUCCESS = "success"  # forget the key
+    REQUEUE = "requeue"  # add_rate_limited without an error
+    REQUEUE_AFTER = "requeue_after"  # add_after(requeue_after)
+    ERROR = "error"  # add_rate_limited, or dropped after max retries
+    CONFLICT = "conflict"  # a 409 on write: quiet requeue
+
+
+class AcquireResult(enum.StrEnum):
+    """The result of one tryAcquireOrRenew attempt while not (yet) leading."""
+
+    ACQUIRED = "acquired"  # took an expired or empty lease
+    CREATED = "created"  # the lease did not exist and was created with us as holder
+    HELD_BY_OTHER = "held_by_other"  # another holder's term is still valid
+    ERROR = "error"  # an API error (the message is in ``error``)
+
+
+class RenewFailureReason(enum.StrEnum):
+    """Why a renew round failed."""
+
+    TIMEOUT = "timeout"  # RenewDeadline passed without a successful update
+    CONFLICT = "conflict"  # the update lost an optimistic-concurrency race
+    API_ERROR = "api_error"  # the API server answered with an error or did not answer
+    NOT_HOLDER = "not_holder"  # the lease names another holder
+
+
+# ---------------------------------------------------------------------------------------------
+# Start-up and serving (pycm.app, pycm.server)
+# ---------------------------------------------------------------------------------------------
+
+
+@kind("startup.end")
+class StartupFinished(StepEnd):
+    """The manager's start-up ended (leader-only work included, up to InformersStarted)."""
+
+    controllers_started: int = 0
+
+
+@kind("startup.begin")
+class StartupBegan(StepBegin):
+    """The manager began starting: the root of the start-up trace."""
+
+    STEP = "startup"
+    END = StartupFinished
+    command: str = ""
+    version: str = ""
+
+
+@kind("flags.parsed")
+class FlagsParsed(Event):
+    """Flags and the component config were parsed and validated; lists only non-default values."""
+
+    command: str = ""
+    changed: str = ""  # "flag=value" pairs, comma-separated, sorted; values of secrets withheld
+    changed_count: int = 0
+    config_file: str = ""
+
+
+@kind("server.handler_chain_built")
+class HandlerChainBuilt(Event):
+    """The serving handler chain was assembled; ``layers`` lists it outermost first."""
+
+    layers: str = ""
+    count: int = 0
+    secure: bool = True
+
+
+@kind("server.serving_started")
+class ServingStarted(Event):
+    """A server started listening."""
+
+    address: str = ""
+    port: int = 0
+    secure: bool = True
+    cert_source: str = ""  # "files", "self-signed" or "" for plain HTTP
+
+
+@kind("server.serving_stopped")
+class ServingStopped(Event):
+    """A server stopped listening."""
+
+    address: str = ""
+    port: int = 0
+
+
+@kind("health.check_changed")
+class HealthCheckChanged(Event):
+    """A named health check turned healthy or unhealthy."""
+
+    check: str = ""
+    healthy: bool = True
+    reason: str = ""
+
+
+@kind("manager.stopped")
+class ManagerStopped(Event):
+    """The manager stopped; ``exit_code`` is the process status it will exit with."""
+
+    reason: str = ""
+    exit_code: int = 0
+
+
+# ---------------------------------------------------------------------------------------------
+# Controllers (pycm.app StartControllers, pycm.controller)
+# ---------------------------------------------------------------------------------------------
+
+
+@kind("controller.init.end")
+class ControllerInitFinished(StepEnd):
+    """A controller's init function returned; ``started`` is False when it chose not to start."""
+
+    controller: str = ""
+    started: bool = False
+    reason: str = ""
+
+
+@kind("controller.init.begin")
+class ControllerInitBegan(StepBegin):
+    """StartControllers called a controller's init function."""
+
+    STEP = "controller.init"
+    END = ControllerInitFinished
+    controller: str = ""
+
+
+@kind("controller.disabled")
+class ControllerDisabled(Event):
+    """A registered controller was not started (disabled by --controllers or by default)."""
+
+    controller: str = ""
+    reason: str = ""
+
+
+@kind("controller.started")
+class ControllerStarted(Event):
+    """A controller's workers started (after its caches synced)."""
+
+    controller: str = ""
+    workers: int = 0
+
+
+@kind("controller.stopped")
+class ControllerStopped(Event):
+    """A controller's workers stopped."""
+
+    controller: str = ""
+
+
+@kind("reconcile.end")
+class ReconcileFinished(StepEnd):
+    """A sync of one key ended: what the worker does next (``result``) and what it did."""
+
+    controller: str = ""
+    key: str = ""
+    result: ReconcileResult = ReconcileResult.SUCCESS
+    action: str = ""  # what the sync did: "noop", "created_rs", "scaled_up", "status_updated", ...
+    uid: str = ""
+    api_calls: int = 0
+    requeue_after_ms: float = 0.0
+    retries: int = 0
+
+
+@kind("reconcile.begin")
+class ReconcileStarted(StepBegin):
+    """A worker took a key and began its sync. ``trigger_*`` link to the enqueuing event."""
+
+    STEP = "reconcile"
+    END = ReconcileFinished
+    controller: str = ""
+    key: str = ""
+    namespace: str = ""
+    name: str = ""
+    resource: str = ""  # the reconciled kind's resource, e.g. "deployments"
+    queue_wait_ms: float = 0.0
+    retries: int = 0
+    trigger_kind: str = ""  # the kind of the watch event that enqueued the key, e.g. "Pod"
+    trigger_rv: str = ""  # that object's resourceVersion
+    trigger_event: str = ""  # "add", "update", "delete", "resync", "requeue"
+    trigger_trace_id: str = ""
+    trigger_span_id: str = ""
+
+
+# ---------------------------------------------------------------------------------------------
+# Informers (pycm.cache)
+# ---------------------------------------------------------------------------------------------
+
+
+@kind("informer.started")
+class InformerStarted(Event):
+    """A shared informer's reflector started."""
+
+    resource: str = ""
+    metadata_only: bool = False
+    resync_s: float = 0.0
+
+
+@kind("informer.list.end")
+class InformerListFinished(StepEnd):
+    """A reflector's list (all pages) ended."""
+
+    resource: str = ""
+    items: int = 0
+    bytes: int = 0
+    pages: int = 0
+    resource_version: str = ""
+
+
+@kind("informer.list.begin")
+class InformerListBegan(StepBegin):
+    """A reflector began listing (``resource_version`` is the one requested: "0" or "")."""
+
+    STEP = "informer.list"
+    END = InformerListFinished
+    resource: str = ""
+    resource_version: str = ""
+
+
+@kind("informer.watch_opened")
+class WatchOpened(Event):
+    """A reflector opened a watch from ``resource_version``."""
+
+    resource: str = ""
+    resource_version: str = ""
+    timeout_s: float = 0.0
+
+
+@kind("informer.watch_closed")
+class WatchClosed(Event):
+    """A reflector's watch ended, with the number of events it carried."""
+
+    resource: str = ""
+    reason: WatchCloseReason = WatchCloseReason.TIMEOUT
+    events: int = 0
+    resource_version: str = ""
+    error: str = ""
+
+
+@kind("informer.relist")
+class InformerRelisted(Event):
+    """A reflector decided to list again (410 Expired, an error, or a resync of the list)."""
+
+    resource: str = ""
+    reason: str = ""
+
+
+@kind("informer.backoff")
+class InformerBackedOff(Event):
+    """A reflector waits before its next list or watch."""
+
+    resource: str = ""
+    delay_ms: float = 0.0
+    reason: str = ""
+
+
+@kind("informer.synced")
+class InformerSynced(Event):
+    """An informer's cache holds the initial list and every handler got its initial adds."""
+
+    resource: str = ""
+    objects: int = 0
+    duration_ms: float = 0.0
+
+
+@kind("informer.handler_lagged")
+class HandlerLagged(Event):
+    """An informer handler fell behind: its bounded buffer dropped ``lost`` notifications."""
+
+    resource: str = ""
+    handler: str = ""
+    lost: int = 0
+
+
+@kind("informers.started")
+class InformersStarted(Event):
+    """Both informer factories were started after every controller registered its informers."""
+
+    informers: int = 0
+
+
+# ---------------------------------------------------------------------------------------------
+# API client (pycm.kube)
+# ---------------------------------------------------------------------------------------------
+
+
+@kind("api.request")
+class ApiRequestCompleted(Event):
+    """One HTTP request to the API server ended (``dur_ns`` holds its latency)."""
+
+    verb: str = ""  # Kubernetes verb: get, list, watch, create, update, patch, delete, ...
+    method: str = ""  # HTTP method
+    resource: str = ""
+    subresource: str = ""
+    namespace: str = ""
+    name: str = ""
+    host: str = ""
+    code: int = 0  # HTTP status; 0 when no response arrived
+    bytes: int = 0  # response body size
+    rate_limiter_wait_ms: float = 0.0
+    retries: int = 0
+    error: str = ""
+
+
+# ---------------------------------------------------------------------------------------------
+# Work queues (pycm.workqueue)
+# ---------------------------------------------------------------------------------------------
+
+
+@kind("queue.add")
+class ItemAdded(Event):
+    """A key was added to a work queue (``queued`` is False when it was already waiting)."""
+
+    queue: str = ""
+    key: str = ""
+    reason: str = ""  # "add", "update", "delete", "resync", "rate_limited", "after", ...
+    queued: bool = True
+    depth: int = 0
+
+
+@kind("queue.get")
+class ItemTaken(Event):
+    """A worker took a key off a queue after ``wait_ms`` in it."""
+
+    queue: str = ""
+    key: str = ""
+    wait_ms: float = 0.0
+    depth: int = 0
+
+
+@kind("queue.retry")
+class ItemRequeued(Event):
+    """A key was scheduled to come back after ``delay_ms`` (AddRateLimited / AddAfter)."""
+
+    queue: str = ""
+    key: str = ""
+    delay_ms: float = 0.0
+    retries: int = 0
+
+
+@kind("queue.drop")
+class ItemDropped(Event):
+    """A key was given up on (max retries reached, or a terminal error)."""
+
+    queue: str = ""
+    key: str = ""
+    retries: int = 0
+    reason: str = ""
+
+
+@kind("queue.done")
+class ItemDone(Event):
+    """A worker finished a key after ``work_ms`` of processing."""
+
+    queue: str = ""
+    key: str = ""
+    work_ms: float = 0.0
+    depth: int = 0
+
+
+@kind("queue.shutdown")
+class QueueShutDown(Event):
+    """A work queue was shut down (``drained`` when it waited for in-flight items)."""
+
+    queue: str = ""
+    drained: bool = False
+
+
+# ---------------------------------------------------------------------------------------------
+# Leader election (pycm.leaderelection, and `pycm lease watch`)
+# ---------------------------------------------------------------------------------------------
+
+
+@kind("lease.acquire_attempt")
+class LeaseAcquireAttempted(Event):
+    """One attempt to acquire the lease while not leading."""
+
+    lease: str = ""  # namespace/name
+    identity: str = ""
+    result: AcquireResult = AcquireResult.HELD_BY_OTHER
+    holder: str = ""  # the holder seen on the lease
+    error: str = ""
+
+
+@kind("lease.acquired")
+class LeaseAcquired(Event):
+    """This instance became leader after ``waited_ms`` of trying."""
+
+    lease: str = ""
+    identity: str = ""
+    transitions: int = 0
+    waited_ms: float = 0.0
+
+
+@kind("lease.renewed")
+class LeaseRenewed(Event):
+    """The leader renewed its lease (``fast_path`` when no GET was needed)."""
+
+    lease: str = ""
+    identity: str = ""
+    latency_ms: float = 0.0
+    fast_path: bool = True
+
+
+@kind("lease.renew_failed")
+class LeaseRenewFailed(Event):
+    """A renew attempt (or a whole renew round, for ``timeout``) failed."""
+
+    lease: str = ""
+    identity: str = ""
+    reason: RenewFailureReason = RenewFailureReason.API_ERROR
+    latency_ms: float = 0.0
+    error: str = ""
+
+
+@kind("lease.released")
+class LeaseReleased(Event):
+    """The leader released its lease on shutdown (ReleaseOnCancel)."""
+
+    lease: str = ""
+    identity: str = ""
+
+
+@kind("lease.lost")
+class LeaseLost(Event):
+    """The leader stopped leading (its renew deadline passed or it saw another holder)."""
+
+    lease: str = ""
+    identity: str = ""
+    reason: str = ""
+
+
+@kind("lease.leader_observed")
+class LeaderObserved(Event):
+    """The holder seen on a lease changed; ``skew_ms`` is renewTime minus the local clock."""
+
+    lease: str = ""
+    old_holder: str = ""
+    new_holder: str = ""
+    transitions: int = 0
+    lease_duration_s: float = 0.0
+    skew_ms: float = 0.0
+
+
+# ---------------------------------------------------------------------------------------------
+# The bus itself
+# ---------------------------------------------------------------------------------------------
+
+
+@kind("bus.lagged")
+class SubscriberLagged(Event):
+    """A subscriber's bounded queue overflowed: it lost the ``lost`` oldest events."""
+
+    subscriber: str = ""
+    lost: int = 0
