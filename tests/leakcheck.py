@@ -1,4 +1,4 @@
-"""A pytest plugin (loaded with ``-p tests.leakcheck``) that fails an asyncio test which leaks a task.
+"""A pytest plugin (``-p tests.leakcheck``): an asyncio test that leaks a task fails.
 
 pytest-asyncio's runner silently cancels whatever is left when a test's loop closes, which would
 hide a component that forgot to stop a task. This fixture is put first on every asyncio test, so
@@ -36,6 +36,6 @@ async def _fail_on_leaked_tasks() -> AsyncIterator[None]:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        if item.get_closest_marker("asyncio") is not None and isinstance(item, pytest.Function):
-            if _FIXTURE not in item.fixturenames:
-                item.fixturenames.insert(0, _FIXTURE)
+        is_async = item.get_closest_marker("asyncio") is not None
+        if is_async and isinstance(item, pytest.Function) and _FIXTURE not in item.fixturenames:
+            item.fixturenames.insert(0, _FIXTURE)
