@@ -57,6 +57,10 @@ def build_parser() -> argparse.ArgumentParser:
     from pycm.trace import command as trace_command
 
     trace_command.add_subcommand(subparsers)
+
+    from pycm.sim import command as sim_command
+
+    sim_command.add_subcommand(subparsers)
     return parser
 
 

@@ -1,0 +1,130 @@
+"""``pycm sim``: serve the emulator until SIGINT or SIGTERM.
+
+It prints exactly one line, ``pycm sim: serving <url> (kubeconfig: <path>)``, once the server
+accepts connections and the kubeconfig is written. Exit statuses: 0 after a signal, 2 for a bad
+flag (argparse and option validation), 1 when it cannot start (port in use, unreadable token or
+policy file, unwritable kubeconfig) — always one error line, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+from typing import Any
+
+from pycm.sim.options import EmulatorOptions
+from pycm.sim.server import EmulatorError, run_emulator
+from pycm.util.durations import duration_arg
+
+__all__ = ["add_subcommand", "run"]
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid port {text!r}: want 0-65535") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"invalid port {text!r}: want 0-65535")
+    return value
+
+
+def _count(minimum: int) -> Any:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"invalid number {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{text!r} must be at least {minimum}")
+        return value
+
+    return parse
+
+
+def add_subcommand(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "sim",
+        help="serve the embedded Kubernetes API emulator",
+        description="Serve an in-memory Kubernetes API (namespaces, nodes, pods, events, "
+        "configmaps, deployments, replicasets, leases, token and access reviews) on 127.0.0.1, "
+        "and write a kubeconfig for it.",
+    )
+    serving = parser.add_argument_group("serving")
+    serving.add_argument(
+        "--host", default="127.0.0.1", help="address to bind (default %(default)s)"
+    )
+    serving.add_argument("--port", type=_port, default=0, help="port (0: any free port)")
+    serving.add_argument("--tls", action="store_true", help="serve HTTPS with a throwaway CA")
+    serving.add_argument("--kubeconfig-out", metavar="PATH", help="write the kubeconfig here")
+    cluster = parser.add_argument_group("cluster")
+    cluster.add_argument("--nodes", type=_count(0), default=1, help="Ready nodes (default 1)")
+    cluster.add_argument(
+        "--pod-ready-delay",
+        type=duration_arg,
+        default=1.0,
+        metavar="DURATION",
+        help="how long the simulated kubelet takes to make a pod Ready (default 1s)",
+    )
+    cluster.add_argument(
+        "--watch-window",
+        type=_count(1),
+        default=10_000,
+        metavar="N",
+        help="watch events retained; older resourceVersions get 410 Expired (default 10000)",
+    )
+    security = parser.add_argument_group("security")
+    security.add_argument(
+        "--token-auth-file", metavar="FILE", help='static tokens: token,user,uid,"g1,g2"'
+    )
+    security.add_argument(
+        "--authz-policy-file", metavar="FILE", help="YAML/JSON authorization rules"
+    )
+    parser.set_defaults(func=run)
+
+
+def options_from_args(args: argparse.Namespace) -> EmulatorOptions:
+    return EmulatorOptions(
+        host=args.host,
+        port=args.port,
+        tls=args.tls,
+        nodes=args.nodes,
+        pod_ready_delay=args.pod_ready_delay,
+        watch_window=args.watch_window,
+        token_auth_file=args.token_auth_file,
+        authz_policy_file=args.authz_policy_file,
+        kubeconfig_out=args.kubeconfig_out,
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    options = options_from_args(args)
+    problems = options.validate()
+    if problems:
+        for problem in problems:
+            sys.stderr.write(f"pycm sim: error: {problem}\n")
+        return 2
+    return asyncio.run(_serve(options))
+
+
+async def _serve(options: EmulatorOptions) -> int:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        async with run_emulator(options) as emulator:
+            print(
+                f"pycm sim: serving {emulator.url} (kubeconfig: {emulator.kubeconfig_path})",
+                flush=True,
+            )
+            await stop.wait()
+    except EmulatorError as err:
+        sys.stderr.write(f"pycm sim: error: {err}\n")
+        return 1
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+    return 0

@@ -1,0 +1,470 @@
+"""The REST handlers: one Starlette endpoint serving every kube-style path.
+
+Order of one request (the fault engineer's hooks run first, so an injected failure needs no
+credentials): ``before_request`` hooks → open paths (health, /version) → authentication (401)
+→ authorization (403, only with a policy) → discovery or a resource verb. Every failure is a
+``v1 Status``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+import yaml
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response, StreamingResponse
+
+from pycm.sim import discovery, errors
+from pycm.sim.auth import Attributes, Authorizer, TokenAuthenticator, UserInfo
+from pycm.sim.gc import BACKGROUND, ORPHAN
+from pycm.sim.negotiation import METADATA, TABLE, Output, negotiate
+from pycm.sim.objects import Obj
+from pycm.sim.requestinfo import RequestInfo, request_info
+from pycm.sim.resources import Resource
+from pycm.sim.reviews import subject_access_review, token_review
+from pycm.sim.selectors import parse_field_selector, parse_label_selector
+from pycm.sim.store import DeleteOptions, Store
+from pycm.sim.tables import partial_metadata, table
+from pycm.sim.tokens import decode_continue
+from pycm.sim.watch import BOOKMARK, ERROR, Watcher
+
+__all__ = ["APIContext", "BeforeRequest", "error_response", "serve"]
+
+log = logging.getLogger("pycm.sim")
+
+# A hook may answer a request itself (a fault) by returning a Response, or pass with None.
+BeforeRequest = Callable[[Request], Awaitable[Response | None]]
+
+OPEN_PATHS = frozenset({"/healthz", "/readyz", "/livez", "/version"})
+_HEALTH = frozenset({"/healthz", "/readyz", "/livez"})
+
+
+@dataclass
+class APIContext:
+    """What the handlers need; owned by the Emulator and stored on ``app.state.api``."""
+
+    store: Store
+    authenticator: TokenAuthenticator
+    authorizer: Authorizer
+    bookmark_interval: float = 10.0
+    server_address: str = "127.0.0.1:0"
+    # Run in order before anything else; see BeforeRequest.
+    before_request: list[BeforeRequest] = field(default_factory=list)
+    # Set once the server is stopping: new requests still work, watches end at once.
+    stopping: bool = False
+
+
+def _json(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+    return Response(orjson.dumps(body), status, headers, media_type="application/json")
+
+
+def error_response(err: errors.APIError) -> Response:
+    headers = {"Retry-After": str(err.retry_after)} if err.retry_after is not None else None
+    return _json(err.status(), err.code, headers)
+
+
+def _bearer(request: Request) -> str | None:
+    header = request.headers.get("authorization", "")
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        return None
+    return token.strip()
+
+
+async def serve(request: Request) -> Response:
+    ctx: APIContext = request.app.state.api
+    try:
+        for hook in list(ctx.before_request):
+            answer = await hook(request)
+            if answer is not None:
+                return answer
+        return await _serve(ctx, request)
+    except errors.APIError as err:
+        return error_response(err)
+    except asyncio.CancelledError:
+        raise
+    except Exception as err:  # a bug in the emulator is a 500, never a dropped connection
+        log.exception("internal error serving %s %s", request.method, request.url.path)
+        return error_response(errors.internal(repr(err)))
+
+
+async def _serve(ctx: APIContext, request: Request) -> Response:
+    path = request.url.path.rstrip("/") or "/"
+    if path in _HEALTH:
+        return PlainTextResponse("ok")
+    if path == "/version":
+        return _json(discovery.version_info())
+    token = _bearer(request)
+    user = ctx.authenticator.authenticate(token) if token else None
+    if user is None:
+        raise errors.unauthorized()
+    query = dict(request.query_params)
+    info = request_info(request.method, path, query)
+    _authorize(ctx, user, info)
+    if not info.is_resource_request:
+        return _non_resource(ctx, request, path)
+    res = ctx.store.registry.get(info.api_group, info.api_version, info.resource)
+    if res is None or info.extra:
+        raise errors.not_found(info.resource, "")
+    if info.subresource and info.subresource not in res.subresources:
+        raise errors.not_found(f"{info.resource}/{info.subresource}", info.name, res.group)
+    if res.namespaced is False and info.namespace and info.resource != "namespaces":
+        raise errors.not_found(info.resource, "")
+    return await _resource(ctx, request, res, info, query, user)
+
+
+def _authorize(ctx: APIContext, user: UserInfo, info: RequestInfo) -> None:
+    attrs = Attributes(
+        user=user.name,
+        groups=user.groups,
+        verb=info.verb,
+        resource_request=info.is_resource_request,
+        api_group=info.api_group,
+        resource=info.resource,
+        subresource=info.subresource,
+        namespace=info.namespace,
+        name=info.name,
+        path=info.path,
+    )
+    if ctx.authorizer.admit(attrs).allowed:
+        return
+    if info.is_resource_request:
+        raise errors.forbidden(user.name, info.verb, info.resource, info.api_group, info.namespace)
+    raise errors.forbidden_path(user.name, info.verb, info.path)
+
+
+def _non_resource(ctx: APIContext, request: Request, path: str) -> Response:
+    if request.method not in ("GET", "HEAD"):
+        raise errors.method_not_allowed(request.method, path)
+    registry = ctx.store.registry
+    parts = [p for p in path.split("/") if p]
+    if parts == ["api"]:
+        return _json(discovery.api_versions(ctx.server_address))
+    if parts == ["apis"]:
+        return _json(discovery.api_group_list(registry))
+    body = None
+    if len(parts) == 2 and parts[0] == "api":
+        body = discovery.api_resource_list(registry, "", parts[1])
+    elif len(parts) == 3 and parts[0] == "apis":
+        body = discovery.api_resource_list(registry, parts[1], parts[2])
+    elif len(parts) == 2 and parts[0] == "apis":
+        groups = discovery.api_group_list(registry)["groups"]
+        found = [g for g in groups if g["name"] == parts[1]]
+        if found:
+            return _json({"kind": "APIGroup", "apiVersion": "v1", **found[0]})
+    if body is None:
+        raise errors.not_found("", "")
+    return _json(body)
+
+
+# ---------------------------------------------------------------- bodies and options
+
+
+async def _body(request: Request) -> Any:
+    raw = await request.body()
+    if not raw.strip():
+        return None
+    media = request.headers.get("content-type", "application/json").split(";")[0].strip()
+    try:
+        if media in ("application/yaml", "application/x-yaml", "text/yaml"):
+            return yaml.safe_load(raw)
+        return orjson.loads(raw)
+    except (orjson.JSONDecodeError, yaml.YAMLError) as err:
+        raise errors.bad_request(f"the body of the request could not be decoded: {err}") from None
+
+
+async def _object_body(request: Request, res: Resource, info: RequestInfo) -> Obj:
+    body = await _body(request)
+    if not isinstance(body, dict):
+        raise errors.bad_request("the body of the request must be a JSON object")
+    if info.subresource == "scale":
+        return body
+    kind, api_version = body.get("kind"), body.get("apiVersion")
+    if kind is not None and kind != res.kind:
+        raise errors.bad_request(
+            f"the kind in the body ({kind}) does not match the kind of the requested resource "
+            f"({res.kind})"
+        )
+    if api_version is not None and api_version != res.api_version:
+        raise errors.bad_request(
+            f"the API version in the data ({api_version}) does not match the expected API "
+            f"version ({res.api_version})"
+        )
+    meta = body.get("metadata")
+    if meta is not None and not isinstance(meta, dict):
+        raise errors.bad_request("metadata must be an object")
+    meta = meta or {}
+    if res.namespaced and meta.get("namespace") and meta["namespace"] != info.namespace:
+        raise errors.bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request"
+        )
+    if info.name and meta.get("name") and meta["name"] != info.name:
+        raise errors.bad_request(
+            f"the name of the object ({meta['name']}) does not match the name on the URL "
+            f"({info.name})"
+        )
+    return body
+
+
+def _int_param(query: dict[str, str], key: str) -> int | None:
+    value = query.get(key)
+    if value is None or value == "":
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise errors.bad_request(f"invalid value for {key}: {value!r}") from None
+
+
+async def _delete_options(request: Request, query: dict[str, str]) -> DeleteOptions:
+    body = await _body(request)
+    if body is not None and not isinstance(body, dict):
+        raise errors.bad_request("DeleteOptions must be a JSON object")
+    body = body or {}
+    policy = body.get("propagationPolicy") or query.get("propagationPolicy")
+    orphan = body.get("orphanDependents")
+    if orphan is None and "orphanDependents" in query:
+        orphan = query["orphanDependents"].lower() in ("1", "true")
+    if policy is None and orphan is not None:
+        policy = ORPHAN if orphan else BACKGROUND
+    grace = body.get("gracePeriodSeconds")
+    if grace is None:
+        grace = _int_param(query, "gracePeriodSeconds")
+    preconditions = body.get("preconditions") or {}
+    return DeleteOptions(
+        propagation_policy=policy,
+        grace_period_seconds=int(grace) if grace is not None else None,
+        precondition_uid=preconditions.get("uid"),
+        precondition_resource_version=preconditions.get("resourceVersion"),
+    )
+
+
+# ---------------------------------------------------------------- verbs
+
+
+def _render_one(
+    ctx: APIContext, res: Resource, obj: Obj, out: Output, query: dict[str, str]
+) -> Any:
+    if out.mode == METADATA:
+        return partial_metadata(obj, out.api_version)
+    if out.mode == TABLE:
+        now = ctx.store.clock.wall_ns() / 1e9
+        include = query.get("includeObject", "Metadata")
+        return table(
+            res.kind,
+            [obj],
+            now,
+            include,
+            {"resourceVersion": obj["metadata"].get("resourceVersion", "")},
+            out.api_version,
+        )
+    return obj
+
+
+async def _resource(
+    ctx: APIContext,
+    request: Request,
+    res: Resource,
+    info: RequestInfo,
+    query: dict[str, str],
+    user: UserInfo,
+) -> Response:
+    store = ctx.store
+    verb, ns, name, sub = info.verb, info.namespace or None, info.name, info.subresource
+    if res.kind == "Namespace":
+        ns = None
+    if verb not in res.verbs and not (sub and verb in ("get", "update", "patch")):
+        raise errors.method_not_allowed(request.method, info.path)
+    if verb == "create":
+        if name:
+            raise errors.method_not_allowed(request.method, info.path)
+        body = await _object_body(request, res, info)
+        if res.plural == "tokenreviews":
+            return _json(token_review(ctx.authenticator, body), 201)
+        if res.plural == "subjectaccessreviews":
+            return _json(subject_access_review(ctx.authorizer, body), 201)
+        if res.namespaced and not ns:
+            raise errors.method_not_allowed(request.method, info.path)
+        return _json(store.create(res, body, ns), 201)
+    if verb in ("get", "list", "watch"):
+        out = negotiate(request.headers.get("accept"))
+        if verb == "get":
+            if sub == "scale":
+                return _json(store.get_scale(res, ns, name))
+            return _json(
+                _render_one(ctx, res, store.peek(res, ns, name) or _missing(res, name), out, query)
+            )
+        labels = parse_label_selector(query.get("labelSelector"))
+        fields = parse_field_selector(query.get("fieldSelector"), res.field_labels, res.kind)
+        if verb == "watch":
+            return _watch(ctx, res, ns, query, out, labels, fields)
+        return _list(ctx, res, ns, query, out, labels, fields)
+    if verb == "update":
+        body = await _object_body(request, res, info)
+        body.setdefault("metadata", {}).setdefault("name", name)
+        if sub == "scale":
+            return _json(store.update_scale(res, ns, name, body))
+        if sub == "status":
+            return _json(store.update_status(res, body, ns))
+        return _json(store.update(res, body, ns))
+    if verb == "patch":
+        patch = await _body(request)
+        if patch is None:
+            raise errors.bad_request("the body of the request was empty: a patch is required")
+        content_type = request.headers.get("content-type", "")
+        return _json(store.patch(res, ns, name, content_type, patch, sub))
+    if verb == "delete":
+        options = await _delete_options(request, query)
+        obj, removed = store.delete(res, ns, name, options)
+        if removed and res.kind not in ("Pod", "Namespace"):
+            details = {"name": name, "kind": res.plural, "uid": obj["metadata"].get("uid")}
+            if res.group:
+                details["group"] = res.group
+            body = errors.status_object(200, "", "", details)
+            del body["message"], body["reason"]
+            return _json(body)
+        return _json(obj)
+    if verb == "deletecollection":
+        options = await _delete_options(request, query)
+        labels = parse_label_selector(query.get("labelSelector"))
+        fields = parse_field_selector(query.get("fieldSelector"), res.field_labels, res.kind)
+        items = store.delete_collection(res, ns, labels, fields, options)
+        return _json(
+            {
+                "kind": f"{res.kind}List",
+                "apiVersion": res.api_version,
+                "metadata": {"resourceVersion": str(store.resource_version)},
+                "items": items,
+            }
+        )
+    raise errors.method_not_allowed(request.method, info.path)
+
+
+def _missing(res: Resource, name: str) -> Obj:
+    raise errors.not_found(res.plural, name, res.group)
+
+
+def _list(
+    ctx: APIContext,
+    res: Resource,
+    ns: str | None,
+    query: dict[str, str],
+    out: Output,
+    labels: Any,
+    fields: Any,
+) -> Response:
+    limit = _int_param(query, "limit")
+    token = query.get("continue")
+    continue_from = decode_continue(token) if token else None
+    page = ctx.store.list_page(res, ns, labels, fields, limit, continue_from)
+    list_meta: Obj = {"resourceVersion": str(page.resource_version)}
+    if page.continue_token:
+        list_meta["continue"] = page.continue_token
+        list_meta["remainingItemCount"] = page.remaining
+    if out.mode == TABLE:
+        now = ctx.store.clock.wall_ns() / 1e9
+        include = query.get("includeObject", "Metadata")
+        return _json(table(res.kind, page.items, now, include, list_meta, out.api_version))
+    if out.mode == METADATA:
+        items = [partial_metadata(o, out.api_version) for o in page.items]
+        return _json(
+            {
+                "kind": "PartialObjectMetadataList",
+                "apiVersion": out.api_version,
+                "metadata": list_meta,
+                "items": items,
+            }
+        )
+    return _json(
+        {
+            "kind": f"{res.kind}List",
+            "apiVersion": res.api_version,
+            "metadata": list_meta,
+            "items": page.items,
+        }
+    )
+
+
+def _event_line(type_: str, obj: Any) -> bytes:
+    return orjson.dumps({"type": type_, "object": obj}) + b"\n"
+
+
+def _watch(
+    ctx: APIContext,
+    res: Resource,
+    ns: str | None,
+    query: dict[str, str],
+    out: Output,
+    labels: Any,
+    fields: Any,
+) -> Response:
+    timeout = _int_param(query, "timeoutSeconds")
+    bookmarks = query.get("allowWatchBookmarks", "").lower() in ("1", "true")
+    try:
+        watcher = ctx.store.watch(res, ns, labels, fields, query.get("resourceVersion"))
+    except errors.APIError as err:
+        if err.code != 410:
+            raise
+        line = _event_line(ERROR, err.status())
+        return StreamingResponse(_once(line), media_type="application/json")
+    stream = _watch_stream(ctx, res, watcher, out, query, timeout, bookmarks)
+    return StreamingResponse(stream, media_type="application/json")
+
+
+async def _once(line: bytes) -> AsyncIterator[bytes]:
+    yield line
+
+
+async def _watch_stream(
+    ctx: APIContext,
+    res: Resource,
+    watcher: Watcher,
+    out: Output,
+    query: dict[str, str],
+    timeout_seconds: int | None,
+    bookmarks: bool,
+) -> AsyncIterator[bytes]:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_seconds if timeout_seconds else None
+    interval = ctx.bookmark_interval
+    next_bookmark = loop.time() + interval if bookmarks else None
+    now_wall = ctx.store.clock.wall_ns
+    include = query.get("includeObject", "Metadata")
+    try:
+        while not ctx.stopping:
+            now = loop.time()
+            if deadline is not None and now >= deadline:
+                return
+            waits = [t - now for t in (deadline, next_bookmark) if t is not None]
+            item = await watcher.next(max(0.0, min(waits)) if waits else None)
+            if item is None:
+                if watcher.closed:
+                    return
+                now = loop.time()
+                if next_bookmark is not None and now >= next_bookmark:
+                    next_bookmark = now + interval
+                    if watcher.pending == 0:
+                        rv = str(ctx.store.resource_version)
+                        mark = {
+                            "kind": res.kind,
+                            "apiVersion": res.api_version,
+                            "metadata": {"resourceVersion": rv},
+                        }
+                        yield _event_line(BOOKMARK, mark)
+                continue
+            type_, obj = item
+            if out.mode == METADATA:
+                yield _event_line(type_, partial_metadata(obj, out.api_version))
+            elif out.mode == TABLE:
+                rv_meta = {"resourceVersion": obj["metadata"].get("resourceVersion", "")}
+                body = table(res.kind, [obj], now_wall() / 1e9, include, rv_meta, out.api_version)
+                yield _event_line(type_, body)
+            else:
+                yield _event_line(type_, obj)
+    finally:
+        watcher.stop()

@@ -1,0 +1,56 @@
+"""The emulator's options: what ``pycm sim`` flags set and ``run_emulator(**options)`` takes."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from starlette.middleware import Middleware
+
+from pycm.util.clock import REAL_CLOCK, Clock
+
+__all__ = ["EmulatorOptions"]
+
+
+@dataclass(frozen=True)
+class EmulatorOptions:
+    host: str = "127.0.0.1"
+    port: int = 0  # 0: any free port
+    tls: bool = False  # serve HTTPS with a fresh self-signed CA (its data in the kubeconfig)
+    nodes: int = 1  # Ready nodes sim-node-0.. in the fresh cluster
+    # For the simulated kubelet (a later issue): how long a scheduled pod takes to become Ready.
+    pod_ready_delay: float = 1.0
+    # Watch history events retained; a watch from an older resourceVersion gets 410 Expired.
+    watch_window: int = 10_000
+    # Live events one watcher may fall behind by before its watch is ended.
+    watch_queue_size: int = 1_000
+    # Seconds between BOOKMARK events on watches that allow them (kube: about a minute).
+    bookmark_interval: float = 10.0
+    token_auth_file: str | None = None
+    authz_policy_file: str | None = None
+    # Where the kubeconfig is written; None: a file in the emulator's temporary directory.
+    kubeconfig_out: str | None = None
+    # Pods with a grace period keep a deletionTimestamp until Store.finalize_pod_deletion()
+    # (the kubelet's confirmation). Off until the simulated kubelet exists: deletes are at once.
+    graceful_pod_deletion: bool = False
+    admin_token: str | None = None  # None: a random one
+    clock: Clock = REAL_CLOCK
+    # Extra pure-ASGI middleware, outermost first (the fault engineer's slot).
+    middleware: Sequence[Middleware] = field(default_factory=tuple)
+
+    def validate(self) -> list[str]:
+        """Every problem with these options (empty when they are usable)."""
+        problems = []
+        if not 0 <= self.port <= 65535:
+            problems.append(f"--port must be between 0 and 65535, got {self.port}")
+        if self.nodes < 0:
+            problems.append(f"--nodes must not be negative, got {self.nodes}")
+        if self.pod_ready_delay < 0:
+            problems.append("--pod-ready-delay must not be negative")
+        if self.watch_window < 1:
+            problems.append(f"--watch-window must be at least 1, got {self.watch_window}")
+        if self.watch_queue_size < 1:
+            problems.append("watch_queue_size must be at least 1")
+        if self.bookmark_interval <= 0:
+            problems.append("bookmark_interval must be positive")
+        return problems

@@ -1,0 +1,206 @@
+"""The :class:`Emulator` (store + app + options) and serving it with uvicorn.
+
+In tests::
+
+    async with run_emulator(nodes=2, watch_window=50) as emu:
+        emu.url, emu.kubeconfig_path, emu.admin_token, emu.store
+
+Start order: build the store and seed the fresh cluster → bind the socket (a port in use fails
+here, as :class:`EmulatorError`) → uvicorn serves in a named task → wait until it is started →
+write the kubeconfig. Stop order: mark stopping and end every open watch (so no stream holds
+the server open) → ask uvicorn to exit and await its task (forced after a timeout) → remove the
+temporary directory (certificates, the default kubeconfig).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import shutil
+import socket
+import tempfile
+from collections.abc import AsyncIterator, Generator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+
+from pycm.sim.app import build_app
+from pycm.sim.auth import Authorizer, TokenAuthenticator
+from pycm.sim.certs import write_serving_cert
+from pycm.sim.handlers import APIContext, BeforeRequest
+from pycm.sim.kubeconfig import write_kubeconfig
+from pycm.sim.options import EmulatorOptions
+from pycm.sim.seed import seed_cluster
+from pycm.sim.store import Store
+from pycm.util.tasks import create_guarded_task
+
+__all__ = ["Emulator", "EmulatorError", "run_emulator"]
+
+# How long stop() lets uvicorn finish open requests before cancelling them.
+_SHUTDOWN_TIMEOUT = 3.0
+_STARTUP_TIMEOUT = 10.0
+
+
+class EmulatorError(RuntimeError):
+    """The emulator cannot start (port in use, unreadable file, bad options)."""
+
+
+class _Server(uvicorn.Server):
+    """uvicorn without its signal handling: the owner of the event loop decides about signals."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Generator[None, None, None]:
+        yield
+
+
+class Emulator:
+    """The embedded API server: ``store`` (in-process API), ``app`` (ASGI), ``options``."""
+
+    def __init__(self, options: EmulatorOptions | None = None) -> None:
+        self.options = options = options or EmulatorOptions()
+        problems = options.validate()
+        if problems:
+            raise EmulatorError("; ".join(problems))
+        self.store = Store(
+            clock=options.clock,
+            watch_window=options.watch_window,
+            watch_queue_size=options.watch_queue_size,
+            graceful_pod_deletion=options.graceful_pod_deletion,
+        )
+        self.authenticator = TokenAuthenticator()
+        self.admin_token = self.authenticator.add_admin(options.admin_token)
+        try:
+            if options.token_auth_file:
+                self.authenticator.load_file(options.token_auth_file)
+            self.authorizer = (
+                Authorizer.from_file(options.authz_policy_file)
+                if options.authz_policy_file
+                else Authorizer()
+            )
+        except ValueError as err:
+            raise EmulatorError(str(err)) from None
+        self.api = APIContext(
+            self.store,
+            self.authenticator,
+            self.authorizer,
+            bookmark_interval=options.bookmark_interval,
+        )
+        self.app: Starlette = build_app(self.api, options.middleware)
+        seed_cluster(self.store, options.nodes)
+        self.url = ""
+        self.kubeconfig_path = Path()
+        self.ca_pem: bytes | None = None
+        self._tmp: Path | None = None
+        self._server: _Server | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    @property
+    def before_request(self) -> list[BeforeRequest]:
+        """Hooks run before every request (faults): append or remove at any time."""
+        return self.api.before_request
+
+    @property
+    def port(self) -> int:
+        return int(self.url.rsplit(":", 1)[1]) if self.url else 0
+
+    def _bind(self) -> socket.socket:
+        host, port = self.options.host, self.options.port
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind((host, port))
+        except OSError as err:
+            sock.close()
+            raise EmulatorError(f"cannot listen on {host}:{port}: {err.strerror or err}") from None
+        sock.setblocking(False)
+        return sock
+
+    async def start(self) -> None:
+        if self._task is not None:
+            raise RuntimeError("the emulator is already started")
+        self._tmp = Path(tempfile.mkdtemp(prefix="pycm-sim-"))
+        try:
+            await self._start(self._tmp)
+        except BaseException:
+            await self.stop()
+            raise
+
+    async def _start(self, tmp: Path) -> None:
+        options = self.options
+        ssl: dict[str, Any] = {}
+        if options.tls:
+            cert = write_serving_cert(tmp, options.host)
+            self.ca_pem = cert.ca_pem
+            ssl = {"ssl_certfile": str(cert.cert_file), "ssl_keyfile": str(cert.key_file)}
+        sock = self._bind()
+        port = sock.getsockname()[1]
+        host = options.host
+        if host in ("0.0.0.0", "::", ""):
+            host = "127.0.0.1"
+        shown = f"[{host}]" if ":" in host else host
+        self.url = f"{'https' if options.tls else 'http'}://{shown}:{port}"
+        self.api.server_address = f"{shown}:{port}"
+        config = uvicorn.Config(
+            self.app,
+            log_config=None,
+            log_level="warning",
+            access_log=False,
+            lifespan="off",
+            timeout_graceful_shutdown=int(_SHUTDOWN_TIMEOUT),
+            **ssl,
+        )
+        self._server = server = _Server(config)
+        self._task = create_guarded_task(server.serve(sockets=[sock]), name="pycm-sim-uvicorn")
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + _STARTUP_TIMEOUT
+        while not server.started:
+            if self._task.done():
+                self._task.result()  # raises what uvicorn raised
+                raise EmulatorError("the server stopped while starting")
+            if loop.time() > deadline:
+                raise EmulatorError("the server did not start in time")
+            await asyncio.sleep(0.005)
+        self.kubeconfig_path = Path(options.kubeconfig_out or tmp / "kubeconfig")
+        try:
+            write_kubeconfig(self.kubeconfig_path, self.url, self.admin_token, self.ca_pem)
+        except OSError as err:
+            raise EmulatorError(
+                f"cannot write kubeconfig {self.kubeconfig_path}: {err.strerror or err}"
+            ) from None
+
+    async def stop(self) -> None:
+        self.api.stopping = True
+        self.store.drop_watches("the server is shutting down")
+        task, server = self._task, self._server
+        if task is not None and server is not None:
+            server.should_exit = True
+            try:
+                async with asyncio.timeout(_SHUTDOWN_TIMEOUT + 2):
+                    await asyncio.shield(task)
+            except TimeoutError:
+                server.force_exit = True
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        self._task = self._server = None
+        if self._tmp is not None:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            self._tmp = None
+
+
+@contextlib.asynccontextmanager
+async def run_emulator(
+    options: EmulatorOptions | None = None, **overrides: Any
+) -> AsyncIterator[Emulator]:
+    """Serve an emulator for the duration of the block (``overrides``: EmulatorOptions fields)."""
+    options = replace(options or EmulatorOptions(), **overrides)
+    emulator = Emulator(options)
+    await emulator.start()
+    try:
+        yield emulator
+    finally:
+        await emulator.stop()

@@ -1,0 +1,802 @@
+"""The emulator's storage: every object, one global resourceVersion, the watch history.
+
+The store is synchronous and in memory; every public method runs to completion inside one event
+loop step, so a write, its watch events and the garbage collection it triggers are atomic
+with respect to every reader. It is also the in-process API for the simulated kubelet and for
+tests: ``get / list / create / update / update_status / patch / delete / watch`` take a
+:class:`~pycm.sim.resources.Resource` (``store.resource("pods")``) and plain dicts, and raise
+:class:`~pycm.sim.errors.APIError` exactly as the HTTP API answers.
+
+Invariants:
+- ``_rv`` is the resourceVersion of the newest write; every stored object's
+  ``metadata.resourceVersion`` is ``str`` of the rv of the write that produced it.
+- ``_history`` holds the newest ``watch_window`` events in rv order; every event with
+  rv > ``_compacted_rv`` is in it (so a watch from rv >= ``_compacted_rv`` can be served).
+- Stored objects are never mutated: a write stores a new dict. Events and watchers share them.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from pycm.sim import errors, validation
+from pycm.sim.defaults import apply_defaults
+from pycm.sim.gc import (
+    BACKGROUND,
+    FOREGROUND,
+    FOREGROUND_FINALIZER,
+    ORPHAN,
+    ObjectRef,
+    OwnerIndex,
+    owner_uids,
+)
+from pycm.sim.objects import Obj, deep_copy, generate_name, meta, new_uid, rfc3339
+from pycm.sim.patch import apply_patch
+from pycm.sim.resources import REGISTRY, Registry, Resource, ResourceKey
+from pycm.sim.selectors import FieldSelector, LabelSelector
+from pycm.sim.tokens import encode_continue
+from pycm.sim.watch import ADDED, DELETED, MODIFIED, StoreEvent, Watcher
+from pycm.util.clock import REAL_CLOCK, Clock
+
+__all__ = ["DeleteOptions", "ListPage", "Store"]
+
+ObjList = list[Obj]  # `Store.list` shadows the builtin inside the class body
+
+# Kinds whose status a create resets (kube's PrepareForCreate); the rest keep what they are sent.
+_STATUS_RESET_ON_CREATE = frozenset({"Pod", "Deployment", "ReplicaSet"})
+_TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteOptions:
+    propagation_policy: str | None = None  # Orphan | Background | Foreground
+    grace_period_seconds: int | None = None
+    precondition_uid: str | None = None
+    precondition_resource_version: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ListPage:
+    items: list[Obj]
+    resource_version: int
+    continue_token: str  # "" on the last page
+    remaining: int | None
+
+
+def _selector_string(selector: Any) -> str:
+    if not isinstance(selector, dict):
+        return ""
+    parts = [f"{k}={v}" for k, v in sorted((selector.get("matchLabels") or {}).items())]
+    ops = {"In": "in", "NotIn": "notin"}
+    for expr in selector.get("matchExpressions") or []:
+        key, op = expr.get("key", ""), expr.get("operator", "")
+        if op in ops:
+            parts.append(f"{key} {ops[op]} ({','.join(sorted(expr.get('values') or []))})")
+        elif op == "Exists":
+            parts.append(key)
+        elif op == "DoesNotExist":
+            parts.append(f"!{key}")
+    return ",".join(parts)
+
+
+def _qos_class(spec: Any) -> str:
+    containers = spec.get("containers") or [] if isinstance(spec, dict) else []
+    resources = [c.get("resources") or {} for c in containers if isinstance(c, dict)]
+    if not any(r.get("requests") or r.get("limits") for r in resources):
+        return "BestEffort"
+    guaranteed = all(
+        r.get("limits")
+        and all(k in r["limits"] for k in ("cpu", "memory"))
+        and all((r.get("requests") or r["limits"]).get(k) == r["limits"][k] for k in r["limits"])
+        for r in resources
+    )
+    return "Guaranteed" if guaranteed else "Burstable"
+
+
+def _typed(res: Resource, obj: Obj) -> Obj:
+    """``obj`` with apiVersion and kind set, first (as kube-apiserver prints them)."""
+    rest = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind")}
+    return {"apiVersion": res.api_version, "kind": res.kind, **rest}
+
+
+class Store:
+    def __init__(
+        self,
+        registry: Registry = REGISTRY,
+        clock: Clock = REAL_CLOCK,
+        watch_window: int = 10_000,
+        watch_queue_size: int = 1_000,
+        graceful_pod_deletion: bool = False,
+    ) -> None:
+        if watch_window < 1:
+            raise ValueError("watch_window must be at least 1")
+        self.registry = registry
+        self.clock = clock
+        self.watch_queue_size = watch_queue_size
+        self.graceful_pod_deletion = graceful_pod_deletion
+        self._objects: dict[ResourceKey, dict[tuple[str, str], Obj]] = {
+            key: {} for key, r in registry.resources.items() if r.stored
+        }
+        self._by_uid: dict[str, ObjectRef] = {}
+        self._owners = OwnerIndex()
+        self._rv = 0
+        self._history: deque[StoreEvent] = deque(maxlen=watch_window)
+        self._compacted_rv = 0
+        self._watchers: set[Watcher] = set()
+
+    # ---------------------------------------------------------------- reading
+
+    @property
+    def resource_version(self) -> int:
+        return self._rv
+
+    @property
+    def compacted_resource_version(self) -> int:
+        return self._compacted_rv
+
+    @property
+    def watcher_count(self) -> int:
+        return len(self._watchers)
+
+    def resource(self, plural: str, group: str = "") -> Resource:
+        """The registered kind ``plural`` in ``group`` (KeyError if unknown)."""
+        return self.registry.resources[(group, plural)]
+
+    def _table(self, res: Resource) -> dict[tuple[str, str], Obj]:
+        table = self._objects.get(res.key)
+        if table is None:
+            raise errors.method_not_allowed("GET", res.plural)
+        return table
+
+    def _ns(self, res: Resource, namespace: str | None) -> str:
+        return (namespace or "") if res.namespaced else ""
+
+    def _stored(self, res: Resource, namespace: str | None, name: str) -> Obj:
+        obj = self._table(res).get((self._ns(res, namespace), name))
+        if obj is None:
+            raise errors.not_found(res.plural, name, res.group)
+        return obj
+
+    def get(self, res: Resource, namespace: str | None, name: str) -> Obj:
+        return deep_copy(self._stored(res, namespace, name))
+
+    def peek(self, res: Resource, namespace: str | None, name: str) -> Obj | None:
+        """The stored object itself, or None (read-only: never mutate it)."""
+        return self._table(res).get((self._ns(res, namespace), name))
+
+    def _select(
+        self,
+        res: Resource,
+        namespace: str | None,
+        labels: LabelSelector,
+        fields: FieldSelector,
+    ) -> list[tuple[tuple[str, str], Obj]]:
+        table = self._table(res)
+        keys = sorted(table)
+        out = []
+        for key in keys:
+            if namespace and key[0] != namespace:
+                continue
+            obj = table[key]
+            meta_ = obj.get("metadata") or {}
+            if labels.requirements and not labels.matches(meta_.get("labels")):
+                continue
+            if fields.terms and not fields.matches(obj):
+                continue
+            out.append((key, obj))
+        return out
+
+    def list(
+        self,
+        res: Resource,
+        namespace: str | None = None,
+        labels: LabelSelector | None = None,
+        fields: FieldSelector | None = None,
+    ) -> tuple[list[Obj], int]:
+        """Copies of the matching objects (ordered by namespace, name) and the current rv."""
+        selected = self._select(
+            res, namespace, labels or LabelSelector(), fields or FieldSelector()
+        )
+        return [deep_copy(obj) for _, obj in selected], self._rv
+
+    def list_page(
+        self,
+        res: Resource,
+        namespace: str | None,
+        labels: LabelSelector,
+        fields: FieldSelector,
+        limit: int | None,
+        continue_from: tuple[int, str, str] | None,
+    ) -> ListPage:
+        """One page of a chunked list; ``continue_from`` is a decoded (rv, ns, name) token.
+
+        The items are the store's own dicts (the caller encodes them; never mutate). A continued
+        page is read from the current state, not a snapshot at the token's rv, and carries the
+        token's rv: a watch started from it replays anything that changed meanwhile.
+        """
+        list_rv = self._rv
+        selected = self._select(res, namespace, labels, fields)
+        if continue_from is not None:
+            token_rv, ns, name = continue_from
+            if token_rv < self._compacted_rv:
+                raise errors.expired(
+                    "The provided continue parameter is too old to display a consistent list "
+                    "result. You can start a new list without the continue parameter."
+                )
+            list_rv = token_rv
+            selected = [(k, o) for k, o in selected if k > (ns, name)]
+        if limit is None or limit <= 0 or len(selected) <= limit:
+            return ListPage([o for _, o in selected], list_rv, "", None)
+        page = selected[:limit]
+        last = page[-1][0]
+        return ListPage(
+            [o for _, o in page],
+            list_rv,
+            encode_continue(list_rv, last[0], last[1]),
+            len(selected) - limit,
+        )
+
+    def lookup_uid(self, uid: str) -> tuple[Resource, Obj] | None:
+        ref = self._by_uid.get(uid)
+        if ref is None:
+            return None
+        key, ns, name = ref
+        obj = self._objects[key].get((ns, name))
+        if obj is None:
+            return None
+        return self.registry.resources[key], obj
+
+    # ---------------------------------------------------------------- history and watchers
+
+    def _commit(self, res: Resource, type_: str, obj: Obj, old: Obj | None) -> Obj:
+        self._rv += 1
+        meta(obj)["resourceVersion"] = str(self._rv)
+        m = obj["metadata"]
+        ref: ObjectRef = (res.key, m.get("namespace", "") if res.namespaced else "", m["name"])
+        table = self._objects[res.key]
+        if old is not None:
+            self._owners.remove(ref, old)
+        if type_ == DELETED:
+            table.pop(ref[1:], None)
+            self._by_uid.pop(str(m.get("uid")), None)
+        else:
+            table[ref[1:]] = obj
+            self._by_uid[str(m.get("uid"))] = ref
+            self._owners.add(ref, obj)
+        event = StoreEvent(type_, res.key, obj, old, self._rv)
+        if len(self._history) == self._history.maxlen:
+            self._compacted_rv = self._history[0].rv
+        self._history.append(event)
+        for watcher in list(self._watchers):
+            watcher.offer(event)
+        return obj
+
+    def watch(
+        self,
+        res: Resource,
+        namespace: str | None = None,
+        labels: LabelSelector | None = None,
+        fields: FieldSelector | None = None,
+        resource_version: str | None = None,
+        capacity: int | None = None,
+    ) -> Watcher:
+        """Start a watch. ``resource_version`` "" / "0" / None: ADDED for the current state,
+        then live events; otherwise every event after it (410 Expired if compacted).
+
+        The caller must ``stop()`` the watcher when done with it.
+        """
+        self._table(res)
+        watcher = Watcher(
+            res.key,
+            self._ns(res, namespace) or None,
+            labels or LabelSelector(),
+            fields or FieldSelector(),
+            capacity or self.watch_queue_size,
+            self._watchers.discard,
+        )
+        if resource_version in (None, "", "0"):
+            for _, obj in self._select(res, watcher.namespace, watcher.labels, watcher.fields):
+                watcher.add_initial(ADDED, obj)
+        else:
+            try:
+                since = int(str(resource_version))
+            except ValueError:
+                raise errors.bad_request(
+                    f"invalid resource version: {resource_version!r}"
+                ) from None
+            if since < self._compacted_rv:
+                raise errors.expired(f"too old resource version: {since} ({self._compacted_rv})")
+            for event in self._history:
+                if event.rv > since:
+                    seen = watcher.translate(event)
+                    if seen is not None:
+                        watcher.add_initial(*seen)
+        self._watchers.add(watcher)
+        return watcher
+
+    def drop_watches(self, reason: str = "dropped") -> int:
+        """End every open watch (clients see the stream close and rewatch). Returns how many."""
+        watchers = list(self._watchers)
+        for watcher in watchers:
+            watcher.close(reason)
+        return len(watchers)
+
+    def compact(self) -> int:
+        """Forget the watch history: a watch or continue token older than now gets 410."""
+        self._history.clear()
+        self._compacted_rv = self._rv
+        return self._compacted_rv
+
+    # ---------------------------------------------------------------- writing
+
+    def _now(self) -> str:
+        return rfc3339(self.clock.wall_ns())
+
+    def _check_namespace(self, res: Resource, namespace: str) -> None:
+        if not res.namespaced:
+            return
+        if not namespace:
+            raise errors.bad_request(
+                "the server could not find the requested resource: a namespace is required"
+            )
+        ns = self._objects[("", "namespaces")].get(("", namespace))
+        if ns is None:
+            raise errors.not_found("namespaces", namespace)
+        if (ns.get("metadata") or {}).get("deletionTimestamp"):
+            raise errors.APIError(
+                403,
+                "Forbidden",
+                f'{res.plural} "{(ns["metadata"])["name"]}" is forbidden: unable to create new '
+                f"content in namespace {namespace} because it is being terminated",
+            )
+
+    def create(
+        self, res: Resource, obj: Obj, namespace: str | None = None, keep_status: bool = False
+    ) -> Obj:
+        """Create ``obj`` (a copy is stored). Returns a copy of what was stored."""
+        if not res.stored:
+            raise errors.method_not_allowed("POST", res.plural)
+        new = _typed(res, deep_copy(obj))
+        m = meta(new)
+        ns = self._ns(res, namespace if namespace is not None else m.get("namespace"))
+        if res.namespaced:
+            m["namespace"] = ns
+        else:
+            m.pop("namespace", None)
+        self._check_namespace(res, ns)
+        table = self._table(res)
+        if not m.get("name") and m.get("generateName"):
+            for _ in range(8):
+                candidate = generate_name(str(m["generateName"]))
+                if (ns, candidate) not in table:
+                    m["name"] = candidate
+                    break
+            else:
+                raise errors.APIError(500, "AlreadyExists", "could not generate a unique name")
+        for drop in (
+            "resourceVersion",
+            "uid",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "selfLink",
+            "managedFields",
+        ):
+            m.pop(drop, None)
+        if res.kind in _STATUS_RESET_ON_CREATE and not keep_status:
+            new.pop("status", None)
+        apply_defaults(res.kind, new)
+        if res.kind == "Pod" and not keep_status:
+            new["status"] = {"phase": "Pending", "qosClass": _qos_class(new.get("spec"))}
+        causes = validation.validate_create(res.kind, new)
+        if causes:
+            raise errors.invalid(res.kind, str(m.get("name") or ""), causes, res.group)
+        if (ns, m["name"]) in table:
+            raise errors.already_exists(res.plural, m["name"], res.group)
+        m["uid"] = new_uid()
+        m["creationTimestamp"] = self._now()
+        if res.generation_on_spec:
+            m["generation"] = 1
+        return deep_copy(self._commit(res, ADDED, new, None))
+
+    def update(self, res: Resource, obj: Obj, namespace: str | None = None) -> Obj:
+        """PUT: replace the object (its status kept if the kind has a status subresource)."""
+        return self._update(res, obj, namespace, status_only=False)
+
+    def update_status(self, res: Resource, obj: Obj, namespace: str | None = None) -> Obj:
+        """PUT .../status: replace only the status."""
+        if not res.has_status:
+            raise errors.not_found(res.plural, "", res.group)
+        return self._update(res, obj, namespace, status_only=True)
+
+    def _update(self, res: Resource, obj: Obj, namespace: str | None, status_only: bool) -> Obj:
+        m_in = obj.get("metadata") or {}
+        name = str(m_in.get("name") or "")
+        if not name:
+            raise errors.invalid(res.kind, "", [validation.required("metadata.name")], res.group)
+        ns = self._ns(res, namespace if namespace is not None else m_in.get("namespace"))
+        old = self._stored(res, ns, name)
+        old_m = old["metadata"]
+        rv = m_in.get("resourceVersion")
+        if rv and str(rv) != old_m["resourceVersion"]:
+            raise errors.conflict(
+                res.plural,
+                name,
+                res.group,
+                "the object has been modified; please apply your changes to the latest version "
+                "and try again",
+            )
+        if m_in.get("uid") and m_in["uid"] != old_m["uid"]:
+            raise errors.conflict(
+                res.plural,
+                name,
+                res.group,
+                f"Precondition failed: UID in precondition: {m_in['uid']}, "
+                f"UID in object meta: {old_m['uid']}",
+            )
+        if status_only:
+            new = deep_copy(old)
+            if "status" in obj:
+                new["status"] = deep_copy({"s": obj["status"]})["s"]
+            else:
+                new.pop("status", None)
+        else:
+            new = deep_copy(obj)
+            if res.has_status:
+                if "status" in old:
+                    new["status"] = deep_copy(old)["status"]
+                else:
+                    new.pop("status", None)
+        new = _typed(res, new)
+        m = meta(new)
+        for keep in (
+            "uid",
+            "creationTimestamp",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "namespace",
+            "name",
+            "generation",
+        ):
+            if keep in old_m:
+                m[keep] = old_m[keep]
+            else:
+                m.pop(keep, None)
+        m.pop("selfLink", None)
+        m["resourceVersion"] = old_m["resourceVersion"]
+        if old_m.get("deletionTimestamp"):
+            # Finalizers may only be removed from an object being deleted (kube forbids adds).
+            old_finalizers = set(old_m.get("finalizers") or [])
+            m["finalizers"] = [f for f in m.get("finalizers") or [] if f in old_finalizers]
+            if not m["finalizers"]:
+                del m["finalizers"]
+        apply_defaults(res.kind, new)
+        causes = validation.validate_update(res.kind, new, old)
+        if causes:
+            raise errors.invalid(res.kind, name, causes, res.group)
+        if res.generation_on_spec and new.get("spec") != old.get("spec"):
+            m["generation"] = int(old_m.get("generation") or 0) + 1
+        if new == old:
+            return deep_copy(old)  # a no-op write does not bump the resourceVersion
+        stored = self._commit(res, MODIFIED, new, old)
+        self._maybe_finish_deletion(res, stored)
+        return deep_copy(stored)
+
+    def patch(
+        self,
+        res: Resource,
+        namespace: str | None,
+        name: str,
+        patch_type: str,
+        patch: Any,
+        subresource: str = "",
+    ) -> Obj:
+        """PATCH (merge, strategic merge or JSON patch) the object or its status / scale."""
+        if subresource == "scale":
+            scale = self.get_scale(res, namespace, name)
+            patched = apply_patch(patch_type, scale, patch)
+            return self.update_scale(res, namespace, name, patched)
+        current = deep_copy(self._stored(res, namespace, name))
+        current_rv = current["metadata"]["resourceVersion"]
+        patched = apply_patch(patch_type, current, patch)
+        if not isinstance(patched, dict):
+            raise errors.bad_request("the patch did not produce an object")
+        pm = meta(patched)
+        if pm.get("name") != name:
+            raise errors.bad_request(
+                f"metadata.name: Invalid value: {pm.get('name')!r}: field is immutable"
+            )
+        # A patch that sets a resourceVersion is a precondition; one that does not, is not.
+        if not pm.get("resourceVersion"):
+            pm["resourceVersion"] = current_rv
+        if subresource == "status":
+            return self.update_status(res, patched, namespace)
+        if subresource:
+            raise errors.not_found(res.plural, name, res.group)
+        return self.update(res, patched, namespace)
+
+    # ---------------------------------------------------------------- scale subresource
+
+    def get_scale(self, res: Resource, namespace: str | None, name: str) -> Obj:
+        if not res.has_scale:
+            raise errors.not_found(res.plural, name, res.group)
+        obj = self._stored(res, namespace, name)
+        m = obj["metadata"]
+        return {
+            "kind": "Scale",
+            "apiVersion": "autoscaling/v1",
+            "metadata": {
+                k: m[k]
+                for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
+                if k in m
+            },
+            "spec": {"replicas": int((obj.get("spec") or {}).get("replicas") or 0)},
+            "status": {
+                "replicas": int((obj.get("status") or {}).get("replicas") or 0),
+                "selector": _selector_string((obj.get("spec") or {}).get("selector")),
+            },
+        }
+
+    def update_scale(self, res: Resource, namespace: str | None, name: str, scale: Obj) -> Obj:
+        if not res.has_scale:
+            raise errors.not_found(res.plural, name, res.group)
+        replicas = (scale.get("spec") or {}).get("replicas", 0)
+        if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
+            cause = validation.invalid_value(
+                "spec.replicas", replicas, "must be greater than or equal to 0"
+            )
+            raise errors.invalid("Scale", name, [cause], "autoscaling")
+        current = deep_copy(self._stored(res, namespace, name))
+        rv = (scale.get("metadata") or {}).get("resourceVersion")
+        if rv:
+            current["metadata"]["resourceVersion"] = str(rv)
+        current.setdefault("spec", {})["replicas"] = replicas
+        self.update(res, current, namespace)
+        return self.get_scale(res, namespace, name)
+
+    # ---------------------------------------------------------------- deletion
+
+    def delete(
+        self,
+        res: Resource,
+        namespace: str | None,
+        name: str,
+        options: DeleteOptions | None = None,
+    ) -> tuple[Obj, bool]:
+        """DELETE. Returns (the object, removed now?). Not removed now means pending: it has
+        a deletionTimestamp and waits for finalizers, dependents (Foreground) or the kubelet."""
+        options = options or DeleteOptions()
+        obj = self._stored(res, namespace, name)
+        m = obj["metadata"]
+        if options.precondition_uid and options.precondition_uid != m.get("uid"):
+            raise errors.conflict(
+                res.plural,
+                name,
+                res.group,
+                f"Precondition failed: UID in precondition: {options.precondition_uid}, "
+                f"UID in object meta: {m.get('uid')}",
+            )
+        if options.precondition_resource_version and options.precondition_resource_version != m.get(
+            "resourceVersion"
+        ):
+            raise errors.conflict(
+                res.plural,
+                name,
+                res.group,
+                "Precondition failed: ResourceVersion in precondition: "
+                f"{options.precondition_resource_version}, ResourceVersion in object meta: "
+                f"{m.get('resourceVersion')}",
+            )
+        policy = options.propagation_policy or BACKGROUND
+        if policy not in (ORPHAN, BACKGROUND, FOREGROUND):
+            raise errors.invalid(
+                "DeleteOptions",
+                "",
+                [validation.invalid_value("propagationPolicy", policy, "is not supported")],
+            )
+        uid = str(m.get("uid"))
+        if policy == ORPHAN:
+            for ref in self._owners.of(uid):
+                self._drop_owner_reference(ref, uid)
+        if res.kind == "Namespace":
+            return self._delete_namespace(res, obj)
+        pending = bool(m.get("finalizers"))
+        grace = 0
+        if res.kind == "Pod":
+            grace = self._pod_grace(obj, options)
+            pending = pending or grace > 0
+        if policy == FOREGROUND and self._owners.has_dependents(uid):
+            pending = True
+        if not pending:
+            self._remove(res, obj)
+            return deep_copy(obj), True
+        new = deep_copy(obj)
+        nm = new["metadata"]
+        if policy == FOREGROUND and self._owners.has_dependents(uid):
+            finalizers = list(nm.get("finalizers") or [])
+            if FOREGROUND_FINALIZER not in finalizers:
+                finalizers.append(FOREGROUND_FINALIZER)
+            nm["finalizers"] = finalizers
+        if not nm.get("deletionTimestamp") or grace < int(
+            nm.get("deletionGracePeriodSeconds") or 0
+        ):
+            wall = self.clock.wall_ns() + grace * 1_000_000_000
+            nm["deletionTimestamp"] = rfc3339(wall)
+            nm["deletionGracePeriodSeconds"] = grace
+        if new != obj:
+            obj = self._commit(res, MODIFIED, new, obj)
+        if policy == FOREGROUND:
+            for ref in self._owners.of(uid):
+                self._delete_ref(ref, FOREGROUND)
+            current = self.lookup_uid(uid)
+            if current is not None:
+                self._release_foreground(current[0], current[1])
+        current = self.lookup_uid(uid)
+        if current is None:
+            return deep_copy(obj), True
+        return deep_copy(current[1]), False
+
+    def _pod_grace(self, pod: Obj, options: DeleteOptions) -> int:
+        spec = pod.get("spec") or {}
+        if not self.graceful_pod_deletion:
+            return 0
+        if not spec.get("nodeName") or (pod.get("status") or {}).get("phase") in _TERMINAL_PHASES:
+            return 0  # never started, or already finished: nothing for a kubelet to stop
+        grace = options.grace_period_seconds
+        if grace is None:
+            grace = int(spec.get("terminationGracePeriodSeconds") or 0)
+        return max(0, grace)
+
+    def finalize_pod_deletion(self, namespace: str, name: str, uid: str | None = None) -> bool:
+        """The kubelet's confirmation that a terminating pod has stopped: the pod is removed
+        (or, if it still has finalizers, waits only for them). Returns whether it is gone."""
+        res = self.resource("pods")
+        pod = self.peek(res, namespace, name)
+        if pod is None or (uid and pod["metadata"].get("uid") != uid):
+            return True
+        m = pod["metadata"]
+        if not m.get("deletionTimestamp"):
+            raise errors.conflict("pods", name, "", "the pod is not being deleted")
+        if m.get("finalizers"):
+            if m.get("deletionGracePeriodSeconds"):
+                new = deep_copy(pod)
+                new["metadata"]["deletionGracePeriodSeconds"] = 0
+                self._commit(res, MODIFIED, new, pod)
+            return False
+        self._remove(res, pod)
+        return True
+
+    def delete_collection(
+        self,
+        res: Resource,
+        namespace: str | None,
+        labels: LabelSelector,
+        fields: FieldSelector,
+        options: DeleteOptions | None = None,
+    ) -> ObjList:
+        """DELETE on a collection: delete each match; returns what each delete returned."""
+        out = []
+        for (ns, name), _ in self._select(res, self._ns(res, namespace), labels, fields):
+            if self.peek(res, ns, name) is None:
+                continue  # collected as a dependent of an earlier match
+            obj, _ = self.delete(res, ns, name, options)
+            out.append(obj)
+        return out
+
+    def _delete_namespace(self, res: Resource, ns_obj: Obj) -> tuple[Obj, bool]:
+        name = ns_obj["metadata"]["name"]
+        if not ns_obj["metadata"].get("deletionTimestamp"):
+            new = deep_copy(ns_obj)
+            new["metadata"]["deletionTimestamp"] = self._now()
+            new["metadata"]["deletionGracePeriodSeconds"] = 0
+            new.setdefault("status", {})["phase"] = "Terminating"
+            ns_obj = self._commit(res, MODIFIED, new, ns_obj)
+        # The namespace controller's work: delete everything in it.
+        for key, table in self._objects.items():
+            other = self.registry.resources[key]
+            if not other.namespaced:
+                continue
+            for ns, obj_name in sorted(k for k in table if k[0] == name):
+                if self.peek(other, ns, obj_name) is not None:
+                    self.delete(other, ns, obj_name, DeleteOptions(grace_period_seconds=0))
+        if self._namespace_empty(name):
+            self._remove(res, ns_obj)
+            return deep_copy(ns_obj), True
+        return deep_copy(ns_obj), False
+
+    def _namespace_empty(self, name: str) -> bool:
+        return not any(
+            k[0] == name
+            for key, table in self._objects.items()
+            if self.registry.resources[key].namespaced
+            for k in table
+        )
+
+    def _maybe_finish_deletion(self, res: Resource, obj: Obj) -> None:
+        m = obj["metadata"]
+        if not m.get("deletionTimestamp") or m.get("finalizers"):
+            return
+        if res.kind == "Pod" and m.get("deletionGracePeriodSeconds"):
+            return  # waiting for the kubelet (finalize_pod_deletion)
+        if res.kind == "Namespace":
+            return
+        self._remove(res, obj)
+
+    def _remove(self, res: Resource, obj: Obj) -> None:
+        gone = deep_copy(obj)
+        self._commit(res, DELETED, gone, obj)
+        m = gone["metadata"]
+        uid = str(m.get("uid"))
+        # Background collection of dependents whose every owner is now gone.
+        for ref in self._owners.of(uid):
+            dependent = self._objects[ref[0]].get(ref[1:])
+            if dependent is None:
+                continue
+            live = [u for u in owner_uids(dependent) if u != uid and u in self._by_uid]
+            if live:
+                self._drop_owner_reference(ref, uid)
+            elif not dependent["metadata"].get("deletionTimestamp"):
+                self._delete_ref(ref, BACKGROUND)
+        # Owners waiting in foreground deletion for this dependent.
+        for owner_uid in owner_uids(gone):
+            found = self.lookup_uid(owner_uid)
+            if found is not None:
+                self._release_foreground(*found)
+        # A terminating namespace that became empty goes away.
+        ns = m.get("namespace")
+        if res.namespaced and ns:
+            ns_res = self.resource("namespaces")
+            ns_obj = self.peek(ns_res, "", ns)
+            if (
+                ns_obj is not None
+                and ns_obj["metadata"].get("deletionTimestamp")
+                and self._namespace_empty(ns)
+            ):
+                self._remove(ns_res, ns_obj)
+
+    def _release_foreground(self, res: Resource, owner: Obj) -> None:
+        m = owner["metadata"]
+        if (
+            not m.get("deletionTimestamp")
+            or FOREGROUND_FINALIZER not in (m.get("finalizers") or [])
+            or self._owners.has_dependents(str(m.get("uid")))
+        ):
+            return
+        new = deep_copy(owner)
+        finalizers = [f for f in new["metadata"]["finalizers"] if f != FOREGROUND_FINALIZER]
+        if finalizers:
+            new["metadata"]["finalizers"] = finalizers
+        else:
+            del new["metadata"]["finalizers"]
+        stored = self._commit(res, MODIFIED, new, owner)
+        self._maybe_finish_deletion(res, stored)
+
+    def _delete_ref(self, ref: ObjectRef, policy: str) -> None:
+        key, ns, name = ref
+        if self._objects[key].get((ns, name)) is None:
+            return
+        self.delete(self.registry.resources[key], ns, name, DeleteOptions(policy))
+
+    def _drop_owner_reference(self, ref: ObjectRef, owner_uid: str) -> None:
+        key, ns, name = ref
+        current = self._objects[key].get((ns, name))
+        if current is None:
+            return
+        new = deep_copy(current)
+        refs = [
+            r for r in new["metadata"].get("ownerReferences") or [] if r.get("uid") != owner_uid
+        ]
+        if refs:
+            new["metadata"]["ownerReferences"] = refs
+        else:
+            new["metadata"].pop("ownerReferences", None)
+        self._commit(self.registry.resources[key], MODIFIED, new, current)
+
+    # ---------------------------------------------------------------- seeding
+
+    def seed(self, res: Resource, objects: Iterable[Obj]) -> None:
+        """Create ``objects`` keeping their status (a fresh cluster's namespaces and nodes)."""
+        for obj in objects:
+            self.create(res, obj, keep_status=True)

@@ -1,0 +1,345 @@
+"""Server-side printing: ``meta.k8s.io/v1 Table`` with kube-apiserver's columns per kind.
+
+Column names are kube's own (kubectl upper-cases them: "Up-to-date" prints as UP-TO-DATE);
+priority-1 columns are the ones ``-o wide`` adds. Ages are printed as kube's HumanDuration.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from pycm.sim.objects import Obj, parse_rfc3339
+
+__all__ = ["columns_for", "human_duration", "partial_metadata", "row_cells", "table"]
+
+Column = dict[str, Any]
+CellsFn = Callable[[Obj, float], list[Any]]
+
+
+def _col(name: str, type_: str = "string", priority: int = 0, fmt: str = "") -> Column:
+    return {"name": name, "type": type_, "format": fmt, "description": "", "priority": priority}
+
+
+def human_duration(seconds: float) -> str:
+    """kube's ``duration.HumanDuration``."""
+    if seconds < -1:
+        return "<invalid>"
+    if seconds < 0:
+        return "0s"
+    s = int(seconds)
+    if s < 120:
+        return f"{s}s"
+    minutes = s // 60
+    if minutes < 10:
+        rem = s % 60
+        return f"{minutes}m{rem}s" if rem else f"{minutes}m"
+    if minutes < 180:
+        return f"{minutes}m"
+    hours = minutes // 60
+    if hours < 8:
+        rem = minutes % 60
+        return f"{hours}h{rem}m" if rem else f"{hours}h"
+    if hours < 48:
+        return f"{hours}h"
+    if hours < 24 * 8:
+        rem = hours % 24
+        return f"{hours // 24}d{rem}h" if rem else f"{hours // 24}d"
+    if hours < 24 * 365 * 2:
+        return f"{hours // 24}d"
+    if hours < 24 * 365 * 8:
+        days = hours // 24
+        rem = days % 365
+        return f"{days // 365}y{rem}d" if rem else f"{days // 365}y"
+    return f"{hours // (24 * 365)}y"
+
+
+def _age(obj: Obj, now: float) -> str:
+    created = (obj.get("metadata") or {}).get("creationTimestamp")
+    if not created:
+        return "<unknown>"
+    return human_duration(now - parse_rfc3339(str(created)))
+
+
+def _name(obj: Obj) -> str:
+    return str((obj.get("metadata") or {}).get("name", ""))
+
+
+def _spec(obj: Obj) -> dict[str, Any]:
+    spec = obj.get("spec")
+    return spec if isinstance(spec, dict) else {}
+
+
+def _status(obj: Obj) -> dict[str, Any]:
+    status = obj.get("status")
+    return status if isinstance(status, dict) else {}
+
+
+def _containers(obj: Obj) -> tuple[str, str]:
+    template = _spec(obj).get("template") or {}
+    containers = (template.get("spec") or {}).get("containers") or []
+    names = ",".join(str(c.get("name", "")) for c in containers)
+    images = ",".join(str(c.get("image", "")) for c in containers)
+    return names, images
+
+
+def _selector(obj: Obj) -> str:
+    selector = _spec(obj).get("selector") or {}
+    parts = [f"{k}={v}" for k, v in sorted((selector.get("matchLabels") or {}).items())]
+    for expr in selector.get("matchExpressions") or []:
+        values = ",".join(expr.get("values") or [])
+        parts.append(f"{expr.get('key')} {str(expr.get('operator', '')).lower()} ({values})")
+    return ",".join(parts) or "<none>"
+
+
+def _pod_status(pod: Obj) -> str:
+    status = _status(pod)
+    reason = str(status.get("reason") or status.get("phase") or "Unknown")
+    for cs in status.get("containerStatuses") or []:
+        state = cs.get("state") or {}
+        waiting = state.get("waiting") or {}
+        terminated = state.get("terminated") or {}
+        if waiting.get("reason"):
+            reason = str(waiting["reason"])
+        elif terminated.get("reason"):
+            reason = str(terminated["reason"])
+    if (pod.get("metadata") or {}).get("deletionTimestamp"):
+        reason = "Terminating"
+    return reason
+
+
+def _pod_cells(pod: Obj, now: float) -> list[Any]:
+    spec, status = _spec(pod), _status(pod)
+    statuses = status.get("containerStatuses") or []
+    ready = sum(1 for cs in statuses if cs.get("ready"))
+    restarts = sum(int(cs.get("restartCount") or 0) for cs in statuses)
+    total = len(spec.get("containers") or [])
+    gates = spec.get("readinessGates") or []
+    return [
+        _name(pod),
+        f"{ready}/{total}",
+        _pod_status(pod),
+        restarts,
+        _age(pod, now),
+        status.get("podIP") or "<none>",
+        spec.get("nodeName") or "<none>",
+        status.get("nominatedNodeName") or "<none>",
+        f"{len(gates)}" if gates else "<none>",
+    ]
+
+
+def _deployment_cells(obj: Obj, now: float) -> list[Any]:
+    spec, status = _spec(obj), _status(obj)
+    names, images = _containers(obj)
+    return [
+        _name(obj),
+        f"{int(status.get('readyReplicas') or 0)}/{int(spec.get('replicas') or 0)}",
+        int(status.get("updatedReplicas") or 0),
+        int(status.get("availableReplicas") or 0),
+        _age(obj, now),
+        names,
+        images,
+        _selector(obj),
+    ]
+
+
+def _replicaset_cells(obj: Obj, now: float) -> list[Any]:
+    spec, status = _spec(obj), _status(obj)
+    names, images = _containers(obj)
+    return [
+        _name(obj),
+        int(spec.get("replicas") or 0),
+        int(status.get("replicas") or 0),
+        int(status.get("readyReplicas") or 0),
+        _age(obj, now),
+        names,
+        images,
+        _selector(obj),
+    ]
+
+
+def _node_cells(node: Obj, now: float) -> list[Any]:
+    status = _status(node)
+    conditions = {c.get("type"): c.get("status") for c in status.get("conditions") or []}
+    ready = conditions.get("Ready")
+    state = "Ready" if ready == "True" else "NotReady" if ready == "False" else "Unknown"
+    if _spec(node).get("unschedulable"):
+        state += ",SchedulingDisabled"
+    labels = (node.get("metadata") or {}).get("labels") or {}
+    prefix = "node-role.kubernetes.io/"
+    roles = sorted(k[len(prefix) :] for k in labels if k.startswith(prefix) and k != prefix)
+    if labels.get("kubernetes.io/role"):
+        roles.append(str(labels["kubernetes.io/role"]))
+    info = status.get("nodeInfo") or {}
+    addresses = {a.get("type"): a.get("address") for a in status.get("addresses") or []}
+    return [
+        _name(node),
+        state,
+        ",".join(roles) or "<none>",
+        _age(node, now),
+        info.get("kubeletVersion", ""),
+        addresses.get("InternalIP") or "<none>",
+        addresses.get("ExternalIP") or "<none>",
+        info.get("osImage") or "<unknown>",
+        info.get("kernelVersion") or "<unknown>",
+        info.get("containerRuntimeVersion") or "<unknown>",
+    ]
+
+
+def _event_cells(event: Obj, now: float) -> list[Any]:
+    involved = event.get("involvedObject") or {}
+    last = (
+        event.get("lastTimestamp")
+        or event.get("eventTime")
+        or (event.get("metadata") or {}).get("creationTimestamp")
+    )
+    first = event.get("firstTimestamp") or last
+    source = event.get("source") or {}
+    return [
+        human_duration(now - parse_rfc3339(str(last))) if last else "<unknown>",
+        event.get("type", ""),
+        event.get("reason", ""),
+        f"{str(involved.get('kind', '')).lower()}/{involved.get('name', '')}",
+        involved.get("fieldPath", ""),
+        source.get("component", "") or event.get("reportingComponent", ""),
+        event.get("message", ""),
+        human_duration(now - parse_rfc3339(str(first))) if first else "<unknown>",
+        int(event.get("count") or 1),
+        _name(event),
+    ]
+
+
+_COLUMNS: dict[str, tuple[list[Column], CellsFn]] = {
+    "Pod": (
+        [
+            _col("Name", fmt="name"),
+            _col("Ready"),
+            _col("Status"),
+            _col("Restarts", "integer"),
+            _col("Age"),
+            _col("IP", priority=1),
+            _col("Node", priority=1),
+            _col("Nominated Node", priority=1),
+            _col("Readiness Gates", priority=1),
+        ],
+        _pod_cells,
+    ),
+    "Deployment": (
+        [
+            _col("Name", fmt="name"),
+            _col("Ready"),
+            _col("Up-to-date", "integer"),
+            _col("Available", "integer"),
+            _col("Age"),
+            _col("Containers", priority=1),
+            _col("Images", priority=1),
+            _col("Selector", priority=1),
+        ],
+        _deployment_cells,
+    ),
+    "ReplicaSet": (
+        [
+            _col("Name", fmt="name"),
+            _col("Desired", "integer"),
+            _col("Current", "integer"),
+            _col("Ready", "integer"),
+            _col("Age"),
+            _col("Containers", priority=1),
+            _col("Images", priority=1),
+            _col("Selector", priority=1),
+        ],
+        _replicaset_cells,
+    ),
+    "Lease": (
+        [_col("Name", fmt="name"), _col("Holder"), _col("Age")],
+        lambda o, now: [_name(o), _spec(o).get("holderIdentity") or "", _age(o, now)],
+    ),
+    "Node": (
+        [
+            _col("Name", fmt="name"),
+            _col("Status"),
+            _col("Roles"),
+            _col("Age"),
+            _col("Version"),
+            _col("Internal-IP", priority=1),
+            _col("External-IP", priority=1),
+            _col("OS-Image", priority=1),
+            _col("Kernel-Version", priority=1),
+            _col("Container-Runtime", priority=1),
+        ],
+        _node_cells,
+    ),
+    "Namespace": (
+        [_col("Name", fmt="name"), _col("Status"), _col("Age")],
+        lambda o, now: [_name(o), _status(o).get("phase", ""), _age(o, now)],
+    ),
+    "ConfigMap": (
+        [_col("Name", fmt="name"), _col("Data", "integer"), _col("Age")],
+        lambda o, now: [
+            _name(o),
+            len(o.get("data") or {}) + len(o.get("binaryData") or {}),
+            _age(o, now),
+        ],
+    ),
+    "Event": (
+        [
+            _col("Last Seen"),
+            _col("Type"),
+            _col("Reason"),
+            _col("Object"),
+            _col("Subobject", priority=1),
+            _col("Source", priority=1),
+            _col("Message"),
+            _col("First Seen", priority=1),
+            _col("Count", "integer", priority=1),
+            _col("Name", priority=1),
+        ],
+        _event_cells,
+    ),
+}
+
+_DEFAULT: tuple[list[Column], CellsFn] = (
+    [_col("Name", fmt="name"), _col("Created At", "date")],
+    lambda o, now: [_name(o), (o.get("metadata") or {}).get("creationTimestamp", "")],
+)
+
+
+def columns_for(kind: str) -> list[Column]:
+    return _COLUMNS.get(kind, _DEFAULT)[0]
+
+
+def row_cells(kind: str, obj: Obj, now: float) -> list[Any]:
+    return _COLUMNS.get(kind, _DEFAULT)[1](obj, now)
+
+
+def partial_metadata(obj: Obj, api_version: str = "meta.k8s.io/v1") -> Obj:
+    return {
+        "kind": "PartialObjectMetadata",
+        "apiVersion": api_version,
+        "metadata": obj.get("metadata") or {},
+    }
+
+
+def table(
+    kind: str,
+    objects: Sequence[Obj],
+    now: float,
+    include_object: str = "Metadata",
+    list_meta: Obj | None = None,
+    api_version: str = "meta.k8s.io/v1",
+) -> Obj:
+    rows = []
+    for obj in objects:
+        row: Obj = {"cells": row_cells(kind, obj, now)}
+        if include_object == "Object":
+            row["object"] = obj
+        elif include_object == "Metadata":
+            row["object"] = partial_metadata(obj, api_version)
+        rows.append(row)
+    return {
+        "kind": "Table",
+        "apiVersion": api_version,
+        "metadata": list_meta or {},
+        "columnDefinitions": columns_for(kind),
+        "rows": rows,
+    }

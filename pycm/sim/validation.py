@@ -1,0 +1,329 @@
+"""What kube-apiserver validates for the emulator's kinds, as ``details.causes``.
+
+Each validator returns every cause (never only the first); the store turns a non-empty list
+into a 422 Invalid. Covered: object names (DNS-1123 labels for namespaces, subdomains for the
+rest), label keys and values, pods' and templates' containers (non-empty, named with unique
+DNS labels, with images), apps/v1 selectors (required, non-empty, matching the template's
+labels, immutable on update), non-negative replicas and the few numeric fields kube bounds,
+Lease durations. Not covered: resource quantities, probes, volumes' sources.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from pycm.sim.errors import Cause
+from pycm.sim.selectors import match_label_selector_object
+
+__all__ = ["validate_create", "validate_update"]
+
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_LABEL_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+_CONFIG_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
+
+
+def required(field: str) -> Cause:
+    return {"reason": "FieldValueRequired", "message": "Required value", "field": field}
+
+
+def invalid_value(field: str, value: Any, why: str) -> Cause:
+    shown = f'"{value}"' if isinstance(value, str) else str(value)
+    return {
+        "reason": "FieldValueInvalid",
+        "message": f"Invalid value: {shown}: {why}",
+        "field": field,
+    }
+
+
+def duplicate(field: str, value: Any) -> Cause:
+    return {
+        "reason": "FieldValueDuplicate",
+        "message": f'Duplicate value: "{value}"',
+        "field": field,
+    }
+
+
+def dns_label_causes(field: str, value: str) -> list[Cause]:
+    causes = []
+    if len(value) > 63:
+        causes.append(invalid_value(field, value, "must be no more than 63 characters"))
+    if not _DNS_LABEL.match(value):
+        causes.append(
+            invalid_value(
+                field,
+                value,
+                "a lowercase RFC 1123 label must consist of lower case alphanumeric characters "
+                "or '-', and must start and end with an alphanumeric character (e.g. 'my-name', "
+                "or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')",
+            )
+        )
+    return causes
+
+
+def dns_subdomain_causes(field: str, value: str) -> list[Cause]:
+    causes = []
+    if len(value) > 253:
+        causes.append(invalid_value(field, value, "must be no more than 253 characters"))
+    if not _DNS_SUBDOMAIN.match(value):
+        causes.append(
+            invalid_value(
+                field,
+                value,
+                "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric "
+                "characters, '-' or '.', and must start and end with an alphanumeric character "
+                "(e.g. 'example.com', regex used for validation is "
+                "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
+            )
+        )
+    return causes
+
+
+def _label_key_causes(field: str, key: str) -> list[Cause]:
+    prefix, _, name = key.rpartition("/")
+    causes = []
+    if prefix and (len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix)):
+        causes.append(invalid_value(field, key, "prefix part must be a DNS-1123 subdomain"))
+    if not name or len(name) > 63 or not _LABEL_NAME.match(name):
+        causes.append(
+            invalid_value(
+                field,
+                key,
+                "name part must consist of alphanumeric characters, '-', '_' or '.', and must "
+                "start and end with an alphanumeric character, and be at most 63 characters",
+            )
+        )
+    return causes
+
+
+def labels_causes(field: str, labels: Any) -> list[Cause]:
+    if labels is None:
+        return []
+    if not isinstance(labels, Mapping):
+        return [invalid_value(field, str(labels), "must be a map of strings")]
+    causes: list[Cause] = []
+    for key, value in labels.items():
+        causes += _label_key_causes(field, str(key))
+        if not isinstance(value, str) or len(value) > 63 or not _LABEL_VALUE.match(value):
+            causes.append(
+                invalid_value(
+                    f"{field}",
+                    value,
+                    "a valid label must be an empty string or consist of alphanumeric "
+                    "characters, '-', '_' or '.', and must start and end with an alphanumeric "
+                    "character, and be at most 63 characters",
+                )
+            )
+    return causes
+
+
+def metadata_causes(obj: Mapping[str, Any], name_is_label: bool) -> list[Cause]:
+    meta = obj.get("metadata") or {}
+    causes: list[Cause] = []
+    name = meta.get("name")
+    if not name:
+        causes.append(required("metadata.name"))
+    elif not isinstance(name, str):
+        causes.append(invalid_value("metadata.name", str(name), "must be a string"))
+    elif name_is_label:
+        causes += dns_label_causes("metadata.name", name)
+    else:
+        causes += dns_subdomain_causes("metadata.name", name)
+    causes += labels_causes("metadata.labels", meta.get("labels"))
+    annotations = meta.get("annotations")
+    if annotations is not None and not isinstance(annotations, Mapping):
+        causes.append(invalid_value("metadata.annotations", str(annotations), "must be a map"))
+    return causes
+
+
+def pod_spec_causes(field: str, spec: Any) -> list[Cause]:
+    if not isinstance(spec, Mapping):
+        return [required(field)]
+    causes: list[Cause] = []
+    containers = spec.get("containers")
+    if not containers or not isinstance(containers, list):
+        return [required(f"{field}.containers")]
+    seen: set[str] = set()
+    for group in ("initContainers", "containers"):
+        for i, container in enumerate(spec.get(group) or []):
+            where = f"{field}.{group}[{i}]"
+            if not isinstance(container, Mapping):
+                causes.append(invalid_value(where, str(container), "must be an object"))
+                continue
+            name = container.get("name")
+            if not name:
+                causes.append(required(f"{where}.name"))
+            else:
+                causes += dns_label_causes(f"{where}.name", str(name))
+                if name in seen:
+                    causes.append(duplicate(f"{where}.name", name))
+                seen.add(str(name))
+            if not container.get("image"):
+                causes.append(required(f"{where}.image"))
+    grace = spec.get("terminationGracePeriodSeconds")
+    if isinstance(grace, int) and grace < 0:
+        causes.append(
+            invalid_value(
+                f"{field}.terminationGracePeriodSeconds",
+                grace,
+                "must be greater than or equal to 0",
+            )
+        )
+    return causes
+
+
+def _non_negative(field: str, value: Any) -> list[Cause]:
+    if value is None:
+        return []
+    if not isinstance(value, int) or isinstance(value, bool):
+        return [invalid_value(field, str(value), "must be an integer")]
+    if value < 0:
+        return [invalid_value(field, value, "must be greater than or equal to 0")]
+    return []
+
+
+def workload_spec_causes(obj: Mapping[str, Any], deployment: bool) -> list[Cause]:
+    spec = obj.get("spec")
+    if not isinstance(spec, Mapping):
+        return [required("spec.selector"), required("spec.template")]
+    causes = _non_negative("spec.replicas", spec.get("replicas"))
+    causes += _non_negative("spec.minReadySeconds", spec.get("minReadySeconds"))
+    selector = spec.get("selector")
+    template = spec.get("template")
+    if not selector:
+        causes.append(required("spec.selector"))
+    elif not (selector.get("matchLabels") or selector.get("matchExpressions")):
+        causes.append(
+            invalid_value(
+                "spec.selector",
+                "{}",
+                "empty selector is invalid for deployment"
+                if deployment
+                else "empty selector is invalid for replicaset",
+            )
+        )
+    if not isinstance(template, Mapping):
+        causes.append(required("spec.template"))
+        return causes
+    labels = (template.get("metadata") or {}).get("labels") or {}
+    causes += labels_causes("spec.template.metadata.labels", labels)
+    if selector and (selector.get("matchLabels") or selector.get("matchExpressions")):
+        try:
+            matches = match_label_selector_object(selector).matches(labels)
+        except Exception:  # an unknown operator is a validation error, not a crash
+            matches = False
+            causes.append(invalid_value("spec.selector", str(selector), "invalid selector"))
+        if not matches:
+            causes.append(
+                invalid_value(
+                    "spec.template.metadata.labels",
+                    ",".join(f"{k}={v}" for k, v in sorted(labels.items())),
+                    "`selector` does not match template `labels`",
+                )
+            )
+    causes += pod_spec_causes("spec.template.spec", template.get("spec"))
+    if deployment:
+        causes += _non_negative("spec.revisionHistoryLimit", spec.get("revisionHistoryLimit"))
+        strategy = spec.get("strategy") or {}
+        stype = strategy.get("type")
+        if stype is not None and stype not in ("RollingUpdate", "Recreate"):
+            causes.append(
+                {
+                    "reason": "FieldValueNotSupported",
+                    "message": f'Unsupported value: "{stype}": supported values: '
+                    '"Recreate", "RollingUpdate"',
+                    "field": "spec.strategy.type",
+                }
+            )
+        deadline = spec.get("progressDeadlineSeconds")
+        if isinstance(deadline, int) and deadline <= int(spec.get("minReadySeconds") or 0):
+            causes.append(
+                invalid_value(
+                    "spec.progressDeadlineSeconds",
+                    deadline,
+                    "must be greater than minReadySeconds",
+                )
+            )
+    return causes
+
+
+def _lease_causes(obj: Mapping[str, Any]) -> list[Cause]:
+    spec = obj.get("spec") or {}
+    duration = spec.get("leaseDurationSeconds")
+    if duration is not None and (not isinstance(duration, int) or duration <= 0):
+        return [invalid_value("spec.leaseDurationSeconds", duration, "must be greater than 0")]
+    return []
+
+
+def _configmap_causes(obj: Mapping[str, Any]) -> list[Cause]:
+    causes: list[Cause] = []
+    for section in ("data", "binaryData"):
+        for key in obj.get(section) or {}:
+            if not _CONFIG_KEY.match(str(key)) or len(str(key)) > 253:
+                causes.append(
+                    invalid_value(
+                        f"{section}",
+                        key,
+                        "a valid config key must consist of alphanumeric characters, '-', '_' "
+                        "or '.'",
+                    )
+                )
+    return causes
+
+
+def _event_causes(obj: Mapping[str, Any]) -> list[Cause]:
+    involved = obj.get("involvedObject") or {}
+    namespace = (obj.get("metadata") or {}).get("namespace", "")
+    ns = involved.get("namespace")
+    if ns and namespace and ns != namespace:
+        return [invalid_value("involvedObject.namespace", ns, "does not match event.namespace")]
+    return []
+
+
+_SPEC_CAUSES: dict[str, Callable[[Mapping[str, Any]], list[Cause]]] = {
+    "Pod": lambda obj: pod_spec_causes("spec", obj.get("spec")),
+    "Deployment": lambda obj: workload_spec_causes(obj, deployment=True),
+    "ReplicaSet": lambda obj: workload_spec_causes(obj, deployment=False),
+    "Lease": _lease_causes,
+    "ConfigMap": _configmap_causes,
+    "Event": _event_causes,
+}
+
+
+def validate_create(kind: str, obj: Mapping[str, Any]) -> list[Cause]:
+    causes = metadata_causes(obj, name_is_label=kind == "Namespace")
+    spec_causes = _SPEC_CAUSES.get(kind)
+    if spec_causes is not None:
+        causes += spec_causes(obj)
+    return causes
+
+
+def validate_update(kind: str, new: Mapping[str, Any], old: Mapping[str, Any]) -> list[Cause]:
+    causes = validate_create(kind, new)
+    if kind in ("Deployment", "ReplicaSet"):
+        old_selector = (old.get("spec") or {}).get("selector")
+        new_selector = (new.get("spec") or {}).get("selector")
+        if old_selector != new_selector:
+            causes.append(invalid_value("spec.selector", str(new_selector), "field is immutable"))
+    if kind == "Pod":
+        old_spec, new_spec = old.get("spec") or {}, new.get("spec") or {}
+        for field in ("nodeName",):
+            if old_spec.get(field) and old_spec.get(field) != new_spec.get(field):
+                causes.append(
+                    invalid_value(f"spec.{field}", new_spec.get(field), "field is immutable")
+                )
+        if [c.get("name") for c in old_spec.get("containers") or []] != [
+            c.get("name") for c in new_spec.get("containers") or []
+        ]:
+            causes.append(
+                invalid_value(
+                    "spec",
+                    "...",
+                    "Forbidden: pod updates may not change fields other than images and a few "
+                    "others",
+                )
+            )
+    return causes

@@ -1,0 +1,154 @@
+"""Watchers: one per open watch, each with its own bounded queue.
+
+The store offers every change to every watcher synchronously (``offer`` is O(1) and never
+blocks); a watcher filters by namespace, label and field selector and translates selector
+transitions the way kube-apiserver's watch cache does: a MODIFIED that brings an object into
+the selection is delivered as ADDED, one that takes it out as DELETED (carrying the new object).
+
+A watcher that falls more than ``capacity`` live events behind is ended (``overflowed``), never
+buffered without bound: its client relists and rewatches, as client-go's reflector does when
+the apiserver drops a slow watch. The initial events (the synthetic ADDED of the current state,
+or the replay from the retained history) are finite and not counted against the capacity.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pycm.sim.objects import Obj
+from pycm.sim.resources import ResourceKey
+from pycm.sim.selectors import FieldSelector, LabelSelector
+
+__all__ = ["ADDED", "BOOKMARK", "DELETED", "ERROR", "MODIFIED", "StoreEvent", "Watcher"]
+
+ADDED = "ADDED"
+MODIFIED = "MODIFIED"
+DELETED = "DELETED"
+BOOKMARK = "BOOKMARK"
+ERROR = "ERROR"
+
+
+@dataclass(frozen=True, slots=True)
+class StoreEvent:
+    """One change in the store. ``obj`` and ``old`` are the store's own copies: never mutate."""
+
+    type: str
+    resource: ResourceKey
+    obj: Obj
+    old: Obj | None
+    rv: int
+
+
+class Watcher:
+    """A filtered, bounded view of the store's change stream."""
+
+    def __init__(
+        self,
+        resource: ResourceKey,
+        namespace: str | None,
+        labels: LabelSelector,
+        fields: FieldSelector,
+        capacity: int,
+        on_stop: Callable[[Watcher], None],
+    ) -> None:
+        self.resource = resource
+        self.namespace = namespace
+        self.labels = labels
+        self.fields = fields
+        self.capacity = capacity
+        self._on_stop = on_stop
+        # Invariant: len(_live) <= capacity; nothing is added once `closed`.
+        self._initial: deque[tuple[str, Obj]] = deque()
+        self._live: deque[tuple[str, Obj]] = deque()
+        self._wake = asyncio.Event()
+        self.closed = False
+        self.overflowed = False
+        self.close_reason = ""
+
+    def matches(self, obj: Obj) -> bool:
+        meta = obj.get("metadata") or {}
+        if self.namespace is not None and meta.get("namespace", "") != self.namespace:
+            return False
+        return self.labels.matches(meta.get("labels")) and self.fields.matches(obj)
+
+    def translate(self, event: StoreEvent) -> tuple[str, Obj] | None:
+        """The event this watcher sees for ``event``, if any."""
+        if event.resource != self.resource:
+            return None
+        now = self.matches(event.obj)
+        if event.type != MODIFIED or event.old is None:
+            return (event.type, event.obj) if now else None
+        before = self.matches(event.old)
+        if now and before:
+            return (MODIFIED, event.obj)
+        if now:
+            return (ADDED, event.obj)
+        if before:
+            return (DELETED, event.obj)
+        return None
+
+    def add_initial(self, type_: str, obj: Obj) -> None:
+        self._initial.append((type_, obj))
+        self._wake.set()
+
+    def offer(self, event: StoreEvent) -> None:
+        if self.closed:
+            return
+        seen = self.translate(event)
+        if seen is None:
+            return
+        if len(self._live) >= self.capacity:
+            self.overflowed = True
+            self.close("watcher fell behind: queue capacity exceeded")
+            return
+        self._live.append(seen)
+        self._wake.set()
+
+    @property
+    def pending(self) -> int:
+        return len(self._initial) + len(self._live)
+
+    def pop(self) -> tuple[str, Obj] | None:
+        """The next queued event without waiting (None when empty)."""
+        if self._initial:
+            return self._initial.popleft()
+        if self._live:
+            return self._live.popleft()
+        return None
+
+    async def next(self, wait_seconds: float | None = None) -> tuple[str, Obj] | None:
+        """The next event; None on timeout or once closed and drained (check ``closed``).
+
+        A closed watcher drops what it had queued: an ended watch delivers nothing more.
+        """
+        while True:
+            if self.closed:
+                return None
+            item = self.pop()
+            if item is not None:
+                return item
+            self._wake.clear()
+            if wait_seconds is not None and wait_seconds <= 0:
+                return None
+            try:
+                async with asyncio.timeout(wait_seconds):
+                    await self._wake.wait()
+            except TimeoutError:
+                return None
+
+    def close(self, reason: str = "closed") -> None:
+        if self.closed:
+            return
+        self.closed = True
+        self.close_reason = reason
+        self._initial.clear()
+        self._live.clear()
+        self._wake.set()
+        self._on_stop(self)
+
+    def stop(self) -> None:
+        """The consumer is done (client went away): unregister."""
+        self.close("stopped")
