@@ -280,6 +280,8 @@ async def _resource(
         ns = None
     if verb not in res.verbs and not (sub and verb in ("get", "update", "patch")):
         raise errors.method_not_allowed(request.method, info.path)
+    if verb in ("update", "patch") and not name:
+        raise errors.method_not_allowed(request.method, info.path)
     if verb == "create":
         if name:
             raise errors.method_not_allowed(request.method, info.path)
