@@ -198,7 +198,7 @@ class Bus:
 
     def step(self, begin: StepBegin) -> Step:
         """A step context manager that emits ``begin`` now and its END when the block exits."""
-        return Step(begin, self.emit, self._monotonic_ns)
+        return Step(begin, self.emit, self._monotonic_ns, self.instance)
 
     def recent(self, since: int = 0) -> list[Event]:
         """Events still in the ring with ``seq > since``, oldest first."""

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import Any
 
-from pycm.trace.events import Event, Outcome, StepBegin, StepEnd
+from pycm.trace.events import ENVELOPE_FIELDS, Event, Outcome, StepBegin, StepEnd
 
 __all__ = ["SpanContext", "Step", "current_span", "new_span_id", "new_trace_id"]
 
@@ -67,31 +67,43 @@ _reset_current = _current.reset
 # For each begin class: the attribute names it shares with its END, copied from the begin event
 # into an end event built by Step.finish(**attrs) or when the block exits without finish().
 _shared_fields: dict[type, tuple[str, ...]] = {}
-# For each begin class: a generated function building its default END from the begin event and
-# the duration in one keyword call (a dict comprehension and ** would double the cost).
-_end_makers: dict[type, Callable[[StepBegin, int], StepEnd]] = {}
+# For each begin class: a generated function building its END in one keyword call from the
+# begin event, the duration, the bus's instance and the attributes given to finish() (a dict
+# comprehension plus ** unpacking, or stores after construction, would double the cost).
+_end_makers: dict[type, Callable[[StepBegin, int, str, dict[str, Any]], StepEnd]] = {}
 
 
-def _end_maker(begin_cls: type[StepBegin]) -> Callable[[StepBegin, int], StepEnd]:
+def _end_maker(
+    begin_cls: type[StepBegin],
+) -> Callable[[StepBegin, int, str, dict[str, Any]], StepEnd]:
     maker = _end_makers.get(begin_cls)
     if maker is None:
-        shared = "".join(f", {n}=b.{n}" for n in _shared(begin_cls))
+        names = _shared(begin_cls)
+        envelope = (
+            "trace_id=b.trace_id, span_id=b.span_id, parent_id=b.parent_id, dur_ns=dur_ns,"
+            " instance=instance"
+        )
+        from_begin = "".join(f", {n}=b.{n}" for n in names)
+        # Attributes given to finish() win over the ones copied from the begin event.
+        overridable = "".join(f", {n}=a.pop({n!r}, b.{n})" for n in names)
         namespace: dict[str, Any] = {"END": begin_cls.END}
         exec(  # generated from dataclass field names only
-            "def make(b, dur_ns):\n"
-            "    return END(trace_id=b.trace_id, span_id=b.span_id, parent_id=b.parent_id,"
-            f" dur_ns=dur_ns{shared})\n",
+            "def make(b, dur_ns, instance, a):\n"
+            "    if a:\n"
+            f"        return END({envelope}{overridable}, **a)\n"
+            f"    return END({envelope}{from_begin})\n",
             namespace,
         )
         maker = _end_makers[begin_cls] = namespace["make"]
     return maker
 
 
+_NO_ATTRS: dict[str, Any] = {}
+
+
 def _shared(begin_cls: type[StepBegin]) -> tuple[str, ...]:
     names = _shared_fields.get(begin_cls)
     if names is None:
-        from pycm.trace.events import ENVELOPE_FIELDS
-
         begin_names = {f.name for f in dataclasses.fields(begin_cls)}
         names = tuple(
             f.name
@@ -113,15 +125,30 @@ class Step:
     allocations beyond the two events and keeps attribute stores to the minimum.
     """
 
-    __slots__ = ("_emit", "_end", "_monotonic_ns", "_start_ns", "_token", "begin")
+    __slots__ = (
+        "_attrs",
+        "_emit",
+        "_end",
+        "_instance",
+        "_monotonic_ns",
+        "_start_ns",
+        "_token",
+        "begin",
+    )
 
     def __init__(
-        self, begin: StepBegin, emit: Callable[[Event], None], monotonic_ns: Callable[[], int]
+        self,
+        begin: StepBegin,
+        emit: Callable[[Event], None],
+        monotonic_ns: Callable[[], int],
+        instance: str = "",
     ) -> None:
         self.begin = begin
         self._emit = emit
         self._monotonic_ns = monotonic_ns
+        self._instance = instance
         self._end: StepEnd | None = None
+        self._attrs = _NO_ATTRS
 
     @property
     def trace_id(self) -> str:
@@ -156,14 +183,13 @@ class Step:
         return self
 
     def finish(self, end: StepEnd | None = None, /, **attrs: Any) -> None:
-        """Set the end event: a ready one, or ``END`` built from ``attrs`` plus shared fields."""
+        """Set the end event: a ready one, or ``END`` built (at exit) from ``attrs`` plus the
+        attributes it shares with the begin event (an unknown attribute is a TypeError when the
+        step exits)."""
         if end is None:
-            begin = self.begin
-            for name in _shared(type(begin)):
-                if name not in attrs:
-                    attrs[name] = getattr(begin, name)
-            end = begin.END(**attrs)
-        self._end = end
+            self._attrs = attrs
+        else:
+            self._end = end
 
     def __exit__(
         self,
@@ -177,7 +203,7 @@ class Step:
         end = self._end
         if end is None:
             maker = _end_makers.get(type(begin)) or _end_maker(type(begin))
-            end = maker(begin, dur_ns)
+            end = maker(begin, dur_ns, self._instance, self._attrs)
         else:
             _set(end, "trace_id", begin.trace_id)
             _set(end, "span_id", begin.span_id)
