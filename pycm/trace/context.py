@@ -177,7 +177,8 @@ class Step:
             _set(begin, "parent_id", parent[1])
         _set(begin, "trace_id", trace_id)
         _set(begin, "span_id", span_id)
-        self._emit(begin)
+        emit = self._emit
+        emit(begin)
         self._token = _set_current((trace_id, span_id))
         self._start_ns = self._monotonic_ns()
         return self
