@@ -1,0 +1,157 @@
+"""``pycm trace``: the event registry and recordings, from the command line.
+
+- ``pycm trace kinds`` lists every kind (wire name, role, class); ``--markdown`` prints the text
+  of docs/events.md (``make events-doc`` writes it).
+- ``pycm trace cat FILE [--kind K ...] [--rotated]`` prints a recording one event a line: time
+  (UTC), instance, kind and the attributes that differ from their defaults. ``K`` is a wire name
+  or a shell-style pattern (``lease.*``). Lines that are not events are reported on stderr with
+  their line numbers and skipped; a missing or unreadable file exits 1.
+
+Standard library only (argparse): this module must stay importable without the TUI or web
+dependencies, because :mod:`pycm.cli` imports it for every command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime
+import enum
+import fnmatch
+import os
+import sys
+from typing import Any, TextIO
+
+from pycm.trace.codec import UnknownEvent
+from pycm.trace.eventdoc import documented_kinds, render_markdown
+from pycm.trace.events import ENVELOPE_FIELDS, Event, StepEnd
+from pycm.trace.recorder import BadLine, read_events
+
+__all__ = ["add_subcommand", "format_event", "kinds_text"]
+
+
+def add_subcommand(subparsers: Any) -> None:
+    """Register ``pycm trace`` and its subcommands on the ``pycm`` parser."""
+    trace = subparsers.add_parser("trace", help="inspect event kinds and trace recordings")
+    trace.set_defaults(func=lambda _: _usage(trace))
+    commands = trace.add_subparsers(title="trace commands", metavar="COMMAND")
+
+    kinds = commands.add_parser("kinds", help="list every event kind")
+    kinds.add_argument(
+        "--markdown", action="store_true", help="print the full reference (docs/events.md)"
+    )
+    kinds.set_defaults(func=_kinds)
+
+    cat = commands.add_parser("cat", help="print a recording (--trace-file), one event a line")
+    cat.add_argument("file", metavar="FILE", help="a JSON-lines recording")
+    cat.add_argument(
+        "--kind",
+        action="append",
+        default=[],
+        metavar="K",
+        help="only events of this kind (a wire name or a pattern such as 'lease.*'); repeatable",
+    )
+    cat.add_argument(
+        "--rotated",
+        action="store_true",
+        help="also read the rotated files FILE.N … FILE.1 first (oldest first)",
+    )
+    cat.set_defaults(func=_cat)
+
+
+def _usage(parser: argparse.ArgumentParser) -> int:
+    parser.print_help(sys.stderr)
+    return 2
+
+
+def kinds_text() -> str:
+    """One line per kind, sorted by wire name: name, role, class."""
+    infos = sorted(documented_kinds(), key=lambda i: i.kind)
+    width = max((len(i.kind) for i in infos), default=0)
+    return "".join(f"{i.kind:<{width}}  {i.role:<5}  {i.cls.__name__}\n" for i in infos)
+
+
+def _kinds(args: argparse.Namespace) -> int:
+    sys.stdout.write(render_markdown() if args.markdown else kinds_text())
+    return 0
+
+
+def _value_text(value: object) -> str:
+    if isinstance(value, enum.Enum):
+        value = value.value
+    if isinstance(value, str):
+        return value if value and value.isprintable() and " " not in value else repr(value)
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+def _duration_text(ns: int) -> str:
+    if ns >= 1_000_000_000:
+        return f"{ns / 1e9:.3g}s"
+    if ns >= 1_000_000:
+        return f"{ns / 1e6:.3g}ms"
+    return f"{ns / 1e3:.3g}µs"
+
+
+def format_event(event: Event) -> str:
+    """``time instance kind attr=value …``: the attributes away from their defaults (a step end
+    always shows its outcome), then its duration."""
+    seconds, ns = divmod(event.ts, 1_000_000_000)  # integers: a float would misround the ms
+    when = datetime.datetime.fromtimestamp(seconds, tz=datetime.UTC)
+    stamp = f"{when:%Y-%m-%dT%H:%M:%S}.{ns // 1_000_000:03d}Z"
+    parts = [stamp, event.instance or "-"]
+    if isinstance(event, UnknownEvent):
+        parts.append(f"{event.kind}?")
+        parts.append(event.raw)
+    else:
+        parts.append(event.KIND)
+        for f in dataclasses.fields(event):
+            if f.name in ENVELOPE_FIELDS:
+                continue
+            value = getattr(event, f.name)
+            if value != f.default or (f.name == "outcome" and isinstance(event, StepEnd)):
+                parts.append(f"{f.name}={_value_text(value)}")
+    if event.dur_ns:
+        parts.append(f"dur={_duration_text(event.dur_ns)}")
+    return " ".join(parts)
+
+
+def _cat(args: argparse.Namespace) -> int:
+    patterns: list[str] = args.kind
+    path: str = args.file
+    bad_lines = 0
+
+    def report(bad: BadLine) -> None:
+        nonlocal bad_lines
+        bad_lines += 1
+        what = "truncated last line" if bad.truncated else "bad line"
+        sys.stderr.write(f"pycm trace cat: {bad.path}:{bad.line}: {what}: {bad.error}\n")
+
+    out: TextIO = sys.stdout
+    try:
+        for event in read_events(path, rotated=args.rotated, on_bad_line=report):
+            kind = event.kind if isinstance(event, UnknownEvent) else event.KIND
+            if patterns and not any(fnmatch.fnmatchcase(kind, p) for p in patterns):
+                continue
+            out.write(format_event(event) + "\n")
+        out.flush()
+    except OSError as exc:
+        if isinstance(exc, BrokenPipeError):
+            return _stdout_closed()
+        reason = exc.strerror or str(exc)
+        sys.stderr.write(f"pycm trace cat: cannot read {exc.filename or path}: {reason}\n")
+        return 1
+    if bad_lines:
+        sys.stderr.write(f"pycm trace cat: skipped {bad_lines} line(s) that are not events\n")
+    return 0
+
+
+def _stdout_closed() -> int:
+    """The reader went away (``| head``): not an error; keep Python from complaining at exit."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    return 0
