@@ -5,9 +5,9 @@ that receives the controller context and returns the running controller (or None
 started"). Registration rejects a duplicate name or alias at once, so a misconfigured build
 fails at import, not at run time.
 
-``--controllers`` is resolved here, with KCM's scan (``resolve``): for each controller, the
-first matching item decides — its exact name or alias → on, ``-name`` → off, ``*`` → on when
-enabled by default; no match → off. Unknown names are errors.
+``--controllers`` is resolved here with KCM's scan (``resolve``): for each controller, the first
+item naming it decides — its name or alias → on, ``-name`` → off; if none names it, ``*``
+anywhere in the list → on when enabled by default; otherwise off. Unknown names are errors.
 """
 
 from __future__ import annotations
@@ -96,7 +96,7 @@ class Registry:
         enabled: dict[str, bool] = {}
         for descriptor in self._by_name.values():
             labels = {descriptor.name, *descriptor.aliases}
-            decision = False
+            decision: bool | None = None
             for item in scan:
                 if item in labels:
                     decision = True
@@ -104,9 +104,8 @@ class Registry:
                 if item.startswith("-") and item[1:] in labels:
                     decision = False
                     break
-                if item == "*":
-                    decision = descriptor.enabled_by_default
-                    break
+            if decision is None:
+                decision = "*" in scan and descriptor.enabled_by_default
             enabled[descriptor.name] = decision
         return enabled
 
