@@ -103,6 +103,31 @@ async def test_recorder_bus_events_written_in_emit_order(tmp_path: Path) -> None
 
 
 @pytest.mark.asyncio
+async def test_recorder_flush_during_run_keeps_emit_order(tmp_path: Path) -> None:
+    path = tmp_path / "trace.jsonl"
+    bus = Bus()
+    recorder = Recorder(path, batch_limit=3)
+    sub = recorder.attach(bus)
+    task = asyncio.create_task(recorder.run(sub), name="recorder")
+    for i in range(60):
+        bus.emit(_item(i))
+        if i % 7 == 0:
+            await recorder.flush()  # competes with the running task for the file
+        elif i % 5 == 0:
+            await asyncio.sleep(0)
+    await recorder.flush()
+    assert [e.seq for e in read_events(path)] == list(range(1, 61))  # flushed means on disk
+    await recorder.close()
+    await task
+
+
+@pytest.mark.asyncio
+async def test_recorder_run_without_subscription_raises(tmp_path: Path) -> None:
+    with pytest.raises(RuntimeError, match="subscription"):
+        await Recorder(tmp_path / "t.jsonl").run()
+
+
+@pytest.mark.asyncio
 async def test_recorder_existing_file_is_appended_to(tmp_path: Path) -> None:
     path = tmp_path / "trace.jsonl"
     await _record(path, [_item(i) for i in range(3)])
