@@ -174,7 +174,6 @@ def _anchor(kind: str) -> str:
 
 
 def _kind_section(info: KindInfo) -> list[str]:
-    notes = _notes(info.cls.__module__)
     defaults = {f.name: f.default for f in dataclasses.fields(info.cls)}
     out = [
         f'### <a id="{_anchor(info.kind)}"></a>`{info.kind}`',
@@ -195,9 +194,7 @@ def _kind_section(info: KindInfo) -> list[str]:
         if enum_cls is not None:
             values = ", ".join(f"`{m.value}`" for m in enum_cls)
             type_cell = f"[`{enum_cls.__name__}`](#enum-{enum_cls.__name__.lower()}): {values}"
-        description = _comment_for(info.cls, name) or notes.comments.get(
-            (info.cls.__name__, name), ""
-        )
+        description = _comment_for(info.cls, name)
         if not description and info.role == "end":
             description = _STEP_END_NOTES.get(name, "")
         if not description and enum_cls is not None:
