@@ -73,7 +73,9 @@ class Recorder:
     Use ``sub = recorder.attach(bus)`` and run ``recorder.run(sub)`` as a task; stopping it
     (cancellation, or closing the subscription) writes what is already waiting first.
     :meth:`flush` writes everything waiting now; :meth:`close` flushes, stops receiving and
-    closes the file. Only one :meth:`run` may be active at a time.
+    closes the file. Only one :meth:`run` may be active at a time. A write error (a full disk)
+    ends :meth:`run` with the ``OSError``; the events of that batch are lost, the file keeps
+    every line written before it.
 
     Invariant: ``_size`` is the size of the open file (or of ``path`` on disk before the first
     write), and writes happen only under ``_lock``, in the order their batches were drained.
