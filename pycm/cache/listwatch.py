@@ -1,0 +1,304 @@
+"""What the reflector needs of the API: list pages and watch streams.
+
+:class:`ListerWatcher` is the subset of the client the reflector uses, defined here where it is
+used. :class:`ClientListWatch` adapts the real :mod:`pycm.kube` client (structurally: anything
+with the client's ``list``/``watch`` signatures) to it for one resource, namespace and selector.
+:class:`FakeListWatch` is the test double shipped with the code: scripted list pages, watch
+streams and errors, every call recorded, and an unexpected call (nothing scripted) fails loudly.
+
+A watch is an async context manager yielding an async iterator of ``(type, object)`` pairs,
+``type`` being ``ADDED``, ``MODIFIED``, ``DELETED``, ``BOOKMARK`` or ``ERROR`` (whose object is a
+``Status``). Leaving the context closes the stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from collections import deque
+from collections.abc import AsyncIterator, Mapping
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+__all__ = [
+    "ClientListWatch",
+    "FakeListWatch",
+    "ListCall",
+    "ListPage",
+    "ListerWatcher",
+    "Obj",
+    "StatusError",
+    "WatchCall",
+    "WatchEventPair",
+    "WatchStream",
+]
+
+Obj = dict[str, Any]
+"""An API object as decoded from JSON (never rebuilt into a model class)."""
+
+WatchEventPair = tuple[str, Obj]
+"""One watch event: its type and its object."""
+
+
+@dataclass(frozen=True, slots=True)
+class ListPage:
+    """One page of a list: its items, the list's resourceVersion and the continue token.
+
+    ``size_bytes`` is the encoded size when the transport knows it (0 when it does not).
+    """
+
+    items: list[Obj]
+    resource_version: str
+    continue_: str | None = None
+    size_bytes: int = 0
+
+
+class ListerWatcher(Protocol):
+    """The subset of the API client that a reflector uses."""
+
+    async def list(
+        self, *, resource_version: str, limit: int | None, continue_: str | None
+    ) -> ListPage: ...
+
+    def watch(
+        self, *, resource_version: str, timeout_seconds: int, allow_watch_bookmarks: bool
+    ) -> AbstractAsyncContextManager[AsyncIterator[WatchEventPair]]: ...
+
+
+class StatusError(Exception):
+    """An API ``Status`` failure carried by a watch ERROR event (or scripted in the fake).
+
+    ``code`` is the HTTP code (410 Expired, 429 TooManyRequests, 500, ...), ``reason`` the
+    Status reason (``Expired``, ``Gone``, ``TooManyRequests``, ...).
+    """
+
+    def __init__(self, code: int, reason: str = "", message: str = "") -> None:
+        super().__init__(f"{code} {reason}: {message}" if reason else f"{code}: {message}")
+        self.code = code
+        self.reason = reason
+        self.message = message
+
+    @classmethod
+    def from_status(cls, status: Mapping[str, Any]) -> StatusError:
+        return cls(
+            int(status.get("code") or 500),
+            str(status.get("reason") or ""),
+            str(status.get("message") or ""),
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# The adapter over pycm.kube.Client
+# ---------------------------------------------------------------------------------------------
+
+
+class _Client(Protocol):
+    """The two calls of ``pycm.kube.Client`` the adapter uses (structural, so this module does
+    not depend on the client's concrete class)."""
+
+    async def list(self, resource: Any, **kwargs: Any) -> Any: ...
+
+    def watch(self, resource: Any, **kwargs: Any) -> AbstractAsyncContextManager[Any]: ...
+
+
+class ClientListWatch:
+    """A :class:`ListerWatcher` over the real client for one resource (namespace, selectors)."""
+
+    def __init__(
+        self,
+        client: _Client,
+        resource: Any,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        metadata_only: bool = False,
+    ) -> None:
+        self.client = client
+        self.resource = resource
+        self.namespace = namespace
+        self.label_selector = label_selector
+        self.field_selector = field_selector
+        self.metadata_only = metadata_only
+
+    def _scope(self) -> dict[str, Any]:
+        scope: dict[str, Any] = {"namespace": self.namespace, "metadata_only": self.metadata_only}
+        if self.label_selector:
+            scope["label_selector"] = self.label_selector
+        if self.field_selector:
+            scope["field_selector"] = self.field_selector
+        return scope
+
+    async def list(
+        self, *, resource_version: str, limit: int | None, continue_: str | None
+    ) -> ListPage:
+        raw: Mapping[str, Any] = await self.client.list(
+            self.resource,
+            limit=limit,
+            continue_=continue_,
+            resource_version=resource_version,
+            **self._scope(),
+        )
+        meta = raw.get("metadata") or {}
+        return ListPage(
+            items=list(raw.get("items") or ()),
+            resource_version=str(meta.get("resourceVersion") or ""),
+            continue_=meta.get("continue") or None,
+            size_bytes=int(getattr(raw, "size_bytes", 0) or 0),
+        )
+
+    @asynccontextmanager
+    async def watch(
+        self, *, resource_version: str, timeout_seconds: int, allow_watch_bookmarks: bool
+    ) -> AsyncIterator[AsyncIterator[WatchEventPair]]:
+        async with self.client.watch(
+            self.resource,
+            resource_version=resource_version,
+            timeout_seconds=timeout_seconds,
+            allow_watch_bookmarks=allow_watch_bookmarks,
+            **self._scope(),
+        ) as stream:
+            yield _pairs(stream)
+
+
+async def _pairs(stream: AsyncIterator[Any]) -> AsyncIterator[WatchEventPair]:
+    async for event in stream:
+        if isinstance(event, tuple):
+            yield event
+        else:
+            yield event.type, event.object
+
+
+# ---------------------------------------------------------------------------------------------
+# The test double
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ListCall:
+    resource_version: str
+    limit: int | None
+    continue_: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class WatchCall:
+    resource_version: str
+    timeout_seconds: int
+    allow_watch_bookmarks: bool
+
+
+@dataclass
+class WatchStream:
+    """A scripted watch: its events in order, then either the end of the stream (``hang=False``)
+    or, with ``hang=True``, a stream that stays open until :meth:`FakeListWatch.close_watches`
+    or cancellation. ``raise_after`` raises that exception once the events are delivered.
+
+    Events can also be pushed while it runs with :meth:`push`.
+    """
+
+    events: list[WatchEventPair | BaseException] = field(default_factory=list)
+    hang: bool = False
+    raise_after: BaseException | None = None
+    _queue: asyncio.Queue[WatchEventPair | BaseException | None] | None = None
+
+    def push(self, event: WatchEventPair | BaseException | None) -> None:
+        """Deliver one more event (an exception is raised to the reader; None ends the stream)."""
+        if self._queue is not None:
+            self._queue.put_nowait(event)
+        elif event is None:
+            self.hang = False
+        else:
+            self.events.append(event)
+
+
+class FakeListWatch:
+    """A scriptable :class:`ListerWatcher` that records every call.
+
+    Script it with :meth:`add_list` (a page or an exception per list call, in order) and
+    :meth:`add_watch` (a :class:`WatchStream` or an exception per watch call). A call with nothing
+    scripted raises :class:`AssertionError`, unless ``default_watch_hang`` is set, in which case
+    an unscripted watch stays open (so a steady-state reflector parks instead of spinning).
+    Objects are deep-copied on the way out, as decoding fresh JSON would give new objects.
+    """
+
+    def __init__(self, *, default_watch_hang: bool = False) -> None:
+        self.lists: deque[ListPage | BaseException] = deque()
+        self.watches: deque[WatchStream | BaseException] = deque()
+        self.list_calls: list[ListCall] = []
+        self.watch_calls: list[WatchCall] = []
+        self.default_watch_hang = default_watch_hang
+        self.open_watches: list[WatchStream] = []
+        # Set whenever a call arrives: tests await it instead of sleeping.
+        self.called = asyncio.Event()
+
+    def add_list(self, *pages: ListPage | BaseException) -> FakeListWatch:
+        self.lists.extend(pages)
+        return self
+
+    def add_watch(self, *streams: WatchStream | BaseException) -> FakeListWatch:
+        self.watches.extend(streams)
+        return self
+
+    async def list(
+        self, *, resource_version: str, limit: int | None, continue_: str | None
+    ) -> ListPage:
+        self.list_calls.append(ListCall(resource_version, limit, continue_))
+        self.called.set()
+        await asyncio.sleep(0)
+        if not self.lists:
+            raise AssertionError(f"unexpected list call: {self.list_calls[-1]}")
+        page = self.lists.popleft()
+        if isinstance(page, BaseException):
+            raise page
+        return ListPage(
+            copy.deepcopy(page.items), page.resource_version, page.continue_, page.size_bytes
+        )
+
+    def close_watches(self) -> None:
+        """End every open hanging watch (as a server-side close)."""
+        for stream in self.open_watches:
+            stream.push(None)
+
+    @asynccontextmanager
+    async def watch(
+        self, *, resource_version: str, timeout_seconds: int, allow_watch_bookmarks: bool
+    ) -> AsyncIterator[AsyncIterator[WatchEventPair]]:
+        self.watch_calls.append(WatchCall(resource_version, timeout_seconds, allow_watch_bookmarks))
+        self.called.set()
+        await asyncio.sleep(0)
+        if self.watches:
+            scripted = self.watches.popleft()
+        elif self.default_watch_hang:
+            scripted = WatchStream(hang=True)
+        else:
+            raise AssertionError(f"unexpected watch call: {self.watch_calls[-1]}")
+        if isinstance(scripted, BaseException):
+            raise scripted
+        stream = scripted
+        queue: asyncio.Queue[WatchEventPair | BaseException | None] = asyncio.Queue()
+        for event in stream.events:
+            queue.put_nowait(event)
+        if not stream.hang:
+            if stream.raise_after is not None:
+                queue.put_nowait(stream.raise_after)
+            queue.put_nowait(None)
+        stream._queue = queue
+        self.open_watches.append(stream)
+        try:
+            yield _drain(queue)
+        finally:
+            self.open_watches.remove(stream)
+
+
+async def _drain(
+    queue: asyncio.Queue[WatchEventPair | BaseException | None],
+) -> AsyncIterator[WatchEventPair]:
+    while True:
+        item = await queue.get()
+        if item is None:
+            return
+        if isinstance(item, BaseException):
+            raise item
+        kind, obj = item
+        yield kind, copy.deepcopy(obj)
