@@ -42,6 +42,7 @@ BeforeRequest = Callable[[Request], Awaitable[Response | None]]
 
 OPEN_PATHS = frozenset({"/healthz", "/readyz", "/livez", "/version"})
 _HEALTH = frozenset({"/healthz", "/readyz", "/livez"})
+_WRITES = frozenset({"create", "update", "patch", "delete", "deletecollection"})
 
 
 @dataclass
@@ -282,6 +283,9 @@ async def _resource(
         raise errors.method_not_allowed(request.method, info.path)
     if verb in ("update", "patch") and not name:
         raise errors.method_not_allowed(request.method, info.path)
+    if query.get("dryRun") and verb in _WRITES:
+        # Refused rather than ignored: a dry run that wrote would be worse than none.
+        raise errors.bad_request("dryRun is not supported by the emulator")
     if verb == "create":
         if name:
             raise errors.method_not_allowed(request.method, info.path)

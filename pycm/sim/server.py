@@ -7,9 +7,10 @@ In tests::
 
 Start order: build the store and seed the fresh cluster → bind the socket (a port in use fails
 here, as :class:`EmulatorError`) → uvicorn serves in a named task → wait until it is started →
-write the kubeconfig. Stop order: mark stopping and end every open watch (so no stream holds
-the server open) → ask uvicorn to exit and await its task (forced after a timeout) → remove the
-temporary directory (certificates, the default kubeconfig).
+write the kubeconfig → start the runnables (the kubelet). Stop order: cancel the runnables →
+mark stopping and end every open watch (so no stream holds the server open) → ask uvicorn to
+exit and await its task (forced after a timeout) → remove the temporary directory
+(certificates, the default kubeconfig).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import contextlib
 import shutil
 import socket
 import tempfile
-from collections.abc import AsyncIterator, Generator
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -35,9 +36,13 @@ from pycm.sim.kubeconfig import write_kubeconfig
 from pycm.sim.options import EmulatorOptions
 from pycm.sim.seed import seed_cluster
 from pycm.sim.store import Store
-from pycm.util.tasks import create_guarded_task
+from pycm.util.tasks import cancel_and_wait, create_guarded_task
 
-__all__ = ["Emulator", "EmulatorError", "run_emulator"]
+__all__ = ["Emulator", "EmulatorError", "Runnable", "run_emulator"]
+
+# A component that runs beside the server for the emulator's lifetime (the simulated kubelet):
+# started once the server is up, cancelled (and awaited) before the server stops.
+Runnable = Callable[["Emulator"], Awaitable[None]]
 
 # How long stop() lets uvicorn finish open requests before cancelling them.
 _SHUTDOWN_TIMEOUT = 3.0
@@ -96,11 +101,22 @@ class Emulator:
         self._tmp: Path | None = None
         self._server: _Server | None = None
         self._task: asyncio.Task[None] | None = None
+        self._runnables: list[tuple[str, Runnable]] = []
+        self._runnable_tasks: list[asyncio.Task[None]] = []
+        self.failures: list[BaseException] = []  # what runnables died of
 
     @property
     def before_request(self) -> list[BeforeRequest]:
         """Hooks run before every request (faults): append or remove at any time."""
         return self.api.before_request
+
+    def add_runnable(self, name: str, run: Runnable) -> None:
+        """Run ``run(emulator)`` as the named task ``pycm-sim-<name>`` while serving."""
+        if self._task is not None:
+            raise RuntimeError("add runnables before the emulator starts")
+        if any(n == name for n, _ in self._runnables):
+            raise ValueError(f"runnable {name!r} added twice")
+        self._runnables.append((name, run))
 
     @property
     def port(self) -> int:
@@ -173,8 +189,19 @@ class Emulator:
             raise EmulatorError(
                 f"cannot write kubeconfig {self.kubeconfig_path}: {err.strerror or err}"
             ) from None
+        for name, run in self._runnables:
+            self._runnable_tasks.append(
+                create_guarded_task(
+                    _as_coroutine(run(self)),
+                    name=f"pycm-sim-{name}",
+                    on_failure=self.failures.append,
+                )
+            )
 
     async def stop(self) -> None:
+        if self._runnable_tasks:
+            await cancel_and_wait(self._runnable_tasks, timeout=_SHUTDOWN_TIMEOUT)
+            self._runnable_tasks = []
         self.api.stopping = True
         self.store.drop_watches("the server is shutting down")
         task, server = self._task, self._server
@@ -194,13 +221,22 @@ class Emulator:
             self._tmp = None
 
 
+async def _as_coroutine(awaitable: Awaitable[None]) -> None:
+    await awaitable
+
+
 @contextlib.asynccontextmanager
 async def run_emulator(
     options: EmulatorOptions | None = None, **overrides: Any
 ) -> AsyncIterator[Emulator]:
-    """Serve an emulator for the duration of the block (``overrides``: EmulatorOptions fields)."""
-    options = replace(options or EmulatorOptions(), **overrides)
-    emulator = Emulator(options)
+    """Serve an emulator for the duration of the block.
+
+    ``overrides`` are EmulatorOptions fields, plus ``runnables={name: run}`` (see Runnable).
+    """
+    runnables = overrides.pop("runnables", {})
+    emulator = Emulator(replace(options or EmulatorOptions(), **overrides))
+    for name, run in dict(runnables).items():
+        emulator.add_runnable(name, run)
     await emulator.start()
     try:
         yield emulator

@@ -29,9 +29,9 @@ from pycm.sim.gc import (
     FOREGROUND,
     FOREGROUND_FINALIZER,
     ORPHAN,
+    DeleteOptions,
+    GarbageCollector,
     ObjectRef,
-    OwnerIndex,
-    owner_uids,
 )
 from pycm.sim.objects import Obj, deep_copy, generate_name, meta, new_uid, rfc3339
 from pycm.sim.patch import apply_patch
@@ -48,14 +48,6 @@ ObjList = list[Obj]  # `Store.list` shadows the builtin inside the class body
 # Kinds whose status a create resets (kube's PrepareForCreate); the rest keep what they are sent.
 _STATUS_RESET_ON_CREATE = frozenset({"Pod", "Deployment", "ReplicaSet"})
 _TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
-
-
-@dataclass(frozen=True, slots=True)
-class DeleteOptions:
-    propagation_policy: str | None = None  # Orphan | Background | Foreground
-    grace_period_seconds: int | None = None
-    precondition_uid: str | None = None
-    precondition_resource_version: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,7 +113,7 @@ class Store:
             key: {} for key, r in registry.resources.items() if r.stored
         }
         self._by_uid: dict[str, ObjectRef] = {}
-        self._owners = OwnerIndex()
+        self._gc = GarbageCollector(self)
         self._rv = 0
         self._history: deque[StoreEvent] = deque(maxlen=watch_window)
         self._compacted_rv = 0
@@ -258,14 +250,14 @@ class Store:
         ref: ObjectRef = (res.key, m.get("namespace", "") if res.namespaced else "", m["name"])
         table = self._objects[res.key]
         if old is not None:
-            self._owners.remove(ref, old)
+            self._gc.index.remove(ref, old)
         if type_ == DELETED:
             table.pop(ref[1:], None)
             self._by_uid.pop(str(m.get("uid")), None)
         else:
             table[ref[1:]] = obj
             self._by_uid[str(m.get("uid"))] = ref
-            self._owners.add(ref, obj)
+            self._gc.index.add(ref, obj)
         event = StoreEvent(type_, res.key, obj, old, self._rv)
         if len(self._history) == self._history.maxlen:
             self._compacted_rv = self._history[0].rv
@@ -598,8 +590,7 @@ class Store:
             )
         uid = str(m.get("uid"))
         if policy == ORPHAN:
-            for ref in self._owners.of(uid):
-                self._drop_owner_reference(ref, uid)
+            self._gc.orphan(uid)
         if res.kind == "Namespace":
             return self._delete_namespace(res, obj)
         pending = bool(m.get("finalizers"))
@@ -607,14 +598,14 @@ class Store:
         if res.kind == "Pod":
             grace = self._pod_grace(obj, options)
             pending = pending or grace > 0
-        if policy == FOREGROUND and self._owners.has_dependents(uid):
+        if policy == FOREGROUND and self._gc.has_dependents(uid):
             pending = True
         if not pending:
             self._remove(res, obj)
             return deep_copy(obj), True
         new = deep_copy(obj)
         nm = new["metadata"]
-        if policy == FOREGROUND and self._owners.has_dependents(uid):
+        if policy == FOREGROUND and self._gc.has_dependents(uid):
             finalizers = list(nm.get("finalizers") or [])
             if FOREGROUND_FINALIZER not in finalizers:
                 finalizers.append(FOREGROUND_FINALIZER)
@@ -628,11 +619,10 @@ class Store:
         if new != obj:
             obj = self._commit(res, MODIFIED, new, obj)
         if policy == FOREGROUND:
-            for ref in self._owners.of(uid):
-                self._delete_ref(ref, FOREGROUND)
+            self._gc.delete_dependents(uid, FOREGROUND)
             current = self.lookup_uid(uid)
             if current is not None:
-                self._release_foreground(current[0], current[1])
+                self._gc.release_foreground(current[0], current[1])
         current = self.lookup_uid(uid)
         if current is None:
             return deep_copy(obj), True
@@ -728,22 +718,7 @@ class Store:
         gone = deep_copy(obj)
         self._commit(res, DELETED, gone, obj)
         m = gone["metadata"]
-        uid = str(m.get("uid"))
-        # Background collection of dependents whose every owner is now gone.
-        for ref in self._owners.of(uid):
-            dependent = self._objects[ref[0]].get(ref[1:])
-            if dependent is None:
-                continue
-            live = [u for u in owner_uids(dependent) if u != uid and u in self._by_uid]
-            if live:
-                self._drop_owner_reference(ref, uid)
-            elif not dependent["metadata"].get("deletionTimestamp"):
-                self._delete_ref(ref, BACKGROUND)
-        # Owners waiting in foreground deletion for this dependent.
-        for owner_uid in owner_uids(gone):
-            found = self.lookup_uid(owner_uid)
-            if found is not None:
-                self._release_foreground(*found)
+        self._gc.after_removal(gone)
         # A terminating namespace that became empty goes away.
         ns = m.get("namespace")
         if res.namespaced and ns:
@@ -756,43 +731,15 @@ class Store:
             ):
                 self._remove(ns_res, ns_obj)
 
-    def _release_foreground(self, res: Resource, owner: Obj) -> None:
-        m = owner["metadata"]
-        if (
-            not m.get("deletionTimestamp")
-            or FOREGROUND_FINALIZER not in (m.get("finalizers") or [])
-            or self._owners.has_dependents(str(m.get("uid")))
-        ):
-            return
-        new = deep_copy(owner)
-        finalizers = [f for f in new["metadata"]["finalizers"] if f != FOREGROUND_FINALIZER]
-        if finalizers:
-            new["metadata"]["finalizers"] = finalizers
-        else:
-            del new["metadata"]["finalizers"]
-        stored = self._commit(res, MODIFIED, new, owner)
+    def peek_ref(self, ref: ObjectRef) -> Obj | None:
+        table = self._objects.get(ref[0])
+        return None if table is None else table.get(ref[1:])
+
+    def replace(self, res: Resource, new: Obj, old: Obj) -> Obj:
+        """Store ``new`` over ``old`` without validation (the collector's writes)."""
+        stored = self._commit(res, MODIFIED, new, old)
         self._maybe_finish_deletion(res, stored)
-
-    def _delete_ref(self, ref: ObjectRef, policy: str) -> None:
-        key, ns, name = ref
-        if self._objects[key].get((ns, name)) is None:
-            return
-        self.delete(self.registry.resources[key], ns, name, DeleteOptions(policy))
-
-    def _drop_owner_reference(self, ref: ObjectRef, owner_uid: str) -> None:
-        key, ns, name = ref
-        current = self._objects[key].get((ns, name))
-        if current is None:
-            return
-        new = deep_copy(current)
-        refs = [
-            r for r in new["metadata"].get("ownerReferences") or [] if r.get("uid") != owner_uid
-        ]
-        if refs:
-            new["metadata"]["ownerReferences"] = refs
-        else:
-            new["metadata"].pop("ownerReferences", None)
-        self._commit(self.registry.resources[key], MODIFIED, new, current)
+        return stored
 
     # ---------------------------------------------------------------- seeding
 

@@ -548,3 +548,32 @@ async def test_http_tls_serves_with_the_kubeconfig_ca() -> None:
         headers = {"Authorization": f"Bearer {emu.admin_token}"}
         async with httpx.AsyncClient(base_url=emu.url, verify=context, headers=headers) as c:
             assert (await c.get("/api/v1/namespaces")).status_code == 200
+
+
+@pytest.mark.asyncio
+async def test_http_dry_run_is_refused_not_written(http: httpx.AsyncClient, emu: Emulator) -> None:
+    r = await http.post(f"{NS}/configmaps?dryRun=All", json={"metadata": {"name": "dry"}})
+    assert r.status_code == 400
+    assert emu.store.peek(emu.store.resource("configmaps"), "default", "dry") is None
+
+
+@pytest.mark.asyncio
+async def test_emulator_runnables_start_after_serving_and_stop_first() -> None:
+    seen: list[str] = []
+
+    async def kubelet(emulator: Emulator) -> None:
+        async with httpx.AsyncClient(base_url=emulator.url) as c:
+            seen.append((await c.get("/healthz")).text)  # the server is already up
+        try:
+            await asyncio.Event().wait()
+        finally:
+            seen.append("cancelled")
+
+    async with run_emulator(runnables={"kubelet": kubelet}) as emu:
+        for _ in range(200):
+            if seen:
+                break
+            await asyncio.sleep(0.01)
+        assert seen == ["ok"]
+    assert seen == ["ok", "cancelled"]
+    assert emu.failures == []
