@@ -1,0 +1,74 @@
+"""LeaderElectionConfig and its validation, as client-go's NewLeaderElector checks it."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from pycm.leaderelection.resourcelock import ResourceLock
+
+__all__ = ["JITTER_FACTOR", "LeaderCallbacks", "LeaderElectionConfig", "LeaderElectionError"]
+
+JITTER_FACTOR = 1.2
+"""client-go's retry jitter: each acquire retry waits RetryPeriod × (1 + rand × 1.2)."""
+
+
+class LeaderElectionError(ValueError):
+    """An invalid configuration; ``errors`` lists every problem."""
+
+    def __init__(self, errors: list[str]) -> None:
+        super().__init__("; ".join(errors))
+        self.errors = errors
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderCallbacks:
+    """``on_started_leading`` runs as a task while leading (cancelled when leadership ends);
+    ``on_stopped_leading`` runs once when ``run`` ends, leader or not (client-go defers it);
+    ``on_new_leader`` whenever the observed holder changes."""
+
+    on_started_leading: Callable[[], Awaitable[None]]
+    on_stopped_leading: Callable[[], None]
+    on_new_leader: Callable[[str], None] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderElectionConfig:
+    lock: ResourceLock
+    callbacks: LeaderCallbacks
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+    release_on_cancel: bool = False
+    name: str = ""  # the metrics label
+    # Bound on stopping the leading work before a release (nothing may reconcile after it).
+    stop_timeout: float = field(default=10.0)
+
+    def validate(self) -> list[str]:
+        errors = []
+        if self.lease_duration <= self.renew_deadline:
+            errors.append("leaseDuration must be greater than renewDeadline")
+        if self.renew_deadline <= JITTER_FACTOR * self.retry_period:
+            errors.append("renewDeadline must be greater than retryPeriod*JitterFactor")
+        for label, value in (
+            ("leaseDuration", self.lease_duration),
+            ("renewDeadline", self.renew_deadline),
+            ("retryPeriod", self.retry_period),
+        ):
+            if value < 1e-9:
+                errors.append(f"{label} must be greater than zero")
+        # Typed as required, but a caller building the config dynamically may pass None.
+        if getattr(self, "lock", None) is None:
+            errors.append("Lock must not be nil.")
+        elif not getattr(self.lock, "identity", ""):
+            errors.append("Lock identity is empty")
+        if getattr(self.callbacks, "on_started_leading", None) is None:
+            errors.append("OnStartedLeading callback must not be nil")
+        if getattr(self.callbacks, "on_stopped_leading", None) is None:
+            errors.append("OnStoppedLeading callback must not be nil")
+        return errors
+
+    def check(self) -> None:
+        errors = self.validate()
+        if errors:
+            raise LeaderElectionError(errors)

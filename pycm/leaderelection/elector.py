@@ -1,0 +1,462 @@
+"""LeaderElector: client-go's leader election (RunOrDie) on a resource lock.
+
+The algorithm, as client-go has it (tools/leaderelection/leaderelection.go):
+
+- **acquire**: try every RetryPeriod × (1 + rand × 1.2) until tryAcquireOrRenew succeeds.
+- **renew**: each round retries tryAcquireOrRenew every RetryPeriod for at most RenewDeadline;
+  a round without success ends leadership. Between rounds it waits RetryPeriod.
+- **tryAcquireOrRenew** (the clock is sampled once, first):
+  1. fast path — if leading and the observed lease is still valid, update directly (keeping
+     acquireTime and transitions); on error fall to the slow path;
+  2. get; not found → create with us as holder;
+  3. if the record differs from the last one observed, store it and the local time it was
+     observed. Valid ⇔ observedTime + leaseDurationSeconds > now. The record's renewTime is
+     never used for expiry: clocks of different machines are not compared. Held by another and
+     valid → fail;
+  4. if we were the holder keep acquireTime and transitions (a slow-path renew), otherwise
+     transitions + 1;
+  5. update (optimistic: a concurrent writer makes it conflict); on success store the record.
+- **release** (ReleaseOnCancel): get; if still the holder, write holder "" with a 1 s duration.
+
+pycm's additions: every attempt, renewal, failure (with its reason), release and loss is a trace
+event; each lock call is bounded (KCM's lock client timeout, max(1 s, RenewDeadline / 2), and
+the round's remaining RenewDeadline) so a hung API call cannot stretch a renew round; the leading
+work is stopped and awaited *before* a release, so nothing reconciles after the lease is let go.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import random
+from collections.abc import Awaitable
+from typing import Any, TypeVar
+
+from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge
+
+from pycm.leaderelection.config import JITTER_FACTOR, LeaderElectionConfig
+from pycm.leaderelection.record import LeaderElectionRecord
+from pycm.leaderelection.resourcelock import LockConflict, LockError, LockNotFound
+from pycm.trace.bus import Bus, default_bus
+from pycm.trace.context import error_text
+from pycm.trace.kinds import (
+    AcquireResult,
+    LeaderObserved,
+    LeaseAcquireAttempted,
+    LeaseAcquired,
+    LeaseLost,
+    LeaseReleased,
+    LeaseRenewed,
+    LeaseRenewFailed,
+    RenewFailureReason,
+)
+from pycm.util.backoff import jittered
+from pycm.util.clock import REAL_CLOCK, Clock
+
+__all__ = ["LeaderElector", "LeaderMetrics"]
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+class LeaderMetrics:
+    """client-go's leader-election metrics on a Prometheus registry."""
+
+    def __init__(self, registry: CollectorRegistry = REGISTRY) -> None:
+        self.master_status = Gauge(
+            "leader_election_master_status",
+            "Gauge of if the reporting system is master of the relevant lease, 0 indicates "
+            "backup, 1 indicates master. 'name' is the string used to identify the lease.",
+            ["name"],
+            registry=registry,
+        )
+        self.slowpath_total = Counter(
+            "leader_election_slowpath_total",
+            "Total number of slow path exercised in renewing leader leases.",
+            ["name"],
+            registry=registry,
+        )
+
+
+class _Timeout(Exception):
+    pass
+
+
+@dataclasses.dataclass(slots=True)
+class _Attempt:
+    ok: bool
+    result: AcquireResult = AcquireResult.HELD_BY_OTHER
+    reason: RenewFailureReason | None = None
+    error: str = ""
+    fast_path: bool = False
+
+
+class LeaderElector:
+    """Runs one election. ``await run()`` returns when leadership ends (or the lease was never
+    won before cancellation); ``on_stopped_leading`` has run by then either way."""
+
+    def __init__(
+        self,
+        config: LeaderElectionConfig,
+        *,
+        clock: Clock = REAL_CLOCK,
+        bus: Bus | None = None,
+        rng: random.Random | None = None,
+        metrics: LeaderMetrics | None = None,
+    ) -> None:
+        config.check()
+        self.config = config
+        self._lock = config.lock
+        self._clock = clock
+        self._bus = bus or default_bus()
+        self._rng = rng or random.Random()
+        self._metrics = metrics
+        self._name = config.name or config.lock.describe()
+        self._lease = config.lock.describe()
+        # The last record seen or written, its bytes, and the local monotonic time it was seen.
+        self._observed = LeaderElectionRecord()
+        self._observed_raw = b""
+        self._observed_time = 0.0
+        self._reported_leader = ""
+        self._lock_timeout = max(1.0, config.renew_deadline / 2)
+        self.lost_reason = ""
+        self._event_tasks: set[asyncio.Task[Any]] = set()
+
+    # -- state ----------------------------------------------------------------------------
+
+    @property
+    def identity(self) -> str:
+        return self._lock.identity
+
+    def is_leader(self) -> bool:
+        return self._observed.holder_identity == self._lock.identity
+
+    def get_leader(self) -> str:
+        return self._observed.holder_identity
+
+    @property
+    def observed_time(self) -> float:
+        return self._observed_time
+
+    @property
+    def observed_record(self) -> LeaderElectionRecord:
+        return self._observed
+
+    def _is_lease_valid(self, now: float) -> bool:
+        return self._observed_time + self._observed.lease_duration_seconds > now
+
+    def _set_observed(
+        self, record: LeaderElectionRecord, raw: bytes | None, not_before: float
+    ) -> None:
+        self._observed = record
+        self._observed_raw = record.raw() if raw is None else raw
+        # Go's clock always moves between sampling `now` and storing the observation; a fake
+        # (or coarse) clock may not, and a lease seen changing this very attempt must count as
+        # valid for it (else a zero-duration lease would be taken on first sight).
+        self._observed_time = max(self._clock.monotonic(), not_before + 1e-9)
+
+    # -- the algorithm --------------------------------------------------------------------
+
+    async def _bounded(self, call: Awaitable[T], seconds: float) -> T:
+        """Await ``call`` for at most ``seconds`` of the injected clock."""
+        task: asyncio.Task[T] = asyncio.ensure_future(call)
+        timer = asyncio.ensure_future(self._clock.sleep(seconds))
+        try:
+            await asyncio.wait({task, timer}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            timer.cancel()
+            if not task.done():
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+        if task.cancelled():
+            raise _Timeout()
+        return task.result()
+
+    async def try_acquire_or_renew(self, bound: float | None = None) -> _Attempt:
+        clock = self._clock
+        now = clock.monotonic()
+        now_wall = clock.wall_ns()
+        limit = self._lock_timeout if bound is None else min(self._lock_timeout, bound)
+        me = self._lock.identity
+        record = LeaderElectionRecord(
+            holder_identity=me,
+            lease_duration_seconds=int(self.config.lease_duration),
+            acquire_time_ns=now_wall,
+            renew_time_ns=now_wall,
+        )
+        # 1. Fast path: we lead and our own observation is still valid.
+        if self.is_leader() and self._is_lease_valid(now):
+            renewed = dataclasses.replace(
+                record,
+                acquire_time_ns=self._observed.acquire_time_ns,
+                leader_transitions=self._observed.leader_transitions,
+            )
+            try:
+                await self._bounded(self._lock.update(renewed), limit)
+            except (LockError, _Timeout) as exc:
+                log.info(
+                    "failed to update lock optimistically (%s), falling back to slow path", exc
+                )
+            else:
+                self._set_observed(renewed, None, now)
+                return _Attempt(True, AcquireResult.ACQUIRED, fast_path=True)
+        # 2. Get, or create when missing.
+        try:
+            old, raw = await self._bounded(self._lock.get(), limit)
+        except LockNotFound:
+            try:
+                await self._bounded(self._lock.create(record), limit)
+            except LockConflict as exc:
+                return _Attempt(False, AcquireResult.ERROR, RenewFailureReason.CONFLICT, str(exc))
+            except (LockError, _Timeout) as exc:
+                return self._failed(exc)
+            self._set_observed(record, None, now)
+            return _Attempt(True, AcquireResult.CREATED)
+        except (LockError, _Timeout) as exc:
+            return self._failed(exc)
+        # 3. Observe a change; respect another holder's valid term.
+        if raw != self._observed_raw:
+            self._set_observed(old, raw, now)
+        if old.holder_identity and self._is_lease_valid(now) and not self.is_leader():
+            return _Attempt(
+                False,
+                AcquireResult.HELD_BY_OTHER,
+                RenewFailureReason.NOT_HOLDER,
+                f"lock is held by {old.holder_identity} and has not yet expired",
+            )
+        # 4. Keep our own history, or count a takeover.
+        if self.is_leader():
+            record = dataclasses.replace(
+                record,
+                acquire_time_ns=old.acquire_time_ns,
+                leader_transitions=old.leader_transitions,
+            )
+            if self._metrics is not None:
+                self._metrics.slowpath_total.labels(self._name).inc()
+        else:
+            record = dataclasses.replace(record, leader_transitions=old.leader_transitions + 1)
+        # 5. Update with the resourceVersion we read.
+        try:
+            await self._bounded(self._lock.update(record), limit)
+        except LockConflict as exc:
+            return _Attempt(False, AcquireResult.ERROR, RenewFailureReason.CONFLICT, str(exc))
+        except (LockError, _Timeout) as exc:
+            return self._failed(exc)
+        self._set_observed(record, None, now)
+        return _Attempt(True, AcquireResult.ACQUIRED)
+
+    @staticmethod
+    def _failed(exc: Exception) -> _Attempt:
+        if isinstance(exc, _Timeout):
+            return _Attempt(
+                False, AcquireResult.ERROR, RenewFailureReason.TIMEOUT, "lock call timed out"
+            )
+        return _Attempt(False, AcquireResult.ERROR, RenewFailureReason.API_ERROR, error_text(exc))
+
+    def _maybe_report_transition(self) -> None:
+        holder = self._observed.holder_identity
+        if holder == self._reported_leader:
+            return
+        old, self._reported_leader = self._reported_leader, holder
+        skew_ms = 0.0
+        if self._observed.renew_time_ns:
+            skew_ms = (self._observed.renew_time_ns - self._clock.wall_ns()) / 1e6
+        self._bus.point(
+            LeaderObserved(
+                lease=self._lease,
+                old_holder=old,
+                new_holder=holder,
+                transitions=self._observed.leader_transitions,
+                lease_duration_s=float(self._observed.lease_duration_seconds),
+                skew_ms=skew_ms,
+            )
+        )
+        callback = self.config.callbacks.on_new_leader
+        if callback is not None:
+            try:
+                callback(holder)
+            except Exception:
+                log.exception("OnNewLeader callback failed")
+
+    async def _acquire(self) -> None:
+        started = self._clock.monotonic()
+        log.info("attempting to acquire leader lease %s...", self._lease)
+        while True:
+            attempt = await self.try_acquire_or_renew()
+            self._maybe_report_transition()
+            self._bus.point(
+                LeaseAcquireAttempted(
+                    lease=self._lease,
+                    identity=self.identity,
+                    result=attempt.result
+                    if not attempt.ok or attempt.result is not AcquireResult.HELD_BY_OTHER
+                    else AcquireResult.ACQUIRED,
+                    holder=self._observed.holder_identity,
+                    error=attempt.error,
+                )
+            )
+            if attempt.ok:
+                waited_ms = (self._clock.monotonic() - started) * 1000
+                log.info("successfully acquired lease %s", self._lease)
+                if self._metrics is not None:
+                    self._metrics.master_status.labels(self._name).set(1)
+                self._bus.point(
+                    LeaseAcquired(
+                        lease=self._lease,
+                        identity=self.identity,
+                        transitions=self._observed.leader_transitions,
+                        waited_ms=waited_ms,
+                    )
+                )
+                self._spawn_event(f"{self.identity} became leader")
+                return
+            await self._clock.sleep(jittered(self.config.retry_period, JITTER_FACTOR, self._rng))
+
+    async def _renew(self) -> str:
+        """Renew until a round fails; returns the reason leadership ended."""
+        cfg = self.config
+        clock = self._clock
+        while True:
+            deadline = clock.monotonic() + cfg.renew_deadline
+            last: _Attempt | None = None
+            while True:
+                remaining = deadline - clock.monotonic()
+                if remaining <= 0:
+                    break
+                t0 = clock.monotonic()
+                attempt = await self.try_acquire_or_renew(bound=remaining)
+                self._maybe_report_transition()
+                latency_ms = (clock.monotonic() - t0) * 1000
+                if attempt.ok:
+                    self._bus.point(
+                        LeaseRenewed(
+                            lease=self._lease,
+                            identity=self.identity,
+                            latency_ms=latency_ms,
+                            fast_path=attempt.fast_path,
+                        )
+                    )
+                    last = attempt
+                    break
+                last = attempt
+                self._bus.point(
+                    LeaseRenewFailed(
+                        lease=self._lease,
+                        identity=self.identity,
+                        reason=attempt.reason or RenewFailureReason.API_ERROR,
+                        latency_ms=latency_ms,
+                        error=attempt.error,
+                    )
+                )
+                wait = min(cfg.retry_period, deadline - clock.monotonic())
+                if wait > 0:
+                    await clock.sleep(wait)
+            if last is None or not last.ok:
+                self._bus.point(
+                    LeaseRenewFailed(
+                        lease=self._lease,
+                        identity=self.identity,
+                        reason=RenewFailureReason.TIMEOUT,
+                        latency_ms=cfg.renew_deadline * 1000,
+                        error=last.error if last else "",
+                    )
+                )
+                return "failed to renew lease within the renew deadline"
+            await clock.sleep(cfg.retry_period)
+
+    async def _release(self) -> None:
+        """Give the lease up if we still hold it (bounded by RenewDeadline; retry on conflict)."""
+        if not self.is_leader():
+            return
+        clock = self._clock
+        deadline = clock.monotonic() + self.config.renew_deadline
+        while (remaining := deadline - clock.monotonic()) > 0:
+            try:
+                old, _ = await self._bounded(self._lock.get(), min(self._lock_timeout, remaining))
+                if old.holder_identity != self.identity:
+                    return
+                now_wall = clock.wall_ns()
+                released = LeaderElectionRecord(
+                    holder_identity="",
+                    lease_duration_seconds=1,
+                    acquire_time_ns=now_wall,
+                    renew_time_ns=now_wall,
+                    leader_transitions=old.leader_transitions,
+                )
+                await self._bounded(self._lock.update(released), min(self._lock_timeout, remaining))
+            except LockConflict:
+                await clock.sleep(min(self.config.retry_period, max(0.0, remaining)))
+                continue
+            except (LockError, _Timeout) as exc:
+                log.error("failed to release lock %s: %s", self._lease, exc)
+                return
+            self._set_observed(released, None, clock.monotonic())
+            self._bus.point(LeaseReleased(lease=self._lease, identity=self.identity))
+            log.info("released lease %s", self._lease)
+            return
+
+    def _spawn_event(self, message: str) -> None:
+        task = asyncio.get_running_loop().create_task(
+            self._lock.record_event(message), name="leaderelection: record event"
+        )
+        self._event_tasks.add(task)
+        task.add_done_callback(self._event_tasks.discard)
+
+    async def run(self) -> None:
+        """Acquire, lead (``on_started_leading`` as a task) and renew; stop and (optionally)
+        release on cancellation or loss; always end with ``on_stopped_leading``."""
+        callbacks = self.config.callbacks
+        leading: asyncio.Task[None] | None = None
+        try:
+            await self._acquire()
+
+            async def lead() -> None:
+                await callbacks.on_started_leading()
+
+            leading = asyncio.get_running_loop().create_task(lead(), name="leaderelection: leading")
+            renewing = asyncio.get_running_loop().create_task(
+                self._renew(), name="leaderelection: renew"
+            )
+            try:
+                pending = {leading, renewing}
+                while renewing in pending:
+                    done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+                    if leading in done and not leading.cancelled() and leading.exception():
+                        break  # the leading work failed: stop leading
+                if renewing.done():
+                    self.lost_reason = renewing.result()
+                    self._lost(self.lost_reason)
+            finally:
+                renewing.cancel()
+                await asyncio.gather(renewing, return_exceptions=True)
+                await self._stop_leading(leading)
+                if self.config.release_on_cancel:
+                    await self._release()
+                if leading.done() and not leading.cancelled() and leading.exception():
+                    self.lost_reason = self.lost_reason or "leading work failed"
+                    self._lost(self.lost_reason)
+                    raise leading.exception()  # type: ignore[misc]
+        finally:
+            if self._metrics is not None:
+                self._metrics.master_status.labels(self._name).set(0)
+            try:
+                callbacks.on_stopped_leading()
+            except Exception:
+                log.exception("OnStoppedLeading callback failed")
+            if self._event_tasks:
+                await asyncio.wait(set(self._event_tasks), timeout=1.0)
+
+    def _lost(self, reason: str) -> None:
+        log.info("leaderelection lost: %s", reason)
+        self._bus.point(LeaseLost(lease=self._lease, identity=self.identity, reason=reason))
+        self._spawn_event(f"{self.identity} stopped leading")
+
+    async def _stop_leading(self, leading: asyncio.Task[None]) -> None:
+        if leading.done():
+            return
+        leading.cancel()
+        done, _ = await asyncio.wait({leading}, timeout=self.config.stop_timeout)
+        if not done:
+            log.error("leading work did not stop within %.1fs", self.config.stop_timeout)
