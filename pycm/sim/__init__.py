@@ -1,1 +1,77 @@
-"""The embedded Kubernetes API emulator."""
+"""The embedded Kubernetes API emulator.
+
+It stands in for a cluster in tests, the demo and benchmarks: an in-memory kube-apiserver for
+namespaces, nodes, pods, events, configmaps (core/v1), deployments and replicasets (apps/v1),
+leases (coordination.k8s.io/v1), TokenReviews and SubjectAccessReviews — with kube's metadata,
+status-subresource, optimistic-concurrency, selector, pagination, watch, table and
+metadata-only semantics, and the garbage collector's cascading deletion. It imports nothing of
+the manager (an import-linter contract), so it stays an independent peer.
+
+Public surface:
+
+- :func:`run_emulator` / :class:`Emulator` (``.url``, ``.kubeconfig_path``, ``.admin_token``,
+  ``.store``, ``.app``, ``.before_request``, ``.add_runnable``) and :class:`EmulatorOptions`.
+- :class:`Store` — the in-process API (``get / peek / list / create / update / update_status /
+  patch / delete / delete_collection / watch / finalize_pod_deletion / compact /
+  drop_watches``) with :class:`DeleteOptions`; kinds via ``store.resource("pods")``.
+- ``pycm sim`` — :mod:`pycm.sim.command`.
+
+Module map: resources (the registry of kinds), store, watch, gc, selectors, validation,
+defaults, patch, tables, discovery, negotiation, requestinfo, handlers, app, auth, reviews,
+kubeconfig, certs, seed, options, server, command.
+
+Exceptions::
+
+    Exception
+     ├── APIError        every failure the API answers with (a v1 Status; pycm.sim.errors)
+     ├── RuntimeError
+     │    └── EmulatorError   the emulator cannot start (port in use, unreadable file)
+     └── ValueError
+          └── AuthError       an unreadable or malformed token or policy file
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pycm.sim.auth import AuthError
+    from pycm.sim.errors import APIError
+    from pycm.sim.gc import DeleteOptions
+    from pycm.sim.options import EmulatorOptions
+    from pycm.sim.server import Emulator, EmulatorError, Runnable, run_emulator
+    from pycm.sim.store import Store
+
+# Loaded on first use: `pycm` imports the sim command for every subcommand, and uvicorn,
+# starlette and cryptography are worth ~100 ms that `pycm top` should not pay.
+_EXPORTS = {
+    "APIError": "pycm.sim.errors",
+    "AuthError": "pycm.sim.auth",
+    "DeleteOptions": "pycm.sim.gc",
+    "Emulator": "pycm.sim.server",
+    "EmulatorError": "pycm.sim.server",
+    "EmulatorOptions": "pycm.sim.options",
+    "Runnable": "pycm.sim.server",
+    "Store": "pycm.sim.store",
+    "run_emulator": "pycm.sim.server",
+}
+
+__all__ = [
+    "APIError",
+    "AuthError",
+    "DeleteOptions",
+    "Emulator",
+    "EmulatorError",
+    "EmulatorOptions",
+    "Runnable",
+    "Store",
+    "run_emulator",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'pycm.sim' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

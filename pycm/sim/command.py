@@ -12,11 +12,12 @@ import argparse
 import asyncio
 import signal
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pycm.sim.options import EmulatorOptions
-from pycm.sim.server import EmulatorError, run_emulator
 from pycm.util.durations import duration_arg
+
+if TYPE_CHECKING:
+    from pycm.sim.options import EmulatorOptions
 
 __all__ = ["add_subcommand", "run"]
 
@@ -86,6 +87,8 @@ def add_subcommand(subparsers: Any) -> None:
 
 
 def options_from_args(args: argparse.Namespace) -> EmulatorOptions:
+    from pycm.sim.options import EmulatorOptions
+
     return EmulatorOptions(
         host=args.host,
         port=args.port,
@@ -110,6 +113,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _serve(options: EmulatorOptions) -> int:
+    from pycm.sim.server import EmulatorError, run_emulator
+
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
