@@ -472,6 +472,34 @@ class LeaderObserved(Event):
 
 
 # ---------------------------------------------------------------------------------------------
+# The event recorder (pycm.record)
+# ---------------------------------------------------------------------------------------------
+
+
+class EventAction(enum.StrEnum):
+    """What the recorder did with a core/v1 Event."""
+
+    CREATED = "created"  # a new Event object was written
+    PATCHED = "patched"  # a repeat: the existing Event's count and lastTimestamp were bumped
+    AGGREGATED = "aggregated"  # similar events were combined into one ("combined from similar")
+    SPAM_FILTERED = "spam_filtered"  # the per-object rate limit dropped it
+    DROPPED = "dropped"  # the recorder's queue was full, or writing failed after retries
+
+
+@kind("event.recorded")
+class EventRecorded(Event):
+    """A core/v1 Event was handled by the recorder (the message itself is not carried)."""
+
+    type: str = ""  # Normal or Warning
+    reason: str = ""
+    object_kind: str = ""
+    namespace: str = ""
+    name: str = ""
+    count: int = 0
+    action: EventAction = EventAction.CREATED
+
+
+# ---------------------------------------------------------------------------------------------
 # The bus itself
 # ---------------------------------------------------------------------------------------------
 
