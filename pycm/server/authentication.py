@@ -1,0 +1,184 @@
+"""Authentication (apiserver ``WithAuthentication`` with KCM's delegating authenticator).
+
+Who is asking, tried in kube's order — the first that succeeds wins:
+
+1. a TLS client certificate, verified during the handshake against ``--client-ca-file``:
+   user = the subject's CN, groups = its O values. The certificate is read from the ASGI TLS
+   extension (``scope["extensions"]["tls"]["client_cert_chain"][0]``, a PEM string), which
+   pycm's uvicorn protocol fills in (see :mod:`pycm.server.tls_extension`).
+2. ``Authorization: Bearer <token>``, reviewed by a :class:`TokenReviewer` (a TokenReview,
+   cached).
+
+A request with neither is the anonymous user (``system:anonymous``) and goes on to
+authorization. A request whose credentials were presented but are invalid (a token the
+reviewer rejects, a review that failed, a certificate without client-auth usage) is answered
+401 Unauthorized at once — kube's ``union.NewFailOnError(delegating, anonymous)``. Authenticated
+users also get ``system:authenticated``; the Authorization header is removed before the request
+goes further in, as kube does.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Protocol
+
+from cryptography import x509
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from pycm.server.responses import send_status
+from pycm.server.tokenreview import TokenReviewer, TokenReviewError
+from pycm.server.user import ANONYMOUS, UserInfo, with_authenticated_group
+
+__all__ = [
+    "STATE_KEY",
+    "AnonymousAuthenticator",
+    "AuthenticationError",
+    "AuthenticationMiddleware",
+    "DelegatingAuthenticator",
+    "RequestAuthenticator",
+    "bearer_token",
+    "get_user",
+    "user_from_certificate",
+]
+
+STATE_KEY = "pycm.user"
+
+_log = logging.getLogger("pycm.server.authentication")
+
+
+class AuthenticationError(Exception):
+    """Credentials were presented and are not valid: the request is unauthorized."""
+
+
+class RequestAuthenticator(Protocol):
+    """Who made a request: a user, None when it carried no credentials (anonymous), or
+    :class:`AuthenticationError` when its credentials are invalid."""
+
+    async def authenticate(self, scope: Scope) -> UserInfo | None: ...
+
+
+class AnonymousAuthenticator:
+    """Every request is anonymous (insecure serving)."""
+
+    async def authenticate(self, scope: Scope) -> UserInfo | None:
+        return None
+
+
+class DelegatingAuthenticator:
+    """Client certificates (when the server asked for them), then bearer tokens (when a
+    reviewer is given) — KCM's delegating authenticator without the request-header proxy."""
+
+    def __init__(
+        self, token_reviewer: TokenReviewer | None = None, *, client_certificates: bool = True
+    ) -> None:
+        self._reviewer = token_reviewer
+        self._client_certificates = client_certificates
+
+    async def authenticate(self, scope: Scope) -> UserInfo | None:
+        errors: list[str] = []
+        if self._client_certificates:
+            pem = client_certificate(scope)
+            if pem is not None:
+                try:
+                    user = user_from_certificate(pem)
+                except AuthenticationError as exc:
+                    errors.append(str(exc))
+                else:
+                    if user is not None:
+                        return user
+        token = bearer_token(scope)
+        if token is not None and self._reviewer is not None:
+            try:
+                user = await self._reviewer.review(token)
+            except TokenReviewError as exc:
+                errors.append(str(exc))
+            else:
+                if user is not None:
+                    return user
+                errors.append("invalid bearer token")
+        if errors:
+            raise AuthenticationError("; ".join(errors))
+        return None
+
+
+def bearer_token(scope: Scope) -> str | None:
+    """The token of an ``Authorization: Bearer`` header, or None (kube's bearertoken rules)."""
+    for name, value in scope.get("headers", ()):
+        if name.lower() == b"authorization":
+            parts = value.decode("latin-1").strip().split(" ")
+            if len(parts) < 2 or parts[0].lower() != "bearer" or not parts[1]:
+                return None
+            return str(parts[1])
+    return None
+
+
+def client_certificate(scope: Scope) -> str | None:
+    """The verified client certificate (PEM) from the ASGI TLS extension, if any."""
+    extensions: dict[str, Any] = scope.get("extensions") or {}
+    tls = extensions.get("tls") or {}
+    chain = tls.get("client_cert_chain") or ()
+    return str(chain[0]) if chain else None
+
+
+def user_from_certificate(pem: str) -> UserInfo | None:
+    """CN → user, O → groups (kube's CommonNameUserConversion); None without a CN. A cert whose
+    extended key usage excludes client auth is an :class:`AuthenticationError`."""
+    try:
+        cert = x509.load_pem_x509_certificate(pem.encode())
+    except ValueError as exc:
+        raise AuthenticationError("unreadable client certificate") from exc
+    try:
+        usage = cert.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
+    except x509.ExtensionNotFound:
+        pass
+    else:
+        if ExtendedKeyUsageOID.CLIENT_AUTH not in usage and (
+            ExtendedKeyUsageOID.ANY_EXTENDED_KEY_USAGE not in usage
+        ):
+            raise AuthenticationError("client certificate is not for client authentication")
+    names = cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)
+    if not names or not str(names[0].value):
+        return None
+    groups = tuple(
+        str(a.value) for a in cert.subject.get_attributes_for_oid(NameOID.ORGANIZATION_NAME)
+    )
+    return UserInfo(name=str(names[0].value), groups=groups)
+
+
+def get_user(scope: Scope) -> UserInfo:
+    """The user the middleware found (anonymous before, or without, authentication)."""
+    user = (scope.get("state") or {}).get(STATE_KEY)
+    return user if isinstance(user, UserInfo) else ANONYMOUS
+
+
+class AuthenticationMiddleware:
+    NAME = "authentication"
+
+    def __init__(self, app: ASGIApp, *, authenticator: RequestAuthenticator) -> None:
+        self.app = app
+        self.authenticator = authenticator
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        try:
+            user = await self.authenticator.authenticate(scope)
+        except AuthenticationError as exc:
+            _log.info(
+                "unable to authenticate the request to %s: %s",
+                scope.get("path", ""),
+                exc,
+                extra={"http_path": scope.get("path", "")},
+            )
+            await send_status(send, 401, "Unauthorized", "Unauthorized")
+            return
+        state: dict[str, Any] = scope.setdefault("state", {})
+        if user is None:
+            state[STATE_KEY] = ANONYMOUS
+        else:
+            state[STATE_KEY] = with_authenticated_group(user)
+            headers = [(k, v) for k, v in scope.get("headers", ()) if k.lower() != b"authorization"]
+            scope = {**scope, "headers": headers}
+        await self.app(scope, receive, send)
