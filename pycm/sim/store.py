@@ -33,9 +33,10 @@ from pycm.sim.gc import (
     GarbageCollector,
     ObjectRef,
 )
-from pycm.sim.objects import Obj, deep_copy, generate_name, meta, new_uid, rfc3339
+from pycm.sim.objects import Obj, copy_value, deep_copy, generate_name, meta, new_uid, rfc3339
 from pycm.sim.patch import apply_patch
 from pycm.sim.resources import REGISTRY, Registry, Resource, ResourceKey
+from pycm.sim.scale import scale_of, scale_replicas
 from pycm.sim.selectors import FieldSelector, LabelSelector
 from pycm.sim.tokens import encode_continue
 from pycm.sim.watch import ADDED, DELETED, MODIFIED, StoreEvent, Watcher
@@ -47,6 +48,8 @@ ObjList = list[Obj]  # `Store.list` shadows the builtin inside the class body
 
 # Kinds whose status a create resets (kube's PrepareForCreate); the rest keep what they are sent.
 _STATUS_RESET_ON_CREATE = frozenset({"Pod", "Deployment", "ReplicaSet"})
+# What those kinds' status reads right after a create (kube's non-omitempty fields).
+_INITIAL_STATUS: dict[str, Obj] = {"Deployment": {}, "ReplicaSet": {"replicas": 0}}
 _TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 
 
@@ -56,22 +59,6 @@ class ListPage:
     resource_version: int
     continue_token: str  # "" on the last page
     remaining: int | None
-
-
-def _selector_string(selector: Any) -> str:
-    if not isinstance(selector, dict):
-        return ""
-    parts = [f"{k}={v}" for k, v in sorted((selector.get("matchLabels") or {}).items())]
-    ops = {"In": "in", "NotIn": "notin"}
-    for expr in selector.get("matchExpressions") or []:
-        key, op = expr.get("key", ""), expr.get("operator", "")
-        if op in ops:
-            parts.append(f"{key} {ops[op]} ({','.join(sorted(expr.get('values') or []))})")
-        elif op == "Exists":
-            parts.append(key)
-        elif op == "DoesNotExist":
-            parts.append(f"!{key}")
-    return ",".join(parts)
 
 
 def _qos_class(spec: Any) -> str:
@@ -382,6 +369,8 @@ class Store:
         apply_defaults(res.kind, new)
         if res.kind == "Pod" and not keep_status:
             new["status"] = {"phase": "Pending", "qosClass": _qos_class(new.get("spec"))}
+        elif res.kind in _INITIAL_STATUS and not keep_status:
+            new["status"] = dict(_INITIAL_STATUS[res.kind])
         causes = validation.validate_create(res.kind, new)
         if causes:
             raise errors.invalid(res.kind, str(m.get("name") or ""), causes, res.group)
@@ -431,14 +420,14 @@ class Store:
         if status_only:
             new = deep_copy(old)
             if "status" in obj:
-                new["status"] = deep_copy({"s": obj["status"]})["s"]
+                new["status"] = copy_value(obj["status"])
             else:
                 new.pop("status", None)
         else:
             new = deep_copy(obj)
             if res.has_status:
                 if "status" in old:
-                    new["status"] = deep_copy(old)["status"]
+                    new["status"] = copy_value(old["status"])
                 else:
                     new.pop("status", None)
         new = _typed(res, new)
@@ -512,34 +501,16 @@ class Store:
     # ---------------------------------------------------------------- scale subresource
 
     def get_scale(self, res: Resource, namespace: str | None, name: str) -> Obj:
+        """GET .../scale: the object's ``autoscaling/v1 Scale``."""
         if not res.has_scale:
             raise errors.not_found(res.plural, name, res.group)
-        obj = self._stored(res, namespace, name)
-        m = obj["metadata"]
-        return {
-            "kind": "Scale",
-            "apiVersion": "autoscaling/v1",
-            "metadata": {
-                k: m[k]
-                for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
-                if k in m
-            },
-            "spec": {"replicas": int((obj.get("spec") or {}).get("replicas") or 0)},
-            "status": {
-                "replicas": int((obj.get("status") or {}).get("replicas") or 0),
-                "selector": _selector_string((obj.get("spec") or {}).get("selector")),
-            },
-        }
+        return scale_of(self._stored(res, namespace, name))
 
     def update_scale(self, res: Resource, namespace: str | None, name: str, scale: Obj) -> Obj:
+        """PUT .../scale: set spec.replicas (the Scale's resourceVersion is a precondition)."""
         if not res.has_scale:
             raise errors.not_found(res.plural, name, res.group)
-        replicas = (scale.get("spec") or {}).get("replicas", 0)
-        if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
-            cause = validation.invalid_value(
-                "spec.replicas", replicas, "must be greater than or equal to 0"
-            )
-            raise errors.invalid("Scale", name, [cause], "autoscaling")
+        replicas = scale_replicas(name, scale)
         current = deep_copy(self._stored(res, namespace, name))
         rv = (scale.get("metadata") or {}).get("resourceVersion")
         if rv:
