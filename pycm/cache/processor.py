@@ -1,0 +1,256 @@
+"""Per-handler delivery: bounded buffers and one task per handler (client-go ``processorListener``).
+
+Each handler registered on an informer gets a :class:`Registration`: its own buffer of
+notifications and its own task that calls the handler. The informer only appends to buffers, so
+a slow handler can never stall the informer or the other handlers.
+
+Handlers are synchronous callables (:class:`ResourceEventHandler`): they compute keys and
+enqueue them, nothing more; the work happens in the controller's sync. A handler's task calls it
+for as many notifications as fit in a time slice (``quantum``, 2 ms), then yields to the loop,
+so a handler that is slow per call gets fewer calls per turn instead of delaying the others.
+
+**Bounded buffers** (client-go's are unbounded): at most ``buffer_size`` notifications wait
+(10 000 by default). On overflow the oldest is dropped, and the handler is later brought back to
+the cache's current state — we chose a precise replay of the dropped keys over a full resync of
+the handler (cheaper, and it also repairs missed deletes, which a resync cannot): for each key
+whose notification was dropped we keep the first state the handler had known (or that it knew
+none), which is bounded by the number of distinct keys. Before delivering anything newer, the
+handler's task replays these keys against the current cache: known and still cached →
+``on_update(known, cached)``; unknown and cached → ``on_add(cached, False)``; known and gone →
+``on_delete(DeletedFinalStateUnknown(key, known))``. A :class:`~pycm.trace.kinds.HandlerLagged`
+event reports the count lost. Since the newest notification for a key is never the one dropped,
+the handler ends up having seen each key's latest state.
+
+Handler exceptions are logged and counted (``errors``), and delivery goes on — except a
+:class:`~pycm.cache.mutation.CacheMutationError`, which crashes the informer, loudly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
+
+from pycm.cache.mutation import CacheMutationError
+from pycm.cache.store import DeletedFinalStateUnknown, meta_namespace_key
+from pycm.trace.kinds import HandlerLagged
+
+if TYPE_CHECKING:
+    from pycm.cache.shared_informer import SharedIndexInformer
+
+__all__ = [
+    "DEFAULT_BUFFER_SIZE",
+    "HandlerFuncs",
+    "Notification",
+    "Registration",
+    "ResourceEventHandler",
+]
+
+_log = logging.getLogger(__name__)
+
+DEFAULT_BUFFER_SIZE = 10_000
+DEFAULT_QUANTUM = 0.002
+
+ADD, UPDATE, DELETE = 0, 1, 2
+Notification = tuple[int, Any, Any, bool]
+"""(kind, obj-or-old, new, is_in_initial_list): ADD (obj), UPDATE (old, new), DELETE (obj)."""
+
+
+class ResourceEventHandler(Protocol):
+    """What an informer calls. Synchronous: compute keys and enqueue them, nothing more."""
+
+    def on_add(self, obj: Any, is_in_initial_list: bool) -> None: ...
+
+    def on_update(self, old: Any, new: Any) -> None: ...
+
+    def on_delete(self, obj: Any) -> None:
+        """``obj`` is the object, or a DeletedFinalStateUnknown tombstone."""
+        ...
+
+
+class HandlerFuncs:
+    """A handler from optional functions (client-go ``ResourceEventHandlerFuncs``)."""
+
+    def __init__(
+        self,
+        on_add: Callable[[Any, bool], None] | None = None,
+        on_update: Callable[[Any, Any], None] | None = None,
+        on_delete: Callable[[Any], None] | None = None,
+    ) -> None:
+        self._add, self._update, self._delete = on_add, on_update, on_delete
+
+    def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
+        if self._add is not None:
+            self._add(obj, is_in_initial_list)
+
+    def on_update(self, old: Any, new: Any) -> None:
+        if self._update is not None:
+            self._update(old, new)
+
+    def on_delete(self, obj: Any) -> None:
+        if self._delete is not None:
+            self._delete(obj)
+
+
+class Registration:
+    """One handler on one informer: its buffer, its task, its sync state and resync schedule.
+
+    Invariants: ``len(_buffer) <= buffer_size``; ``_initial_left`` counts notifications marked
+    initial that are queued and neither delivered nor dropped; a key is in ``_dropped`` iff a
+    notification for it was dropped and not replayed yet.
+    """
+
+    def __init__(
+        self,
+        informer: SharedIndexInformer,
+        handler: ResourceEventHandler,
+        *,
+        name: str,
+        resync_period: float,
+        buffer_size: int = DEFAULT_BUFFER_SIZE,
+        quantum: float = DEFAULT_QUANTUM,
+    ) -> None:
+        if buffer_size < 1:
+            raise ValueError("a handler buffer holds at least one notification")
+        self.informer = informer
+        self.handler = handler
+        self.name = name
+        self.resync_period = resync_period
+        self.next_resync = informer.clock.monotonic() + resync_period
+        self.buffer_size = buffer_size
+        self.quantum = quantum
+        self._buffer: deque[Notification] = deque()
+        self._dropped: dict[str, Any] = {}
+        self._lost = 0
+        self._initial_left = 0
+        self._waiter: asyncio.Future[None] | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._removed = False
+        self.delivered = 0
+        self.errors = 0
+        self.lost_total = 0
+
+    # -- state --------------------------------------------------------------------------------
+
+    def has_synced(self) -> bool:
+        """The informer synced and this handler got (or replayed) all its initial adds."""
+        return self.informer.has_synced() and self._initial_left == 0 and not self._dropped
+
+    @property
+    def pending(self) -> int:
+        return len(self._buffer)
+
+    def _should_resync(self, now: float) -> bool:
+        if self.resync_period <= 0 or now < self.next_resync:
+            return False
+        self.next_resync = now + self.resync_period
+        return True
+
+    # -- producer side (the informer) ---------------------------------------------------------
+
+    def push(self, note: Notification) -> None:
+        buffer = self._buffer
+        if len(buffer) >= self.buffer_size:
+            self._drop(buffer.popleft())
+        buffer.append(note)
+        if note[3]:
+            self._initial_left += 1
+        waiter = self._waiter
+        if waiter is not None:
+            self._waiter = None
+            if not waiter.done():
+                waiter.set_result(None)
+
+    def _drop(self, note: Notification) -> None:
+        kind, a, _, initial = note
+        self._lost += 1
+        self.lost_total += 1
+        if initial:
+            self._initial_left -= 1
+        key = meta_namespace_key(a)
+        if key not in self._dropped:
+            # The state the handler knew before the dropped run: none before an add.
+            known = None if kind == ADD else a
+            if isinstance(known, DeletedFinalStateUnknown):
+                known = known.obj
+            self._dropped[key] = known
+
+    # -- the handler's task -------------------------------------------------------------------
+
+    def start(self, tg: asyncio.TaskGroup) -> None:
+        if self._task is None:
+            self._task = tg.create_task(
+                self._run(), name=f"informer:{self.informer.resource}:handler:{self.name}"
+            )
+
+    def stop(self) -> None:
+        self._removed = True
+        if self._task is not None:
+            self._task.cancel()
+
+    async def _run(self) -> None:
+        buffer = self._buffer
+        clock = time.perf_counter
+        while True:
+            while not buffer and not self._dropped:
+                waiter = asyncio.get_running_loop().create_future()
+                self._waiter = waiter
+                try:
+                    await waiter
+                finally:
+                    if self._waiter is waiter:
+                        self._waiter = None
+            deadline = clock() + self.quantum
+            n = 0
+            while True:
+                if self._dropped:
+                    self._replay()
+                if not buffer:
+                    break
+                self._deliver(buffer.popleft())
+                n += 1
+                if not n & 15 and clock() >= deadline:
+                    break
+            self.informer._maybe_synced()
+            await asyncio.sleep(0)
+
+    def _deliver(self, note: Notification) -> None:
+        kind, a, b, initial = note
+        handler = self.handler
+        try:
+            if kind == UPDATE:
+                handler.on_update(a, b)
+            elif kind == ADD:
+                handler.on_add(a, initial)
+            else:
+                handler.on_delete(a)
+        except CacheMutationError:
+            raise
+        except Exception:
+            self.errors += 1
+            _log.exception("informer %s: handler %s failed", self.informer.resource, self.name)
+        finally:
+            if initial:
+                self._initial_left -= 1
+        self.delivered += 1
+
+    def _replay(self) -> None:
+        dropped, self._dropped = self._dropped, {}
+        lost, self._lost = self._lost, 0
+        informer = self.informer
+        informer.bus.point(HandlerLagged(resource=informer.resource, handler=self.name, lost=lost))
+        get = informer.indexer.get_by_key
+        for key, known in dropped.items():
+            cached = get(key)
+            if cached is not None:
+                note: Notification = (
+                    (ADD, cached, None, False) if known is None else (UPDATE, known, cached, False)
+                )
+            elif known is not None:
+                note = (DELETE, DeletedFinalStateUnknown(key, known), None, False)
+            else:
+                continue
+            self._deliver(note)

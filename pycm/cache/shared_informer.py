@@ -1,0 +1,292 @@
+"""The shared index informer: reflector → FIFO → indexer → handlers (client-go
+``shared_informer.go``).
+
+:meth:`SharedIndexInformer.run` runs three kinds of tasks in one task group: the reflector
+(list and watch into the :class:`~pycm.cache.fifo.RealFIFO`), the processing loop (pops deltas,
+updates the indexer, hands notifications to handlers) and one task per handler
+(:mod:`pycm.cache.processor`). Stopping is cancelling ``run()``.
+
+Delivery rules, per delta: Sync / Replaced / Added / Updated → ``on_update(old, new)`` if the key
+was cached, else ``on_add(obj, is_in_initial_list)``; Deleted → ``on_delete(obj or tombstone)``.
+An update whose old and new resourceVersion are equal (a Sync delta, or a Replaced one after a
+relist that found the object unchanged) is a resync notification: it goes only to the handlers
+whose own resync period is due. A handler added after the start first gets a synthetic add of
+every cached object (``is_in_initial_list=True``).
+
+``has_synced()`` is true once the initial list has been stored; a registration's ``has_synced()``
+also needs its initial adds delivered. :class:`~pycm.trace.kinds.InformerSynced` is emitted once,
+when the informer and every handler registered at that time have synced.
+
+The ``transform`` (default :func:`~pycm.cache.transform.drop_managed_fields`) runs before the
+object is queued; from then on cached objects are never mutated. ``mutation_detector=True``
+(tests) checks that on every access and update.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Callable
+from typing import Any
+
+from pycm.cache import gc_tuning
+from pycm.cache.fifo import DeltaType, RealFIFO, TransformFunc
+from pycm.cache.indexer import Indexer, IndexFunc
+from pycm.cache.listers import Lister
+from pycm.cache.listwatch import ListerWatcher
+from pycm.cache.mutation import MutationDetector
+from pycm.cache.processor import (
+    ADD,
+    DEFAULT_BUFFER_SIZE,
+    DELETE,
+    UPDATE,
+    Notification,
+    Registration,
+    ResourceEventHandler,
+)
+from pycm.cache.reflector import Reflector
+from pycm.cache.store import meta_namespace_key
+from pycm.cache.transform import drop_managed_fields
+from pycm.trace.bus import Bus, default_bus
+from pycm.trace.kinds import InformerStarted, InformerSynced
+from pycm.util.clock import REAL_CLOCK, Clock
+
+__all__ = ["MINIMUM_RESYNC_PERIOD", "SharedIndexInformer", "wait_for_cache_sync"]
+
+MINIMUM_RESYNC_PERIOD = 1.0
+"""client-go's floor for a handler's resync period (0 still means "never")."""
+BATCH = 1000
+"""Deltas processed per turn of the loop before yielding to handlers and the reflector."""
+
+
+def _rv(obj: Any) -> Any:
+    return (obj.get("metadata") or {}).get("resourceVersion")
+
+
+class SharedIndexInformer:
+    """One resource's cache, kept by a reflector and shared by several handlers."""
+
+    def __init__(
+        self,
+        list_watch: ListerWatcher,
+        resource_name: str,
+        *,
+        resync: float = 0.0,
+        transform: TransformFunc | None = drop_managed_fields,
+        indexers: dict[str, IndexFunc] | None = None,
+        clock: Clock = REAL_CLOCK,
+        bus: Bus | None = None,
+        rng: random.Random | None = None,
+        mutation_detector: bool = False,
+        gc_tuning: bool = False,
+        buffer_size: int = DEFAULT_BUFFER_SIZE,
+        metadata_only: bool = False,
+        page_size: int | None = 500,
+    ) -> None:
+        self.resource = resource_name
+        self.clock = clock
+        self.bus = bus if bus is not None else default_bus()
+        self.default_resync = resync
+        self.buffer_size = buffer_size
+        self.metadata_only = metadata_only
+        self.detector = MutationDetector(resource_name) if mutation_detector else None
+        self.indexer = Indexer(
+            indexers, on_access=self.detector.check if self.detector is not None else None
+        )
+        self.fifo = RealFIFO(self.indexer, transform=transform)
+        self.gc_tuning = gc_tuning
+        self.reflector = Reflector(
+            list_watch,
+            self.fifo,
+            resource=resource_name,
+            clock=clock,
+            bus=self.bus,
+            rng=rng,
+            page_size=page_size,
+            resync_period=resync,
+            should_resync=self._should_resync,
+            pause_gc_during_list=gc_tuning,
+            after_list=self._after_list if gc_tuning else None,
+        )
+        self._registrations: list[Registration] = []
+        self._syncing: list[Registration] = []
+        self._tg: asyncio.TaskGroup | None = None
+        self._started = False
+        self._start_s = 0.0
+        self._synced_event = asyncio.Event()
+        self._synced_reported = False
+
+    # -- handlers -----------------------------------------------------------------------------
+
+    def add_event_handler(
+        self, handler: ResourceEventHandler, resync: float | None = None, *, name: str = ""
+    ) -> Registration:
+        """Register ``handler`` (with its own resync period; None = the informer's)."""
+        period = self.default_resync if resync is None else resync
+        if 0 < period < MINIMUM_RESYNC_PERIOD:
+            period = MINIMUM_RESYNC_PERIOD
+        if self._started and period > 0:
+            # The reflector's resync timer is already running at its period: client-go raises
+            # a shorter handler period to it after start, and so do we.
+            check = self.reflector.resync_period
+            period = max(period, check) if check > 0 else 0.0
+        elif period > 0 and (
+            self.reflector.resync_period <= 0 or period < self.reflector.resync_period
+        ):
+            self.reflector.resync_period = period
+        reg = Registration(
+            self,
+            handler,
+            name=name or f"{type(handler).__name__}-{len(self._registrations)}",
+            resync_period=period,
+            buffer_size=self.buffer_size,
+        )
+        self._registrations.append(reg)
+        if self._started:
+            for obj in self.indexer.list():
+                reg.push((ADD, obj, None, True))
+        if self._tg is not None:
+            reg.start(self._tg)
+        return reg
+
+    def remove_event_handler(self, reg: Registration) -> None:
+        if reg in self._registrations:
+            self._registrations.remove(reg)
+            if reg in self._syncing:
+                self._syncing.remove(reg)
+            reg.stop()
+
+    @property
+    def registrations(self) -> list[Registration]:
+        return list(self._registrations)
+
+    def _should_resync(self) -> bool:
+        now = self.clock.monotonic()
+        self._syncing = [r for r in self._registrations if r._should_resync(now)]
+        return bool(self._syncing)
+
+    # -- reads --------------------------------------------------------------------------------
+
+    def has_synced(self) -> bool:
+        return self.fifo.has_synced()
+
+    async def wait_synced(self) -> None:
+        await self._synced_event.wait()
+
+    @property
+    def lister(self) -> Lister:
+        return Lister(self.indexer)
+
+    def add_indexers(self, indexers: dict[str, IndexFunc]) -> None:
+        self.indexer.add_indexers(indexers)
+
+    @property
+    def last_sync_resource_version(self) -> str:
+        return self.reflector.last_sync_resource_version
+
+    # -- running ------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Run until cancelled (it can be run once)."""
+        if self._started:
+            raise RuntimeError(f"informer {self.resource} was already started")
+        self._started = True
+        self._start_s = self.clock.monotonic()
+        self.bus.point(
+            InformerStarted(
+                resource=self.resource,
+                metadata_only=self.metadata_only,
+                resync_s=self.default_resync,
+            )
+        )
+        try:
+            async with asyncio.TaskGroup() as tg:
+                self._tg = tg
+                for reg in self._registrations:
+                    reg.start(tg)
+                tg.create_task(self._process_loop(), name=f"informer:{self.resource}:process")
+                tg.create_task(self.reflector.run(), name=f"informer:{self.resource}:reflector")
+        finally:
+            self._tg = None
+
+    def _after_list(self) -> None:
+        gc_tuning.freeze_survivors()
+
+    async def _process_loop(self) -> None:
+        fifo = self.fifo
+        while True:
+            batch, initial = await fifo.pop_batch(BATCH)
+            self._process(batch, initial)
+            if not self._synced_event.is_set() and fifo.has_synced():
+                self._synced_event.set()
+            self._maybe_synced()
+            await asyncio.sleep(0)
+
+    def _process(self, batch: list[tuple[DeltaType, Any]], initial: int) -> None:
+        items = self.indexer._items  # read without the access hook; writes go through it
+        indexer = self.indexer
+        detector = self.detector
+        regs = self._registrations
+        deleted = DeltaType.DELETED
+        for i, (kind, obj) in enumerate(batch):
+            key = meta_namespace_key(obj)
+            if kind is deleted:
+                old = items.get(key)
+                indexer.delete_key(key)
+                if detector is not None and old is not None:
+                    detector.forget(old)
+                note: Notification = (DELETE, obj, None, False)
+                for reg in regs:
+                    reg.push(note)
+                continue
+            old = items.get(key)
+            if old is None:
+                indexer.add(obj)
+                if detector is not None:
+                    detector.record(obj)
+                note = (ADD, obj, None, i < initial)
+                for reg in regs:
+                    reg.push(note)
+                continue
+            if old is not obj:
+                indexer.update(obj)
+                if detector is not None:
+                    detector.forget(old)
+                    detector.record(obj)
+            note = (UPDATE, old, obj, False)
+            if kind is DeltaType.SYNC or (kind is DeltaType.REPLACED and _rv(old) == _rv(obj)):
+                for reg in self._syncing:
+                    reg.push(note)
+            else:
+                for reg in regs:
+                    reg.push(note)
+
+    def _maybe_synced(self) -> None:
+        if self._synced_reported or not self.has_synced():
+            return
+        if all(r.has_synced() for r in self._registrations):
+            self._synced_reported = True
+            self.bus.point(
+                InformerSynced(
+                    resource=self.resource,
+                    objects=len(self.indexer),
+                    duration_ms=(self.clock.monotonic() - self._start_s) * 1000.0,
+                )
+            )
+
+
+async def wait_for_cache_sync(
+    *checks: Callable[[], bool],
+    clock: Clock = REAL_CLOCK,
+    poll: float = 0.1,
+    timeout_s: float | None = None,
+) -> bool:
+    """Poll ``checks`` every ``poll`` seconds until all hold (True) or ``timeout_s`` passes
+    (False) — client-go ``WaitForCacheSync``, with a bound."""
+    deadline = None if timeout_s is None else clock.monotonic() + timeout_s
+    while True:
+        if all(check() for check in checks):
+            return True
+        if deadline is not None and clock.monotonic() >= deadline:
+            return False
+        await clock.sleep(poll)
