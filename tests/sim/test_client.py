@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from pathlib import Path
 
 import pytest
-from kubernetes import client, watch
+from kubernetes import client, config, watch
 from kubernetes.client.rest import ApiException
 
-from tests.sim.conftest import deployment, pod, replicaset
+from tests.sim.conftest import deployment, pod, replicaset, start_sim, stop_sim
 
 
 def test_fresh_cluster_has_namespaces_and_ready_nodes(api: client.ApiClient) -> None:
@@ -332,3 +333,41 @@ def test_token_review_and_subject_access_review(api: client.ApiClient) -> None:
         {"spec": {"user": "alice", "groups": ["devs"], "resourceAttributes": attrs}}
     )
     assert alice.status.allowed is False
+
+
+def test_watch_too_old_version_raises_410_through_the_client(tmp_path: Path) -> None:
+    sim = start_sim(["--watch-window", "3"], tmp_path)
+    api = config.new_client_from_config(config_file=str(sim.kubeconfig))
+    try:
+        core = client.CoreV1Api(api)
+        rv = core.list_namespaced_config_map("default").metadata.resource_version
+        for i in range(5):
+            core.create_namespaced_config_map("default", {"metadata": {"name": f"c{i}"}})
+        with pytest.raises(ApiException) as err:
+            for _ in watch.Watch().stream(
+                core.list_namespaced_config_map, "default", resource_version=rv, timeout_seconds=5
+            ):
+                pass
+        assert err.value.status == 410
+    finally:
+        api.close()
+        assert stop_sim(sim) == 0
+
+
+def test_watch_bookmarks_and_generate_name_through_the_client(
+    api: client.ApiClient, namespace: str
+) -> None:
+    core = client.CoreV1Api(api)
+    made = core.create_namespaced_pod(
+        namespace, {"metadata": {"generateName": "gen-"}, "spec": pod("x")["spec"]}
+    )
+    assert made.metadata.name.startswith("gen-") and len(made.metadata.name) == 9
+    # A watch that allows bookmarks still delivers normal events in order.
+    w = watch.Watch()
+    types = []
+    for event in w.stream(
+        core.list_namespaced_pod, namespace, allow_watch_bookmarks=True, timeout_seconds=5
+    ):
+        types.append(event["type"])
+        w.stop()
+    assert types == ["ADDED"]

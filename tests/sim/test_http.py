@@ -577,3 +577,34 @@ async def test_emulator_runnables_start_after_serving_and_stop_first() -> None:
         assert seen == ["ok"]
     assert seen == ["ok", "cancelled"]
     assert emu.failures == []
+
+
+@pytest.mark.asyncio
+async def test_http_watch_as_table_sends_rows(http: httpx.AsyncClient) -> None:
+    await http.post(f"{NS}/pods", json=pod("p"))
+    events = await _lines(http, f"{NS}/pods?watch=1", 1, {"Accept": TABLE})
+    table = events[0]["object"]
+    assert (events[0]["type"], table["kind"]) == ("ADDED", "Table")
+    assert [row["cells"][0] for row in table["rows"]] == ["p"]
+    assert table["columnDefinitions"][0]["name"] == "Name"
+
+
+@pytest.mark.asyncio
+async def test_http_namespace_lifecycle(http: httpx.AsyncClient, emu: Emulator) -> None:
+    r = await http.post("/api/v1/namespaces", json={"metadata": {"name": "scratch"}})
+    assert r.status_code == 201 and r.json()["status"]["phase"] == "Active"
+    cms = emu.store.resource("configmaps")
+    held = {"metadata": {"name": "held", "finalizers": ["example.com/x"]}}
+    await http.post("/api/v1/namespaces/scratch/configmaps", json=held)
+    r = await http.delete("/api/v1/namespaces/scratch")
+    assert r.json()["status"]["phase"] == "Terminating"
+    r = await http.post("/api/v1/namespaces/scratch/configmaps", json={"metadata": {"name": "n"}})
+    assert r.status_code == 403
+    merge = {"Content-Type": "application/merge-patch+json"}
+    await http.patch(
+        "/api/v1/namespaces/scratch/configmaps/held",
+        content=b'{"metadata":{"finalizers":null}}',
+        headers=merge,
+    )
+    assert emu.store.peek(cms, "scratch", "held") is None
+    assert (await http.get("/api/v1/namespaces/scratch")).status_code == 404
