@@ -61,6 +61,10 @@ def build_parser() -> argparse.ArgumentParser:
     from pycm.sim import command as sim_command
 
     sim_command.add_subcommand(subparsers)
+
+    from pycm.app import command as run_command
+
+    run_command.add_subcommand(subparsers)
     return parser
 
 

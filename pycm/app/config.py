@@ -1,0 +1,210 @@
+"""The manager's configuration: Config (built from the options) and CompletedConfig (what runs).
+
+KCM's shape (cmd/kube-controller-manager/app/config): the option groups of
+:mod:`pycm.app.options` validate themselves and then ``apply_to`` a :class:`Config`, which is
+mutable only while it is being built; :meth:`Config.complete` turns it into the frozen
+:class:`CompletedConfig` that the runner receives.
+
+Every group is a plain frozen dataclass whose field defaults are KCM's defaults — the one place
+they are written down (the options take their defaults from here). Values are typed: durations
+are float seconds, lists are tuples, ports ints, and "" means "not given" for paths.
+"""
+
+from __future__ import annotations
+
+import socket
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+
+__all__ = [
+    "AuthenticationConfig",
+    "AuthorizationConfig",
+    "CompletedConfig",
+    "Config",
+    "ControllersConfig",
+    "DeploymentControllerConfig",
+    "GenericConfig",
+    "InsecureServingConfig",
+    "LeaderElectionConfig",
+    "LogsConfig",
+    "MiscConfig",
+    "ReplicaSetControllerConfig",
+    "SecureServingConfig",
+    "TracingConfig",
+    "default_identity",
+]
+
+
+@dataclass(frozen=True)
+class GenericConfig:
+    # Informer resync period base; each informer resyncs every min_resync_period * (1 + rand).
+    min_resync_period: float = 12 * 3600.0
+    kube_api_qps: float = 20.0
+    kube_api_burst: int = 30
+    # Each controller talks to the API server as its own service account in kube-system.
+    use_service_account_credentials: bool = False
+
+
+@dataclass(frozen=True)
+class ControllersConfig:
+    # The --controllers items as given ("*", "name", "-name"), in order.
+    controllers: tuple[str, ...] = ("*",)
+    # Start jitter: each controller waits up to 2 x this before it starts.
+    controller_start_interval: float = 0.0
+    # Canonical names the items enable (sorted), resolved against the known controllers.
+    enabled: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class LeaderElectionConfig:
+    leader_elect: bool = True
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+    resource_lock: str = "leases"
+    resource_name: str = "pycm"
+    resource_namespace: str = "kube-system"
+    # The holder identity; "" until completion, which fills in hostname_<uuid> (KCM's rule).
+    identity: str = ""
+
+
+@dataclass(frozen=True)
+class DeploymentControllerConfig:
+    concurrent_deployment_syncs: int = 5
+
+
+@dataclass(frozen=True)
+class ReplicaSetControllerConfig:
+    concurrent_rs_syncs: int = 5
+
+
+@dataclass(frozen=True)
+class SecureServingConfig:
+    bind_address: str = "0.0.0.0"
+    port: int = 10257  # 0: no secure serving
+    cert_dir: str = ""
+    # Neither given: start-up generates a self-signed pair in memory (KCM's behaviour).
+    tls_cert_file: str = ""
+    tls_private_key_file: str = ""
+
+    @property
+    def enabled(self) -> bool:
+        return self.port != 0
+
+
+@dataclass(frozen=True)
+class InsecureServingConfig:
+    address: str = "127.0.0.1"
+    port: int = 0  # 0: off (the default)
+
+    @property
+    def enabled(self) -> bool:
+        return self.port != 0
+
+
+@dataclass(frozen=True)
+class AuthenticationConfig:
+    kubeconfig: str = ""  # for TokenReview; "": the main client configuration
+    client_ca_file: str = ""
+
+
+@dataclass(frozen=True)
+class AuthorizationConfig:
+    kubeconfig: str = ""  # for SubjectAccessReview; "": the main client configuration
+    # Exact paths (no prefixes) that skip authorization.
+    always_allow_paths: tuple[str, ...] = ("/healthz", "/readyz", "/livez")
+
+
+@dataclass(frozen=True)
+class TracingConfig:
+    trace_file: str = ""  # record every event as JSON lines here; "": no recording
+    otlp_endpoint: str = ""  # "": no OpenTelemetry export
+    otlp_protocol: str = "grpc"  # "grpc" or "http/protobuf"
+    # Share of ordinary reconciles exported; failed and slow ones always are (tail sampling).
+    sample_ratio: float = 0.1
+    slow_threshold: float = 1.0
+
+
+@dataclass(frozen=True)
+class LogsConfig:
+    verbosity: int = 0
+    format: str = "text"  # "text" or "json"
+
+
+@dataclass(frozen=True)
+class MiscConfig:
+    kubeconfig: str = ""  # "": in-cluster configuration (or --master alone)
+    master: str = ""  # overrides the kubeconfig's server address
+    config_file: str = ""  # the --config file the values were merged from, if any
+
+
+def default_identity() -> str:
+    """KCM's elector identity: the host name, an underscore and a random UUID."""
+    return f"{socket.gethostname()}_{uuid.uuid4()}"
+
+
+@dataclass
+class Config:
+    """The configuration under construction: the option groups' ``apply_to`` fill it in."""
+
+    generic: GenericConfig = field(default_factory=GenericConfig)
+    controllers: ControllersConfig = field(default_factory=ControllersConfig)
+    leader_election: LeaderElectionConfig = field(default_factory=LeaderElectionConfig)
+    deployment_controller: DeploymentControllerConfig = field(
+        default_factory=DeploymentControllerConfig
+    )
+    replicaset_controller: ReplicaSetControllerConfig = field(
+        default_factory=ReplicaSetControllerConfig
+    )
+    secure_serving: SecureServingConfig = field(default_factory=SecureServingConfig)
+    insecure_serving: InsecureServingConfig = field(default_factory=InsecureServingConfig)
+    authentication: AuthenticationConfig = field(default_factory=AuthenticationConfig)
+    authorization: AuthorizationConfig = field(default_factory=AuthorizationConfig)
+    tracing: TracingConfig = field(default_factory=TracingConfig)
+    logs: LogsConfig = field(default_factory=LogsConfig)
+    misc: MiscConfig = field(default_factory=MiscConfig)
+    # Flag name -> value (as printed) of every flag whose value is not its default; values of
+    # secret flags withheld. What FlagsParsed reports.
+    changed: dict[str, str] = field(default_factory=dict)
+
+    def complete(self, *, identity: str | None = None) -> CompletedConfig:
+        """Fill in what is derived (an empty elector identity gets KCM's default) and freeze."""
+        leader_election = self.leader_election
+        if not leader_election.identity:
+            leader_election = replace(leader_election, identity=identity or default_identity())
+        return CompletedConfig(
+            generic=self.generic,
+            controllers=self.controllers,
+            leader_election=leader_election,
+            deployment_controller=self.deployment_controller,
+            replicaset_controller=self.replicaset_controller,
+            secure_serving=self.secure_serving,
+            insecure_serving=self.insecure_serving,
+            authentication=self.authentication,
+            authorization=self.authorization,
+            tracing=self.tracing,
+            logs=self.logs,
+            misc=self.misc,
+            changed=MappingProxyType(dict(self.changed)),
+        )
+
+
+@dataclass(frozen=True)
+class CompletedConfig:
+    """Everything the manager needs to start, validated and completed; never changes."""
+
+    generic: GenericConfig
+    controllers: ControllersConfig
+    leader_election: LeaderElectionConfig
+    deployment_controller: DeploymentControllerConfig
+    replicaset_controller: ReplicaSetControllerConfig
+    secure_serving: SecureServingConfig
+    insecure_serving: InsecureServingConfig
+    authentication: AuthenticationConfig
+    authorization: AuthorizationConfig
+    tracing: TracingConfig
+    logs: LogsConfig
+    misc: MiscConfig
+    changed: Mapping[str, str]  # a read-only view (see Config.changed)

@@ -1,0 +1,52 @@
+"""Authorization options for the secure endpoint: SubjectAccessReview and the allow list."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pycm.app.config import AuthorizationConfig, Config
+from pycm.app.options.checks import readable_file
+from pycm.app.options.flagset import STRING, STRINGS, FlagSet, go_quote
+
+__all__ = ["AuthorizationOptions"]
+
+_D = AuthorizationConfig()
+
+
+@dataclass
+class AuthorizationOptions:
+    kubeconfig: str = _D.kubeconfig
+    always_allow_paths: list[str] = field(default_factory=lambda: list(_D.always_allow_paths))
+
+    def add_flags(self, fs: FlagSet) -> None:
+        fs.add(
+            self,
+            "kubeconfig",
+            "authorization-kubeconfig",
+            STRING,
+            "A kubeconfig for the API server that authorizes requests (SubjectAccessReview); "
+            "empty uses the main client configuration.",
+        )
+        fs.add(
+            self,
+            "always_allow_paths",
+            "authorization-always-allow-paths",
+            STRINGS,
+            "Paths served without authorization (exact matches, no prefixes).",
+        )
+
+    def validate(self) -> list[str]:
+        errors = [
+            f"--authorization-always-allow-paths: {go_quote(path)} must begin with /"
+            for path in self.always_allow_paths
+            if not path.startswith("/")
+        ]
+        unreadable = readable_file("authorization-kubeconfig", self.kubeconfig)
+        if unreadable:
+            errors.append(unreadable)
+        return errors
+
+    def apply_to(self, config: Config) -> None:
+        config.authorization = AuthorizationConfig(
+            kubeconfig=self.kubeconfig, always_allow_paths=tuple(self.always_allow_paths)
+        )

@@ -1,0 +1,82 @@
+"""Secure serving options: the HTTPS endpoint for /healthz, /readyz, /livez and /metrics.
+
+With neither --tls-cert-file nor --tls-private-key-file, start-up makes a self-signed pair in
+memory (KCM's behaviour); given, both must be given and readable.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pycm.app.config import Config, SecureServingConfig
+from pycm.app.options.checks import port_in_range, readable_file
+from pycm.app.options.flagset import INT, IP, STRING, FlagSet
+
+__all__ = ["SecureServingOptions"]
+
+_D = SecureServingConfig()
+
+
+@dataclass
+class SecureServingOptions:
+    bind_address: str = _D.bind_address
+    port: int = _D.port
+    cert_dir: str = _D.cert_dir
+    tls_cert_file: str = _D.tls_cert_file
+    tls_private_key_file: str = _D.tls_private_key_file
+
+    def add_flags(self, fs: FlagSet) -> None:
+        fs.add(
+            self,
+            "bind_address",
+            "bind-address",
+            IP,
+            "The address to listen on for --secure-port (0.0.0.0 or :: for every interface).",
+        )
+        fs.add(
+            self,
+            "port",
+            "secure-port",
+            INT,
+            "The HTTPS port for health checks and metrics; 0 turns secure serving off.",
+        )
+        fs.add(
+            self,
+            "cert_dir",
+            "cert-dir",
+            STRING,
+            "A directory for the serving certificate pair; ignored when --tls-cert-file and "
+            "--tls-private-key-file are given.",
+        )
+        fs.add(
+            self,
+            "tls_cert_file",
+            "tls-cert-file",
+            STRING,
+            "The serving certificate (PEM, the chain after it). Without it and "
+            "--tls-private-key-file a self-signed pair is made for localhost.",
+        )
+        fs.add(
+            self,
+            "tls_private_key_file",
+            "tls-private-key-file",
+            STRING,
+            "The private key (PEM) of --tls-cert-file.",
+        )
+
+    def validate(self) -> list[str]:
+        errors = [port_in_range("secure-port", self.port)]
+        if bool(self.tls_cert_file) != bool(self.tls_private_key_file):
+            errors.append("--tls-cert-file and --tls-private-key-file must be given together")
+        errors.append(readable_file("tls-cert-file", self.tls_cert_file))
+        errors.append(readable_file("tls-private-key-file", self.tls_private_key_file))
+        return [e for e in errors if e]
+
+    def apply_to(self, config: Config) -> None:
+        config.secure_serving = SecureServingConfig(
+            bind_address=self.bind_address,
+            port=self.port,
+            cert_dir=self.cert_dir,
+            tls_cert_file=self.tls_cert_file,
+            tls_private_key_file=self.tls_private_key_file,
+        )

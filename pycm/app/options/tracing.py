@@ -1,0 +1,85 @@
+"""Tracing and events options: the trace recording and the OpenTelemetry export.
+
+Tail sampling: every failed reconcile and every one slower than --trace-slow-threshold is
+exported; of the rest, the --trace-sample-ratio share.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from pycm.app.config import Config, TracingConfig
+from pycm.app.options.checks import one_of
+from pycm.app.options.flagset import DURATION, FLOAT32, STRING, FlagSet
+
+__all__ = ["OTLP_PROTOCOLS", "TracingOptions"]
+
+_D = TracingConfig()
+OTLP_PROTOCOLS = ("grpc", "http/protobuf")
+
+
+@dataclass
+class TracingOptions:
+    trace_file: str = _D.trace_file
+    otlp_endpoint: str = _D.otlp_endpoint
+    otlp_protocol: str = _D.otlp_protocol
+    sample_ratio: float = _D.sample_ratio
+    slow_threshold: float = _D.slow_threshold
+
+    def add_flags(self, fs: FlagSet) -> None:
+        fs.add(
+            self,
+            "trace_file",
+            "trace-file",
+            STRING,
+            "Record every trace event here as JSON lines (read them with 'pycm trace cat').",
+        )
+        fs.add(
+            self,
+            "otlp_endpoint",
+            "otlp-endpoint",
+            STRING,
+            "Export spans to this OpenTelemetry collector (e.g. http://localhost:4317); empty "
+            "exports nothing.",
+        )
+        fs.add(
+            self,
+            "otlp_protocol",
+            "otlp-protocol",
+            STRING,
+            "The OTLP transport: grpc or http/protobuf.",
+        )
+        fs.add(
+            self,
+            "sample_ratio",
+            "trace-sample-ratio",
+            FLOAT32,
+            "The share (0 to 1) of ordinary reconciles exported as spans; failed and slow ones "
+            "always are.",
+        )
+        fs.add(
+            self,
+            "slow_threshold",
+            "trace-slow-threshold",
+            DURATION,
+            "A reconcile that takes longer than this is always exported.",
+        )
+
+    def validate(self) -> list[str]:
+        errors = []
+        protocol = one_of("otlp-protocol", self.otlp_protocol, OTLP_PROTOCOLS)
+        if protocol:
+            errors.append(protocol)
+        if not (math.isfinite(self.sample_ratio) and 0 <= self.sample_ratio <= 1):
+            errors.append(f"--trace-sample-ratio {self.sample_ratio:g} must be between 0 and 1")
+        return errors
+
+    def apply_to(self, config: Config) -> None:
+        config.tracing = TracingConfig(
+            trace_file=self.trace_file,
+            otlp_endpoint=self.otlp_endpoint,
+            otlp_protocol=self.otlp_protocol,
+            sample_ratio=self.sample_ratio,
+            slow_threshold=self.slow_threshold,
+        )
