@@ -1,0 +1,283 @@
+"""The worker loop and the reconcile contract, on one page.
+
+Event handlers only compute keys and call :meth:`Controller.enqueue`; workers take keys off
+the rate-limiting queue and run the sync handler. What happens next is decided by how the
+sync ended:
+
+=============================== ==================================================== =========
+sync ended with                 the worker then                                      result
+=============================== ==================================================== =========
+``Result()`` / ``None``         ``forget`` (the key's retry count resets)            success
+``Result(requeue_after=d)``     ``forget``, then ``add_after(key, d)``               requeue_after
+``Result(requeue=True)``        ``add_rate_limited`` (backoff, no error)             requeue
+a 409 Conflict                  ``add_rate_limited``, logged quietly                 conflict
+:class:`TerminalError`          ``drop`` (forget, ``queue.drop`` event), counted     error
+any other exception             ``add_rate_limited`` while retries < max_retries,    error
+                                else ``drop`` — logged, counted, the worker lives on
+cancellation                    propagates (the controller is stopping)
+=============================== ==================================================== =========
+
+Each sync is one traced step (``reconcile.begin`` / ``reconcile.end``): the key, the queue wait,
+the retries so far, the informer event that enqueued it (:class:`Trigger`), and the outcome.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from pycm.controller.metrics import ControllerMetrics
+from pycm.kube.errors import Conflict
+from pycm.trace.bus import Bus, default_bus
+from pycm.trace.context import current_span, error_text
+from pycm.trace.events import Outcome
+from pycm.trace.kinds import (
+    ControllerStarted,
+    ControllerStopped,
+    ReconcileResult,
+    ReconcileStarted,
+)
+from pycm.util.clock import REAL_CLOCK, Clock
+from pycm.util.tasks import cancel_and_wait
+from pycm.workqueue.queue import ShutDown
+from pycm.workqueue.rate_limiting_queue import RateLimitingQueue
+
+__all__ = ["Controller", "Result", "SyncHandler", "TerminalError", "Trigger"]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MAX_RETRIES = 15  # KCM's deployment and replicaset controllers
+
+
+class TerminalError(Exception):
+    """A sync failure that retrying cannot fix: the key is dropped at once."""
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    requeue: bool = False
+    requeue_after: float = 0.0
+    action: str = ""  # what the sync did, for the trace: "noop", "scaled_up", ...
+    uid: str = ""
+    api_calls: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Trigger:
+    """The informer event that enqueued a key (the span link of its reconcile)."""
+
+    kind: str = ""
+    resource_version: str = ""
+    event: str = ""  # add, update, delete, resync
+    trace_id: str = ""
+    span_id: str = ""
+
+    @classmethod
+    def from_object(cls, obj: object, event: str) -> Trigger:
+        kind = rv = ""
+        if isinstance(obj, dict):
+            kind = str(obj.get("kind", ""))
+            meta = obj.get("metadata")
+            if isinstance(meta, dict):
+                rv = str(meta.get("resourceVersion", ""))
+        span = current_span()
+        if span is None:
+            return cls(kind, rv, event)
+        return cls(kind, rv, event, span[0], span[1])
+
+
+SyncHandler = Callable[[str], Awaitable[Result | None]]
+"""``async sync(key) -> Result | None`` — injectable, so tests call it directly."""
+
+
+class Controller:
+    """A named queue and its workers around a sync handler."""
+
+    def __init__(
+        self,
+        name: str,
+        sync: SyncHandler,
+        *,
+        resource: str = "",
+        queue: RateLimitingQueue[str] | None = None,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        clock: Clock = REAL_CLOCK,
+        bus: Bus | None = None,
+        metrics: ControllerMetrics | None = None,
+        stop_timeout: float = 10.0,
+    ) -> None:
+        self.name = name
+        self.sync = sync
+        self.resource = resource
+        self._bus = bus or default_bus()
+        self._clock = clock
+        self.queue: RateLimitingQueue[str] = queue or RateLimitingQueue(
+            name, clock=clock, bus=self._bus
+        )
+        self.max_retries = max_retries
+        self._metrics = metrics
+        self._stop_timeout = stop_timeout
+        # The newest trigger per key waiting in the queue (a burst of events for one key is one
+        # reconcile; it links to the last of them).
+        self._triggers: dict[str, Trigger] = {}
+        self.active_workers = 0
+
+    # -- enqueueing (called from informer handlers: synchronous, cheap) ---------------------
+
+    def enqueue(self, key: str, trigger: Trigger | None = None, reason: str = "") -> None:
+        if trigger is not None:
+            self._triggers[key] = trigger
+        self.queue.add(key, reason or (trigger.event if trigger else "add"))
+
+    def enqueue_after(self, key: str, delay: float, reason: str = "after") -> None:
+        self.queue.add_after(key, delay, reason)
+
+    # -- running ------------------------------------------------------------------------------
+
+    async def run(self, workers: int, synced: Callable[[], Awaitable[bool]] | None = None) -> None:
+        """Wait for the caches, start ``workers`` workers, and run until cancelled. Stopping
+        shuts the queue down, lets in-flight syncs finish (bounded), then cancels them."""
+        self.queue.start()
+        tasks: list[asyncio.Task[None]] = []
+        try:
+            if synced is not None and not await synced():
+                log.error("%s: caches did not sync; not starting workers", self.name)
+                return
+            if self._metrics is not None:
+                self._metrics.max_concurrent_reconciles.labels(self.name).set(workers)
+            tasks = [
+                asyncio.get_running_loop().create_task(
+                    self._worker(), name=f"{self.name}: worker {i}"
+                )
+                for i in range(workers)
+            ]
+            self._bus.point(ControllerStarted(controller=self.name, workers=workers))
+            # wait(), not gather(): cancelling run() must not cancel the workers mid-sync; the
+            # finally block lets them finish the key in hand first.
+            await asyncio.wait(tasks)
+        finally:
+            self.queue.shut_down()
+            if tasks:
+                _, pending = await asyncio.wait(tasks, timeout=self._stop_timeout)
+                await cancel_and_wait(pending, timeout=self._stop_timeout)
+            await self.queue.aclose()
+            self._bus.point(ControllerStopped(controller=self.name))
+
+    async def _worker(self) -> None:
+        queue = self.queue
+        while True:
+            try:
+                key = await queue.get()
+            except ShutDown:
+                return
+            try:
+                await self.process(key)
+            finally:
+                queue.done(key)
+
+    async def process(self, key: str) -> ReconcileResult:
+        """One sync of ``key`` under the contract above (public for table tests)."""
+        queue = self.queue
+        trigger = self._triggers.pop(key, None) or _NO_TRIGGER
+        retries = queue.num_requeues(key)
+        namespace, _, name = key.rpartition("/")
+        begin = ReconcileStarted(
+            controller=self.name,
+            key=key,
+            namespace=namespace,
+            name=name,
+            resource=self.resource,
+            queue_wait_ms=getattr(queue, "last_wait_ns", 0) / 1e6,
+            retries=retries,
+            trigger_kind=trigger.kind,
+            trigger_rv=trigger.resource_version,
+            trigger_event=trigger.event,
+            trigger_trace_id=trigger.trace_id,
+            trigger_span_id=trigger.span_id,
+        )
+        metrics = self._metrics
+        self.active_workers += 1
+        if metrics is not None:
+            metrics.active_workers.labels(self.name).inc()
+        start = self._clock.monotonic()
+        outcome = ReconcileResult.SUCCESS
+        try:
+            with self._bus.step(begin) as step:
+                try:
+                    result = await self.sync(key) or _EMPTY
+                except asyncio.CancelledError:
+                    raise
+                except TerminalError as exc:
+                    queue.drop(key, reason="terminal error")
+                    log.error("%s: dropping %s: terminal error: %s", self.name, key, exc)
+                    if metrics is not None:
+                        metrics.terminal_errors_total.labels(self.name).inc()
+                    outcome = ReconcileResult.ERROR
+                    step.finish(result=outcome, outcome=Outcome.ERROR, error=error_text(exc))
+                except Exception as exc:
+                    outcome = self._handle_error(key, exc, retries)
+                    step.finish(result=outcome, outcome=Outcome.ERROR, error=error_text(exc))
+                else:
+                    if result.requeue_after > 0:
+                        queue.forget(key)
+                        queue.add_after(key, result.requeue_after, "requeue_after")
+                        outcome = ReconcileResult.REQUEUE_AFTER
+                    elif result.requeue:
+                        queue.add_rate_limited(key)
+                        outcome = ReconcileResult.REQUEUE
+                    else:
+                        queue.forget(key)
+                    step.finish(
+                        result=outcome,
+                        action=result.action,
+                        uid=result.uid,
+                        api_calls=result.api_calls,
+                        requeue_after_ms=result.requeue_after * 1000,
+                    )
+        finally:
+            self.active_workers -= 1
+            if metrics is not None:
+                metrics.active_workers.labels(self.name).dec()
+                metrics.reconcile_time_seconds.labels(self.name).observe(
+                    self._clock.monotonic() - start
+                )
+                metrics.reconcile_total.labels(self.name, outcome.value).inc()
+                if outcome is ReconcileResult.ERROR:
+                    metrics.reconcile_errors_total.labels(self.name).inc()
+        return outcome
+
+    def _handle_error(self, key: str, exc: Exception, retries: int) -> ReconcileResult:
+        if isinstance(exc, Conflict):
+            log.debug("%s: conflict syncing %s, requeueing: %s", self.name, key, exc)
+            self.queue.add_rate_limited(key)
+            return ReconcileResult.CONFLICT
+        if retries < self.max_retries:
+            log.warning(
+                "%s: error syncing %s (retry %d): %s",
+                self.name,
+                key,
+                retries,
+                exc,
+                exc_info=not _is_api_error(exc),
+            )
+            self.queue.add_rate_limited(key)
+        else:
+            log.error(
+                "%s: dropping %s out of the queue after %d retries: %s",
+                self.name,
+                key,
+                retries,
+                exc,
+            )
+            self.queue.drop(key, reason="max retries")
+        return ReconcileResult.ERROR
+
+
+def _is_api_error(exc: Exception) -> bool:
+    return hasattr(exc, "code")
+
+
+_NO_TRIGGER = Trigger()
+_EMPTY = Result()

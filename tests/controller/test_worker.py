@@ -1,0 +1,223 @@
+"""The reconcile contract: what the worker does with a key after each kind of sync ending."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from pycm.controller import Controller, ControllerMetrics, Result, TerminalError, Trigger
+from pycm.kube.errors import Conflict, ServerError
+from pycm.trace.bus import Bus
+from pycm.trace.events import Outcome
+from pycm.trace.kinds import (
+    ControllerStarted,
+    ControllerStopped,
+    ItemDropped,
+    ReconcileFinished,
+    ReconcileResult,
+    ReconcileStarted,
+)
+from pycm.util.clock import FakeClock
+
+
+def _controller(sync, *, max_retries: int = 3, registry: CollectorRegistry | None = None):  # type: ignore[no-untyped-def]
+    clock, bus = FakeClock(), Bus()
+    metrics = ControllerMetrics(registry) if registry is not None else None
+    ctrl = Controller(
+        "replicaset",
+        sync,
+        resource="replicasets",
+        max_retries=max_retries,
+        clock=clock,
+        bus=bus,
+        metrics=metrics,
+    )
+    return ctrl, clock, bus
+
+
+def _ends(bus: Bus) -> list[ReconcileFinished]:
+    return [e for e in bus.recent() if isinstance(e, ReconcileFinished)]
+
+
+@pytest.mark.asyncio
+async def test_success_forgets_the_key() -> None:
+    async def sync(key: str) -> Result:
+        return Result(action="noop", uid="u1")
+
+    ctrl, _, bus = _controller(sync)
+    ctrl.queue.add_rate_limited("ns/a")  # a retry count to forget
+    assert ctrl.queue.num_requeues("ns/a") == 1
+    assert await ctrl.process("ns/a") is ReconcileResult.SUCCESS
+    assert ctrl.queue.num_requeues("ns/a") == 0
+    (end,) = _ends(bus)
+    assert (end.result, end.action, end.uid, end.outcome) == (
+        ReconcileResult.SUCCESS,
+        "noop",
+        "u1",
+        Outcome.OK,
+    )
+    await ctrl.queue.aclose()
+
+
+@pytest.mark.asyncio
+async def test_requeue_after_forgets_then_adds_after_the_delay() -> None:
+    async def sync(key: str) -> Result:
+        return Result(requeue_after=30)
+
+    ctrl, clock, bus = _controller(sync)
+    ctrl.queue.start()
+    assert await ctrl.process("ns/a") is ReconcileResult.REQUEUE_AFTER
+    assert ctrl.queue.num_requeues("ns/a") == 0
+    for _ in range(20):  # let the delaying loop park on the clock
+        await asyncio.sleep(0)
+    assert ctrl.queue.waiting() == 1
+    assert len(ctrl.queue) == 0
+    clock.advance(29.9)
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert len(ctrl.queue) == 0
+    clock.advance(0.1)
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert len(ctrl.queue) == 1
+    assert _ends(bus)[0].requeue_after_ms == 30_000
+    await ctrl.queue.aclose()
+
+
+@pytest.mark.asyncio
+async def test_requeue_and_errors_back_off_then_drop_after_max_retries() -> None:
+    calls: list[str] = []
+
+    async def sync(key: str) -> Result:
+        calls.append(key)
+        raise ServerError("etcdserver: request timed out", code=500)
+
+    ctrl, _, bus = _controller(sync, max_retries=3)
+    results = [await ctrl.process("ns/a") for _ in range(4)]
+    assert results == [ReconcileResult.ERROR] * 4
+    begins = [e for e in bus.recent() if isinstance(e, ReconcileStarted)]
+    assert [b.retries for b in begins] == [0, 1, 2, 3]
+    (dropped,) = [e for e in bus.recent() if isinstance(e, ItemDropped)]
+    assert (dropped.key, dropped.retries, dropped.reason) == ("ns/a", 3, "max retries")
+    assert ctrl.queue.num_requeues("ns/a") == 0
+    end = _ends(bus)[0]
+    assert end.outcome is Outcome.ERROR
+    assert end.error == "ServerError: etcdserver: request timed out"
+    await ctrl.queue.aclose()
+
+
+@pytest.mark.asyncio
+async def test_requeue_without_error_uses_the_rate_limiter() -> None:
+    async def sync(key: str) -> Result:
+        return Result(requeue=True)
+
+    ctrl, _, _ = _controller(sync)
+    assert await ctrl.process("ns/a") is ReconcileResult.REQUEUE
+    assert ctrl.queue.num_requeues("ns/a") == 1
+    await ctrl.queue.aclose()
+
+
+@pytest.mark.asyncio
+async def test_conflict_is_a_quiet_requeue(caplog: pytest.LogCaptureFixture) -> None:
+    async def sync(key: str) -> Result:
+        raise Conflict("the object has been modified", code=409, reason="Conflict")
+
+    ctrl, _, _ = _controller(sync)
+    with caplog.at_level("INFO"):
+        assert await ctrl.process("ns/a") is ReconcileResult.CONFLICT
+    assert ctrl.queue.num_requeues("ns/a") == 1
+    assert not [r for r in caplog.records if r.levelname in ("WARNING", "ERROR")]
+    await ctrl.queue.aclose()
+
+
+@pytest.mark.asyncio
+async def test_terminal_error_drops_at_once() -> None:
+    async def sync(key: str) -> Result:
+        raise TerminalError("selector is empty")
+
+    ctrl, _, bus = _controller(sync)
+    assert await ctrl.process("ns/a") is ReconcileResult.ERROR
+    (dropped,) = [e for e in bus.recent() if isinstance(e, ItemDropped)]
+    assert dropped.reason == "terminal error"
+    await ctrl.queue.aclose()
+
+
+@pytest.mark.asyncio
+async def test_reconcile_links_to_the_enqueuing_event() -> None:
+    async def sync(key: str) -> None:
+        return None
+
+    ctrl, _, bus = _controller(sync)
+    ctrl.enqueue("ns/a", Trigger("Pod", "42", "update", "a" * 32, "b" * 16))
+    ctrl.enqueue("ns/a", Trigger("ReplicaSet", "43", "update", "c" * 32, "d" * 16))
+    key = await ctrl.queue.get()
+    await ctrl.process(key)
+    ctrl.queue.done(key)
+    (begin,) = [e for e in bus.recent() if isinstance(e, ReconcileStarted)]
+    assert (begin.trigger_kind, begin.trigger_rv, begin.trigger_span_id) == (
+        "ReplicaSet",
+        "43",
+        "d" * 16,
+    )
+    assert (begin.namespace, begin.name, begin.resource) == ("ns", "a", "replicasets")
+    await ctrl.queue.aclose()
+
+
+@pytest.mark.asyncio
+async def test_worker_survives_exceptions_and_metrics_count_results() -> None:
+    registry = CollectorRegistry()
+    seen: list[str] = []
+
+    async def sync(key: str) -> None:
+        seen.append(key)
+        if key == "ns/bad":
+            raise ValueError("boom")
+
+    ctrl, _, bus = _controller(sync, registry=registry)
+    task = asyncio.create_task(ctrl.run(workers=2), name="controller")
+    ctrl.enqueue("ns/bad")
+    ctrl.enqueue("ns/good")
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert seen[:2] == ["ns/bad", "ns/good"]
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    value = registry.get_sample_value
+    assert (
+        value(
+            "controller_runtime_reconcile_total", {"controller": "replicaset", "result": "success"}
+        )
+        == 1
+    )
+    assert (
+        value("controller_runtime_reconcile_total", {"controller": "replicaset", "result": "error"})
+        == 1
+    )
+    assert value("controller_runtime_reconcile_errors_total", {"controller": "replicaset"}) == 1
+    assert value("controller_runtime_active_workers", {"controller": "replicaset"}) == 0
+    kinds = [type(e) for e in bus.recent()]
+    assert ControllerStarted in kinds
+    assert kinds[-1] is ControllerStopped
+
+
+@pytest.mark.asyncio
+async def test_stopping_lets_the_sync_in_hand_finish() -> None:
+    started, release = asyncio.Event(), asyncio.Event()
+    finished: list[str] = []
+
+    async def sync(key: str) -> None:
+        started.set()
+        await release.wait()
+        finished.append(key)
+
+    ctrl, _, _ = _controller(sync)
+    task = asyncio.create_task(ctrl.run(workers=1), name="controller")
+    ctrl.enqueue("ns/a")
+    await started.wait()
+    task.cancel()
+    await asyncio.sleep(0)
+    release.set()
+    await asyncio.gather(task, return_exceptions=True)
+    assert finished == ["ns/a"]
