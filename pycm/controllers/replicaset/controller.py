@@ -1,0 +1,369 @@
+"""The ReplicaSet controller (KCM pkg/controller/replicaset), on pycm's machinery.
+
+Handlers (synchronous, key computation only):
+
+- ReplicaSet add/update/delete → enqueue it (delete also forgets its expectations).
+- Pod add → its owning ReplicaSet (observing one expected creation); an orphan → every
+  ReplicaSet whose selector matches it (one of them may adopt it). A pod added already being
+  deleted counts as a delete.
+- Pod update → the owner; the old owner too when the controller reference changed; an orphan
+  whose labels changed → the matching ReplicaSets; a pod that just turned Ready with
+  minReadySeconds → the owner again after minReadySeconds + 1 s.
+- Pod delete (tombstones included) → the owner, observing one expected deletion.
+
+syncReplicaSet(key): read it from the cache (gone → forget expectations); claim the active pods
+(adopt matching orphans after a live check, release non-matching); if expectations are
+satisfied and it is not being deleted, manage replicas — create the missing pods in slow-start
+batches (1, 2, 4 …, at most burstReplicas, stopping at the first failed batch; skipped creations
+lower the expectations) or delete the surplus by rank; write the status if it changed; requeue
+after minReadySeconds while ready pods are not yet available.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from pycm.api.labels import Selector, selector_from_dict
+from pycm.api.meta import controller_ref, split_key
+from pycm.api.meta import key as key_of
+from pycm.api.owner import new_controller_ref
+from pycm.cache.indexer import CONTROLLER_UID_INDEX
+from pycm.cache.processor import HandlerFuncs
+from pycm.cache.shared_informer import SharedIndexInformer
+from pycm.cache.store import DeletedFinalStateUnknown
+from pycm.controller.expectations import UIDTrackingExpectations
+from pycm.controller.metrics import ControllerMetrics
+from pycm.controller.pod_control import PodControl, Recorder
+from pycm.controller.ref_manager import ControllerRefManager
+from pycm.controller.worker import Controller, Result, Trigger
+from pycm.controllers.replicaset.pods import (
+    is_pod_active,
+    is_pod_ready,
+    pods_to_delete,
+    slow_start_batch,
+)
+from pycm.controllers.replicaset.status import calculate_status, status_unchanged
+from pycm.trace.bus import Bus, default_bus
+from pycm.util.clock import REAL_CLOCK, Clock
+
+__all__ = ["BURST_REPLICAS", "ReplicaSetClient", "ReplicaSetController"]
+
+log = logging.getLogger(__name__)
+
+BURST_REPLICAS = 500
+SLOW_START_INITIAL_BATCH_SIZE = 1
+STATUS_UPDATE_RETRIES = 1
+
+Obj = dict[str, Any]
+
+
+class ReplicaSetClient(Protocol):
+    """The API calls the controller makes (an adapter over pycm.kube.Client provides them)."""
+
+    async def create_pod(self, namespace: str, body: Obj) -> Obj: ...
+
+    async def delete_pod(self, namespace: str, name: str) -> None: ...
+
+    async def patch_pod(self, namespace: str, name: str, patch: Obj) -> Obj: ...
+
+    async def get_replica_set(self, namespace: str, name: str) -> Obj: ...
+
+    async def update_replica_set_status(self, namespace: str, body: Obj) -> Obj: ...
+
+
+def _unwrap(obj: Any) -> Obj:
+    return obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
+
+
+def _rv(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("resourceVersion", ""))
+
+
+def _labels(obj: Mapping[str, Any]) -> Mapping[str, str]:
+    return (obj.get("metadata") or {}).get("labels") or {}
+
+
+class ReplicaSetController:
+    kind = "ReplicaSet"
+    api_version = "apps/v1"
+
+    def __init__(
+        self,
+        *,
+        rs_informer: SharedIndexInformer,
+        pod_informer: SharedIndexInformer,
+        client: ReplicaSetClient,
+        recorder: Recorder,
+        name: str = "replicaset",
+        clock: Clock = REAL_CLOCK,
+        bus: Bus | None = None,
+        metrics: ControllerMetrics | None = None,
+        burst_replicas: int = BURST_REPLICAS,
+    ) -> None:
+        self._bus = bus or default_bus()
+        self._clock = clock
+        self.client = client
+        self.recorder = recorder
+        self.burst_replicas = burst_replicas
+        self.rs_informer = rs_informer
+        self.pod_informer = pod_informer
+        self.rs_lister = rs_informer.lister
+        self.pod_lister = pod_informer.lister
+        self.expectations = UIDTrackingExpectations(clock)
+        self.pod_control = PodControl(client, recorder)
+        self.controller = Controller(
+            name, self.sync, resource="replicasets", clock=clock, bus=self._bus, metrics=metrics
+        )
+        rs_informer.add_event_handler(
+            HandlerFuncs(on_add=self._add_rs, on_update=self._update_rs, on_delete=self._delete_rs)
+        )
+        pod_informer.add_event_handler(
+            HandlerFuncs(
+                on_add=self._add_pod, on_update=self._update_pod, on_delete=self._delete_pod
+            )
+        )
+
+    async def run(self, workers: int) -> None:
+        async def synced() -> bool:
+            await self.rs_informer.wait_synced()
+            await self.pod_informer.wait_synced()
+            return True
+
+        await self.controller.run(workers, synced)
+
+    # -- handlers -----------------------------------------------------------------------------
+
+    def _enqueue(self, rs: Obj, trigger_obj: Any, event: str) -> None:
+        self.controller.enqueue(key_of(rs), Trigger.from_object(trigger_obj, event))
+
+    def _add_rs(self, rs: Obj, is_in_initial_list: bool) -> None:
+        self._enqueue(rs, rs, "add")
+
+    def _update_rs(self, old: Obj, cur: Obj) -> None:
+        if (old.get("metadata") or {}).get("uid") != (cur.get("metadata") or {}).get("uid"):
+            self._delete_rs(old)
+        self._enqueue(cur, cur, "update")
+
+    def _delete_rs(self, obj: Any) -> None:
+        rs = _unwrap(obj)
+        key = key_of(rs)
+        self.expectations.delete(key)
+        self.controller.enqueue(key, Trigger.from_object(rs, "delete"))
+
+    def _resolve(self, namespace: str, ref: Mapping[str, Any] | None) -> Obj | None:
+        if ref is None or ref.get("kind") != self.kind:
+            return None
+        rs = self.rs_lister.get(namespace, str(ref.get("name", "")))
+        if rs is None or (rs.get("metadata") or {}).get("uid") != ref.get("uid"):
+            return None
+        return rs
+
+    def _matching_replica_sets(self, pod: Obj) -> list[Obj]:
+        namespace = (pod.get("metadata") or {}).get("namespace", "")
+        pod_labels = _labels(pod)
+        out = []
+        for rs in self.rs_lister.list(namespace):
+            selector_spec = (rs.get("spec") or {}).get("selector")
+            try:
+                selector = selector_from_dict(selector_spec)
+            except ValueError:
+                continue
+            if not selector.empty and selector.matches(pod_labels):
+                out.append(rs)
+        return out
+
+    def _add_pod(self, pod: Obj, is_in_initial_list: bool) -> None:
+        if (pod.get("metadata") or {}).get("deletionTimestamp"):
+            self._delete_pod(pod)
+            return
+        namespace = (pod.get("metadata") or {}).get("namespace", "")
+        ref = controller_ref(pod)
+        if ref is not None:
+            rs = self._resolve(namespace, ref)
+            if rs is not None:
+                self.expectations.creation_observed(key_of(rs))
+                self._enqueue(rs, pod, "add")
+            return
+        for rs in self._matching_replica_sets(pod):
+            self._enqueue(rs, pod, "add")
+
+    def _update_pod(self, old: Obj, cur: Obj) -> None:
+        if _rv(old) == _rv(cur):
+            return  # a resync: the RS resync covers it
+        labels_changed = _labels(old) != _labels(cur)
+        if (cur.get("metadata") or {}).get("deletionTimestamp"):
+            self._delete_pod(cur)
+            if labels_changed:
+                self._delete_pod(old)
+            return
+        namespace = (cur.get("metadata") or {}).get("namespace", "")
+        old_ref, cur_ref = controller_ref(old), controller_ref(cur)
+        ref_changed = (old_ref or {}).get("uid") != (cur_ref or {}).get("uid")
+        if ref_changed and old_ref is not None:
+            old_rs = self._resolve(namespace, old_ref)
+            if old_rs is not None:
+                self._enqueue(old_rs, cur, "update")
+        if cur_ref is not None:
+            rs = self._resolve(namespace, cur_ref)
+            if rs is None:
+                return
+            self._enqueue(rs, cur, "update")
+            min_ready = int((rs.get("spec") or {}).get("minReadySeconds") or 0)
+            if min_ready > 0 and not is_pod_ready(old) and is_pod_ready(cur):
+                self.controller.enqueue_after(key_of(rs), min_ready + 1.0, "min_ready")
+            return
+        if labels_changed or ref_changed:
+            for rs in self._matching_replica_sets(cur):
+                self._enqueue(rs, cur, "update")
+
+    def _delete_pod(self, obj: Any) -> None:
+        pod = _unwrap(obj)
+        ref = controller_ref(pod)
+        if ref is None:
+            return
+        meta = pod.get("metadata") or {}
+        rs = self._resolve(meta.get("namespace", ""), ref)
+        if rs is None:
+            return
+        rs_key = key_of(rs)
+        self.expectations.deletion_observed_uid(rs_key, key_of(pod))
+        self._enqueue(rs, pod, "delete")
+
+    # -- sync ---------------------------------------------------------------------------------
+
+    async def sync(self, key: str) -> Result:
+        namespace, name = split_key(key)
+        rs = self.rs_lister.get(namespace, name)
+        if rs is None:
+            self.expectations.delete(key)
+            return Result(action="deleted")
+        needs_sync = self.expectations.satisfied(key)
+        try:
+            selector = selector_from_dict((rs.get("spec") or {}).get("selector"))
+        except ValueError as exc:
+            log.error("replicaset %s has an invalid selector: %s", key, exc)
+            return Result(action="invalid_selector")
+        active = [p for p in self.pod_lister.list(namespace) if is_pod_active(p)]
+        claimed = await self._claim_pods(rs, selector, active)
+        manage_error: BaseException | None = None
+        diff = len(claimed) - int((rs.get("spec") or {}).get("replicas", 1))
+        action = "noop"
+        if needs_sync and not (rs.get("metadata") or {}).get("deletionTimestamp"):
+            manage_error, action = await self._manage_replicas(claimed, rs, key)
+        now = self._clock.wall_ns() / 1e9
+        status = calculate_status(rs, claimed, manage_error, diff, now)
+        updated = await self._update_status(rs, status)
+        if updated is not rs and action == "noop":
+            action = "status_updated"
+        if manage_error is not None:
+            raise manage_error
+        spec = updated.get("spec") or {}
+        min_ready = int(spec.get("minReadySeconds") or 0)
+        new_status = updated.get("status") or {}
+        replicas = int(spec.get("replicas", 1))
+        if (
+            min_ready > 0
+            and int(new_status.get("readyReplicas") or 0) == replicas
+            and int(new_status.get("availableReplicas") or 0) != replicas
+        ):
+            return Result(requeue_after=float(min_ready), action=action, uid=_uid(rs))
+        return Result(action=action, uid=_uid(rs))
+
+    async def _claim_pods(self, rs: Obj, selector: Selector, pods: list[Obj]) -> list[Obj]:
+        namespace, name = split_key(key_of(rs))
+
+        async def fresh() -> Obj:
+            return await self.client.get_replica_set(namespace, name)
+
+        async def patch(pod: Obj, body: Obj) -> Obj:
+            return await self.client.patch_pod(namespace, pod["metadata"]["name"], body)
+
+        manager = ControllerRefManager(
+            rs,
+            kind=self.kind,
+            api_version=self.api_version,
+            selector=selector,
+            patch=patch,
+            fresh_owner=fresh,
+        )
+        result = await manager.claim(pods)
+        if result.errors:
+            raise result.errors[0]
+        return result.claimed
+
+    async def _manage_replicas(
+        self, pods: list[Obj], rs: Obj, key: str
+    ) -> tuple[BaseException | None, str]:
+        namespace = (rs.get("metadata") or {}).get("namespace", "")
+        diff = len(pods) - int((rs.get("spec") or {}).get("replicas", 1))
+        if diff < 0:
+            want = min(-diff, self.burst_replicas)
+            self.expectations.expect_creations(key, want)
+            template = (rs.get("spec") or {}).get("template") or {}
+            ref = new_controller_ref(rs, self.kind, self.api_version)
+
+            async def create() -> None:
+                await self.pod_control.create_pods(namespace, template, rs, ref)
+
+            created, error = await slow_start_batch(want, SLOW_START_INITIAL_BATCH_SIZE, create)
+            skipped = want - created
+            if skipped:
+                # The creations that never happened will never be observed.
+                self.expectations.lower(key, add=skipped)
+            return error, "created_pods" if created else "noop"
+        if diff > 0:
+            count = min(diff, self.burst_replicas)
+            related = self._related_pods(rs)
+            victims = pods_to_delete(pods, related, count)
+            self.expectations.expect_deletions_of(key, [key_of(p) for p in victims])
+            first_error: BaseException | None = None
+            for pod in victims:
+                pod_key = key_of(pod)
+                try:
+                    await self.pod_control.delete_pod(namespace, pod["metadata"]["name"], rs)
+                except Exception as exc:
+                    # The deletion will not be observed: stop expecting it.
+                    self.expectations.deletion_observed_uid(key, pod_key)
+                    if getattr(exc, "code", None) != 404 and first_error is None:
+                        first_error = exc
+            return first_error, "deleted_pods"
+        return None, "noop"
+
+    def _related_pods(self, rs: Obj) -> list[Obj]:
+        """Pods of every ReplicaSet with the same controller as ``rs`` (or of ``rs`` alone)."""
+        ref = controller_ref(rs)
+        namespace = (rs.get("metadata") or {}).get("namespace", "")
+        owners = [rs]
+        if ref is not None:
+            owners = [
+                other
+                for other in self.rs_lister.list(namespace)
+                if (controller_ref(other) or {}).get("uid") == ref.get("uid")
+            ]
+        indexer = self.pod_informer.indexer
+        pods: list[Obj] = []
+        for owner in owners:
+            pods.extend(indexer.by_index(CONTROLLER_UID_INDEX, _uid(owner)))
+        return pods
+
+    async def _update_status(self, rs: Obj, status: dict[str, Any]) -> Obj:
+        if status_unchanged(rs, status):
+            return rs
+        namespace, name = split_key(key_of(rs))
+        current = rs
+        for attempt in range(STATUS_UPDATE_RETRIES + 1):
+            generation = (current.get("metadata") or {}).get("generation", 0)
+            body = {**current, "status": {**status, "observedGeneration": generation}}
+            try:
+                return await self.client.update_replica_set_status(namespace, body)
+            except Exception:
+                if attempt >= STATUS_UPDATE_RETRIES:
+                    raise
+            current = await self.client.get_replica_set(namespace, name)
+        return current  # unreachable: the loop returns or raises
+
+
+def _uid(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("uid", ""))
