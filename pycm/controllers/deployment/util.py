@@ -11,7 +11,7 @@ import copy
 import datetime as dt
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 
@@ -26,6 +26,7 @@ __all__ = [
     "REVISION_ANNOTATION",
     "annotated_replicas",
     "compute_hash",
+    "creation_key",
     "deployment_complete",
     "deployment_progressing",
     "deployment_timed_out",
@@ -57,6 +58,7 @@ __all__ = [
 ]
 
 Obj = Mapping[str, Any]
+R = TypeVar("R", bound=Mapping[str, Any])
 
 REVISION_ANNOTATION = "deployment.kubernetes.io/revision"
 REVISION_HISTORY_ANNOTATION = "deployment.kubernetes.io/revision-history"
@@ -291,7 +293,8 @@ def compute_hash(template: Obj, collision_count: int | None) -> str:
     return "".join(_SAFE_ALPHABET[ord(c) % len(_SAFE_ALPHABET)] for c in str(value))
 
 
-def _created(rs: Obj) -> tuple[float, str]:
+def creation_key(rs: Obj) -> tuple[float, str]:
+    """(creation time, name): the ReplicaSetsByCreationTimestamp order."""
     meta = rs.get("metadata") or {}
     stamp = meta.get("creationTimestamp")
     try:
@@ -301,18 +304,18 @@ def _created(rs: Obj) -> tuple[float, str]:
     return when, str(meta.get("name", ""))
 
 
-def find_new_replica_set(deployment: Obj, rss: Sequence[Obj]) -> Obj | None:
+def find_new_replica_set(deployment: Obj, rss: Sequence[R]) -> R | None:
     """The oldest ReplicaSet whose template equals the deployment's (FindNewReplicaSet)."""
     template = (deployment.get("spec") or {}).get("template")
-    for rs in sorted(rss, key=_created):
+    for rs in sorted(rss, key=creation_key):
         if equal_ignore_hash((rs.get("spec") or {}).get("template"), template):
             return rs
     return None
 
 
 def find_old_replica_sets(
-    deployment: Obj, rss: Sequence[Obj], new_rs: Obj | None = None
-) -> tuple[list[Obj], list[Obj]]:
+    deployment: Obj, rss: Sequence[R], new_rs: Obj | None = None
+) -> tuple[list[R], list[R]]:
     """(old RSs with pods, all old RSs) — every RS but the new one (FindOldReplicaSets)."""
     new = new_rs if new_rs is not None else find_new_replica_set(deployment, rss)
     new_uid = ((new or {}).get("metadata") or {}).get("uid")
@@ -321,7 +324,7 @@ def find_old_replica_sets(
     return requiring, all_old
 
 
-def filter_active_replica_sets(rss: Iterable[Obj | None]) -> list[Obj]:
+def filter_active_replica_sets(rss: Iterable[R | None]) -> list[R]:
     return [rs for rs in rss if rs is not None and replicas_of(rs) > 0]
 
 

@@ -1,0 +1,74 @@
+"""What one deployment sync works with: the API calls it may make, the event recorder, the
+clock, and a record of what it did (the reconcile's ``action`` in the trace).
+
+The rolling, recreate, scale and status functions take a :class:`SyncContext`, so table tests
+drive them with a fake client and read back exactly what they scaled, created or deleted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from pycm.util.clock import REAL_CLOCK, Clock
+
+__all__ = ["DeploymentClient", "Recorder", "ScaleAction", "SyncContext"]
+
+Obj = dict[str, Any]
+
+
+class DeploymentClient(Protocol):
+    async def create_replica_set(self, namespace: str, body: Obj) -> Obj: ...
+
+    async def update_replica_set(self, namespace: str, body: Obj) -> Obj: ...
+
+    async def delete_replica_set(self, namespace: str, name: str, uid: str) -> None: ...
+
+    async def patch_replica_set(self, namespace: str, name: str, patch: Obj) -> Obj: ...
+
+    async def get_deployment(self, namespace: str, name: str) -> Obj: ...
+
+    async def update_deployment_status(self, namespace: str, body: Obj) -> Obj: ...
+
+
+class Recorder(Protocol):
+    def event(self, obj: Obj, type_: str, reason: str, message: str) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ScaleAction:
+    """One ReplicaSet resized: (name, from, to)."""
+
+    name: str
+    old: int
+    new: int
+
+
+@dataclass(slots=True)
+class SyncContext:
+    client: DeploymentClient
+    recorder: Recorder
+    clock: Clock = REAL_CLOCK
+    # What this sync did, in order (for the trace and for tests).
+    scaled: list[ScaleAction] = field(default_factory=list)
+    created: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    status_updates: int = 0
+    requeue_after: float | None = None
+    requeue: bool = False
+
+    def now(self) -> float:
+        return self.clock.wall_ns() / 1e9
+
+    def action(self) -> str:
+        if self.created:
+            return "created_rs"
+        if any(s.new > s.old for s in self.scaled):
+            return "scaled_up"
+        if self.scaled:
+            return "scaled_down"
+        if self.deleted:
+            return "cleaned_up"
+        if self.status_updates:
+            return "status_updated"
+        return "noop"

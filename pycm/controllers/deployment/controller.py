@@ -1,0 +1,314 @@
+"""The deployment controller (KCM deployment_controller.go): handlers and syncDeployment.
+
+Handlers (key computation only, KCM's enqueue rules):
+
+- Deployment add/update/delete (tombstones unwrapped) → enqueue it.
+- ReplicaSet add → its owning Deployment (Kind Deployment, name, UID must match); an orphan →
+  every Deployment whose non-empty selector matches (one may adopt it); a ReplicaSet added
+  while being deleted counts as a delete.
+- ReplicaSet update (same resourceVersion: skipped) → the owner, and the old owner when the
+  controller reference changed; an orphan whose labels or owner changed → matching Deployments.
+- ReplicaSet delete → the owner.
+- Pod delete → for a Recreate deployment, once none of its pods remain (the new ReplicaSet may
+  be created only then).
+
+syncDeployment(key): an empty selector → Warning SelectingAll, observedGeneration bumped, stop;
+claim ReplicaSets (adopt after a live GET whose UID must match, release non-matching); map pods
+by ReplicaSet; being deleted → status only; paused/resumed conditions; paused → sync (scale,
+cleanup, status); a scaling event → sync with proportional scaling; else the strategy.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from pycm.api.labels import selector_from_dict
+from pycm.api.meta import controller_ref, split_key
+from pycm.api.meta import key as key_of
+from pycm.cache.processor import HandlerFuncs
+from pycm.cache.shared_informer import SharedIndexInformer
+from pycm.cache.store import DeletedFinalStateUnknown
+from pycm.controller.metrics import ControllerMetrics
+from pycm.controller.ref_manager import ControllerRefManager
+from pycm.controller.worker import Controller, Result, Trigger
+from pycm.controllers.deployment import util
+from pycm.controllers.deployment.context import DeploymentClient, Recorder, SyncContext
+from pycm.controllers.deployment.recreate import rollout_recreate
+from pycm.controllers.deployment.rolling import rollout_rolling
+from pycm.controllers.deployment.sync import (
+    get_all_replica_sets_and_sync_revision,
+    is_scaling_event,
+    sync,
+    sync_deployment_status,
+    update_status,
+)
+from pycm.trace.bus import Bus, default_bus
+from pycm.util.clock import REAL_CLOCK, Clock
+
+__all__ = ["DeploymentController"]
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+
+
+def _unwrap(obj: Any) -> Obj:
+    return obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
+
+
+def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    return obj.get("metadata") or {}
+
+
+class DeploymentController:
+    kind = "Deployment"
+    api_version = "apps/v1"
+
+    def __init__(
+        self,
+        *,
+        deployment_informer: SharedIndexInformer,
+        rs_informer: SharedIndexInformer,
+        pod_informer: SharedIndexInformer,
+        client: DeploymentClient,
+        recorder: Recorder,
+        name: str = "deployment",
+        clock: Clock = REAL_CLOCK,
+        bus: Bus | None = None,
+        metrics: ControllerMetrics | None = None,
+    ) -> None:
+        self._bus = bus or default_bus()
+        self._clock = clock
+        self.client = client
+        self.recorder = recorder
+        self.informers = (deployment_informer, rs_informer, pod_informer)
+        self.d_lister = deployment_informer.lister
+        self.rs_lister = rs_informer.lister
+        self.pod_lister = pod_informer.lister
+        self.controller = Controller(
+            name, self.sync, resource="deployments", clock=clock, bus=self._bus, metrics=metrics
+        )
+        deployment_informer.add_event_handler(
+            HandlerFuncs(
+                on_add=lambda d, _: self._enqueue(d, d, "add"),
+                on_update=lambda old, cur: self._enqueue(cur, cur, "update"),
+                on_delete=lambda obj: self._enqueue(_unwrap(obj), _unwrap(obj), "delete"),
+            )
+        )
+        rs_informer.add_event_handler(
+            HandlerFuncs(on_add=self._add_rs, on_update=self._update_rs, on_delete=self._delete_rs)
+        )
+        pod_informer.add_event_handler(HandlerFuncs(on_delete=self._delete_pod))
+
+    async def run(self, workers: int) -> None:
+        async def synced() -> bool:
+            for informer in self.informers:
+                await informer.wait_synced()
+            return True
+
+        await self.controller.run(workers, synced)
+
+    # -- handlers -----------------------------------------------------------------------------
+
+    def _enqueue(self, deployment: Obj, trigger_obj: Any, event: str) -> None:
+        self.controller.enqueue(key_of(deployment), Trigger.from_object(trigger_obj, event))
+
+    def _resolve(self, namespace: str, ref: Mapping[str, Any] | None) -> Obj | None:
+        if ref is None or ref.get("kind") != self.kind:
+            return None
+        d = self.d_lister.get(namespace, str(ref.get("name", "")))
+        if d is None or _meta(d).get("uid") != ref.get("uid"):
+            return None
+        return d
+
+    def _deployments_for_rs(self, rs: Obj) -> list[Obj]:
+        labels = _meta(rs).get("labels") or {}
+        if not labels:
+            return []
+        out = []
+        for d in self.d_lister.list(_meta(rs).get("namespace")):
+            try:
+                selector = selector_from_dict((d.get("spec") or {}).get("selector"))
+            except ValueError:
+                continue
+            if not selector.empty and selector.matches(labels):
+                out.append(d)
+        return out
+
+    def _add_rs(self, rs: Obj, is_in_initial_list: bool) -> None:
+        if _meta(rs).get("deletionTimestamp"):
+            self._delete_rs(rs)
+            return
+        ref = controller_ref(rs)
+        if ref is not None:
+            d = self._resolve(_meta(rs).get("namespace", ""), ref)
+            if d is not None:
+                self._enqueue(d, rs, "add")
+            return
+        for d in self._deployments_for_rs(rs):
+            self._enqueue(d, rs, "add")
+
+    def _update_rs(self, old: Obj, cur: Obj) -> None:
+        if _meta(old).get("resourceVersion") == _meta(cur).get("resourceVersion"):
+            return
+        old_ref, cur_ref = controller_ref(old), controller_ref(cur)
+        ref_changed = (old_ref or {}).get("uid") != (cur_ref or {}).get("uid")
+        namespace = _meta(cur).get("namespace", "")
+        if ref_changed and old_ref is not None:
+            d = self._resolve(namespace, old_ref)
+            if d is not None:
+                self._enqueue(d, cur, "update")
+        if cur_ref is not None:
+            d = self._resolve(namespace, cur_ref)
+            if d is not None:
+                self._enqueue(d, cur, "update")
+            return
+        if ref_changed or _meta(old).get("labels") != _meta(cur).get("labels"):
+            for d in self._deployments_for_rs(cur):
+                self._enqueue(d, cur, "update")
+
+    def _delete_rs(self, obj: Any) -> None:
+        rs = _unwrap(obj)
+        d = self._resolve(_meta(rs).get("namespace", ""), controller_ref(rs))
+        if d is not None:
+            self._enqueue(d, rs, "delete")
+
+    def _delete_pod(self, obj: Any) -> None:
+        pod = _unwrap(obj)
+        namespace = _meta(pod).get("namespace", "")
+        rs_ref = controller_ref(pod)
+        if rs_ref is None or rs_ref.get("kind") != "ReplicaSet":
+            return
+        rs = self.rs_lister.get(namespace, str(rs_ref.get("name", "")))
+        if rs is None or _meta(rs).get("uid") != rs_ref.get("uid"):
+            return
+        d = self._resolve(namespace, controller_ref(rs))
+        if d is None or util.is_rolling_update(d):
+            return
+        owned = {
+            _meta(r).get("uid")
+            for r in self.rs_lister.list(namespace)
+            if (controller_ref(r) or {}).get("uid") == _meta(d).get("uid")
+        }
+        remaining = [
+            p
+            for p in self.pod_lister.list(namespace)
+            if (controller_ref(p) or {}).get("uid") in owned
+        ]
+        if not remaining:
+            self._enqueue(d, pod, "delete")
+
+    # -- sync ---------------------------------------------------------------------------------
+
+    async def sync(self, key: str) -> Result:
+        namespace, name = split_key(key)
+        cached = self.d_lister.get(namespace, name)
+        if cached is None:
+            return Result(action="deleted")
+        d: Obj = copy.deepcopy(cached)  # never mutate the cache
+        ctx = SyncContext(self.client, self.recorder, self._clock)
+        await self.sync_deployment(ctx, d)
+        uid = str(_meta(d).get("uid", ""))
+        if ctx.requeue_after is not None:
+            return Result(requeue_after=ctx.requeue_after, action=ctx.action(), uid=uid)
+        return Result(requeue=ctx.requeue, action=ctx.action(), uid=uid)
+
+    async def sync_deployment(self, ctx: SyncContext, d: Obj) -> None:
+        spec = d.get("spec") or {}
+        selector_spec = spec.get("selector")
+        if not selector_spec or (
+            not selector_spec.get("matchLabels") and not selector_spec.get("matchExpressions")
+        ):
+            self.recorder.event(
+                d,
+                "Warning",
+                "SelectingAll",
+                "This deployment is selecting all pods. A non-empty selector is required.",
+            )
+            status = d.setdefault("status", {})
+            generation = int(_meta(d).get("generation") or 0)
+            if int(status.get("observedGeneration") or 0) < generation:
+                status["observedGeneration"] = generation
+                await update_status(ctx, d)
+            return
+        rs_list = await self._claim_replica_sets(d)
+        pod_map = self._pod_map(d, rs_list)
+        if _meta(d).get("deletionTimestamp"):
+            new_rs, old_rss = await get_all_replica_sets_and_sync_revision(ctx, d, rs_list, False)
+            await sync_deployment_status(ctx, [*old_rss, new_rs], new_rs, d)
+            return
+        await self._check_paused_conditions(ctx, d)
+        if spec.get("paused"):
+            await sync(ctx, d, rs_list)
+            return
+        if await is_scaling_event(ctx, d, rs_list):
+            await sync(ctx, d, rs_list)
+            return
+        if util.is_rolling_update(d):
+            await rollout_rolling(ctx, d, rs_list)
+        elif (spec.get("strategy") or {}).get("type") == "Recreate":
+            await rollout_recreate(ctx, d, rs_list, pod_map)
+        else:
+            raise ValueError(f"unexpected deployment strategy type: {spec.get('strategy')}")
+
+    async def _claim_replica_sets(self, d: Obj) -> list[Obj]:
+        namespace, name = split_key(key_of(d))
+        selector = selector_from_dict((d.get("spec") or {}).get("selector"))
+
+        async def fresh() -> Obj:
+            return await self.client.get_deployment(namespace, name)
+
+        async def patch(rs: Obj, body: Obj) -> Obj:
+            return await self.client.patch_replica_set(namespace, rs["metadata"]["name"], body)
+
+        manager = ControllerRefManager(
+            d,
+            kind=self.kind,
+            api_version=self.api_version,
+            selector=selector,
+            patch=patch,
+            fresh_owner=fresh,
+        )
+        result = await manager.claim(self.rs_lister.list(namespace))
+        if result.errors:
+            raise result.errors[0]
+        return result.claimed
+
+    def _pod_map(self, d: Obj, rs_list: list[Obj]) -> dict[str, list[Obj]]:
+        selector = selector_from_dict((d.get("spec") or {}).get("selector"))
+        pod_map: dict[str, list[Obj]] = {str(_meta(rs).get("uid")): [] for rs in rs_list}
+        for pod in self.pod_lister.list(_meta(d).get("namespace"), selector):
+            ref = controller_ref(pod)
+            if ref is not None and ref.get("uid") in pod_map:
+                pod_map[str(ref["uid"])].append(pod)
+        return pod_map
+
+    async def _check_paused_conditions(self, ctx: SyncContext, d: Obj) -> None:
+        if not util.has_progress_deadline(d):
+            return
+        status = d.setdefault("status", {})
+        condition = util.get_condition(status, util.PROGRESSING)
+        if condition is not None and condition.get("reason") == util.TIMED_OUT:
+            return  # a timed-out rollout stays so until it progresses
+        paused_exists = condition is not None and condition.get("reason") == util.PAUSED
+        paused = bool((d.get("spec") or {}).get("paused"))
+        if paused and not paused_exists:
+            util.set_condition(
+                status,
+                util.new_condition(
+                    util.PROGRESSING, "Unknown", util.PAUSED, "Deployment is paused", ctx.now()
+                ),
+            )
+        elif not paused and paused_exists:
+            util.set_condition(
+                status,
+                util.new_condition(
+                    util.PROGRESSING, "Unknown", util.RESUMED, "Deployment is resumed", ctx.now()
+                ),
+            )
+        else:
+            return
+        await update_status(ctx, d)

@@ -1,0 +1,527 @@
+"""The parts of syncDeployment shared by every strategy (KCM deployment/sync.go): finding or
+creating the new ReplicaSet, scaling (with proportional scaling), history cleanup, status."""
+
+from __future__ import annotations
+
+import copy
+import functools
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from pycm.api.owner import new_controller_ref
+from pycm.controllers.deployment import util
+from pycm.controllers.deployment.context import ScaleAction, SyncContext
+
+__all__ = [
+    "calculate_status",
+    "cleanup_deployment",
+    "get_all_replica_sets_and_sync_revision",
+    "get_new_replica_set",
+    "is_scaling_event",
+    "scale",
+    "scale_replica_set",
+    "scale_replica_set_and_record_event",
+    "sync",
+    "sync_deployment_status",
+    "update_status",
+]
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+
+_SKIPPED_ANNOTATIONS = {
+    "kubectl.kubernetes.io/last-applied-configuration",
+    util.REVISION_ANNOTATION,
+    util.REVISION_HISTORY_ANNOTATION,
+    util.DESIRED_REPLICAS_ANNOTATION,
+    util.MAX_REPLICAS_ANNOTATION,
+    util.ROLLBACK_TO_ANNOTATION,
+}
+
+
+def _meta(obj: Obj) -> dict[str, Any]:
+    return obj.setdefault("metadata", {})  # type: ignore[no-any-return]
+
+
+def _annotations(obj: Obj) -> dict[str, str]:
+    meta = _meta(obj)
+    if meta.get("annotations") is None:
+        meta["annotations"] = {}
+    return meta["annotations"]  # type: ignore[no-any-return]
+
+
+def _ns(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("namespace", ""))
+
+
+def _name(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("name", ""))
+
+
+def _copy_deployment_annotations(deployment: Obj, rs: Obj) -> bool:
+    changed = False
+    target = _annotations(rs)
+    for key, value in ((deployment.get("metadata") or {}).get("annotations") or {}).items():
+        if key in _SKIPPED_ANNOTATIONS or target.get(key) == value:
+            continue
+        target[key] = value
+        changed = True
+    return changed
+
+
+def set_replicas_annotations(rs: Obj, desired: int, max_replicas: int) -> bool:
+    annotations = _annotations(rs)
+    changed = False
+    for key, value in (
+        (util.DESIRED_REPLICAS_ANNOTATION, str(desired)),
+        (util.MAX_REPLICAS_ANNOTATION, str(max_replicas)),
+    ):
+        if annotations.get(key) != value:
+            annotations[key] = value
+            changed = True
+    return changed
+
+
+def replicas_annotations_need_update(
+    rs: Mapping[str, Any], desired: int, max_replicas: int
+) -> bool:
+    annotations = (rs.get("metadata") or {}).get("annotations") or {}
+    return annotations.get(util.DESIRED_REPLICAS_ANNOTATION) != str(desired) or annotations.get(
+        util.MAX_REPLICAS_ANNOTATION
+    ) != str(max_replicas)
+
+
+def set_new_replica_set_annotations(
+    deployment: Obj, rs: Obj, new_revision: int, exists: bool
+) -> bool:
+    changed = _copy_deployment_annotations(deployment, rs)
+    annotations = _annotations(rs)
+    old = annotations.get(util.REVISION_ANNOTATION, "")
+    try:
+        old_revision = int(old) if old else 0
+    except ValueError:
+        return changed
+    if old_revision < new_revision:
+        annotations[util.REVISION_ANNOTATION] = str(new_revision)
+        changed = True
+    if not exists:
+        replicas = util.replicas_of(deployment)
+        if set_replicas_annotations(rs, replicas, replicas + util.max_surge(deployment)):
+            changed = True
+    return changed
+
+
+def set_deployment_revision(deployment: Obj, revision: str) -> bool:
+    annotations = _annotations(deployment)
+    if annotations.get(util.REVISION_ANNOTATION) == revision:
+        return False
+    annotations[util.REVISION_ANNOTATION] = revision
+    return True
+
+
+async def update_status(ctx: SyncContext, deployment: Obj, status: Obj | None = None) -> Obj:
+    """Write ``status`` (default: the one ``deployment`` holds) and carry the new
+    resourceVersion and status back into ``deployment`` — our copy — so a later write in the
+    same sync does not conflict with this one."""
+    body = deployment if status is None else {**deployment, "status": status}
+    updated = await ctx.client.update_deployment_status(_ns(deployment), body)
+    ctx.status_updates += 1
+    new_rv = (updated.get("metadata") or {}).get("resourceVersion")
+    if new_rv is not None:
+        deployment["metadata"] = {**_meta(deployment), "resourceVersion": new_rv}
+    deployment["status"] = updated.get("status", body.get("status"))
+    return updated
+
+
+async def get_new_replica_set(
+    ctx: SyncContext, deployment: Obj, rs_list: Sequence[Obj], old_rss: Sequence[Obj], create: bool
+) -> Obj | None:
+    """The deployment's new ReplicaSet, its revision and annotations synced; created (with
+    the template hash in its name, labels and selector) when missing and ``create``."""
+    existing = util.find_new_replica_set(deployment, rs_list)
+    new_revision = util.max_revision(old_rss) + 1
+    spec = deployment.get("spec") or {}
+    min_ready = int(spec.get("minReadySeconds") or 0)
+    if existing is not None:
+        rs = copy.deepcopy(existing)
+        annotations_updated = set_new_replica_set_annotations(deployment, rs, new_revision, True)
+        min_ready_update = int((rs.get("spec") or {}).get("minReadySeconds") or 0) != min_ready
+        if annotations_updated or min_ready_update:
+            rs["spec"]["minReadySeconds"] = min_ready
+            return await ctx.client.update_replica_set(_ns(rs), rs)
+        needs_update = set_deployment_revision(
+            deployment, _annotations(rs).get(util.REVISION_ANNOTATION, "")
+        )
+        status = deployment.setdefault("status", {})
+        if (
+            util.has_progress_deadline(deployment)
+            and util.get_condition(status, util.PROGRESSING) is None
+        ):
+            util.set_condition(
+                status,
+                util.new_condition(
+                    util.PROGRESSING,
+                    "True",
+                    util.FOUND_NEW_RS,
+                    f'Found new replica set "{_name(rs)}"',
+                    ctx.now(),
+                ),
+            )
+            needs_update = True
+        if needs_update:
+            await update_status(ctx, deployment)
+        return rs
+    if not create:
+        return None
+
+    status = deployment.setdefault("status", {})
+    collision_count = status.get("collisionCount")
+    template = copy.deepcopy(spec.get("template") or {})
+    pod_hash = util.compute_hash(template, collision_count)
+    template.setdefault("metadata", {})
+    template["metadata"]["labels"] = {
+        **(template["metadata"].get("labels") or {}),
+        util.POD_TEMPLATE_HASH_LABEL: pod_hash,
+    }
+    selector = copy.deepcopy(spec.get("selector") or {})
+    selector["matchLabels"] = {
+        **(selector.get("matchLabels") or {}),
+        util.POD_TEMPLATE_HASH_LABEL: pod_hash,
+    }
+    name = f"{_name(deployment)}-{pod_hash}"
+    new_rs: Obj = {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "metadata": {
+            "name": name,
+            "namespace": _ns(deployment),
+            "ownerReferences": [new_controller_ref(deployment, "Deployment", "apps/v1")],
+            "labels": dict(template["metadata"]["labels"]),
+        },
+        "spec": {
+            "replicas": 0,
+            "minReadySeconds": min_ready,
+            "selector": selector,
+            "template": template,
+        },
+    }
+    new_replicas = util.new_rs_new_replicas(deployment, [*old_rss, new_rs], new_rs)
+    new_rs["spec"]["replicas"] = new_replicas
+    set_new_replica_set_annotations(deployment, new_rs, new_revision, False)
+    try:
+        created = await ctx.client.create_replica_set(_ns(deployment), new_rs)
+    except Exception as exc:
+        if getattr(exc, "code", None) == 409 and getattr(exc, "reason", "") == "AlreadyExists":
+            return await _on_name_taken(ctx, deployment, rs_list, name, exc)
+        if util.has_progress_deadline(deployment):
+            util.set_condition(
+                status,
+                util.new_condition(
+                    util.PROGRESSING,
+                    "False",
+                    util.FAILED_RS_CREATE,
+                    f'Failed to create new replica set "{name}": {exc}',
+                    ctx.now(),
+                ),
+            )
+            await update_status(ctx, deployment)
+        raise
+    ctx.created.append(name)
+    if new_replicas > 0:
+        ctx.recorder.event(
+            deployment,
+            "Normal",
+            "ScalingReplicaSet",
+            f"Scaled up replica set {name} to {new_replicas}",
+        )
+    needs_update = set_deployment_revision(deployment, str(new_revision))
+    if util.has_progress_deadline(deployment):
+        util.set_condition(
+            status,
+            util.new_condition(
+                util.PROGRESSING,
+                "True",
+                util.NEW_RS_CREATED,
+                f'Created new replica set "{name}"',
+                ctx.now(),
+            ),
+        )
+        needs_update = True
+    if needs_update:
+        await update_status(ctx, deployment)
+    return created
+
+
+async def _on_name_taken(
+    ctx: SyncContext, deployment: Obj, rs_list: Sequence[Obj], name: str, exc: Exception
+) -> Obj:
+    """The RS name exists: ours with our template (the cache lagged) → use it; otherwise a
+    hash collision → bump collisionCount so the next sync picks another name, and fail."""
+    uid = (deployment.get("metadata") or {}).get("uid")
+    for rs in rs_list:
+        if _name(rs) != name:
+            continue
+        owner = next(
+            (
+                r
+                for r in (rs.get("metadata") or {}).get("ownerReferences") or ()
+                if r.get("controller")
+            ),
+            None,
+        )
+        template = (deployment.get("spec") or {}).get("template")
+        if (
+            owner is not None
+            and owner.get("uid") == uid
+            and util.equal_ignore_hash(template, (rs.get("spec") or {}).get("template"))
+        ):
+            return rs
+    status = deployment.setdefault("status", {})
+    status["collisionCount"] = int(status.get("collisionCount") or 0) + 1
+    await update_status(ctx, deployment)
+    log.info(
+        "found a hash collision for deployment %s - bumping collisionCount to %d",
+        _name(deployment),
+        status["collisionCount"],
+    )
+    raise exc
+
+
+async def get_all_replica_sets_and_sync_revision(
+    ctx: SyncContext, deployment: Obj, rs_list: Sequence[Obj], create: bool
+) -> tuple[Obj | None, list[Obj]]:
+    _, all_old = util.find_old_replica_sets(deployment, rs_list)
+    new_rs = await get_new_replica_set(ctx, deployment, rs_list, all_old, create)
+    return new_rs, all_old
+
+
+async def scale_replica_set(
+    ctx: SyncContext, rs: Mapping[str, Any], new_scale: int, deployment: Obj, operation: str
+) -> tuple[bool, Obj]:
+    old_scale = util.replicas_of(rs)
+    size_needs_update = old_scale != new_scale
+    replicas = util.replicas_of(deployment)
+    max_replicas = replicas + util.max_surge(deployment)
+    if not size_needs_update and not replicas_annotations_need_update(rs, replicas, max_replicas):
+        return False, dict(rs)
+    rs_copy: Obj = copy.deepcopy(dict(rs))
+    rs_copy["spec"]["replicas"] = new_scale
+    set_replicas_annotations(rs_copy, replicas, max_replicas)
+    updated = await ctx.client.update_replica_set(_ns(rs_copy), rs_copy)
+    if size_needs_update:
+        ctx.scaled.append(ScaleAction(_name(rs), old_scale, new_scale))
+        ctx.recorder.event(
+            deployment,
+            "Normal",
+            "ScalingReplicaSet",
+            f"Scaled {operation} replica set {_name(rs)} to {new_scale} from {old_scale}",
+        )
+    return size_needs_update, updated
+
+
+async def scale_replica_set_and_record_event(
+    ctx: SyncContext, rs: Mapping[str, Any], new_scale: int, deployment: Obj
+) -> tuple[bool, Obj]:
+    current = util.replicas_of(rs)
+    if current == new_scale:
+        return False, dict(rs)
+    operation = "up" if current < new_scale else "down"
+    return await scale_replica_set(ctx, rs, new_scale, deployment, operation)
+
+
+def _by_creation(rs: Mapping[str, Any]) -> tuple[float, str]:
+    return util.creation_key(rs)
+
+
+def _older_first(a: Mapping[str, Any], b: Mapping[str, Any]) -> int:
+    """ReplicaSetsByCreationTimestamp: older first, then by name."""
+    ka, kb = _by_creation(a), _by_creation(b)
+    return -1 if ka < kb else (1 if ka > kb else 0)
+
+
+def _larger_first(tie: Callable[[Mapping[str, Any], Mapping[str, Any]], int]) -> Any:
+    def compare(a: Mapping[str, Any], b: Mapping[str, Any]) -> int:
+        ra, rb = util.replicas_of(a), util.replicas_of(b)
+        if ra != rb:
+            return -1 if ra > rb else 1
+        return tie(a, b)
+
+    return functools.cmp_to_key(compare)
+
+
+# ReplicaSetsBySizeNewer / ReplicaSetsBySizeOlder: larger first; ties newer / older first.
+_BY_SIZE_NEWER = _larger_first(lambda a, b: _older_first(b, a))
+_BY_SIZE_OLDER = _larger_first(_older_first)
+
+
+def find_active_or_latest(new_rs: Obj | None, old_rss: Sequence[Obj]) -> Obj | None:
+    if new_rs is None and not old_rss:
+        return None
+    newest_first = sorted(old_rss, key=_by_creation, reverse=True)
+    active = util.filter_active_replica_sets([*newest_first, new_rs])
+    if not active:
+        return new_rs if new_rs is not None else newest_first[0]
+    if len(active) == 1:
+        return active[0]
+    return None
+
+
+def _get_proportion(rs: Obj, deployment: Obj, to_add: int, added: int) -> int:
+    if util.replicas_of(rs) == 0 or to_add == 0 or to_add == added:
+        return 0
+    fraction = util.get_replica_set_fraction(rs, deployment)
+    allowed = to_add - added
+    return min(fraction, allowed) if to_add > 0 else max(fraction, allowed)
+
+
+async def scale(
+    ctx: SyncContext, deployment: Obj, new_rs: Obj | None, old_rss: Sequence[Obj]
+) -> list[ScaleAction]:
+    """Scale the ReplicaSets to the deployment's size: the only active one directly; a
+    saturated new RS → old ones to 0; otherwise proportionally, leftovers to the largest
+    (newest on ties when adding, oldest when removing). Returns what it scaled."""
+    before = len(ctx.scaled)
+    replicas = util.replicas_of(deployment)
+    active_or_latest = find_active_or_latest(new_rs, old_rss)
+    if active_or_latest is not None:
+        if util.replicas_of(active_or_latest) != replicas:
+            await scale_replica_set_and_record_event(ctx, active_or_latest, replicas, deployment)
+        return ctx.scaled[before:]
+    if util.is_saturated(deployment, new_rs):
+        for old in util.filter_active_replica_sets(old_rss):
+            await scale_replica_set_and_record_event(ctx, old, 0, deployment)
+        return ctx.scaled[before:]
+    if not util.is_rolling_update(deployment):
+        return ctx.scaled[before:]
+    all_rss = util.filter_active_replica_sets([*old_rss, new_rs])
+    allowed = replicas + util.max_surge(deployment) if replicas > 0 else 0
+    to_add = allowed - util.get_replica_count(all_rss)
+    operation = ""
+    if to_add > 0:
+        all_rss.sort(key=_BY_SIZE_NEWER)
+        operation = "up"
+    elif to_add < 0:
+        all_rss.sort(key=_BY_SIZE_OLDER)
+        operation = "down"
+    added = 0
+    sizes: dict[str, int] = {}
+    for rs in all_rss:
+        if to_add != 0:
+            proportion = _get_proportion(rs, deployment, to_add, added)
+            sizes[_name(rs)] = util.replicas_of(rs) + proportion
+            added += proportion
+        else:
+            sizes[_name(rs)] = util.replicas_of(rs)
+    if to_add != 0 and all_rss:
+        first = _name(all_rss[0])
+        sizes[first] = max(0, sizes[first] + (to_add - added))
+    for rs in all_rss:
+        await scale_replica_set(ctx, rs, sizes[_name(rs)], deployment, operation)
+    return ctx.scaled[before:]
+
+
+async def is_scaling_event(ctx: SyncContext, deployment: Obj, rs_list: Sequence[Obj]) -> bool:
+    new_rs, old_rss = await get_all_replica_sets_and_sync_revision(ctx, deployment, rs_list, False)
+    replicas = util.replicas_of(deployment)
+    for rs in util.filter_active_replica_sets([*old_rss, new_rs]):
+        desired = util.annotated_replicas(rs, util.DESIRED_REPLICAS_ANNOTATION)
+        if desired is not None and desired != replicas:
+            return True
+    return False
+
+
+async def cleanup_deployment(ctx: SyncContext, old_rss: Sequence[Obj], deployment: Obj) -> None:
+    """Delete old ReplicaSets beyond revisionHistoryLimit (only empty, fully observed ones)."""
+    limit = (deployment.get("spec") or {}).get("revisionHistoryLimit")
+    if limit is None:
+        return
+    alive = [rs for rs in old_rss if not (rs.get("metadata") or {}).get("deletionTimestamp")]
+    diff = len(alive) - int(limit)
+    if diff <= 0:
+        return
+    alive.sort(key=lambda r: (util.revision(r), _by_creation(r)))  # ReplicaSetsByRevision
+    for rs in alive[:diff]:
+        status = rs.get("status") or {}
+        meta = rs.get("metadata") or {}
+        if (
+            int(status.get("replicas") or 0) != 0
+            or util.replicas_of(rs) != 0
+            or int(meta.get("generation") or 0) > int(status.get("observedGeneration") or 0)
+        ):
+            continue
+        try:
+            await ctx.client.delete_replica_set(_ns(rs), _name(rs), str(meta.get("uid", "")))
+        except Exception as exc:
+            if getattr(exc, "code", None) != 404:
+                raise
+        ctx.deleted.append(_name(rs))
+
+
+def calculate_status(
+    all_rss: Sequence[Obj | None], new_rs: Obj | None, deployment: Obj, now: float
+) -> Obj:
+    available = util.get_available_replica_count(all_rss)
+    total = util.get_replica_count(all_rss)
+    old = deployment.get("status") or {}
+    status: Obj = {
+        "observedGeneration": int((deployment.get("metadata") or {}).get("generation") or 0),
+        "replicas": util.get_status_replica_count(all_rss),
+        "updatedReplicas": util.get_status_replica_count([new_rs]),
+        "readyReplicas": util.get_ready_replica_count(all_rss),
+        "availableReplicas": available,
+        "unavailableReplicas": max(0, total - available),
+        "conditions": copy.deepcopy(list(old.get("conditions") or [])),
+    }
+    if old.get("collisionCount") is not None:
+        status["collisionCount"] = old["collisionCount"]
+    if available >= util.replicas_of(deployment) - util.max_unavailable(deployment):
+        condition = util.new_condition(
+            util.AVAILABLE,
+            "True",
+            util.MINIMUM_REPLICAS_AVAILABLE,
+            "Deployment has minimum availability.",
+            now,
+        )
+    else:
+        condition = util.new_condition(
+            util.AVAILABLE,
+            "False",
+            util.MINIMUM_REPLICAS_UNAVAILABLE,
+            "Deployment does not have minimum availability.",
+            now,
+        )
+    util.set_condition(status, condition)
+    return status
+
+
+def status_equal(old: Obj, new: Obj) -> bool:
+    """Deep equality of two statuses, treating a missing field as its zero value."""
+    keys = set(old) | set(new)
+    for key in keys:
+        a, b = old.get(key), new.get(key)
+        if key == "conditions":
+            if (a or []) != (b or []):
+                return False
+        elif (a or 0) != (b or 0):
+            return False
+    return True
+
+
+async def sync_deployment_status(
+    ctx: SyncContext, all_rss: Sequence[Obj | None], new_rs: Obj | None, deployment: Obj
+) -> None:
+    status = calculate_status(all_rss, new_rs, deployment, ctx.now())
+    if status_equal(deployment.get("status") or {}, status):
+        return
+    await update_status(ctx, deployment, status)
+
+
+async def sync(ctx: SyncContext, deployment: Obj, rs_list: Sequence[Obj]) -> None:
+    """Scaling events and paused deployments: scale, clean up when paused, status."""
+    new_rs, old_rss = await get_all_replica_sets_and_sync_revision(ctx, deployment, rs_list, False)
+    await scale(ctx, deployment, new_rs, old_rss)
+    if (deployment.get("spec") or {}).get("paused"):
+        await cleanup_deployment(ctx, old_rss, deployment)
+    await sync_deployment_status(ctx, [*old_rss, new_rs], new_rs, deployment)

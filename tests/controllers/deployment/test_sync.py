@@ -1,0 +1,432 @@
+"""KCM's controller fixture for the deployment controller: preload the caches, run
+sync(key), compare the recorded API actions."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from pycm.cache.listwatch import FakeListWatch
+from pycm.cache.shared_informer import SharedIndexInformer
+from pycm.controllers.deployment import util
+from pycm.controllers.deployment.context import SyncContext
+from pycm.controllers.deployment.controller import DeploymentController
+from pycm.controllers.deployment.sync import scale
+from pycm.kube.errors import AlreadyExists
+from pycm.trace.bus import Bus
+from pycm.util.clock import FakeClock
+
+Obj = dict[str, Any]
+NOW_NS = 1_700_000_000 * 10**9
+
+
+class FakeClient:
+    def __init__(self, deployment: Obj, existing_rs_names: set[str] | None = None) -> None:
+        self.deployment = deployment
+        self.actions: list[tuple[str, str]] = []
+        self.created: list[Obj] = []
+        self.updated_rs: list[Obj] = []
+        self.statuses: list[Obj] = []
+        self.patches: list[tuple[str, Obj]] = []
+        self.existing = existing_rs_names or set()
+        self._rv = 100
+
+    async def create_replica_set(self, namespace: str, body: Obj) -> Obj:
+        name = body["metadata"]["name"]
+        self.actions.append(("create", f"replicasets/{name}"))
+        if name in self.existing:
+            raise AlreadyExists(
+                f'replicasets "{name}" already exists', code=409, reason="AlreadyExists"
+            )
+        created = copy.deepcopy(body)
+        created["metadata"]["uid"] = f"{name}-uid"
+        self.created.append(created)
+        return created
+
+    async def update_replica_set(self, namespace: str, body: Obj) -> Obj:
+        self.actions.append(("update", f"replicasets/{body['metadata']['name']}"))
+        self.updated_rs.append(copy.deepcopy(body))
+        return body
+
+    async def delete_replica_set(self, namespace: str, name: str, uid: str) -> None:
+        self.actions.append(("delete", f"replicasets/{name}"))
+
+    async def patch_replica_set(self, namespace: str, name: str, patch: Obj) -> Obj:
+        self.actions.append(("patch", f"replicasets/{name}"))
+        self.patches.append((name, patch))
+        return {"metadata": {"name": name, **patch["metadata"]}, "spec": {"replicas": 0}}
+
+    async def get_deployment(self, namespace: str, name: str) -> Obj:
+        self.actions.append(("get", f"deployments/{name}"))
+        return self.deployment
+
+    async def update_deployment_status(self, namespace: str, body: Obj) -> Obj:
+        self.actions.append(("update", "deployments/status"))
+        self._rv += 1
+        self.statuses.append(copy.deepcopy(body["status"]))
+        return {**body, "metadata": {**body["metadata"], "resourceVersion": str(self._rv)}}
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str, str]] = []
+
+    def event(self, obj: Obj, type_: str, reason: str, message: str) -> None:
+        self.events.append((type_, reason, message))
+
+
+def _template(image: str = "nginx:1") -> Obj:
+    return {
+        "metadata": {"labels": {"app": "web"}},
+        "spec": {"containers": [{"name": "c", "image": image}]},
+    }
+
+
+def _deployment(
+    replicas: int = 3, image: str = "nginx:1", strategy: str = "RollingUpdate", **spec: Any
+) -> Obj:
+    strategy_spec: Obj = {"type": strategy}
+    if strategy == "RollingUpdate":
+        strategy_spec["rollingUpdate"] = {"maxSurge": "25%", "maxUnavailable": "25%"}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {
+            "name": "web",
+            "namespace": "prod",
+            "uid": "d-uid",
+            "generation": 1,
+            "resourceVersion": "50",
+        },
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": _template(image),
+            "strategy": strategy_spec,
+            "revisionHistoryLimit": 10,
+            "progressDeadlineSeconds": 600,
+            **spec,
+        },
+        "status": {},
+    }
+
+
+def _rs(
+    name: str,
+    replicas: int,
+    image: str = "nginx:1",
+    *,
+    available: int | None = None,
+    revision: int = 1,
+    owned: bool = True,
+    created: str = "2024-01-01T00:00:00Z",
+    desired: int | None = None,
+    max_replicas: int | None = None,
+) -> Obj:
+    template = _template(image)
+    template["metadata"]["labels"]["pod-template-hash"] = name.rsplit("-", 1)[-1]
+    annotations = {util.REVISION_ANNOTATION: str(revision)}
+    if desired is not None:
+        annotations[util.DESIRED_REPLICAS_ANNOTATION] = str(desired)
+    if max_replicas is not None:
+        annotations[util.MAX_REPLICAS_ANNOTATION] = str(max_replicas)
+    meta: Obj = {
+        "name": name,
+        "namespace": "prod",
+        "uid": f"{name}-uid",
+        "resourceVersion": "7",
+        "labels": dict(template["metadata"]["labels"]),
+        "annotations": annotations,
+        "creationTimestamp": created,
+        "generation": 1,
+    }
+    if owned:
+        meta["ownerReferences"] = [
+            {
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "name": "web",
+                "uid": "d-uid",
+                "controller": True,
+            }
+        ]
+    avail = replicas if available is None else available
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "metadata": meta,
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": dict(template["metadata"]["labels"])},
+            "template": template,
+        },
+        "status": {
+            "replicas": replicas,
+            "readyReplicas": avail,
+            "availableReplicas": avail,
+            "observedGeneration": 1,
+        },
+    }
+
+
+def _pod(name: str, rs: Obj, phase: str = "Running") -> Obj:
+    return {
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": "prod",
+            "uid": f"{name}-uid",
+            "labels": {"app": "web"},
+            "ownerReferences": [
+                {
+                    "kind": "ReplicaSet",
+                    "name": rs["metadata"]["name"],
+                    "uid": rs["metadata"]["uid"],
+                    "controller": True,
+                }
+            ],
+        },
+        "status": {"phase": phase},
+    }
+
+
+def _fixture(
+    d: Obj, rss: list[Obj], pods: list[Obj] | None = None, **client_kw: Any
+) -> tuple[DeploymentController, FakeClient, Recorder]:
+    clock, bus = FakeClock(wall_start_ns=NOW_NS), Bus()
+    informers = [
+        SharedIndexInformer(FakeListWatch(), n, clock=clock, bus=bus)
+        for n in ("deployments", "replicasets", "pods")
+    ]
+    informers[0].indexer.add(d)
+    for rs in rss:
+        informers[1].indexer.add(rs)
+    for pod in pods or []:
+        informers[2].indexer.add(pod)
+    client, recorder = FakeClient(d, **client_kw), Recorder()
+    controller = DeploymentController(
+        deployment_informer=informers[0],
+        rs_informer=informers[1],
+        pod_informer=informers[2],
+        client=client,
+        recorder=recorder,
+        clock=clock,
+        bus=bus,
+    )
+    return controller, client, recorder
+
+
+@pytest.mark.asyncio
+async def test_new_deployment_creates_its_replica_set_at_full_size() -> None:
+    controller, client, recorder = _fixture(_deployment(3), [])
+    result = await controller.sync("prod/web")
+    (rs,) = client.created
+    pod_hash = rs["metadata"]["labels"]["pod-template-hash"]
+    assert rs["metadata"]["name"] == f"web-{pod_hash}"
+    assert rs["spec"]["replicas"] == 3
+    assert rs["spec"]["selector"]["matchLabels"] == {"app": "web", "pod-template-hash": pod_hash}
+    assert rs["spec"]["template"]["metadata"]["labels"]["pod-template-hash"] == pod_hash
+    annotations = rs["metadata"]["annotations"]
+    assert (
+        annotations[util.REVISION_ANNOTATION],
+        annotations[util.DESIRED_REPLICAS_ANNOTATION],
+        annotations[util.MAX_REPLICAS_ANNOTATION],
+    ) == ("1", "3", "4")
+    assert rs["metadata"]["ownerReferences"][0]["uid"] == "d-uid"
+    assert (
+        "Normal",
+        "ScalingReplicaSet",
+        f"Scaled up replica set web-{pod_hash} to 3",
+    ) in recorder.events
+    progressing = util.get_condition(client.statuses[0], util.PROGRESSING)
+    assert progressing is not None and progressing["reason"] == util.NEW_RS_CREATED
+    assert result.action == "created_rs"
+
+
+@pytest.mark.asyncio
+async def test_rolling_update_surges_then_waits_then_scales_old_down() -> None:
+    old = _rs("web-old", 3, "nginx:1", created="2024-01-01T00:00:00Z")
+    d = _deployment(3, "nginx:2")
+    controller, client, _ = _fixture(d, [old])
+    await controller.sync("prod/web")
+    (new,) = client.created
+    assert new["spec"]["replicas"] == 1  # 3 + 25% surge (1) − 3 old
+    assert not [a for a in client.actions if a == ("update", "replicasets/web-old")]
+    new_name = new["metadata"]["name"]
+
+    # The new pod is not available yet: nothing may be scaled down (maxUnavailable rounds to 0).
+    new_rs = _rs(new_name, 1, "nginx:2", available=0, revision=2, created="2024-01-02T00:00:00Z")
+    new_rs["metadata"]["labels"]["pod-template-hash"] = new["metadata"]["labels"][
+        "pod-template-hash"
+    ]
+    new_rs["spec"]["template"] = new["spec"]["template"]
+    controller, client, _ = _fixture(d, [old, new_rs])
+    await controller.sync("prod/web")
+    sizes = {"web-old": 3, new_name: 1}
+    resized = [
+        u for u in client.updated_rs if u["spec"]["replicas"] != sizes[u["metadata"]["name"]]
+    ]
+    assert resized == []
+    assert client.created == []
+    scaled = [u for u in client.updated_rs if u["metadata"]["name"] == "web-old"]
+    assert scaled == []
+
+    # Once it is available, one old replica goes.
+    new_rs["status"].update(availableReplicas=1, readyReplicas=1)
+    controller, client, recorder = _fixture(d, [old, new_rs])
+    await controller.sync("prod/web")
+    (scaled_old,) = [u for u in client.updated_rs if u["metadata"]["name"] == "web-old"]
+    assert scaled_old["spec"]["replicas"] == 2
+    assert (
+        "Normal",
+        "ScalingReplicaSet",
+        "Scaled down replica set web-old to 2 from 3",
+    ) in recorder.events
+
+
+@pytest.mark.asyncio
+async def test_recreate_scales_old_to_zero_and_waits_for_old_pods() -> None:
+    old = _rs("web-old", 2, "nginx:1")
+    d = _deployment(2, "nginx:2", strategy="Recreate")
+    controller, client, _ = _fixture(d, [old], [_pod("p1", old), _pod("p2", old)])
+    await controller.sync("prod/web")
+    assert client.created == []
+    assert [u["spec"]["replicas"] for u in client.updated_rs] == [0]
+
+    emptied = _rs("web-old", 0, "nginx:1")
+    emptied["status"]["replicas"] = 0
+    controller, client, _ = _fixture(d, [emptied], [_pod("p1", old)])
+    await controller.sync("prod/web")
+    assert client.created == []  # an old pod still runs
+
+    controller, client, _ = _fixture(d, [emptied], [_pod("p1", old, phase="Succeeded")])
+    await controller.sync("prod/web")
+    (new,) = client.created
+    assert new["spec"]["replicas"] == 2
+
+
+@pytest.mark.asyncio
+async def test_matching_orphan_rs_is_adopted_and_unmatching_owned_rs_released() -> None:
+    orphan = _rs("web-orphan", 3, owned=False)
+    stray = _rs("web-stray", 0)
+    stray["metadata"]["labels"] = {"app": "other"}
+    controller, client, _ = _fixture(_deployment(3), [orphan, stray])
+    await controller.sync("prod/web")
+    patched = dict(client.patches)
+    assert patched["web-orphan"]["metadata"]["ownerReferences"][0]["uid"] == "d-uid"
+    assert patched["web-stray"]["metadata"]["ownerReferences"] is None
+    assert ("get", "deployments/web") in client.actions  # the live check before adopting
+
+
+@pytest.mark.asyncio
+async def test_name_collision_bumps_collision_count_and_fails() -> None:
+    d = _deployment(3)
+    pod_hash = util.compute_hash(d["spec"]["template"], None)
+    squatter = _rs(f"web-{pod_hash}", 1, "busybox", owned=False)
+    squatter["metadata"]["labels"] = {"app": "other"}
+    controller, client, _ = _fixture(d, [squatter], existing_rs_names={f"web-{pod_hash}"})
+    with pytest.raises(AlreadyExists):
+        await controller.sync("prod/web")
+    assert client.statuses[-1]["collisionCount"] == 1
+    assert util.compute_hash(d["spec"]["template"], 1) != pod_hash
+
+
+@pytest.mark.asyncio
+async def test_paused_deployment_reports_paused_and_does_not_roll() -> None:
+    old = _rs("web-old", 3, "nginx:1")
+    controller, client, _ = _fixture(_deployment(3, "nginx:2", paused=True), [old])
+    await controller.sync("prod/web")
+    assert client.created == []
+    condition = util.get_condition(client.statuses[0], util.PROGRESSING)
+    assert condition is not None
+    assert (condition["status"], condition["reason"]) == ("Unknown", util.PAUSED)
+
+
+@pytest.mark.asyncio
+async def test_scaling_event_resizes_the_only_active_rs() -> None:
+    rs = _rs("web-abc", 3, desired=3, max_replicas=4)
+    controller, client, recorder = _fixture(_deployment(6), [rs])
+    result = await controller.sync("prod/web")
+    (updated,) = client.updated_rs
+    assert updated["spec"]["replicas"] == 6
+    assert updated["metadata"]["annotations"][util.DESIRED_REPLICAS_ANNOTATION] == "6"
+    assert updated["metadata"]["annotations"][util.MAX_REPLICAS_ANNOTATION] == "8"
+    assert result.action == "scaled_up"
+    assert (
+        "Normal",
+        "ScalingReplicaSet",
+        "Scaled up replica set web-abc to 6 from 3",
+    ) in recorder.events
+
+
+@pytest.mark.parametrize(
+    ("replicas", "old", "new", "expected"),
+    [
+        # 10 → 20 mid-rollout: old 8, new 5 (max-replicas 13); allowed 25, add 12.
+        pytest.param(20, 8, 5, {"web-old": 15, "web-new": 10}, id="scale-up-proportional"),
+        # 10 → 5: allowed 7 (5 + surge 2), remove 6.
+        pytest.param(5, 8, 5, {"web-old": 4, "web-new": 3}, id="scale-down-proportional"),
+    ],
+)
+@pytest.mark.asyncio
+async def test_proportional_scaling_with_leftovers(
+    replicas: int, old: int, new: int, expected: dict[str, int]
+) -> None:
+    d = _deployment(replicas, "nginx:2")
+    old_rs = _rs(
+        "web-old", old, "nginx:1", desired=10, max_replicas=13, created="2024-01-01T00:00:00Z"
+    )
+    new_rs = _rs(
+        "web-new",
+        new,
+        "nginx:2",
+        desired=10,
+        max_replicas=13,
+        created="2024-01-02T00:00:00Z",
+        available=0,
+    )
+    ctx = SyncContext(FakeClient(d), Recorder(), FakeClock(wall_start_ns=NOW_NS))
+    actions = await scale(ctx, d, new_rs, [old_rs])
+    assert {a.name: a.new for a in actions} == expected
+    assert sum(expected.values()) == replicas + util.max_surge(d)
+
+
+@pytest.mark.asyncio
+async def test_empty_selector_warns_and_bumps_observed_generation() -> None:
+    d = _deployment(3)
+    d["spec"]["selector"] = {}
+    controller, client, recorder = _fixture(d, [])
+    await controller.sync("prod/web")
+    assert recorder.events == [
+        (
+            "Warning",
+            "SelectingAll",
+            "This deployment is selecting all pods. A non-empty selector is required.",
+        )
+    ]
+    assert client.statuses == [{"observedGeneration": 1}]
+    assert client.created == []
+
+
+@pytest.mark.asyncio
+async def test_complete_rollout_cleans_up_history_beyond_the_limit() -> None:
+    current = _rs("web-cur", 3, "nginx:3", revision=3, created="2024-01-03T00:00:00Z")
+    old1 = _rs("web-old1", 0, "nginx:1", revision=1)
+    old2 = _rs("web-old2", 0, "nginx:2", revision=2, created="2024-01-02T00:00:00Z")
+    for rs in (old1, old2):
+        rs["status"].update(replicas=0, availableReplicas=0, readyReplicas=0)
+    d = _deployment(3, "nginx:3", revisionHistoryLimit=1)
+    d["status"] = {
+        "replicas": 3,
+        "updatedReplicas": 3,
+        "availableReplicas": 3,
+        "observedGeneration": 1,
+    }
+    controller, client, _ = _fixture(d, [current, old1, old2])
+    await controller.sync("prod/web")
+    assert ("delete", "replicasets/web-old1") in client.actions
+    assert ("delete", "replicasets/web-old2") not in client.actions
+    progressing = util.get_condition(client.statuses[-1], util.PROGRESSING)
+    assert progressing is not None and progressing["reason"] == util.NEW_RS_AVAILABLE
