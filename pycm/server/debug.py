@@ -1,0 +1,138 @@
+"""The event-stream routes: ``GET /debug/pycm/events`` (SSE) and ``GET /debug/pycm/state``.
+
+``/debug/pycm/events`` streams the bus as Server-Sent Events, one event per trace event:
+``event: trace``, ``id: <seq>``, ``data: <the codec's JSON line>`` — the same bytes as a
+``--trace-file`` line. Query parameters:
+
+- ``since=<seq>`` (or the standard ``Last-Event-ID`` header): resume after a reconnect — the
+  ring backfills what it still holds; what it no longer holds arrives as a ``bus.lagged``
+  event with the count;
+- ``kinds=a,b`` — only these kinds (exact wire names, or a ``prefix.*``);
+- ``limit=N`` — end the stream after N trace events (tests, scripted captures);
+- ``snapshot=0`` — no snapshots.
+
+Every ``snapshot_interval`` seconds (and first, before any trace event) an ``event: snapshot``
+carries the reducer's state, so a new viewer is complete at once. Each viewer is an ordinary
+bounded bus subscriber: a slow browser lags and is told; it never slows the manager.
+These routes sit behind the same authentication and authorization as /metrics.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import orjson
+from sse_starlette.event import ServerSentEvent
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from pycm.trace.bus import Bus
+from pycm.trace.codec import encode
+
+__all__ = ["EVENTS_PATH", "STATE_PATH", "debug_routes"]
+
+EVENTS_PATH = "/debug/pycm/events"
+STATE_PATH = "/debug/pycm/state"
+SUBSCRIBER_QUEUE = 8192
+BATCH = 512
+PING_INTERVAL = 15.0  # an idle stream sends a comment so proxies keep it open
+
+Snapshot = Callable[[], dict[str, Any]]
+
+
+def _bad_request(message: str) -> Response:
+    return JSONResponse({"error": message}, status_code=400)
+
+
+def _kind_filter(text: str) -> Callable[[str], bool] | None:
+    names = [k.strip() for k in text.split(",") if k.strip()]
+    if not names:
+        return None
+    exact = {n for n in names if not n.endswith("*")}
+    prefixes = tuple(n[:-1] for n in names if n.endswith("*"))
+
+    def accept(kind: str) -> bool:
+        return kind in exact or (bool(prefixes) and kind.startswith(prefixes))
+
+    return accept
+
+
+def debug_routes(
+    bus: Bus, snapshot: Snapshot | None = None, *, snapshot_interval: float = 5.0
+) -> list[Route]:
+    async def state(request: Request) -> Response:
+        if snapshot is None:
+            return JSONResponse({"error": "no state reducer in this process"}, status_code=404)
+        return Response(orjson.dumps(snapshot()), media_type="application/json")
+
+    async def events(request: Request) -> Response:
+        params = request.query_params
+        since_text = params.get("since") or request.headers.get("last-event-id")
+        try:
+            since = int(since_text) if since_text else None
+            limit = int(params["limit"]) if "limit" in params else None
+        except ValueError:
+            return _bad_request("since and limit must be integers")
+        if (since is not None and since < 0) or (limit is not None and limit < 1):
+            return _bad_request("since must be >= 0 and limit >= 1")
+        accept = _kind_filter(params.get("kinds", ""))
+        send_snapshots = snapshot is not None and params.get("snapshot", "1") not in ("0", "false")
+        subscription = bus.subscribe(
+            name=f"sse {request.client.host if request.client else ''}",
+            maxsize=SUBSCRIBER_QUEUE,
+            since=since,
+        )
+
+        async def stream() -> AsyncIterator[ServerSentEvent]:
+            sent = 0
+            loop = asyncio.get_running_loop()
+            next_snapshot = loop.time()
+            try:
+                while True:
+                    if send_snapshots and loop.time() >= next_snapshot:
+                        assert snapshot is not None
+                        yield ServerSentEvent(
+                            data=orjson.dumps(snapshot()).decode(), event="snapshot"
+                        )
+                        next_snapshot = loop.time() + snapshot_interval
+                    for event in subscription.drain(BATCH):
+                        if (
+                            accept is not None
+                            and not accept(event.KIND)
+                            and event.KIND != "bus.lagged"
+                        ):
+                            continue
+                        yield ServerSentEvent(
+                            data=encode(event).decode(), event="trace", id=str(event.seq or "")
+                        )
+                        sent += 1
+                        if limit is not None and sent >= limit:
+                            return
+                    wait = PING_INTERVAL
+                    if send_snapshots:
+                        wait = min(wait, max(0.0, next_snapshot - loop.time()))
+                    try:
+                        await asyncio.wait_for(subscription.wait(), timeout=wait)
+                    except TimeoutError:
+                        if not subscription.pending:
+                            yield ServerSentEvent(comment="ping")
+            finally:
+                subscription.close()
+
+        async def body() -> AsyncIterator[bytes]:
+            async for message in stream():
+                yield message.encode()
+
+        # sse-starlette frames the messages; the transport is Starlette's StreamingResponse
+        # (which ends the stream when the client goes away). EventSourceResponse would start a
+        # process-wide shutdown-watcher task that no one owns and that polls forever.
+        return StreamingResponse(
+            body(),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+        )
+
+    return [Route(EVENTS_PATH, events, methods=["GET"]), Route(STATE_PATH, state, methods=["GET"])]
