@@ -90,8 +90,8 @@ class LeaderElectionOptions:
             "identity",
             "identity",
             STRING,
-            "The holder identity written into the Lease (default: the host name, '_' and a "
-            "random UUID).",
+            "The holder identity written into the Lease; empty means the host name, '_' and a "
+            "random UUID.",
         )
 
     def validate(self) -> list[str]:
