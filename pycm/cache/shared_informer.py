@@ -106,7 +106,7 @@ class SharedIndexInformer:
             resync_period=resync,
             should_resync=self._should_resync,
             pause_gc_during_list=gc_tuning,
-            after_list=self._after_list if gc_tuning else None,
+            after_list=self._after_list,
         )
         self._registrations: list[Registration] = []
         self._syncing: list[Registration] = []
@@ -210,16 +210,21 @@ class SharedIndexInformer:
             self._tg = None
 
     def _after_list(self) -> None:
-        gc_tuning.freeze_survivors()
+        if self.gc_tuning:
+            gc_tuning.freeze_survivors()
+        self._check_fifo_synced()  # an empty first list queues nothing: nothing to pop
+
+    def _check_fifo_synced(self) -> None:
+        if not self._synced_event.is_set() and self.fifo.has_synced():
+            self._synced_event.set()
+        self._maybe_synced()
 
     async def _process_loop(self) -> None:
         fifo = self.fifo
         while True:
             batch, initial = await fifo.pop_batch(BATCH)
             self._process(batch, initial)
-            if not self._synced_event.is_set() and fifo.has_synced():
-                self._synced_event.set()
-            self._maybe_synced()
+            self._check_fifo_synced()
             await asyncio.sleep(0)
 
     def _process(self, batch: list[tuple[DeltaType, Any]], initial: int) -> None:

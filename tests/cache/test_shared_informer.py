@@ -341,3 +341,14 @@ async def test_informer_handler_exception_logged_delivery_continues(rigs: list[R
     await until(reg.has_synced, "synced")
     assert [c[1] for c in h.calls] == ["a", "b"]
     assert reg.errors == 1
+
+
+@pytest.mark.asyncio
+async def test_informer_empty_initial_list_still_syncs_and_reports(rigs: list[Rig]) -> None:
+    lw = FakeListWatch(default_watch_hang=True).add_list(ListPage([], "1"))
+    rig = _rig(rigs, lw)
+    reg = rig.informer.add_event_handler(Recorder())
+    rig.start()
+    await asyncio.wait_for(rig.informer.wait_synced(), timeout=5)
+    assert reg.has_synced()
+    assert [e.objects for e in rig.events(InformerSynced)] == [0]

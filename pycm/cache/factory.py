@@ -1,0 +1,158 @@
+"""Informer factories: one shared informer per resource, started and stopped together
+(client-go ``informers.SharedInformerFactory`` and ``metadatainformer``).
+
+Controllers ask :meth:`SharedInformerFactory.informer_for` during construction (the same object
+for the same resource, so every controller shares one cache per resource); the composition
+root then calls :meth:`~SharedInformerFactory.start` (idempotent: it starts only informers not
+started yet, each as a named, guarded task owned by the factory), awaits
+:meth:`~SharedInformerFactory.wait_for_cache_sync`, and at the end
+:meth:`~SharedInformerFactory.shutdown` (cancel and await every informer task).
+
+:class:`MetadataInformerFactory` is the same machinery listing and watching with
+``metadata_only=True``: the cache holds ``PartialObjectMetadata`` (apiVersion, kind, metadata).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Hashable
+from typing import Any
+
+from pycm.cache.fifo import TransformFunc
+from pycm.cache.listers import Lister
+from pycm.cache.listwatch import ClientListWatch, _Client
+from pycm.cache.shared_informer import SharedIndexInformer
+from pycm.cache.transform import drop_managed_fields
+from pycm.trace.bus import Bus, default_bus
+from pycm.util.clock import REAL_CLOCK, Clock
+from pycm.util.tasks import cancel_and_wait, create_guarded_task
+
+__all__ = ["MetadataInformerFactory", "SharedInformerFactory", "resource_name"]
+
+
+def resource_name(resource: Any) -> str:
+    """``pods``, ``deployments.apps``: the name informers and their events go by."""
+    plural = str(getattr(resource, "resource", resource))
+    group = str(getattr(resource, "group", "") or "")
+    return f"{plural}.{group}" if group else plural
+
+
+class SharedInformerFactory:
+    """Creates, shares, starts and stops the informers of one client."""
+
+    metadata_only = False
+
+    def __init__(
+        self,
+        client: _Client,
+        *,
+        default_resync: float = 0.0,
+        namespace: str | None = None,
+        transform: TransformFunc | None = drop_managed_fields,
+        bus: Bus | None = None,
+        clock: Clock = REAL_CLOCK,
+        rng: random.Random | None = None,
+        gc_tuning: bool = True,
+        mutation_detector: bool = False,
+    ) -> None:
+        self.client = client
+        self.default_resync = default_resync
+        self.namespace = namespace
+        self.transform = transform
+        self.bus = bus if bus is not None else default_bus()
+        self.clock = clock
+        self._rng = rng or random.Random()
+        self.gc_tuning = gc_tuning
+        self.mutation_detector = mutation_detector
+        # Invariant: every informer in _tasks is in _informers; a task is never restarted.
+        self._informers: dict[Hashable, SharedIndexInformer] = {}
+        self._tasks: dict[Hashable, asyncio.Task[None]] = {}
+        self._shut_down = False
+
+    def informer_for(
+        self, resource: Hashable, *, resync: float | None = None
+    ) -> SharedIndexInformer:
+        """The shared informer of ``resource``, created on the first request."""
+        informer = self._informers.get(resource)
+        if informer is None:
+            informer = SharedIndexInformer(
+                ClientListWatch(
+                    self.client,
+                    resource,
+                    namespace=self.namespace,
+                    metadata_only=self.metadata_only,
+                ),
+                resource_name(resource),
+                resync=self.default_resync if resync is None else resync,
+                transform=self.transform,
+                clock=self.clock,
+                bus=self.bus,
+                rng=random.Random(self._rng.random()),
+                gc_tuning=self.gc_tuning,
+                mutation_detector=self.mutation_detector,
+                metadata_only=self.metadata_only,
+            )
+            self._informers[resource] = informer
+        return informer
+
+    def lister_for(self, resource: Hashable) -> Lister:
+        return self.informer_for(resource).lister
+
+    @property
+    def informers(self) -> dict[Hashable, SharedIndexInformer]:
+        return dict(self._informers)
+
+    def start(self) -> int:
+        """Start every informer not started yet; returns how many were started now."""
+        if self._shut_down:
+            raise RuntimeError("the informer factory was shut down")
+        started = 0
+        for resource, informer in self._informers.items():
+            if resource not in self._tasks:
+                self._tasks[resource] = create_guarded_task(
+                    informer.run(), name=f"informer:{informer.resource}"
+                )
+                started += 1
+        return started
+
+    async def wait_for_cache_sync(
+        self,
+        timeout: float | None = None,  # noqa: ASYNC109 - an outcome, not an error
+    ) -> dict[Hashable, bool]:
+        """Wait until every started informer has synced, or ``timeout`` seconds pass; returns
+        each started informer's synced state."""
+        waits = {
+            r: asyncio.ensure_future(self._informers[r].wait_synced())
+            for r in self._tasks
+            if not self._informers[r].has_synced()
+        }
+        if waits:
+            timer = (
+                asyncio.ensure_future(self.clock.sleep(timeout)) if timeout is not None else None
+            )
+            pending: set[asyncio.Future[None]] = set(waits.values())
+            try:
+                while pending:
+                    watch = pending | ({timer} if timer is not None else set())
+                    done, _ = await asyncio.wait(watch, return_when=asyncio.FIRST_COMPLETED)
+                    pending -= done
+                    if timer is not None and timer in done:
+                        break
+            finally:
+                for fut in [*waits.values(), *([timer] if timer is not None else [])]:
+                    fut.cancel()
+                await asyncio.wait([*waits.values(), *([timer] if timer is not None else [])])
+        return {r: self._informers[r].has_synced() for r in self._tasks}
+
+    async def shutdown(self, timeout: float | None = None) -> list[asyncio.Task[Any]]:  # noqa: ASYNC109
+        """Cancel every informer task and wait for them; returns tasks that did not stop."""
+        self._shut_down = True
+        tasks = list(self._tasks.values())
+        return await cancel_and_wait(tasks, timeout=timeout, clock=self.clock)
+
+
+class MetadataInformerFactory(SharedInformerFactory):
+    """Informers of ``PartialObjectMetadata``: list and watch with ``metadata_only=True``."""
+
+    metadata_only = True
