@@ -237,9 +237,19 @@ async def _delete_options(request: Request, query: dict[str, str]) -> DeleteOpti
     if grace is None:
         grace = _int_param(query, "gracePeriodSeconds")
     preconditions = body.get("preconditions") or {}
+    if (
+        not (grace is None or (isinstance(grace, int) and not isinstance(grace, bool)))
+        or not isinstance(preconditions, dict)
+        or not all(isinstance(v, str) for v in preconditions.values() if v is not None)
+        or not (policy is None or isinstance(policy, str))
+        or not (orphan is None or isinstance(orphan, bool))
+    ):
+        raise errors.bad_request(
+            "DeleteOptions in version v1 cannot be handled: a field has the wrong type"
+        )
     return DeleteOptions(
         propagation_policy=policy,
-        grace_period_seconds=int(grace) if grace is not None else None,
+        grace_period_seconds=grace,
         precondition_uid=preconditions.get("uid"),
         precondition_resource_version=preconditions.get("resourceVersion"),
     )

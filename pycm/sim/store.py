@@ -38,6 +38,7 @@ from pycm.sim.patch import apply_patch
 from pycm.sim.resources import REGISTRY, Registry, Resource, ResourceKey
 from pycm.sim.scale import scale_of, scale_replicas
 from pycm.sim.selectors import FieldSelector, LabelSelector
+from pycm.sim.shape import check_shape
 from pycm.sim.tokens import encode_continue
 from pycm.sim.watch import ADDED, DELETED, MODIFIED, StoreEvent, Watcher
 from pycm.util.clock import REAL_CLOCK, Clock
@@ -184,11 +185,11 @@ class Store:
     def list_page(
         self,
         res: Resource,
-        namespace: str | None,
-        labels: LabelSelector,
-        fields: FieldSelector,
-        limit: int | None,
-        continue_from: tuple[int, str, str] | None,
+        namespace: str | None = None,
+        labels: LabelSelector | None = None,
+        fields: FieldSelector | None = None,
+        limit: int | None = None,
+        continue_from: tuple[int, str, str] | None = None,
     ) -> ListPage:
         """One page of a chunked list; ``continue_from`` is a decoded (rv, ns, name) token.
 
@@ -197,7 +198,9 @@ class Store:
         token's rv: a watch started from it replays anything that changed meanwhile.
         """
         list_rv = self._rv
-        selected = self._select(res, namespace, labels, fields)
+        selected = self._select(
+            res, namespace, labels or LabelSelector(), fields or FieldSelector()
+        )
         if continue_from is not None:
             token_rv, ns, name = continue_from
             if token_rv < self._compacted_rv:
@@ -338,6 +341,7 @@ class Store:
         """Create ``obj`` (a copy is stored). Returns a copy of what was stored."""
         if not res.stored:
             raise errors.method_not_allowed("POST", res.plural)
+        check_shape(res.kind, obj)
         new = _typed(res, deep_copy(obj))
         m = meta(new)
         ns = self._ns(res, namespace if namespace is not None else m.get("namespace"))
@@ -393,6 +397,7 @@ class Store:
         return self._update(res, obj, namespace, status_only=True)
 
     def _update(self, res: Resource, obj: Obj, namespace: str | None, status_only: bool) -> Obj:
+        check_shape(res.kind, obj)
         m_in = obj.get("metadata") or {}
         name = str(m_in.get("name") or "")
         if not name:
@@ -707,7 +712,9 @@ class Store:
         return None if table is None else table.get(ref[1:])
 
     def replace(self, res: Resource, new: Obj, old: Obj) -> Obj:
-        """Store ``new`` over ``old`` without validation (the collector's writes)."""
+        """Store ``new`` over ``old`` (the stored dict, from ``peek``) without preconditions,
+        defaults or validation — the in-process writes of the collector and the kubelet.
+        ``new`` becomes the stored object: do not mutate it afterwards."""
         stored = self._commit(res, MODIFIED, new, old)
         self._maybe_finish_deletion(res, stored)
         return stored
