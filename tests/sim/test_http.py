@@ -156,6 +156,22 @@ async def test_http_discovery_lists_what_kubectl_needs(http: httpx.AsyncClient) 
         pytest.param(
             "GET", f"{NS}/pods?continue=garbage", None, 400, "BadRequest", id="bad-continue"
         ),
+        pytest.param(
+            "POST",
+            f"{APPS}/deployments",
+            orjson.dumps({"metadata": {"name": "d"}, "spec": {"replicas": "3"}}),
+            400,
+            "BadRequest",
+            id="wrong-json-type",
+        ),
+        pytest.param(
+            "DELETE",
+            f"{NS}/configmaps/x",
+            orjson.dumps({"gracePeriodSeconds": "soon"}),
+            400,
+            "BadRequest",
+            id="bad-delete-options",
+        ),
     ],
 )
 @pytest.mark.asyncio
