@@ -654,7 +654,7 @@ def test_is_secret_flag_name_rule(name: str, secret: bool) -> None:
     assert is_secret_flag(name) is secret
 
 
-def test_no_flag_today_is_secret() -> None:
+def test_flag_sets_default_flags_none_secret() -> None:
     assert [f.name for f in ControllerManagerOptions().flag_sets if f.secret] == []
 
 

@@ -216,7 +216,7 @@ def test_run_help_wins_over_other_problems() -> None:
     assert "Global flags:" in out
 
 
-def test_cli_help_lists_run(capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_help_subcommands_lists_run(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exited:
         cli.main(["--help"])
     assert exited.value.code == 0
@@ -231,7 +231,7 @@ def test_cli_run_help_through_pycm_parser(capsys: pytest.CaptureFixture[str]) ->
     assert "usage: pycm" not in out  # argparse's own help is not used
 
 
-def test_run_version_prints_version() -> None:
+def test_run_version_flag_prints_version() -> None:
     assert _run(["--version"]) == (0, f"pycm {__version__}\n", "")
 
 

@@ -159,9 +159,10 @@ _PATH_SUFFIXES = ("-file", "-dir", "-path", "-kubeconfig")
 
 def is_secret_flag(name: str) -> bool:
     """The rule for withholding a value from FlagsParsed and logs: a flag whose name has a
-    segment ``token``, ``password``, ``passwd``, ``secret`` or ``credential``, unless the
-    flag names a file (``-file``, ``-dir``, ``-path``, ``-kubeconfig``: the path is not the
-    secret), or a bool (``--use-service-account-credentials`` is a switch, not a value)."""
+    segment ``token``, ``password``, ``passwd``, ``secret`` or ``credential`` (or its plural),
+    unless the flag names a path (``-file``, ``-dir``, ``-path``, ``-kubeconfig``: the path is
+    not the secret). :class:`Flag` also exempts bools (``--use-service-account-credentials`` is
+    a switch, not a credential) and takes an explicit ``secret=`` over the rule."""
     if name.endswith(_PATH_SUFFIXES):
         return False
     return any(
