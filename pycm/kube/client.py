@@ -1,0 +1,694 @@
+"""The async API client: Kubernetes verbs over one httpx client, plain dicts in and out.
+
+Every request goes through the same pipeline (:meth:`Client._send`):
+
+1. the client-side rate limiter (``--kube-api-qps`` / ``--kube-api-burst``; a token bucket;
+   the seconds waited are measured) — watch requests too, but not the stream once open;
+2. headers: User-Agent, Accept (metadata-only requests ask for PartialObjectMetadata and fall
+   back to plain JSON), Authorization (token files re-read for rotation), ``traceparent`` when
+   inside a trace step;
+3. the request, with the config's timeout (watch streams use ``timeoutSeconds`` plus a read
+   margin instead);
+4. a 429 — or a 5xx — carrying Retry-After is retried after that many seconds, up to
+   :data:`MAX_RETRIES` times (client-go's ``checkWait``), each retry through the limiter again;
+5. the whole body is decoded with one ``orjson.loads`` (no per-item work);
+6. one ``api.request`` trace point (:class:`~pycm.trace.kinds.ApiRequestCompleted`) and
+   client-go's ``rest_client_*`` metrics.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, Protocol
+
+import httpx
+import orjson
+from prometheus_client import CollectorRegistry
+
+from pycm.api.labels import Selector
+from pycm.kube.auth import Authenticator
+from pycm.kube.config import ClientConfig
+from pycm.kube.errors import (
+    Expired,
+    KubeError,
+    Timeout,
+    TransportError,
+    error_from_response,
+    parse_retry_after,
+)
+from pycm.kube.metrics import ClientMetrics, client_metrics
+from pycm.kube.resources import Resource
+from pycm.kube.transport import build_http_client, build_ssl_context
+from pycm.kube.watch import Watch
+from pycm.trace.bus import Bus, default_bus
+from pycm.trace.context import current_span, error_text
+from pycm.trace.kinds import ApiRequestCompleted
+from pycm.util.clock import REAL_CLOCK, Clock
+from pycm.util.ratelimit import TokenBucket
+
+__all__ = [
+    "ACCEPT_JSON",
+    "ACCEPT_METADATA",
+    "ACCEPT_METADATA_LIST",
+    "DEFAULT_PAGE_SIZE",
+    "MAX_RETRIES",
+    "WATCH_READ_MARGIN",
+    "Client",
+    "ListResult",
+    "PatchType",
+    "RateLimiter",
+    "Response",
+]
+
+Obj = dict[str, Any]
+
+ACCEPT_JSON = "application/json"
+ACCEPT_METADATA = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
+ACCEPT_METADATA_LIST = (
+    "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
+)
+# client-go retries a request answered with Retry-After at most 10 times.
+MAX_RETRIES = 10
+# client-go's pager asks for 500 items a page.
+DEFAULT_PAGE_SIZE = 500
+# A watch's read timeout is its timeoutSeconds plus this margin, so the server ends it first.
+WATCH_READ_MARGIN = 30.0
+# With --kube-api-qps 0, client-go uses 5 qps, burst 10.
+_DEFAULT_QPS, _DEFAULT_BURST = 5.0, 10
+
+
+class RateLimiter(Protocol):
+    """The subset of a token bucket the client uses."""
+
+    async def wait(self) -> float:
+        """Wait for a token; return the seconds waited."""
+        ...
+
+
+class PatchType(enum.StrEnum):
+    """The patch flavours, by the Content-Type that names them."""
+
+    MERGE = "application/merge-patch+json"
+    STRATEGIC = "application/strategic-merge-patch+json"
+    JSON = "application/json-patch+json"
+    APPLY = "application/apply-patch+yaml"
+
+
+@dataclass(frozen=True, slots=True)
+class ListResult:
+    """All items of a (possibly paged) list, and the list's resourceVersion to watch from."""
+
+    items: list[Obj]
+    resource_version: str
+    pages: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Response:
+    """A raw response (from :meth:`Client.request`)."""
+
+    code: int
+    headers: httpx.Headers
+    content: bytes
+
+    def json(self) -> Any:
+        return orjson.loads(self.content)
+
+    @property
+    def text(self) -> str:
+        return self.content.decode("utf-8", "replace")
+
+
+@dataclass(frozen=True, slots=True)
+class _Call:
+    """What a request is, for its trace event."""
+
+    verb: str
+    resource: str = ""
+    subresource: str = ""
+    namespace: str = ""
+    name: str = ""
+
+
+def _limiter_for(config: ClientConfig, clock: Clock) -> TokenBucket | None:
+    if config.qps < 0:
+        return None
+    qps, burst = (config.qps, config.burst) if config.qps > 0 else (_DEFAULT_QPS, _DEFAULT_BURST)
+    return TokenBucket(qps if qps != math.inf else math.inf, max(1, burst), clock=clock)
+
+
+def _selector(value: str | Selector | None) -> str | None:
+    if value is None:
+        return None
+    return value if isinstance(value, str) else value.to_string()
+
+
+class Client:
+    """An API client for one configuration.
+
+    Build it with :meth:`connect` (which reads TLS files in a thread), or directly with a test
+    ``transport`` (an ``httpx.MockTransport``). Close it with :meth:`aclose` or ``async with``.
+    :meth:`with_user_agent` gives a per-controller client sharing the connection pool but with
+    its own user agent and its own rate limiter (as each KCM controller's clientset has).
+    """
+
+    def __init__(
+        self,
+        config: ClientConfig,
+        *,
+        transport: httpx.AsyncBaseTransport | None = None,
+        ssl_context: Any = None,
+        rate_limiter: RateLimiter | None = None,
+        bus: Bus | None = None,
+        registry: CollectorRegistry | None = None,
+        clock: Clock = REAL_CLOCK,
+        max_retries: int = MAX_RETRIES,
+        _http: httpx.AsyncClient | None = None,
+    ) -> None:
+        self.config = config
+        self._clock = clock
+        self._http = _http or build_http_client(
+            config, ssl_context=ssl_context, transport=transport
+        )
+        self._owns_http = _http is None
+        self._limiter: RateLimiter | None = (
+            rate_limiter if rate_limiter is not None else _limiter_for(config, clock)
+        )
+        self._bus = bus
+        self._registry = registry
+        self._metrics: ClientMetrics = client_metrics(registry)
+        self._auth = Authenticator(config, clock)
+        self._max_retries = max_retries
+        self.host = httpx.URL(config.server).netloc.decode("ascii")
+        self._extensions = (
+            {"sni_hostname": config.tls_server_name} if config.tls_server_name else {}
+        )
+
+    @classmethod
+    async def connect(cls, config: ClientConfig, **kwargs: Any) -> Client:
+        """A client whose TLS context is built (files read) in a thread."""
+        ssl_context = None
+        if config.server.startswith("https"):
+            ssl_context = await asyncio.to_thread(build_ssl_context, config)
+        return cls(config, ssl_context=ssl_context, **kwargs)
+
+    def with_user_agent(self, user_agent: str) -> Client:
+        """A client sharing this one's connections, with its own user agent and rate limiter."""
+        config = self.config.with_overrides(user_agent=user_agent)
+        return Client(
+            config,
+            bus=self._bus,
+            registry=self._registry,
+            clock=self._clock,
+            max_retries=self._max_retries,
+            _http=self._http,
+        )
+
+    async def aclose(self) -> None:
+        if self._owns_http:
+            await self._http.aclose()
+
+    async def __aenter__(self) -> Client:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    # --- verbs ---------------------------------------------------------------------------
+
+    async def get(
+        self,
+        res: Resource,
+        name: str,
+        *,
+        namespace: str = "",
+        subresource: str = "",
+        resource_version: str | None = None,
+        metadata_only: bool = False,
+    ) -> Obj:
+        params = {"resourceVersion": resource_version} if resource_version is not None else {}
+        return await self._json(
+            _Call("get", res.resource, subresource, namespace, name),
+            "GET",
+            res.path(namespace, name, subresource),
+            params=params,
+            accept=ACCEPT_METADATA if metadata_only else ACCEPT_JSON,
+        )
+
+    async def list(
+        self,
+        res: Resource,
+        *,
+        namespace: str = "",
+        label_selector: str | Selector | None = None,
+        field_selector: str | None = None,
+        limit: int | None = None,
+        continue_: str | None = None,
+        resource_version: str | None = None,
+        resource_version_match: str | None = None,
+        metadata_only: bool = False,
+    ) -> Obj:
+        """One page: the List object as sent (``items``, ``metadata.continue``, ...)."""
+        params: dict[str, str] = {}
+        _put(params, "labelSelector", _selector(label_selector))
+        _put(params, "fieldSelector", field_selector)
+        _put(params, "limit", str(limit) if limit else None)
+        _put(params, "continue", continue_)
+        _put(params, "resourceVersion", resource_version)
+        _put(params, "resourceVersionMatch", resource_version_match)
+        return await self._json(
+            _Call("list", res.resource, "", namespace),
+            "GET",
+            res.path(namespace),
+            params=params,
+            accept=ACCEPT_METADATA_LIST if metadata_only else ACCEPT_JSON,
+        )
+
+    async def list_all(
+        self,
+        res: Resource,
+        *,
+        namespace: str = "",
+        label_selector: str | Selector | None = None,
+        field_selector: str | None = None,
+        resource_version: str | None = None,
+        page_size: int = DEFAULT_PAGE_SIZE,
+        metadata_only: bool = False,
+    ) -> ListResult:
+        """Every item, following ``continue`` (client-go's pager). If a continue token expires
+        mid-way (410), the list is redone in one unpaged request, as the pager's
+        FullListIfExpired does."""
+        items: list[Obj] = []
+        token: str | None = None
+        pages = 0
+        common: dict[str, Any] = {
+            "namespace": namespace,
+            "label_selector": label_selector,
+            "field_selector": field_selector,
+            "metadata_only": metadata_only,
+        }
+        while True:
+            try:
+                page = await self.list(
+                    res,
+                    limit=page_size,
+                    continue_=token,
+                    resource_version=None if token else resource_version,
+                    **common,
+                )
+            except Expired:
+                if token is None:
+                    raise
+                page = await self.list(res, resource_version=resource_version, **common)
+                items = []
+                token = None
+            pages += 1
+            items.extend(page.get("items") or ())
+            meta = page.get("metadata") or {}
+            token = meta.get("continue") or None
+            if not token:
+                return ListResult(items, str(meta.get("resourceVersion") or ""), pages)
+
+    def watch(
+        self,
+        res: Resource,
+        *,
+        namespace: str = "",
+        label_selector: str | Selector | None = None,
+        field_selector: str | None = None,
+        resource_version: str | None = None,
+        allow_watch_bookmarks: bool = True,
+        timeout_seconds: int | None = None,
+        send_initial_events: bool | None = None,
+        metadata_only: bool = False,
+    ) -> Watch:
+        """``async with client.watch(PODS, resource_version=rv) as w: async for ev in w: ...``"""
+        params: dict[str, str] = {"watch": "true"}
+        _put(params, "labelSelector", _selector(label_selector))
+        _put(params, "fieldSelector", field_selector)
+        _put(params, "resourceVersion", resource_version)
+        if allow_watch_bookmarks:
+            params["allowWatchBookmarks"] = "true"
+        if timeout_seconds is not None:
+            params["timeoutSeconds"] = str(int(timeout_seconds))
+        if send_initial_events is not None:
+            params["sendInitialEvents"] = "true" if send_initial_events else "false"
+        read = timeout_seconds + WATCH_READ_MARGIN if timeout_seconds else None
+        connect = self.config.timeout
+        timeout = httpx.Timeout(connect=connect, read=read, write=connect, pool=connect)
+        call = _Call("watch", res.resource, "", namespace)
+        path = res.path(namespace)
+        accept = ACCEPT_METADATA if metadata_only else ACCEPT_JSON
+
+        async def open_stream() -> httpx.Response:
+            return await self._send(call, "GET", path, params, None, accept, None, timeout, True)
+
+        return Watch(open_stream)
+
+    async def create(
+        self,
+        res: Resource,
+        obj: Mapping[str, Any],
+        *,
+        namespace: str | None = None,
+        dry_run: bool = False,
+        field_manager: str | None = None,
+    ) -> Obj:
+        ns = namespace if namespace is not None else _obj_namespace(obj)
+        return await self._json(
+            _Call("create", res.resource, "", ns),
+            "POST",
+            res.path(ns),
+            params=_write_params(dry_run, field_manager),
+            body=obj,
+        )
+
+    async def update(
+        self,
+        res: Resource,
+        obj: Mapping[str, Any],
+        *,
+        namespace: str | None = None,
+        subresource: str = "",
+        dry_run: bool = False,
+        field_manager: str | None = None,
+    ) -> Obj:
+        """PUT the whole object (its metadata.resourceVersion is the optimistic-lock check)."""
+        ns = namespace if namespace is not None else _obj_namespace(obj)
+        name = str((obj.get("metadata") or {}).get("name") or "")
+        if not name:
+            raise ValueError("update needs metadata.name")
+        return await self._json(
+            _Call("update", res.resource, subresource, ns, name),
+            "PUT",
+            res.path(ns, name, subresource),
+            params=_write_params(dry_run, field_manager),
+            body=obj,
+        )
+
+    async def update_status(
+        self, res: Resource, obj: Mapping[str, Any], *, namespace: str | None = None
+    ) -> Obj:
+        return await self.update(res, obj, namespace=namespace, subresource="status")
+
+    async def patch(
+        self,
+        res: Resource,
+        name: str,
+        patch: Mapping[str, Any] | Sequence[Mapping[str, Any]],
+        *,
+        namespace: str = "",
+        patch_type: PatchType = PatchType.MERGE,
+        subresource: str = "",
+        dry_run: bool = False,
+        field_manager: str | None = None,
+        force: bool | None = None,
+    ) -> Obj:
+        """A merge (default), strategic-merge, JSON (a list of operations) or apply patch."""
+        if patch_type is PatchType.JSON and not isinstance(patch, Sequence):
+            raise TypeError("a JSON patch is a list of operations")
+        if patch_type is PatchType.APPLY and not field_manager:
+            raise ValueError("an apply patch needs a field_manager")
+        params = _write_params(dry_run, field_manager)
+        if force is not None:
+            params["force"] = "true" if force else "false"
+        return await self._json(
+            _Call("patch", res.resource, subresource, namespace, name),
+            "PATCH",
+            res.path(namespace, name, subresource),
+            params=params,
+            body=patch,
+            content_type=patch_type.value,
+        )
+
+    async def delete(
+        self,
+        res: Resource,
+        name: str,
+        *,
+        namespace: str = "",
+        uid: str | None = None,
+        resource_version: str | None = None,
+        propagation_policy: str | None = None,
+        grace_period_seconds: int | None = None,
+        dry_run: bool = False,
+    ) -> Obj:
+        """DELETE with DeleteOptions; returns what the server sends (the object or a Status)."""
+        return await self._json(
+            _Call("delete", res.resource, "", namespace, name),
+            "DELETE",
+            res.path(namespace, name),
+            body=_delete_options(
+                uid, resource_version, propagation_policy, grace_period_seconds, dry_run
+            ),
+        )
+
+    async def delete_collection(
+        self,
+        res: Resource,
+        *,
+        namespace: str = "",
+        label_selector: str | Selector | None = None,
+        field_selector: str | None = None,
+        propagation_policy: str | None = None,
+        grace_period_seconds: int | None = None,
+    ) -> Obj:
+        params: dict[str, str] = {}
+        _put(params, "labelSelector", _selector(label_selector))
+        _put(params, "fieldSelector", field_selector)
+        return await self._json(
+            _Call("deletecollection", res.resource, "", namespace),
+            "DELETE",
+            res.path(namespace),
+            params=params,
+            body=_delete_options(None, None, propagation_policy, grace_period_seconds, False),
+        )
+
+    async def get_scale(self, res: Resource, name: str, *, namespace: str = "") -> Obj:
+        return await self.get(res, name, namespace=namespace, subresource="scale")
+
+    async def update_scale(
+        self, res: Resource, name: str, scale: Mapping[str, Any], *, namespace: str = ""
+    ) -> Obj:
+        return await self._json(
+            _Call("update", res.resource, "scale", namespace, name),
+            "PUT",
+            res.path(namespace, name, "scale"),
+            body=scale,
+        )
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, str] | None = None,
+        content: bytes | None = None,
+        content_type: str | None = None,
+        accept: str = "*/*",
+        verb: str = "",
+    ) -> Response:
+        """A raw request (discovery, /healthz, /version); error statuses raise as usual."""
+        resp = await self._send(
+            _Call(verb or method.lower()),
+            method.upper(),
+            path,
+            dict(params or {}),
+            content,
+            accept,
+            content_type,
+            None,
+            False,
+        )
+        return Response(resp.status_code, resp.headers, resp.content)
+
+    # --- the pipeline --------------------------------------------------------------------
+
+    async def _json(
+        self,
+        call: _Call,
+        method: str,
+        path: str,
+        *,
+        params: dict[str, str] | None = None,
+        body: Any = None,
+        accept: str = ACCEPT_JSON,
+        content_type: str = "application/json",
+    ) -> Obj:
+        content = orjson.dumps(body) if body is not None else None
+        resp = await self._send(
+            call,
+            method,
+            path,
+            params or {},
+            content,
+            accept,
+            content_type if content is not None else None,
+            None,
+            False,
+        )
+        decoded = orjson.loads(resp.content) if resp.content else {}
+        if not isinstance(decoded, dict):
+            raise KubeError(f"{call.verb} {path}: expected a JSON object in the response")
+        return decoded
+
+    async def _throttle(self, method: str) -> float:
+        if self._limiter is None:
+            return 0.0
+        waited = await self._limiter.wait()
+        self._metrics.rate_limiter_duration.labels(method, self.host).observe(waited)
+        return waited
+
+    async def _headers(self, accept: str, content_type: str | None) -> dict[str, str]:
+        headers = {"User-Agent": self.config.user_agent, "Accept": accept}
+        if content_type:
+            headers["Content-Type"] = content_type
+        authorization = await self._auth.header()
+        if authorization:
+            headers["Authorization"] = authorization
+        if self.config.propagate_trace_context:
+            span = current_span()
+            if span is not None:
+                headers["traceparent"] = f"00-{span[0]}-{span[1]}-01"
+        return headers
+
+    async def _send(
+        self,
+        call: _Call,
+        method: str,
+        path: str,
+        params: dict[str, str],
+        content: bytes | None,
+        accept: str,
+        content_type: str | None,
+        http_timeout: httpx.Timeout | None,
+        stream: bool,
+    ) -> httpx.Response:
+        """Send with throttling, Retry-After retries, metrics and the trace point. A streamed
+        response is returned open (the caller closes it); others are read in full."""
+        clock = self._clock
+        start = clock.monotonic_ns()
+        waited = 0.0
+        retries = 0
+        code = 0
+        nbytes = 0
+        error = ""
+        host = self.host
+        metrics = self._metrics
+        try:
+            while True:
+                waited += await self._throttle(method)
+                headers = await self._headers(accept, content_type)
+                request = self._http.build_request(
+                    method,
+                    path,
+                    params=params,
+                    content=content,
+                    headers=headers,
+                    timeout=http_timeout or httpx.Timeout(self.config.timeout),
+                    extensions=self._extensions,
+                )
+                try:
+                    resp = await self._http.send(request, stream=True)
+                    try:
+                        if not stream or resp.status_code >= 300:
+                            await resp.aread()
+                    finally:
+                        if not stream or resp.status_code >= 300:
+                            await resp.aclose()
+                except httpx.TimeoutException as e:
+                    metrics.requests.labels("<error>", method, host).inc()
+                    raise Timeout(
+                        f"client-side timeout: {type(e).__name__}", reason="Timeout"
+                    ) from None
+                except httpx.HTTPError as e:
+                    metrics.requests.labels("<error>", method, host).inc()
+                    raise TransportError(f"{type(e).__name__}: {e}") from None
+                code = resp.status_code
+                metrics.requests.labels(str(code), method, host).inc()
+                if not stream or code >= 300:
+                    nbytes = len(resp.content)
+                if code >= 300:
+                    retry_after = parse_retry_after(resp.headers.get("retry-after"))
+                    retryable = code == 429 or code >= 500
+                    if retryable and retry_after is not None and retries < self._max_retries:
+                        retries += 1
+                        metrics.retries.labels(str(code), method, host).inc()
+                        await clock.sleep(retry_after)
+                        continue
+                    raise error_from_response(code, resp.content, resp.headers)
+                return resp
+        except KubeError as e:
+            error = error_text(e)
+            raise
+        finally:
+            dur_ns = clock.monotonic_ns() - start
+            metrics.request_duration.labels(method, host).observe(dur_ns / 1e9)
+            (self._bus or default_bus()).point(
+                ApiRequestCompleted(
+                    verb=call.verb,
+                    method=method,
+                    resource=call.resource,
+                    subresource=call.subresource,
+                    namespace=call.namespace,
+                    name=call.name,
+                    host=host,
+                    code=code,
+                    bytes=nbytes,
+                    rate_limiter_wait_ms=waited * 1000.0,
+                    retries=retries,
+                    error=error,
+                ),
+                dur_ns=dur_ns,
+            )
+
+
+def _put(params: dict[str, str], key: str, value: str | None) -> None:
+    if value is not None and value != "":
+        params[key] = value
+
+
+def _obj_namespace(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("namespace") or "")
+
+
+def _write_params(dry_run: bool, field_manager: str | None) -> dict[str, str]:
+    params: dict[str, str] = {}
+    if dry_run:
+        params["dryRun"] = "All"
+    _put(params, "fieldManager", field_manager)
+    return params
+
+
+def _delete_options(
+    uid: str | None,
+    resource_version: str | None,
+    propagation_policy: str | None,
+    grace_period_seconds: int | None,
+    dry_run: bool,
+) -> Obj:
+    options: Obj = {"kind": "DeleteOptions", "apiVersion": "v1"}
+    preconditions = {}
+    if uid is not None:
+        preconditions["uid"] = uid
+    if resource_version is not None:
+        preconditions["resourceVersion"] = resource_version
+    if preconditions:
+        options["preconditions"] = preconditions
+    if propagation_policy is not None:
+        options["propagationPolicy"] = propagation_policy
+    if grace_period_seconds is not None:
+        options["gracePeriodSeconds"] = grace_period_seconds
+    if dry_run:
+        options["dryRun"] = ["All"]
+    return options
