@@ -60,11 +60,13 @@ DEFAULT_SHUTDOWN_TIMEOUT = 5.0
 
 @dataclass(frozen=True, slots=True)
 class SecureServingConfig:
-    """The secure-serving flags (KCM's names): --bind-address, --secure-port, --tls-cert-file,
-    --tls-private-key-file, --cert-dir, --client-ca-file."""
+    """The secure-serving flags (KCM's names): --bind-address, --secure-port (``port``; 0 here
+    means "any free port" — whether to serve at all is the caller's decision),
+    --tls-cert-file, --tls-private-key-file, --cert-dir, --client-ca-file. An empty string is
+    the same as None (as pycm.app's config spells "not set")."""
 
     bind_address: str = "0.0.0.0"
-    secure_port: int = 10257
+    port: int = 10257
     tls_cert_file: str | None = None
     tls_private_key_file: str | None = None
     cert_dir: str | None = None
@@ -272,7 +274,7 @@ class SecureServer(_Serving):
                 secure=True,
                 clock=self._clock,
             )
-            return await self._serve(chain, cfg.bind_address, cfg.secure_port, context)
+            return await self._serve(chain, cfg.bind_address, cfg.port, context)
         except BaseException:
             self._remove_temp_dir()
             raise

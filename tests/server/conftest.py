@@ -140,7 +140,7 @@ async def serve(bus: Bus, exit_stack: AsyncExitStack) -> Serve:
         authorizer = authorizer or FakeAuthorizer(allowed)
         server = SecureServer(
             app,
-            config or SecureServingConfig(bind_address="127.0.0.1", secure_port=0),
+            config or SecureServingConfig(bind_address="127.0.0.1", port=0),
             authenticator=DelegatingAuthenticator(reviewer),
             authorizer=authorizer,
             bus=bus,

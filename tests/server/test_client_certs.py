@@ -17,7 +17,7 @@ from tests.server.conftest import ClientFor, Serve, bearer
 def _client_ca_config(tmp_path: Path, client_ca: trustme.CA) -> SecureServingConfig:
     ca_file = tmp_path / "client-ca.crt"
     client_ca.cert_pem.write_to_path(str(ca_file))
-    return SecureServingConfig(bind_address="127.0.0.1", secure_port=0, client_ca_file=str(ca_file))
+    return SecureServingConfig(bind_address="127.0.0.1", port=0, client_ca_file=str(ca_file))
 
 
 @pytest.mark.asyncio

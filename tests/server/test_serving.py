@@ -24,7 +24,7 @@ from tests.server.conftest import ClientFor, Serve
 
 
 def _config(**kwargs: object) -> SecureServingConfig:
-    return SecureServingConfig(bind_address="127.0.0.1", secure_port=0, **kwargs)  # type: ignore[arg-type]
+    return SecureServingConfig(bind_address="127.0.0.1", port=0, **kwargs)  # type: ignore[arg-type]
 
 
 @pytest.mark.asyncio
