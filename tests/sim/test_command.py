@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import signal
 import socket
 import subprocess
 import sys
 from pathlib import Path
 
+import httpx
 import pytest
 import yaml
 from kubernetes import client, config
@@ -101,3 +103,20 @@ def test_command_is_a_pycm_subcommand(tmp_path: Path) -> None:
     assert stop_sim(sim) == 0
     result = _run(["sim", "--watch-window", "0"], tmp_path, module="pycm")
     assert result.returncode == 2 and "must be at least 1" in result.stderr
+
+
+def test_command_sigterm_ends_open_watches_and_exits_zero(tmp_path: Path) -> None:
+    sim = start_sim([], tmp_path)
+    token = yaml.safe_load(sim.kubeconfig.read_text())["users"][0]["user"]["token"]
+    headers = {"Authorization": f"Bearer {token}"}
+    with (
+        httpx.Client(base_url=sim.url, headers=headers, timeout=10) as c,
+        c.stream("GET", "/api/v1/namespaces?watch=1") as response,
+    ):
+        lines = response.iter_lines()
+        assert json.loads(next(lines))["type"] == "ADDED"
+        sim.proc.send_signal(signal.SIGTERM)
+        rest = [line for line in lines if line]  # the stream ends instead of hanging
+    assert len(rest) <= 3  # at most the other three namespaces, then EOF
+    sim.proc.communicate(timeout=15)
+    assert sim.proc.returncode == 0
