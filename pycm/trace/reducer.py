@@ -470,6 +470,7 @@ class State:
 
     def _reconcile_started(self, ev: ReconcileStarted, inst: InstanceRecord) -> None:
         self._open_step(ev)
+        self._controller(ev.instance, ev.controller)  # in flight is counted per controller
 
     def _reconcile_finished(self, ev: ReconcileFinished, inst: InstanceRecord) -> None:
         self._close_step(ev)
