@@ -139,8 +139,8 @@ def load_kubeconfig(
         raise ConfigError(f"invalid kubeconfig {source}: {_short(e)}") from None
     if merged is None:
         raise ConfigError(f"invalid kubeconfig {source}: no configuration found")
-    contexts = [c["name"] for c in merged.value.get("contexts") or [] if "name" in c]
-    chosen = context or merged.value.get("current-context") or ""
+    contexts = [_raw(c).get("name") for c in _raw(merged).get("contexts") or []]
+    chosen = context or _raw(merged).get("current-context") or ""
     if not chosen:
         raise ConfigError(f"kubeconfig {source} sets no current-context and none was chosen")
     if chosen not in contexts:
@@ -158,16 +158,17 @@ def load_kubeconfig(
             f"invalid kubeconfig {source} (context {chosen!r}): {_short(e)}"
         ) from None
     if not conf.host or conf.host == "http://localhost":
-        ctx_cluster = loader.current_context["context"].get("cluster", "")
+        ctx_cluster = _raw(loader.current_context["context"]).get("cluster", "")
         raise ConfigError(f"kubeconfig {source}: cluster {ctx_cluster!r} has no server")
 
-    user = _context_user(merged, loader)
-    token_file = user.get("tokenFile") if isinstance(user, Mapping) else None
+    user, user_path = _context_user(merged, loader)
+    token_file = user.get("tokenFile")
     if token_file:
-        token_file = os.path.join(os.path.dirname(os.path.abspath(existing[0])), token_file)
+        base = os.path.dirname(os.path.abspath(user_path or existing[0]))
+        token_file = os.path.join(base, os.path.expanduser(str(token_file)))
     token = _bearer(conf.api_key.get("BearerToken"))
     refresh = None
-    if isinstance(user, Mapping) and "exec" in user and conf.refresh_api_key_hook is not None:
+    if "exec" in user and conf.refresh_api_key_hook is not None:
         hook = conf.refresh_api_key_hook
 
         def refresh() -> str | None:
@@ -175,7 +176,7 @@ def load_kubeconfig(
             value = conf.api_key.get("BearerToken")
             return str(value) if value else None
 
-    namespace = loader.current_context["context"].get("namespace", "") or ""
+    namespace = _raw(loader.current_context["context"]).get("namespace", "") or ""
     return ClientConfig(
         server=str(conf.host).rstrip("/"),
         ca_file=conf.ssl_ca_cert or None,
@@ -215,12 +216,20 @@ def _check_kubeconfig_file(path: str) -> None:
             )
 
 
-def _context_user(merged: Any, loader: Any) -> Any:
-    user_name = loader.current_context["context"].get("user")
-    for user in merged.value.get("users") or []:
-        if user.get("name") == user_name:
-            return user.value.get("user") if hasattr(user, "value") else user.get("user")
-    return None
+def _raw(node: Any) -> Any:
+    """The plain value of one of the kubernetes loader's ConfigNodes (or a plain value)."""
+    return node.value if hasattr(node, "value") else node
+
+
+def _context_user(merged: Any, loader: Any) -> tuple[Mapping[str, Any], str]:
+    """The current context's user entry and the file that defined it."""
+    user_name = _raw(loader.current_context["context"]).get("user")
+    for node in _raw(merged).get("users") or []:
+        entry = _raw(node)
+        if isinstance(entry, Mapping) and entry.get("name") == user_name:
+            user = _raw(entry.get("user"))
+            return (user if isinstance(user, Mapping) else {}), str(getattr(node, "path", "") or "")
+    return {}, ""
 
 
 def _bearer(value: Any) -> str | None:
