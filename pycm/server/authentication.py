@@ -160,6 +160,11 @@ class AuthenticationMiddleware:
         self.authenticator = authenticator
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "websocket":
+            # Nothing here serves websockets (uvicorn runs with ws="none"); should one ever
+            # arrive, it is refused rather than let past authentication.
+            await send({"type": "websocket.close", "code": 1008})
+            return
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return

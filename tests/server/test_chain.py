@@ -15,6 +15,7 @@ from pycm.server import LAYERS
 from pycm.server.authentication import get_user
 from pycm.server.request_info import get_request_info
 from pycm.server.subjectaccessreview import AuthorizationError
+from pycm.server.tokenreview import TokenReviewError
 from pycm.server.user import UserInfo
 from pycm.trace.bus import Bus
 from pycm.trace.kinds import HandlerChainBuilt
@@ -309,3 +310,41 @@ async def test_authentication_uses_the_reviewer_once_per_distinct_token(
     await client.get(f"{served.url}/whoami")
     assert served.reviewer.calls == ["alice-token"]
     assert ALICE.name == "alice"
+
+
+class _FailingReviewer:
+    async def review(self, token: str) -> UserInfo | None:
+        raise TokenReviewError("TokenReview failed: connection refused")
+
+
+@pytest.mark.asyncio
+async def test_authentication_review_failure_is_401_not_anonymous(
+    serve: Serve, client_for: ClientFor
+) -> None:
+    served = await serve(reviewer=_FailingReviewer())
+    client = client_for(served.server.cert_file)
+    response = await client.get(f"{served.url}/metrics", headers=bearer("alice-token"))
+    assert response.status_code == 401
+    assert "connection refused" not in response.text
+    assert served.authorizer.calls == []
+
+
+@pytest.mark.asyncio
+async def test_authentication_refuses_websocket_scopes() -> None:
+    from pycm.server.authentication import AnonymousAuthenticator, AuthenticationMiddleware
+
+    reached: list[str] = []
+    sent: list[dict[str, object]] = []
+
+    async def app(scope: object, receive: object, send: object) -> None:
+        reached.append("app")
+
+    async def receive() -> dict[str, object]:
+        return {"type": "websocket.connect"}
+
+    async def send(message: dict[str, object]) -> None:
+        sent.append(message)
+
+    middleware = AuthenticationMiddleware(app, authenticator=AnonymousAuthenticator())
+    await middleware({"type": "websocket", "path": "/ws", "headers": []}, receive, send)
+    assert (reached, sent) == ([], [{"type": "websocket.close", "code": 1008}])

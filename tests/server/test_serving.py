@@ -15,7 +15,15 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
-from pycm.server import HealthRegistry, InsecureServer, SecureServingConfig, build_routes
+from pycm.server import (
+    AlwaysAllowAuthorizer,
+    AnonymousAuthenticator,
+    HealthRegistry,
+    InsecureServer,
+    SecureServer,
+    SecureServingConfig,
+    build_routes,
+)
 from pycm.server.certs import CERT_DIR_CERT, CERT_DIR_KEY
 from pycm.server.serving import is_loopback
 from pycm.trace.bus import Bus
@@ -249,3 +257,19 @@ async def test_insecure_server_non_loopback_bind_logs_a_warning(
 )
 def test_is_loopback_address_classified(address: str, loopback: bool) -> None:
     assert is_loopback(address) is loopback
+
+
+@pytest.mark.asyncio
+async def test_secure_server_port_in_use_raises_and_cleans_up(serve: Serve) -> None:
+    first = await serve()
+    second = SecureServer(
+        build_routes(health=HealthRegistry(bus=Bus())),
+        SecureServingConfig(bind_address="127.0.0.1", port=first.server.port),
+        authenticator=AnonymousAuthenticator(),
+        authorizer=AlwaysAllowAuthorizer(),
+        bus=Bus(),
+    )
+    with pytest.raises(OSError):
+        await second.start()
+    assert not Path(second.cert_file).parent.exists()  # its temp dir went with the failure
+    await second.stop()  # stopping a server that never served is a no-op
