@@ -5,9 +5,10 @@
   lists named in :data:`MERGE_KEYS` merge element-wise by their key (containers by ``name``),
   lists in :data:`MERGE_PRIMITIVES` (finalizers) are unions, other lists replace; the
   directives ``$patch: replace|delete`` (on maps and list elements),
-  ``$deleteFromPrimitiveList/<field>`` are honoured; ``$setElementOrder/<field>`` and
-  ``$retainKeys`` are accepted and ignored (new elements are appended). The merge key is
-  chosen by field name, not by full schema path — for these kinds that is the same thing.
+  ``$deleteFromPrimitiveList/<field>`` and ``$retainKeys`` (clear the map's other fields) are
+  honoured; ``$setElementOrder/<field>`` is accepted and ignored (new elements are
+  appended). The merge key is chosen by field name, not by full schema path — for these kinds
+  that is the same thing.
 - ``application/json-patch+json``: RFC 6902 (add, remove, replace, move, copy, test).
 
 Patches never mutate their input: they return a new document.
@@ -94,6 +95,11 @@ def _smp_map(original: dict[str, Any], patch: dict[str, Any]) -> Any:
     if directive is not None:
         raise bad_request(f"strategic merge patch: unknown patch type {directive!r}")
     result = copy.deepcopy(original)
+    retain = patch.get("$retainKeys")
+    if retain is not None:
+        if not isinstance(retain, list):
+            raise bad_request("strategic merge patch: $retainKeys must be a list")
+        result = {k: v for k, v in result.items() if k in retain}
     for key, value in patch.items():
         if key.startswith("$setElementOrder/") or key == "$retainKeys":
             continue

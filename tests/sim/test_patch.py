@@ -83,9 +83,15 @@ def test_merge_patch(original: Any, patch: Any, want: Any) -> None:
         ),
         pytest.param(
             {"a": 1},
-            {"$setElementOrder/containers": [{"name": "a"}], "$retainKeys": ["a"], "b": 2},
+            {"$setElementOrder/containers": [{"name": "a"}], "b": 2},
             {"a": 1, "b": 2},
-            id="ignored-directives",
+            id="ignored-element-order",
+        ),
+        pytest.param(
+            {"strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1}}},
+            {"strategy": {"$retainKeys": ["type"], "type": "Recreate"}},
+            {"strategy": {"type": "Recreate"}},
+            id="retain-keys",
         ),
     ],
 )
