@@ -18,8 +18,15 @@ class EmulatorOptions:
     port: int = 0  # 0: any free port
     tls: bool = False  # serve HTTPS with a fresh self-signed CA (its data in the kubeconfig)
     nodes: int = 1  # Ready nodes sim-node-0.. in the fresh cluster
-    # For the simulated kubelet (a later issue): how long a scheduled pod takes to become Ready.
+    # The simulated kubelet (pycm.sim.kubelet): off by default in-process, so a test sees pods
+    # exactly as it wrote them; on, it binds pods, makes them Ready and confirms deletions.
+    kubelet: bool = False
+    # How long a scheduled pod takes to become Ready (0: at once, "instant" mode).
     pod_ready_delay: float = 1.0
+    unready_fraction: float = 0.0  # pods that never become Ready
+    crashloop_fraction: float = 0.0  # pods whose container keeps restarting
+    pod_terminate_delay: float = 1.0  # a deleted pod terminates in min(grace, this) seconds
+    kubelet_seed: int = 0  # the seed of the per-pod jitter and fates
     # Watch history events retained; a watch from an older resourceVersion gets 410 Expired.
     watch_window: int = 10_000
     # Live events one watcher may fall behind by before its watch is ended.
@@ -47,6 +54,16 @@ class EmulatorOptions:
             problems.append(f"--nodes must not be negative, got {self.nodes}")
         if self.pod_ready_delay < 0:
             problems.append("--pod-ready-delay must not be negative")
+        for flag, value in (
+            ("--unready-fraction", self.unready_fraction),
+            ("--crashloop-fraction", self.crashloop_fraction),
+        ):
+            if not 0 <= value <= 1:
+                problems.append(f"{flag} must be between 0 and 1, got {value}")
+        if self.unready_fraction + self.crashloop_fraction > 1:
+            problems.append("--unready-fraction plus --crashloop-fraction must not exceed 1")
+        if self.pod_terminate_delay < 0:
+            problems.append("pod_terminate_delay must not be negative")
         if self.watch_window < 1:
             problems.append(f"--watch-window must be at least 1, got {self.watch_window}")
         if self.watch_queue_size < 1:
