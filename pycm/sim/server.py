@@ -31,8 +31,10 @@ from starlette.applications import Starlette
 from pycm.sim.app import build_app
 from pycm.sim.auth import Authorizer, TokenAuthenticator
 from pycm.sim.certs import write_serving_cert
+from pycm.sim.faults import Faults
 from pycm.sim.handlers import APIContext, BeforeRequest
 from pycm.sim.kubeconfig import write_kubeconfig
+from pycm.sim.kubelet import Kubelet, kubelet_options
 from pycm.sim.options import EmulatorOptions
 from pycm.sim.seed import seed_cluster
 from pycm.sim.store import Store
@@ -73,7 +75,8 @@ class Emulator:
             clock=options.clock,
             watch_window=options.watch_window,
             watch_queue_size=options.watch_queue_size,
-            graceful_pod_deletion=options.graceful_pod_deletion,
+            # A kubelet confirms terminations, so with one a pod's grace period is honoured.
+            graceful_pod_deletion=options.graceful_pod_deletion or options.kubelet,
         )
         self.authenticator = TokenAuthenticator()
         self.admin_token = self.authenticator.add_admin(options.admin_token)
@@ -104,6 +107,14 @@ class Emulator:
         self._runnables: list[tuple[str, Runnable]] = []
         self._runnable_tasks: list[asyncio.Task[None]] = []
         self.failures: list[BaseException] = []  # what runnables died of
+        self.kubelet: Kubelet | None = None
+        if options.kubelet:
+            self.kubelet = kubelet = Kubelet(self.store, kubelet_options(options), options.clock)
+            self._runnables.append(("kubelet", lambda _: kubelet.run()))
+        # Faults: a request hook (and the /sim/v1/faults endpoint) plus their expiry ticker.
+        self.faults = Faults(self.store, self.authenticator, options.clock, lambda: self.kubelet)
+        self.api.before_request.append(self.faults.before_request)
+        self._runnables.append(("faults", lambda _: self.faults.run()))
 
     @property
     def before_request(self) -> list[BeforeRequest]:
