@@ -45,6 +45,24 @@ def _count(minimum: int) -> Any:
     return parse
 
 
+def _on_off(text: str) -> bool:
+    if text.lower() in ("on", "true", "1"):
+        return True
+    if text.lower() in ("off", "false", "0"):
+        return False
+    raise argparse.ArgumentTypeError(f"invalid value {text!r}: want on or off")
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid fraction {text!r}: want 0-1") from None
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"invalid fraction {text!r}: want 0-1")
+    return value
+
+
 def add_subcommand(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "sim",
@@ -68,6 +86,35 @@ def add_subcommand(subparsers: Any) -> None:
         default=1.0,
         metavar="DURATION",
         help="how long the simulated kubelet takes to make a pod Ready (default 1s)",
+    )
+    cluster.add_argument(
+        "--kubelet",
+        type=_on_off,
+        default=False,
+        metavar="on|off",
+        help="run the simulated kubelet: bind pods, make them Ready, confirm deletions "
+        "(default off)",
+    )
+    cluster.add_argument(
+        "--unready-fraction",
+        type=_fraction,
+        default=0.0,
+        metavar="F",
+        help="fraction of pods the kubelet never makes Ready (default 0)",
+    )
+    cluster.add_argument(
+        "--crashloop-fraction",
+        type=_fraction,
+        default=0.0,
+        metavar="F",
+        help="fraction of pods whose container crash-loops (default 0)",
+    )
+    cluster.add_argument(
+        "--pod-terminate-delay",
+        type=duration_arg,
+        default=1.0,
+        metavar="DURATION",
+        help="a deleted pod terminates in min(its grace period, this) (default 1s)",
     )
     cluster.add_argument(
         "--watch-window",
@@ -95,6 +142,10 @@ def options_from_args(args: argparse.Namespace) -> EmulatorOptions:
         tls=args.tls,
         nodes=args.nodes,
         pod_ready_delay=args.pod_ready_delay,
+        kubelet=args.kubelet,
+        unready_fraction=args.unready_fraction,
+        crashloop_fraction=args.crashloop_fraction,
+        pod_terminate_delay=args.pod_terminate_delay,
         watch_window=args.watch_window,
         token_auth_file=args.token_auth_file,
         authz_policy_file=args.authz_policy_file,
