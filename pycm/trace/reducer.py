@@ -141,6 +141,7 @@ class State:
         self.lag_events = 0
         self.out_of_order = 0
         self.in_flight_evicted = 0
+        self.malformed = 0
         self.unknown: dict[str, int] = {}
         self.now_ts = 0  # the newest event ts seen
         self.instances: dict[str, InstanceRecord] = {}
@@ -201,9 +202,16 @@ class State:
     # -----------------------------------------------------------------------------------------
 
     def apply(self, event: Event) -> None:
-        """Fold one event in. Never raises for any well-typed event, in any order."""
+        """Fold one event in, in any order. Never raises: an event whose attributes have the
+        wrong types (a decoded, hand-edited recording) is counted in ``counters.malformed``."""
         n = self.applied = self.applied + 1
         ts = event.ts
+        if ts.__class__ is not int or event.seq.__class__ is not int:
+            self.malformed += 1
+            return
+        if event.instance.__class__ is not str:
+            self.malformed += 1
+            return
         if ts > self.now_ts:
             self.now_ts = ts
         inst = self.instances.get(event.instance)
@@ -222,7 +230,12 @@ class State:
         handler = self._dispatch.get(type(event))
         if handler is None:
             handler = self._resolve(type(event))
-        handler(event, inst)
+        try:
+            handler(event, inst)
+        except (TypeError, ValueError, AttributeError):
+            # A decoded event whose attributes have the wrong types (the codec does not check
+            # them): count it and go on; the fields updated before the bad one stay updated.
+            self.malformed += 1
 
     def apply_all(self, events: Any) -> None:
         """Apply every event of an iterable, in order."""
@@ -860,6 +873,7 @@ class State:
                 "lag_events": self.lag_events,
                 "out_of_order": self.out_of_order,
                 "in_flight_evicted": self.in_flight_evicted,
+                "malformed": self.malformed,
                 "unknown": dict(self.unknown),
             },
             "instances": {name: i.dump() for name, i in self.instances.items()},
@@ -887,6 +901,7 @@ class State:
         state.lag_events = int(counters.get("lag_events", 0))
         state.out_of_order = int(counters.get("out_of_order", 0))
         state.in_flight_evicted = int(counters.get("in_flight_evicted", 0))
+        state.malformed = int(counters.get("malformed", 0))
         state.unknown = dict(counters.get("unknown", {}))
         state.now_ts = int(snapshot.get("now_ts", 0))
         state.instances = {

@@ -660,3 +660,68 @@ def test_state_100k_events_10k_keys_tables_bounded() -> None:
     assert len(snap["errors"]) == MAX_ERRORS
     assert all(len(i["health"]) <= 64 for i in snap["instances"].values())
     assert all(len(lease["holders"]) <= 16 for lease in snap["leases"].values())
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        pytest.param(b'{"kind":"queue.add","ts":"soon","queue":"q"}', id="ts-not-int"),
+        pytest.param(b'{"kind":"queue.add","instance":["a"],"queue":"q"}', id="instance-list"),
+        pytest.param(b'{"kind":"queue.add","queue":"q","depth":"deep"}', id="depth-str"),
+        pytest.param(b'{"kind":"api.request","code":"500"}', id="code-str"),
+        pytest.param(b'{"kind":"reconcile.end","dur_ns":"slow","controller":"c"}', id="dur-str"),
+    ],
+)
+def test_state_malformed_decoded_event_counted_not_raised(line: bytes) -> None:
+    state = State()
+    state.apply(decode(line))
+    state.apply(k.ItemAdded(queue="ok", key="x", depth=1, ts=T0, seq=9, instance="a"))
+    snap = state.snapshot()
+    assert snap["counters"]["malformed"] == 1
+    assert snap["counters"]["applied"] == 2
+    assert snap["queues"]["a"]["ok"]["depth"] == 1
+    orjson.dumps(snap)
+
+
+def test_instance_new_startup_after_finished_one_resets_waterfall_and_role() -> None:
+    f = Feed()
+    first = f.span()
+    f(k.StartupBegan(version="0.1"), at=0, span_id=first)
+    f(k.LeaseAcquired(lease=LEASE, identity="a"), at=1)
+    f(k.StartupFinished(), at=2, span_id=first, dur_ns=2 * S)
+    f(k.ManagerStopped(reason="lease lost", exit_code=1), at=30)
+    assert f.state.snapshot()["instances"]["a"]["role"] == "stopped"
+    second = f.span()
+    f(k.StartupBegan(version="0.2"), at=40, span_id=second)
+    inst = f.state.snapshot()["instances"]["a"]
+    assert (inst["role"], inst["version"], inst["exit_code"]) == ("unknown", "0.2", None)
+    assert inst["steps"] == {
+        "startup": {"start_ts": T0 + 40 * S, "dur_ns": 0, "outcome": "", "error": ""}
+    }
+    assert errors_of(f.state.snapshot()) == [
+        ("a", "manager.stopped", "manager stopped (exit 1): lease lost")
+    ]
+
+
+def test_health_check_changes_keep_latest_state() -> None:
+    f = Feed()
+    f(k.HealthCheckChanged(check="leaderElection", healthy=True), at=0)
+    f(k.HealthCheckChanged(check="leaderElection", healthy=False, reason="renew late"), at=5)
+    health = f.state.snapshot()["instances"]["a"]["health"]
+    assert health == {
+        "leaderElection": {"healthy": False, "reason": "renew late", "ts": T0 + 5 * S}
+    }
+
+
+def test_rate_window_old_counts_fall_out_and_late_events_dropped() -> None:
+    from pycm.trace.records import RateWindow
+
+    w = RateWindow()
+    for sec in range(100):
+        w.add(T0 + sec * S)
+    w.add(T0 + 10 * S)  # 90 s old: its slot now holds second 70
+    now = T0 + 99 * S
+    assert w.total(now, 10) == 10
+    assert w.total(now, 60) == 60
+    assert w.rate(now, 10) == 1.0
+    assert w.total(T0 + 200 * S, 10) == 0
