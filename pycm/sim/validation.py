@@ -238,6 +238,7 @@ def workload_spec_causes(obj: Mapping[str, Any], deployment: bool) -> list[Cause
                     "field": "spec.strategy.type",
                 }
             )
+        causes += _rolling_update_causes(stype, strategy.get("rollingUpdate"))
         deadline = spec.get("progressDeadlineSeconds")
         if isinstance(deadline, int) and deadline <= int(spec.get("minReadySeconds") or 0):
             causes.append(
@@ -247,6 +248,59 @@ def workload_spec_causes(obj: Mapping[str, Any], deployment: bool) -> list[Cause
                     "must be greater than minReadySeconds",
                 )
             )
+    return causes
+
+
+def _int_or_percent(field: str, value: Any) -> tuple[list[Cause], float | None]:
+    """Causes for an IntOrString, and its size (percent as a fraction of 100) when valid."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value < 0:
+            return [invalid_value(field, value, "must be greater than or equal to 0")], None
+        return [], float(value)
+    if isinstance(value, str) and value.endswith("%") and value[:-1].isdigit():
+        return [], float(value[:-1])
+    return [
+        invalid_value(
+            field,
+            str(value),
+            "a valid percent string must be a numeric string "
+            "followed by an ending '%' (e.g. '1%',  or '93%')",
+        )
+    ], None
+
+
+def _rolling_update_causes(stype: Any, rolling: Any) -> list[Cause]:
+    field = "spec.strategy.rollingUpdate"
+    if rolling is None:
+        return []
+    if stype == "Recreate":
+        return [
+            {
+                "reason": "FieldValueForbidden",
+                "message": "Forbidden: may not be specified when strategy `type` is 'Recreate'",
+                "field": field,
+            }
+        ]
+    if not isinstance(rolling, Mapping):
+        return [invalid_value(field, str(rolling), "must be an object")]
+    causes: list[Cause] = []
+    sizes = {}
+    for key in ("maxUnavailable", "maxSurge"):
+        if rolling.get(key) is not None:
+            more, size = _int_or_percent(f"{field}.{key}", rolling[key])
+            causes += more
+            sizes[key] = size
+    unavailable = rolling.get("maxUnavailable")
+    if isinstance(unavailable, str) and (sizes.get("maxUnavailable") or 0) > 100:
+        causes.append(
+            invalid_value(f"{field}.maxUnavailable", unavailable, "must not be greater than 100%")
+        )
+    if sizes.get("maxUnavailable") == 0 and sizes.get("maxSurge") == 0:
+        causes.append(
+            invalid_value(
+                f"{field}.maxUnavailable", unavailable, "may not be 0 when `maxSurge` is 0"
+            )
+        )
     return causes
 
 

@@ -233,3 +233,33 @@ async def test_store_drop_watches_closes_every_watch(store: Store) -> None:
     assert store.drop_watches() == 3
     assert all(w.closed for w in watchers)
     assert store.watcher_count == 0
+
+
+@pytest.mark.parametrize(
+    ("strategy", "field"),
+    [
+        pytest.param(
+            {"type": "Recreate", "rollingUpdate": {"maxSurge": 1}},
+            "spec.strategy.rollingUpdate",
+            id="recreate-with-rolling",
+        ),
+        pytest.param(
+            {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": "0%"}},
+            "spec.strategy.rollingUpdate.maxUnavailable",
+            id="both-zero",
+        ),
+        pytest.param(
+            {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "x"}},
+            "spec.strategy.rollingUpdate.maxSurge",
+            id="not-a-percent",
+        ),
+        pytest.param({"type": "Sideways"}, "spec.strategy.type", id="unknown-type"),
+    ],
+)
+def test_store_deployment_strategy_validation(store: Store, strategy: dict, field: str) -> None:
+    body = deployment("d")
+    body["spec"]["strategy"] = strategy
+    with pytest.raises(APIError) as err:
+        store.create(store.resource("deployments", "apps"), body, "default")
+    assert err.value.code == 422
+    assert field in {c["field"] for c in (err.value.details or {})["causes"]}
