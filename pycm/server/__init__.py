@@ -11,7 +11,8 @@ Public surface:
   :mod:`pycm.server.chain`);
 - who and may-they: :class:`UserInfo`; :class:`TokenReviewer` / :class:`DelegatingTokenReviewer`
   (TokenReview), :class:`Authorizer` / :class:`DelegatingAuthorizer` (SubjectAccessReview),
-  both over a :class:`ReviewPoster` (the one method of an API client they use);
+  both over a :class:`ReviewPoster` (the one method of an API client they use) —
+  :class:`ClientReviewPoster` is it on a ``pycm.kube.Client``, :func:`delegating_pair` builds both;
   :class:`DelegatingAuthenticator` (client cert, then bearer token),
   :class:`AnonymousAuthenticator`, :class:`AlwaysAllowAuthorizer`.
 
@@ -41,6 +42,7 @@ from pycm.server.chain import (
     build_insecure_handler_chain,
 )
 from pycm.server.healthz import HealthCheckFn, HealthRegistry
+from pycm.server.kube_poster import ClientReviewPoster, delegating_pair
 from pycm.server.request_info import RequestInfo, get_request_info
 from pycm.server.routes import build_routes
 from pycm.server.serving import InsecureServer, SecureServer, SecureServingConfig
@@ -70,6 +72,7 @@ __all__ = [
     "AuthenticationError",
     "AuthorizationError",
     "Authorizer",
+    "ClientReviewPoster",
     "Decision",
     "DelegatingAuthenticator",
     "DelegatingAuthorizer",
@@ -89,6 +92,7 @@ __all__ = [
     "build_handler_chain",
     "build_insecure_handler_chain",
     "build_routes",
+    "delegating_pair",
     "get_request_info",
     "get_user",
 ]

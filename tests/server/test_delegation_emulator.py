@@ -1,8 +1,9 @@
 """Delegated authentication and authorization against the emulator's real TokenReview and
 SubjectAccessReview, end to end through a secure server.
 
-The reviews are posted through :class:`HttpxPoster`, a test adapter with the one method the
-delegating reviewers need (``ReviewPoster.create``), authenticated as the emulator's admin.
+The reviews are posted, as the emulator's admin, through pycm's own API client
+(:class:`~pycm.server.kube_poster.ClientReviewPoster` over ``pycm.kube.Client``) and through
+:class:`HttpxPoster`, a bare test adapter of the one method the reviewers need.
 """
 
 from __future__ import annotations
@@ -15,12 +16,15 @@ import httpx
 import pytest
 import pytest_asyncio
 
+from pycm.kube import Client, load_config
 from pycm.server import (
     DelegatingAuthorizer,
     DelegatingTokenReviewer,
     RequestAttributes,
     UserInfo,
 )
+from pycm.server.kube_poster import ClientReviewPoster, delegating_pair
+from pycm.server.tokenreview import ReviewPoster
 from pycm.sim.server import Emulator, run_emulator
 from tests.server.conftest import ClientFor, Serve, bearer
 
@@ -34,14 +38,12 @@ rules:
 
 
 class HttpxPoster:
-    """A ReviewPoster over httpx; counts the reviews it posted."""
+    """A ReviewPoster over plain httpx."""
 
     def __init__(self, client: httpx.AsyncClient) -> None:
         self.client = client
-        self.paths: list[str] = []
 
     async def create(self, resource_path: str, body: dict[str, Any]) -> dict[str, Any]:
-        self.paths.append(resource_path)
         response = await self.client.post(resource_path, json=body)
         response.raise_for_status()
         answer: dict[str, Any] = response.json()
@@ -57,11 +59,30 @@ async def emulator(tmp_path: Path) -> AsyncIterator[Emulator]:
         yield emu
 
 
-@pytest_asyncio.fixture
-async def poster(emulator: Emulator) -> AsyncIterator[HttpxPoster]:
+class CountingPoster:
+    """Counts the review paths posted through another poster."""
+
+    def __init__(self, inner: ReviewPoster) -> None:
+        self.inner = inner
+        self.paths: list[str] = []
+
+    async def create(self, resource_path: str, body: dict[str, Any]) -> dict[str, Any]:
+        self.paths.append(resource_path)
+        return await self.inner.create(resource_path, body)
+
+
+@pytest_asyncio.fixture(params=["kube-client", "httpx"])
+async def poster(
+    emulator: Emulator, request: pytest.FixtureRequest
+) -> AsyncIterator[CountingPoster]:
+    if request.param == "kube-client":
+        config = await load_config(kubeconfig=str(emulator.kubeconfig_path))
+        async with await Client.connect(config) as client:
+            yield CountingPoster(ClientReviewPoster(client))
+        return
     headers = {"Authorization": f"Bearer {emulator.admin_token}"}
     async with httpx.AsyncClient(base_url=emulator.url, headers=headers, timeout=10) as client:
-        yield HttpxPoster(client)
+        yield CountingPoster(HttpxPoster(client))
 
 
 @pytest.mark.asyncio
@@ -73,7 +94,7 @@ async def poster(emulator: Emulator) -> AsyncIterator[HttpxPoster]:
     ],
 )
 async def test_delegating_token_reviewer_against_emulator(
-    poster: HttpxPoster, token: str, expected: tuple[str, str] | None
+    poster: CountingPoster, token: str, expected: tuple[str, str] | None
 ) -> None:
     user = await DelegatingTokenReviewer(poster).review(token)
     assert (None if user is None else (user.name, user.uid)) == expected
@@ -91,7 +112,7 @@ async def test_delegating_token_reviewer_against_emulator(
     ],
 )
 async def test_delegating_authorizer_against_emulator(
-    poster: HttpxPoster, user: str, path: str, allowed: bool
+    poster: CountingPoster, user: str, path: str, allowed: bool
 ) -> None:
     attrs = RequestAttributes(user=UserInfo(name=user), verb="get", path=path)
     decision = await DelegatingAuthorizer(poster).authorize(attrs)
@@ -109,7 +130,11 @@ async def test_delegating_authorizer_against_emulator(
     ],
 )
 async def test_secure_server_delegates_to_emulator(
-    serve: Serve, client_for: ClientFor, poster: HttpxPoster, headers: dict[str, str], status: int
+    serve: Serve,
+    client_for: ClientFor,
+    poster: CountingPoster,
+    headers: dict[str, str],
+    status: int,
 ) -> None:
     served = await serve(
         reviewer=DelegatingTokenReviewer(poster), authorizer=DelegatingAuthorizer(poster)
@@ -124,7 +149,7 @@ async def test_secure_server_delegates_to_emulator(
 
 @pytest.mark.asyncio
 async def test_secure_server_delegation_cached_within_ttl(
-    serve: Serve, client_for: ClientFor, poster: HttpxPoster
+    serve: Serve, client_for: ClientFor, poster: CountingPoster
 ) -> None:
     served = await serve(
         reviewer=DelegatingTokenReviewer(poster), authorizer=DelegatingAuthorizer(poster)
@@ -137,3 +162,24 @@ async def test_secure_server_delegation_cached_within_ttl(
         "/apis/authentication.k8s.io/v1/tokenreviews",
         "/apis/authorization.k8s.io/v1/subjectaccessreviews",
     ]
+
+
+@pytest.mark.asyncio
+async def test_delegating_pair_over_a_kube_client_decides_like_the_emulator(
+    emulator: Emulator,
+) -> None:
+    config = await load_config(kubeconfig=str(emulator.kubeconfig_path))
+    async with await Client.connect(config) as client:
+        reviewer, authorizer = delegating_pair(client)
+        user = await reviewer.review("alice-token")
+        assert user is not None
+        decision = await authorizer.authorize(RequestAttributes(user, "get", "/metrics"))
+    assert (user.name, decision.allowed) == ("alice", True)
+
+
+@pytest.mark.asyncio
+async def test_client_review_poster_rejects_other_paths(emulator: Emulator) -> None:
+    config = await load_config(kubeconfig=str(emulator.kubeconfig_path))
+    async with await Client.connect(config) as client:
+        with pytest.raises(ValueError, match="not a review resource"):
+            await ClientReviewPoster(client).create("/api/v1/pods", {})
