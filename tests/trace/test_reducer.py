@@ -725,3 +725,24 @@ def test_rate_window_old_counts_fall_out_and_late_events_dropped() -> None:
     assert w.total(now, 60) == 60
     assert w.rate(now, 10) == 1.0
     assert w.total(T0 + 200 * S, 10) == 0
+
+
+def test_state_kind_without_handler_steps_still_tracked_in_flight() -> None:
+    from pycm.trace.events import StepBegin, StepEnd, event_base
+
+    @event_base
+    class LaterFinished(StepEnd):
+        """Stands for a step kind added to kinds.py after the reducer was written."""
+
+    @event_base
+    class LaterBegan(StepBegin):
+        STEP = "later"
+        END = LaterFinished
+
+    state = State()
+    state.apply(LaterBegan(span_id="a" * 16, ts=T0, seq=1))
+    state.apply(LaterBegan(span_id="b" * 16, ts=T0, seq=2))
+    state.apply(LaterFinished(span_id="a" * 16, ts=T0 + S, seq=3, outcome=Outcome.ERROR, error="x"))
+    snap = state.snapshot()
+    assert (snap["in_flight"]["total"], snap["in_flight"]["by_step"]) == (1, {"later": 1})
+    assert [e["text"] for e in snap["errors"]] == ["x"]
