@@ -1,0 +1,636 @@
+"""Informers: listing, watching and holding pods, against the ``kubernetes`` client, in one run.
+
+The emulator runs in its own process (``python -m pycm sim --port 0``); pods are seeded through
+its HTTP API: realistic pods (two containers with env, probes, resources and mounts, volumes,
+tolerations, affinity, owner reference, ~2 KB of managedFields — about 5 KB of JSON), stamped
+from 10 templates as Deployments would. pycm's side is ``SharedIndexInformer`` over
+``ClientListWatch`` (reflector → FIFO → indexer → one handler) with the factory's defaults:
+managedFields dropped, identical sub-trees interned, GC tuned. ``pycm.kube.Client`` was not in
+the tree yet, so pycm reads through ``bench/_kubehttp.py`` (httpx + orjson).
+
+Figures:
+
+- ``informers.list``: pods/s from starting an informer to its cache synced (paged list of
+  500). Peer: ``kubernetes`` ``CoreV1Api.list_namespaced_pod`` (same pages) into its models.
+  Ratio ours / peer.
+- ``informers.list_gc``: the same list with pycm's GC management against the same informer
+  without it (no pause during the list, no ``gc.freeze()``). Ratio tuned / untuned.
+- ``informers.watch``: MODIFIED events/s through the informer into the cache and one handler:
+  the events are written first, then the informer (synced on a list taken before them) watches
+  from that list's RV, so the emulator replays them at full speed. Peer:
+  ``kubernetes.watch.Watch().stream(list_namespaced_pod, resource_version=...)`` over the same
+  backlog (its first ``peer_events`` events; it decodes into models at ~1k/s). Ratio ours / peer.
+- ``informers.memory``: bytes of Python memory (tracemalloc) per cached pod as a multiple of the
+  pod's JSON size (with managedFields, as served). Peer: the same pods as plain ``orjson`` dict
+  trees. Ratio peer / ours (> 1: ours holds less).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import hashlib
+import os
+import re
+import subprocess
+import sys
+import time
+import tracemalloc
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager
+from typing import Any
+
+import orjson
+
+from bench._kubehttp import PODS, HttpClient, token_from_kubeconfig
+from bench.harness import Figure
+from pycm.cache.listwatch import ClientListWatch, ListPage, WatchEventPair
+from pycm.cache.processor import HandlerFuncs
+from pycm.cache.shared_informer import SharedIndexInformer
+from pycm.cache.transform import SubtreeInterner, chain, drop_managed_fields
+from pycm.trace.bus import Bus
+
+_SIZES = {
+    # size: (pods, MODIFIED events, peer watch events, list repeats)
+    "tiny": (300, 1_500, 300, 1),
+    "full": (10_000, 50_000, 3_000, 3),
+}
+NAMESPACE = "default"
+_LINE = re.compile(r"pycm sim: serving (\S+) \(kubeconfig: (.+)\)")
+TEMPLATES = 10
+WRITERS = 64
+
+
+# ---------------------------------------------------------------------------------------------
+# The emulator process and seeding
+# ---------------------------------------------------------------------------------------------
+
+
+class EmulatorProcess:
+    def __init__(self, watch_window: int) -> None:
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "pycm",
+                "sim",
+                "--port",
+                "0",
+                "--nodes",
+                "1",
+                "--watch-window",
+                str(watch_window),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        match = _LINE.search(line)
+        if not match:
+            self.proc.kill()
+            raise RuntimeError(f"the emulator did not start: {line!r}")
+        self.url, self.kubeconfig = match.group(1), match.group(2).strip()
+        self.token = token_from_kubeconfig(self.kubeconfig)
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def _h(text: str, n: int = 10) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:n]
+
+
+def realistic_pod(i: int) -> dict[str, Any]:
+    """Pod ``i`` of template ``i % TEMPLATES``: as a Deployment's ReplicaSet would create it."""
+    t = i % TEMPLATES
+    app = f"svc-{t}"
+    rs_hash = _h(app)
+    name = f"{app}-{rs_hash}-{_h(str(i), 5)}"
+    token_volume = f"kube-api-access-{_h('v' + str(i), 5)}"
+    env = [{"name": f"SETTING_{k}", "value": f"value-{t}-{k}"} for k in range(8)]
+    env += [
+        {
+            "name": "POD_NAME",
+            "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.name"}},
+        },
+        {
+            "name": "POD_IP",
+            "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "status.podIP"}},
+        },
+        {
+            "name": "DB_PASSWORD",
+            "valueFrom": {"secretKeyRef": {"name": f"{app}-db", "key": "password"}},
+        },
+    ]
+    probe = {
+        "httpGet": {"path": "/healthz", "port": 8080, "scheme": "HTTP"},
+        "initialDelaySeconds": 5,
+        "periodSeconds": 10,
+        "timeoutSeconds": 1,
+        "successThreshold": 1,
+        "failureThreshold": 3,
+    }
+    mounts = [
+        {"name": "config", "mountPath": "/etc/app", "readOnly": True},
+        {
+            "name": token_volume,
+            "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount",
+            "readOnly": True,
+        },
+    ]
+    containers = [
+        {
+            "name": "app",
+            "image": f"registry.example.com/team/{app}:1.{t}.3",
+            "ports": [
+                {"name": "http", "containerPort": 8080, "protocol": "TCP"},
+                {"name": "metrics", "containerPort": 9090, "protocol": "TCP"},
+            ],
+            "env": env,
+            "resources": {
+                "limits": {"cpu": "500m", "memory": "512Mi"},
+                "requests": {"cpu": "250m", "memory": "256Mi"},
+            },
+            "livenessProbe": probe,
+            "readinessProbe": {**probe, "httpGet": {**probe["httpGet"], "path": "/ready"}},
+            "volumeMounts": mounts,
+            "securityContext": {
+                "allowPrivilegeEscalation": False,
+                "readOnlyRootFilesystem": True,
+                "runAsNonRoot": True,
+                "capabilities": {"drop": ["ALL"]},
+            },
+        },
+        {
+            "name": "proxy",
+            "image": "registry.example.com/mesh/proxy:1.22.0",
+            "args": ["proxy", "sidecar", "--concurrency", "2", "--log-level", "warning"],
+            "ports": [{"name": "proxy", "containerPort": 15001, "protocol": "TCP"}],
+            "resources": {
+                "limits": {"cpu": "200m", "memory": "128Mi"},
+                "requests": {"cpu": "50m", "memory": "64Mi"},
+            },
+            "volumeMounts": mounts[1:],
+        },
+    ]
+    f_container = {
+        f'k:{{"name":"{c["name"]}"}}': {
+            ".": {},
+            "f:image": {},
+            "f:imagePullPolicy": {},
+            "f:name": {},
+            "f:ports": {".": {}},
+            "f:resources": {
+                ".": {},
+                "f:limits": {".": {}, "f:cpu": {}, "f:memory": {}},
+                "f:requests": {".": {}, "f:cpu": {}, "f:memory": {}},
+            },
+            "f:terminationMessagePath": {},
+            "f:terminationMessagePolicy": {},
+            "f:volumeMounts": {".": {}},
+        }
+        for c in containers
+    }
+    managed = [
+        {
+            "manager": "kube-controller-manager",
+            "operation": "Update",
+            "apiVersion": "v1",
+            "time": "2026-12-01T10:00:00Z",
+            "fieldsType": "FieldsV1",
+            "fieldsV1": {
+                "f:metadata": {
+                    "f:generateName": {},
+                    "f:labels": {".": {}, "f:app": {}, "f:pod-template-hash": {}},
+                    "f:ownerReferences": {".": {}, f'k:{{"uid":"{_h("rs" + app, 8)}"}}': {}},
+                },
+                "f:spec": {
+                    "f:containers": f_container,
+                    "f:dnsPolicy": {},
+                    "f:enableServiceLinks": {},
+                    "f:restartPolicy": {},
+                    "f:schedulerName": {},
+                    "f:securityContext": {},
+                    "f:terminationGracePeriodSeconds": {},
+                    "f:volumes": {".": {}},
+                },
+            },
+        },
+        {
+            "manager": "kubelet",
+            "operation": "Update",
+            "apiVersion": "v1",
+            "time": "2026-12-01T10:00:05Z",
+            "fieldsType": "FieldsV1",
+            "subresource": "status",
+            "fieldsV1": {
+                "f:status": {
+                    "f:conditions": {
+                        f'k:{{"type":"{c}"}}': {
+                            ".": {},
+                            "f:lastProbeTime": {},
+                            "f:lastTransitionTime": {},
+                            "f:status": {},
+                            "f:type": {},
+                        }
+                        for c in ("ContainersReady", "Initialized", "Ready", "PodScheduled")
+                    },
+                    "f:containerStatuses": {},
+                    "f:hostIP": {},
+                    "f:phase": {},
+                    "f:podIP": {},
+                    "f:podIPs": {".": {}},
+                    "f:startTime": {},
+                }
+            },
+        },
+    ]
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "generateName": f"{app}-{rs_hash}-",
+            "labels": {"app": app, "pod-template-hash": rs_hash, "tier": "backend"},
+            "annotations": {"prometheus.io/scrape": "true", "prometheus.io/port": "9090"},
+            "ownerReferences": [
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "ReplicaSet",
+                    "name": f"{app}-{rs_hash}",
+                    "uid": _h("rs" + app, 8),
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ],
+            "managedFields": managed,
+        },
+        "spec": {
+            "containers": containers,
+            "volumes": [
+                {"name": "config", "configMap": {"name": f"{app}-config", "defaultMode": 420}},
+                {
+                    "name": token_volume,
+                    "projected": {
+                        "defaultMode": 420,
+                        "sources": [
+                            {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+                            {
+                                "configMap": {
+                                    "name": "kube-root-ca.crt",
+                                    "items": [{"key": "ca.crt", "path": "ca.crt"}],
+                                }
+                            },
+                            {
+                                "downwardAPI": {
+                                    "items": [
+                                        {
+                                            "path": "namespace",
+                                            "fieldRef": {
+                                                "apiVersion": "v1",
+                                                "fieldPath": "metadata.namespace",
+                                            },
+                                        }
+                                    ]
+                                }
+                            },
+                        ],
+                    },
+                },
+            ],
+            "serviceAccountName": app,
+            "tolerations": [
+                {
+                    "key": "node.kubernetes.io/not-ready",
+                    "operator": "Exists",
+                    "effect": "NoExecute",
+                    "tolerationSeconds": 300,
+                },
+                {
+                    "key": "node.kubernetes.io/unreachable",
+                    "operator": "Exists",
+                    "effect": "NoExecute",
+                    "tolerationSeconds": 300,
+                },
+            ],
+            "affinity": {
+                "podAntiAffinity": {
+                    "preferredDuringSchedulingIgnoredDuringExecution": [
+                        {
+                            "weight": 100,
+                            "podAffinityTerm": {
+                                "labelSelector": {"matchLabels": {"app": app}},
+                                "topologyKey": "kubernetes.io/hostname",
+                            },
+                        }
+                    ]
+                }
+            },
+        },
+    }
+
+
+async def _bounded(n: int, work: Any) -> None:
+    sem = asyncio.Semaphore(WRITERS)
+
+    async def one(i: int) -> None:
+        async with sem:
+            await work(i)
+
+    await asyncio.gather(*(one(i) for i in range(n)))
+
+
+async def seed(client: HttpClient, n: int) -> list[dict[str, Any]]:
+    """Create ``n`` pods, then PUT each with its managedFields (the emulator, like kube, drops
+    them on create). Returns the stored objects."""
+    stored: list[dict[str, Any]] = [{} for _ in range(n)]
+
+    async def make(i: int) -> None:
+        pod = realistic_pod(i)
+        managed = pod["metadata"].pop("managedFields")
+        created = await client.create(PODS, pod, NAMESPACE)
+        created["metadata"]["managedFields"] = managed
+        stored[i] = await client.replace(PODS, created, NAMESPACE)
+
+    await _bounded(n, make)
+    return stored
+
+
+async def modify(client: HttpClient, pods: list[dict[str, Any]], events: int) -> None:
+    """``events`` MODIFIED events: PUTs bumping an annotation, round-robin over the pods."""
+    current = list(pods)
+
+    async def bump(i: int) -> None:
+        k = i % len(current)
+        obj = current[k]
+        obj = {
+            **obj,
+            "metadata": {
+                **obj["metadata"],
+                "annotations": {**obj["metadata"]["annotations"], "bench/generation": str(i)},
+            },
+        }
+        obj["metadata"].pop("resourceVersion", None)
+        current[k] = await client.replace(PODS, obj, NAMESPACE)
+
+    # Round-robin in waves of distinct pods so concurrent writes never target the same pod.
+    wave = min(len(current), WRITERS * 4)
+    done = 0
+    while done < events:
+        size = min(wave, events - done)
+        base = done
+        await _bounded(size, lambda j, base=base: bump(base + j))
+        done += size
+
+
+# ---------------------------------------------------------------------------------------------
+# pycm's side
+# ---------------------------------------------------------------------------------------------
+
+
+def _informer(lw: Any, *, tuned: bool, handler: Any = None) -> SharedIndexInformer:
+    informer = SharedIndexInformer(
+        lw,
+        "pods",
+        transform=chain(drop_managed_fields, SubtreeInterner()) if tuned else drop_managed_fields,
+        bus=Bus(),
+        gc_tuning=tuned,
+    )
+    if handler is not None:
+        informer.add_event_handler(handler)
+    return informer
+
+
+async def _sync(informer: SharedIndexInformer) -> tuple[float, asyncio.Task[None]]:
+    start = time.perf_counter()
+    task = asyncio.create_task(informer.run(), name="bench-informer")
+    await informer.wait_synced()
+    return time.perf_counter() - start, task
+
+
+async def _stop(task: asyncio.Task[None]) -> None:
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+
+
+def _reset_gc() -> None:
+    gc.unfreeze()
+    gc.enable()
+    gc.collect()
+
+
+async def ours_list(client: HttpClient, n: int, *, tuned: bool) -> float:
+    _reset_gc()
+    informer = _informer(
+        ClientListWatch(client, PODS, namespace=NAMESPACE), tuned=tuned, handler=HandlerFuncs()
+    )
+    took, task = await _sync(informer)
+    await _stop(task)
+    assert len(informer.indexer) == n, len(informer.indexer)
+    del informer
+    _reset_gc()
+    return n / took
+
+
+class SnapshotThenWatch:
+    """A ListerWatcher whose list answers from pages taken earlier and whose watch is real."""
+
+    def __init__(self, pages: list[ListPage], real: ClientListWatch) -> None:
+        self.pages = list(pages)
+        self.real = real
+
+    async def list(
+        self, *, resource_version: str, limit: int | None, continue_: str | None
+    ) -> ListPage:
+        return self.pages.pop(0)
+
+    def watch(
+        self, *, resource_version: str, timeout_seconds: int, allow_watch_bookmarks: bool
+    ) -> AbstractAsyncContextManager[AsyncIterator[WatchEventPair]]:
+        return self.real.watch(
+            resource_version=resource_version,
+            timeout_seconds=timeout_seconds,
+            allow_watch_bookmarks=allow_watch_bookmarks,
+        )
+
+
+async def ours_watch(
+    client: HttpClient, snapshot: list[dict[str, Any]], rv: str, events: int
+) -> float:
+    _reset_gc()
+    seen = [0]
+    done = asyncio.Event()
+
+    def on_update(old: Any, new: Any) -> None:
+        seen[0] += 1
+        if seen[0] >= events:
+            done.set()
+
+    page = ListPage(orjson.loads(orjson.dumps(snapshot)), rv)
+    lw = SnapshotThenWatch([page], ClientListWatch(client, PODS, namespace=NAMESPACE))
+    informer = _informer(lw, tuned=True, handler=HandlerFuncs(on_update=on_update))
+    _, task = await _sync(informer)
+    start = time.perf_counter()
+    await asyncio.wait_for(done.wait(), timeout=600)
+    took = time.perf_counter() - start
+    await _stop(task)
+    _reset_gc()
+    return events / took
+
+
+async def ours_memory(client: HttpClient, n: int) -> float:
+    _reset_gc()
+    tracemalloc.start()
+    base = tracemalloc.get_traced_memory()[0]
+    informer = _informer(ClientListWatch(client, PODS, namespace=NAMESPACE), tuned=True)
+    _, task = await _sync(informer)
+    await _stop(task)
+    gc.collect()
+    held = tracemalloc.get_traced_memory()[0] - base
+    tracemalloc.stop()
+    assert len(informer.indexer) == n
+    del informer
+    _reset_gc()
+    return held / n
+
+
+# ---------------------------------------------------------------------------------------------
+# The peers
+# ---------------------------------------------------------------------------------------------
+
+
+def _core_v1(kubeconfig: str) -> Any:
+    from kubernetes import client, config
+
+    api_client = config.new_client_from_config(config_file=kubeconfig)
+    return client.CoreV1Api(api_client)
+
+
+def peer_list(v1: Any, n: int) -> float:
+    gc.collect()
+    start = time.perf_counter()
+    items: list[Any] = []
+    cont = None
+    while True:
+        result = v1.list_namespaced_pod(NAMESPACE, limit=500, _continue=cont)
+        items.extend(result.items)
+        cont = result.metadata._continue
+        if not cont:
+            break
+    took = time.perf_counter() - start
+    assert len(items) == n
+    return n / took
+
+
+def peer_watch(v1: Any, rv: str, count: int) -> float:
+    from kubernetes import watch
+
+    w = watch.Watch()
+    seen = 0
+    start = time.perf_counter()
+    for event in w.stream(
+        v1.list_namespaced_pod, NAMESPACE, resource_version=rv, timeout_seconds=600
+    ):
+        if event["type"] == "MODIFIED":
+            seen += 1
+            if seen >= count:
+                w.stop()
+                break
+    return seen / (time.perf_counter() - start)
+
+
+def peer_memory(raw: list[bytes]) -> float:
+    gc.collect()
+    tracemalloc.start()
+    base = tracemalloc.get_traced_memory()[0]
+    trees = [orjson.loads(b) for b in raw]
+    held = tracemalloc.get_traced_memory()[0] - base
+    tracemalloc.stop()
+    del trees
+    return held / len(raw)
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+async def _main(size: str, emu: EmulatorProcess) -> list[Figure]:
+    n, events, peer_events, repeats = _SIZES[size]
+    client = HttpClient(emu.url, emu.token)
+    try:
+        stored = await seed(client, n)
+        raw = [orjson.dumps(p) for p in stored]
+        json_size = sum(map(len, raw)) / n
+        print(f"# {n} pods, {json_size:.0f} B of JSON each (with managedFields)", flush=True)
+        v1 = _core_v1(emu.kubeconfig)
+
+        untuned = max([await ours_list(client, n, tuned=False) for _ in range(repeats)])
+        tuned = max([await ours_list(client, n, tuned=True) for _ in range(repeats)])
+        peer = max(peer_list(v1, n) for _ in range(repeats))
+
+        listed = await client.list(PODS, namespace=NAMESPACE)
+        rv = listed["metadata"]["resourceVersion"]
+        snapshot = listed["items"]
+        await modify(client, stored, events)
+        ours_w = await ours_watch(client, snapshot, rv, events)
+        peer_w = peer_watch(v1, rv, peer_events)
+
+        per_pod = await ours_memory(client, n)
+        peer_per_pod = peer_memory(raw)
+    finally:
+        await client.aclose()
+    ours_ratio, peer_ratio = per_pod / json_size, peer_per_pod / json_size
+    return [
+        Figure(
+            "informers.list",
+            tuned,
+            "pods/s",
+            "kubernetes.list_namespaced_pod",
+            peer,
+            "pods/s",
+            tuned / peer,
+        ),
+        Figure(
+            "informers.list_gc",
+            tuned,
+            "pods/s",
+            "pycm.informer_without_gc_tuning",
+            untuned,
+            "pods/s",
+            tuned / untuned,
+        ),
+        Figure(
+            "informers.watch",
+            ours_w,
+            "events/s",
+            "kubernetes.watch.stream",
+            peer_w,
+            "events/s",
+            ours_w / peer_w,
+        ),
+        Figure(
+            "informers.memory",
+            ours_ratio,
+            "x_json",
+            "orjson.dict_tree",
+            peer_ratio,
+            "x_json",
+            peer_ratio / ours_ratio,
+        ),
+    ]
+
+
+def run(size: str) -> list[Figure]:
+    n, events, _, _ = _SIZES[size]
+    emu = EmulatorProcess(watch_window=2 * n + events + 1000)
+    try:
+        return asyncio.run(_main(size, emu))
+    finally:
+        emu.stop()
+        os.environ.pop("_PYCM_BENCH", None)
