@@ -564,3 +564,27 @@ async def test_client_large_list_is_decoded_into_plain_dicts(
 
 def test_api_request_event_kind_is_api_request() -> None:
     assert ApiRequestCompleted.KIND == "api.request"
+
+
+def test_decode_json_large_body_runs_no_gc_collection_and_restores_gc() -> None:
+    import gc
+
+    from pycm.kube.client import GC_PAUSE_BYTES, decode_json
+
+    items = [{"metadata": {"name": f"p{i}", "labels": {"a": "b"}}} for i in range(20000)]
+    body = orjson.dumps({"items": items})
+    assert len(body) >= GC_PAUSE_BYTES
+    collections: list[str] = []
+
+    def count(phase: str, _info: dict[str, Any]) -> None:
+        if phase == "start":
+            collections.append(phase)
+
+    gc.callbacks.append(count)
+    try:
+        decoded = decode_json(body)
+    finally:
+        gc.callbacks.remove(count)
+    assert decoded == {"items": items}
+    assert collections == []
+    assert gc.isenabled()
