@@ -203,7 +203,7 @@ class Emulator:
         for name, run in self._runnables:
             self._runnable_tasks.append(
                 create_guarded_task(
-                    _as_coroutine(run(self)),
+                    _as_coroutine(run, self),
                     name=f"pycm-sim-{name}",
                     on_failure=self.failures.append,
                 )
@@ -232,8 +232,10 @@ class Emulator:
             self._tmp = None
 
 
-async def _as_coroutine(awaitable: Awaitable[None]) -> None:
-    await awaitable
+async def _as_coroutine(run: Runnable, emulator: Emulator) -> None:
+    # run() is called inside the task: a task cancelled before its first step must not leave
+    # a coroutine that was never awaited (a RuntimeWarning).
+    await run(emulator)
 
 
 @contextlib.asynccontextmanager
