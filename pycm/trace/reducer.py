@@ -269,6 +269,8 @@ class State:
         return inst
 
     def _lease(self, name: str) -> LeaseRecord:
+        if name.__class__ is not str:
+            raise TypeError("table names are strings")  # counted as malformed
         table = self.leases
         rec = table.get(name)
         if rec is None:
@@ -279,6 +281,8 @@ class State:
         return rec
 
     def _informer(self, instance: str, resource: str) -> InformerRecord:
+        if resource.__class__ is not str:
+            raise TypeError("table names are strings")  # counted as malformed
         key = (instance, resource)
         table = self.informers
         rec = table.get(key)
@@ -290,6 +294,8 @@ class State:
         return rec
 
     def _controller(self, instance: str, controller: str) -> ControllerRecord:
+        if controller.__class__ is not str:
+            raise TypeError("table names are strings")  # counted as malformed
         key = (instance, controller)
         table = self.controllers
         rec = table.get(key)
@@ -303,6 +309,8 @@ class State:
         return rec
 
     def _queue(self, instance: str, queue: str) -> QueueRecord:
+        if queue.__class__ is not str:
+            raise TypeError("table names are strings")  # counted as malformed
         key = (instance, queue)
         table = self.queues
         rec = table.get(key)
@@ -437,6 +445,8 @@ class State:
 
     def _health_changed(self, ev: HealthCheckChanged, inst: InstanceRecord) -> None:
         health = inst.health
+        if ev.check.__class__ is not str:
+            raise TypeError("check names are strings")
         if ev.check in health or len(health) < MAX_HEALTH:
             health[ev.check] = {"healthy": ev.healthy, "reason": ev.reason, "ts": ev.ts}
 

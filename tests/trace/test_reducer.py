@@ -746,3 +746,47 @@ def test_state_kind_without_handler_steps_still_tracked_in_flight() -> None:
     snap = state.snapshot()
     assert (snap["in_flight"]["total"], snap["in_flight"]["by_step"]) == (1, {"later": 1})
     assert [e["text"] for e in snap["errors"]] == ["x"]
+
+
+_json_scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**40), 2**40),
+    st.floats(allow_nan=False, allow_infinity=False, width=32),
+    st.text(max_size=5),
+    st.sampled_from(["error", "ok", "timeout", "r0", "r1", LEASE]),
+)
+
+
+@st.composite
+def garbage_events(draw: st.DrawFn) -> Event:
+    """A decoded event of a known kind whose attributes hold arbitrary JSON scalars."""
+    from pycm.trace.codec import from_dict
+    from pycm.trace.events import REGISTRY
+
+    name = draw(st.sampled_from(sorted(REGISTRY)))
+    obj: dict[str, Any] = {"kind": name}
+    for attr, _ in REGISTRY[name].fields:
+        if draw(st.booleans()):
+            obj[attr] = draw(_json_scalars)
+    for attr in ("seq", "ts", "instance", "span_id", "dur_ns", "trace_id"):
+        if draw(st.booleans()):
+            obj[attr] = draw(_json_scalars)
+    return from_dict(obj)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(garbage_events(), max_size=30))
+def test_state_arbitrary_attribute_values_never_raise_snapshot_jsonable(
+    events: list[Event],
+) -> None:
+    state = State()
+    state.apply_all(events)
+    snap = state.snapshot()
+    assert snap["counters"]["applied"] == len(events)
+    wire = orjson.loads(orjson.dumps(snap))
+    State.restore(wire).snapshot()
+
+
+def test_state_restore_empty_snapshot_equals_new_state() -> None:
+    assert State.restore({}).snapshot() == State().snapshot()
