@@ -18,7 +18,37 @@ up to fixed caps (least recently touched evicted), and every history is a bounde
 
 ``snapshot()`` returns plain JSON-able data (the SSE ``snapshot`` payload and
 ``GET /debug/pycm/state``); :meth:`State.restore` rebuilds a state from it that continues
-exactly as the original would have.
+exactly as the original would have (bounded windows included). Layout (field lists are the
+records' in :mod:`pycm.trace.records`; times are Unix ns, ``*_ms`` milliseconds)::
+
+    v, now_ts                       snapshot format version; the newest event ts seen
+    counters                        applied, lost (sum of lag events' lost), lag_events,
+                                    out_of_order, in_flight_evicted, malformed,
+                                    unknown {kind: n}
+    instances {name}                role (leader/standby/unknown/stopped), lease, first/last_ts,
+                                    last_seq, events, version, exit_code, steps {bar name:
+                                    start_ts, dur_ns, outcome ("" = running), error}, health
+    leases {ns/name}                holder, transitions, changes, changes_last_hour,
+                                    lease_duration_s, skew_ms, failures {reason: n},
+                                    holders {identity: renews, failures, last_renew_ts, ...},
+                                    history [ts, old, new, observer], renew_history
+                                    [ts, holder, latency_ms, ok, reason], renew_latency (hist)
+    informers {instance}{resource}  started, synced, objects, lists, watch_opens,
+                                    watch_closes {reason: n}, relists, backoffs, last_error, ...
+    controllers {instance}{name}    init, started, workers, reconciles, results {result: n},
+                                    errors, in_flight, longest_running_ns, reconciles_per_s,
+                                    latency (hist), slowest [key records], failing [...]
+    queues {instance}{name}         depth, max_depth, adds, gets, dones, retries, drops,
+                                    adds_per_s, wait (hist), work (hist)
+    api {instance}                  requests, verbs, codes {2xx, 5xx, none, ...}, errors,
+                                    rate_limiter_wait_ms, requests_per_s, latency (hist)
+    in_flight                       total, by_step {step: n}, open [begin events, oldest
+                                    first], ended_early [span ids]
+    errors                          [ts, instance, kind, text, trace_id], oldest first
+
+A histogram is ``{count, sum, min, max, buckets, p50, p90, p99}`` in ms
+(:mod:`pycm.trace.histogram`); rates are per second over the last :data:`RATE_WINDOW_S`
+seconds of event time, ending at ``now_ts``.
 """
 
 from __future__ import annotations
