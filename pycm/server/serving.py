@@ -111,6 +111,19 @@ async def _bind(address: str, port: int) -> socket.socket:
     return sock
 
 
+def _abort(server: _UvicornServer, task: asyncio.Task[None]) -> None:
+    """Stop at once: the request tasks (uvicorn's own, not children of ``task``), the
+    connections, and the serving task."""
+    server.force_exit = True
+    for request_task in list(server.server_state.tasks):
+        request_task.cancel()
+    for connection in list(server.server_state.connections):
+        transport = getattr(connection, "transport", None)
+        if transport is not None:
+            transport.close()
+    task.cancel()
+
+
 class _Serving:
     """What both servers share: bind, run uvicorn in a task, stop it within a bound."""
 
@@ -203,9 +216,14 @@ class _Serving:
         self._server = None
         server.should_exit = True
         # uvicorn drains for timeout_graceful_shutdown; allow one more second for its ticks.
-        await asyncio.wait({task}, timeout=self._shutdown_timeout + 1.0)
+        try:
+            await asyncio.wait({task}, timeout=self._shutdown_timeout + 1.0)
+        except asyncio.CancelledError:
+            _abort(server, task)  # our caller gave up waiting: leave nothing running
+            raise
         if not task.done():
             _log.warning("the %s server did not stop in time; cancelling it", self._kind)
+            _abort(server, task)
             await cancel_and_wait([task], timeout=1.0)
         self._bound = None
         (self._bus or default_bus()).point(ServingStopped(address=bound[0], port=bound[1]))

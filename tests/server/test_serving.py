@@ -273,3 +273,30 @@ async def test_secure_server_port_in_use_raises_and_cleans_up(serve: Serve) -> N
         await second.start()
     assert not Path(second.cert_file).parent.exists()  # its temp dir went with the failure
     await second.stop()  # stopping a server that never served is a no-op
+
+
+@pytest.mark.asyncio
+async def test_insecure_server_stop_cancelled_leaves_nothing_running() -> None:
+    entered = asyncio.Event()
+
+    async def hang(request: Request) -> Response:
+        entered.set()
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+    app = build_routes(health=HealthRegistry(bus=Bus()), routes=[Route("/hang", hang)])
+    server = InsecureServer(app, port=0, shutdown_timeout=30.0, bus=Bus())
+    _, port = await server.start()
+    async with httpx.AsyncClient(timeout=10.0) as client:
+        request = asyncio.ensure_future(client.get(f"http://127.0.0.1:{port}/hang"))
+        await entered.wait()
+        stopping = asyncio.ensure_future(server.stop())
+        await asyncio.sleep(0.2)  # inside uvicorn's graceful wait for the hanging request
+        stopping.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await stopping
+        with pytest.raises(httpx.TransportError):
+            await request  # the connection was closed under it
+    # The leak check fails this test if the serving or the request task is still running.
+    for _ in range(5):
+        await asyncio.sleep(0)
