@@ -4,6 +4,7 @@ recovery, request logging, cache control, and the order the layers are in."""
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import orjson
 import pytest
@@ -11,7 +12,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
-from pycm.server import LAYERS
+from pycm.server import LAYERS, DelegatingAuthorizer, DelegatingTokenReviewer
 from pycm.server.authentication import get_user
 from pycm.server.request_info import get_request_info
 from pycm.server.subjectaccessreview import AuthorizationError
@@ -19,7 +20,15 @@ from pycm.server.tokenreview import TokenReviewError
 from pycm.server.user import UserInfo
 from pycm.trace.bus import Bus
 from pycm.trace.kinds import HandlerChainBuilt
-from tests.server.conftest import ALICE, ClientFor, FakeAuthorizer, FakeTokenReviewer, Serve, bearer
+from pycm.util.clock import FakeClock
+from tests.server.conftest import (
+    ClientFor,
+    FakeAuthorizer,
+    FakePoster,
+    FakeTokenReviewer,
+    Serve,
+    bearer,
+)
 
 
 def _status(code: int, reason: str, message: str) -> dict[str, object]:
@@ -301,15 +310,35 @@ async def test_configz_serves_the_given_mapping_to_an_allowed_user(
 
 
 @pytest.mark.asyncio
-async def test_authentication_uses_the_reviewer_once_per_distinct_token(
+async def test_authentication_and_authorization_caches_spare_the_api_within_ttl(
     serve: Serve, client_for: ClientFor
 ) -> None:
-    served = await serve(routes=ROUTES)
+    clock = FakeClock()
+
+    def answer(body: dict[str, Any]) -> dict[str, Any]:
+        if body["kind"] == "TokenReview":
+            user = {"username": "alice", "groups": ["devs"]}
+            return {
+                "status": {"authenticated": body["spec"]["token"] == "alice-token", "user": user}
+            }
+        return {"status": {"allowed": body["spec"]["user"] == "alice"}}
+
+    poster = FakePoster(answer)
+    served = await serve(
+        reviewer=DelegatingTokenReviewer(poster, clock=clock),
+        authorizer=DelegatingAuthorizer(poster, clock=clock),
+    )
     client = client_for(served.server.cert_file)
-    await client.get(f"{served.url}/whoami", headers=bearer("alice-token"))
-    await client.get(f"{served.url}/whoami")
-    assert served.reviewer.calls == ["alice-token"]
-    assert ALICE.name == "alice"
+
+    async def scrape() -> int:
+        response = await client.get(f"{served.url}/metrics", headers=bearer("alice-token"))
+        return response.status_code
+
+    assert [await scrape(), await scrape()] == [200, 200]
+    assert [body["kind"] for _, body in poster.calls] == ["TokenReview", "SubjectAccessReview"]
+    clock.advance(10.0)  # KCM's 10 s TTLs have run out: both are asked again
+    assert await scrape() == 200
+    assert [body["kind"] for _, body in poster.calls] == ["TokenReview", "SubjectAccessReview"] * 2
 
 
 class _FailingReviewer:
