@@ -10,6 +10,11 @@ started yet, each as a named, guarded task owned by the factory), awaits
 
 :class:`MetadataInformerFactory` is the same machinery listing and watching with
 ``metadata_only=True``: the cache holds ``PartialObjectMetadata`` (apiVersion, kind, metadata).
+
+Defaults: ``transform`` drops managedFields; ``intern=True`` chains a
+:class:`~pycm.cache.transform.SubtreeInterner` per informer after it (identical sub-trees of
+objects shared); ``gc_tuning=True`` pauses the collector during lists and freezes what a list
+leaves behind (:mod:`pycm.cache.gc_tuning`).
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from pycm.cache.fifo import TransformFunc
 from pycm.cache.listers import Lister
 from pycm.cache.listwatch import ClientListWatch, _Client
 from pycm.cache.shared_informer import SharedIndexInformer
-from pycm.cache.transform import drop_managed_fields
+from pycm.cache.transform import SubtreeInterner, chain, drop_managed_fields
 from pycm.trace.bus import Bus, default_bus
 from pycm.util.clock import REAL_CLOCK, Clock
 from pycm.util.tasks import cancel_and_wait, create_guarded_task
@@ -54,6 +59,7 @@ class SharedInformerFactory:
         clock: Clock = REAL_CLOCK,
         rng: random.Random | None = None,
         gc_tuning: bool = True,
+        intern: bool = True,
         mutation_detector: bool = False,
     ) -> None:
         self.client = client
@@ -64,6 +70,7 @@ class SharedInformerFactory:
         self.clock = clock
         self._rng = rng or random.Random()
         self.gc_tuning = gc_tuning
+        self.intern = intern
         self.mutation_detector = mutation_detector
         # Invariant: every informer in _tasks is in _informers; a task is never restarted.
         self._informers: dict[Hashable, SharedIndexInformer] = {}
@@ -85,7 +92,7 @@ class SharedInformerFactory:
                 ),
                 resource_name(resource),
                 resync=self.default_resync if resync is None else resync,
-                transform=self.transform,
+                transform=self._transform_for_one(),
                 clock=self.clock,
                 bus=self.bus,
                 rng=random.Random(self._rng.random()),
@@ -95,6 +102,12 @@ class SharedInformerFactory:
             )
             self._informers[resource] = informer
         return informer
+
+    def _transform_for_one(self) -> TransformFunc | None:
+        if not self.intern:
+            return self.transform
+        interner = SubtreeInterner()  # one table per informer: its objects share a shape
+        return interner if self.transform is None else chain(self.transform, interner)
 
     def lister_for(self, resource: Hashable) -> Lister:
         return self.informer_for(resource).lister

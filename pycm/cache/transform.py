@@ -46,33 +46,46 @@ def chain(*transforms: Transform) -> Transform:
 
 POD_SHARED_PATHS: tuple[tuple[str, ...], ...] = (
     ("metadata", "labels"),
+    ("metadata", "annotations"),
     ("metadata", "ownerReferences"),
     ("spec", "containers", "*", "resources"),
     ("spec", "containers", "*", "env"),
     ("spec", "containers", "*", "ports"),
+    ("spec", "containers", "*", "args"),
+    ("spec", "containers", "*", "command"),
     ("spec", "containers", "*", "livenessProbe"),
     ("spec", "containers", "*", "readinessProbe"),
     ("spec", "containers", "*", "securityContext"),
+    ("spec", "containers", "*", "volumeMounts", "*"),
+    ("spec", "containers", "*", "="),
     ("spec", "containers"),
     ("spec", "initContainers"),
     ("spec", "tolerations"),
     ("spec", "affinity"),
     ("spec", "securityContext"),
+    ("spec", "volumes", "*", "projected"),
+    ("spec", "volumes", "*"),
     ("spec", "volumes"),
+    ("spec", "="),
     ("status", "conditions"),
+    ("status",),
 )
 """Sub-trees pods of one template usually share. Inner paths come first: when a whole
-``containers`` list differs between pods (per-pod volume mount names), its parts still share."""
+``containers`` list differs between pods (per-pod volume mount names), its parts still share.
+A final ``"="`` shares the string values of that dict (image names, policies)."""
 
 
 class SubtreeInterner:
     """A transform that makes identical sub-trees at ``paths`` one shared object.
 
-    A path is a tuple of keys; ``"*"`` steps into every element of a list. The table maps a
-    sub-tree's canonical JSON (sorted keys) to its first instance and holds at most
-    ``max_entries`` of them, least recently used dropped first: dropping only loses sharing,
-    never correctness. Shared instances must never be mutated — the cache's rule anyway, and the
-    mutation detector would catch it.
+    A path is a tuple of keys; ``"*"`` steps into every element of a list, and a final ``"="``
+    shares each string value of the dict reached. The table maps the hash of a sub-tree's
+    canonical JSON (sorted keys) to its first instance — a hash, not the JSON itself, so a
+    sub-tree that turns out to be unique costs a table slot rather than a second copy of its
+    text; a hit is confirmed by deep equality, so a hash collision only loses sharing. It holds
+    at most ``max_entries`` instances, least recently used dropped first: dropping only loses
+    sharing, never correctness. Shared instances must never be mutated — the cache's rule
+    anyway, and the mutation detector would catch it.
     """
 
     def __init__(
@@ -80,7 +93,8 @@ class SubtreeInterner:
     ):
         self.paths = [tuple(p) for p in paths]
         self.max_entries = max_entries
-        self._table: OrderedDict[bytes, Any] = OrderedDict()
+        self._table: OrderedDict[int, Any] = OrderedDict()
+        self._strings: dict[str, str] = {}
         self.hits = 0
         self.misses = 0
 
@@ -102,7 +116,20 @@ class SubtreeInterner:
                     else:
                         node[i] = self._intern(child)
             return
-        if not isinstance(node, dict) or head not in node:
+        if not isinstance(node, dict):
+            return
+        if head == "=":
+            strings = self._strings
+            for k, v in node.items():
+                if type(v) is str:
+                    shared = strings.get(v)
+                    if shared is None:
+                        if len(strings) < self.max_entries:
+                            strings[v] = v
+                    else:
+                        node[k] = shared
+            return
+        if head not in node:
             return
         if rest:
             self._walk(node[head], rest)
@@ -112,10 +139,10 @@ class SubtreeInterner:
     def _intern(self, value: Any) -> Any:
         if not isinstance(value, (dict, list)) or not value:
             return value
-        key = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+        key = hash(orjson.dumps(value, option=orjson.OPT_SORT_KEYS))
         table = self._table
         shared = table.get(key)
-        if shared is not None:
+        if shared is not None and shared == value:
             table.move_to_end(key)
             self.hits += 1
             return shared

@@ -1,0 +1,104 @@
+from __future__ import annotations
+
+import copy
+import gc
+from typing import Any
+
+import orjson
+import pytest
+
+from pycm.cache import gc_tuning
+from pycm.cache.transform import SubtreeInterner, chain, drop_managed_fields
+from tests.cache.helpers import pod
+
+
+def _templated(i: int) -> dict[str, Any]:
+    obj = pod(f"p{i}", str(i), labels={"app": "web"}, managed_fields=True)
+    obj["spec"] = {
+        "containers": [
+            {
+                "name": "app",
+                "image": "registry/app:1.0",
+                "env": [{"name": "A", "value": "1"}],
+                "volumeMounts": [{"name": f"token-{i}", "mountPath": "/var/run"}],
+            }
+        ],
+        "tolerations": [{"key": "k", "operator": "Exists"}],
+    }
+    return orjson.loads(orjson.dumps(obj))  # fresh, as decoded
+
+
+def test_drop_managed_fields_removes_only_managed_fields() -> None:
+    obj = pod("a", managed_fields=True)
+    expected = copy.deepcopy(obj)
+    del expected["metadata"]["managedFields"]
+    assert drop_managed_fields(obj) == expected
+    assert drop_managed_fields({"kind": "NoMeta"}) == {"kind": "NoMeta"}
+
+
+def test_subtree_interner_identical_subtrees_shared_objects_unchanged() -> None:
+    interner = SubtreeInterner()
+    originals = [_templated(i) for i in range(3)]
+    out = [interner(chain(drop_managed_fields)(copy.deepcopy(o))) for o in originals]
+    for before, after in zip(originals, out, strict=True):
+        del before["metadata"]["managedFields"]
+        assert after == before
+    a, b = out[0], out[1]
+    assert a["metadata"]["labels"] is b["metadata"]["labels"]
+    assert a["spec"]["tolerations"] is b["spec"]["tolerations"]
+    assert a["spec"]["containers"][0]["env"] is b["spec"]["containers"][0]["env"]
+    # The containers differ (per-pod mount name): the lists are distinct, their parts shared.
+    assert a["spec"]["containers"] is not b["spec"]["containers"]
+    assert a["spec"]["containers"][0]["image"] is b["spec"]["containers"][0]["image"]
+    assert interner.hits > 0
+
+
+def test_subtree_interner_different_values_never_shared() -> None:
+    interner = SubtreeInterner([("spec",)])
+    one, two = interner({"spec": {"x": 1}}), interner({"spec": {"x": 2}})
+    assert one["spec"] == {"x": 1} and two["spec"] == {"x": 2}
+    assert interner.misses == 2
+
+
+def test_subtree_interner_table_bounded_least_recent_dropped() -> None:
+    interner = SubtreeInterner([("spec",)], max_entries=2)
+    for i in range(5):
+        interner({"spec": {"x": i}})
+    assert len(interner) == 2
+    kept = interner({"spec": {"x": 4}})  # the newest is still shared...
+    again = interner({"spec": {"x": 4}})
+    assert kept["spec"] is again["spec"]
+
+
+def test_gc_paused_nested_restores_collector_once_outermost_ends() -> None:
+    assert gc.isenabled()
+    with gc_tuning.gc_paused():
+        with gc_tuning.gc_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    assert gc.isenabled()
+
+
+def test_gc_paused_error_still_restores_collector() -> None:
+    with pytest.raises(ValueError), gc_tuning.gc_paused():
+        raise ValueError("boom")
+    assert gc.isenabled()
+
+
+def test_gc_freeze_survivors_moves_objects_to_permanent_generation() -> None:
+    try:
+        assert gc_tuning.freeze_survivors() > 0
+    finally:
+        gc.unfreeze()
+    assert gc.get_freeze_count() == 0
+
+
+def test_gc_tune_thresholds_raises_never_lowers() -> None:
+    before = gc.get_threshold()
+    try:
+        assert gc_tuning.tune_thresholds(before[0] + 1000) == before
+        assert gc.get_threshold()[0] == before[0] + 1000
+        gc_tuning.tune_thresholds(10)
+        assert gc.get_threshold()[0] == before[0] + 1000
+    finally:
+        gc.set_threshold(*before)
