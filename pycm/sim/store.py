@@ -10,14 +10,12 @@ tests: ``get / list / create / update / update_status / patch / delete / watch``
 Invariants:
 - ``_rv`` is the resourceVersion of the newest write; every stored object's
   ``metadata.resourceVersion`` is ``str`` of the rv of the write that produced it.
-- ``_history`` holds the newest ``watch_window`` events in rv order; every event with
-  rv > ``_compacted_rv`` is in it (so a watch from rv >= ``_compacted_rv`` can be served).
+- ``_history`` holds the newest ``watch_window`` events (see :mod:`pycm.sim.history`).
 - Stored objects are never mutated: a write stores a new dict. Events and watchers share them.
 """
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -33,6 +31,7 @@ from pycm.sim.gc import (
     GarbageCollector,
     ObjectRef,
 )
+from pycm.sim.history import History
 from pycm.sim.objects import Obj, copy_value, deep_copy, generate_name, meta, new_uid, rfc3339
 from pycm.sim.patch import apply_patch
 from pycm.sim.resources import REGISTRY, Registry, Resource, ResourceKey
@@ -103,8 +102,7 @@ class Store:
         self._by_uid: dict[str, ObjectRef] = {}
         self._gc = GarbageCollector(self)
         self._rv = 0
-        self._history: deque[StoreEvent] = deque(maxlen=watch_window)
-        self._compacted_rv = 0
+        self._history = History(watch_window)
         self._watchers: set[Watcher] = set()
 
     # ---------------------------------------------------------------- reading
@@ -115,7 +113,7 @@ class Store:
 
     @property
     def compacted_resource_version(self) -> int:
-        return self._compacted_rv
+        return self._history.compacted_rv
 
     @property
     def watcher_count(self) -> int:
@@ -203,11 +201,11 @@ class Store:
         )
         if continue_from is not None:
             token_rv, ns, name = continue_from
-            if token_rv < self._compacted_rv:
-                raise errors.expired(
-                    "The provided continue parameter is too old to display a consistent list "
-                    "result. You can start a new list without the continue parameter."
-                )
+            self._history.check(
+                token_rv,
+                "The provided continue parameter is too old to display a consistent list "
+                "result. You can start a new list without the continue parameter.",
+            )
             list_rv = token_rv
             selected = [(k, o) for k, o in selected if k > (ns, name)]
         if limit is None or limit <= 0 or len(selected) <= limit:
@@ -249,8 +247,6 @@ class Store:
             self._by_uid[str(m.get("uid"))] = ref
             self._gc.index.add(ref, obj)
         event = StoreEvent(type_, res.key, obj, old, self._rv)
-        if len(self._history) == self._history.maxlen:
-            self._compacted_rv = self._history[0].rv
         self._history.append(event)
         for watcher in list(self._watchers):
             watcher.offer(event)
@@ -289,13 +285,10 @@ class Store:
                 raise errors.bad_request(
                     f"invalid resource version: {resource_version!r}"
                 ) from None
-            if since < self._compacted_rv:
-                raise errors.expired(f"too old resource version: {since} ({self._compacted_rv})")
-            for event in self._history:
-                if event.rv > since:
-                    seen = watcher.translate(event)
-                    if seen is not None:
-                        watcher.add_initial(*seen)
+            for event in self._history.since(since):
+                seen = watcher.translate(event)
+                if seen is not None:
+                    watcher.add_initial(*seen)
         self._watchers.add(watcher)
         return watcher
 
@@ -308,9 +301,8 @@ class Store:
 
     def compact(self) -> int:
         """Forget the watch history: a watch or continue token older than now gets 410."""
-        self._history.clear()
-        self._compacted_rv = self._rv
-        return self._compacted_rv
+        self._history.compact(self._rv)
+        return self._rv
 
     # ---------------------------------------------------------------- writing
 
