@@ -108,13 +108,20 @@ def _h(text: str, n: int = 10) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:n]
 
 
+def _suffix(i: int) -> str:
+    """Five base-36 characters, distinct for every i < 36**5 (7919 is coprime to 36)."""
+    n = (i * 7919 + 12345) % 36**5
+    digits = "0123456789abcdefghijklmnopqrstuvwxyz"
+    return "".join(digits[(n // 36**k) % 36] for k in range(5))
+
+
 def realistic_pod(i: int) -> dict[str, Any]:
     """Pod ``i`` of template ``i % TEMPLATES``: as a Deployment's ReplicaSet would create it."""
     t = i % TEMPLATES
     app = f"svc-{t}"
     rs_hash = _h(app)
-    name = f"{app}-{rs_hash}-{_h(str(i), 5)}"
-    token_volume = f"kube-api-access-{_h('v' + str(i), 5)}"
+    name = f"{app}-{rs_hash}-{_suffix(i)}"
+    token_volume = f"kube-api-access-{_suffix(i + 1_000_003)}"
     env = [{"name": f"SETTING_{k}", "value": f"value-{t}-{k}"} for k in range(8)]
     env += [
         {

@@ -24,6 +24,7 @@ import random
 from collections.abc import Hashable
 from typing import Any
 
+from pycm.cache import gc_tuning
 from pycm.cache.fifo import TransformFunc
 from pycm.cache.listers import Lister
 from pycm.cache.listwatch import ClientListWatch, _Client
@@ -120,6 +121,8 @@ class SharedInformerFactory:
         """Start every informer not started yet; returns how many were started now."""
         if self._shut_down:
             raise RuntimeError("the informer factory was shut down")
+        if self.gc_tuning:
+            gc_tuning.tune_thresholds()
         started = 0
         for resource, informer in self._informers.items():
             if resource not in self._tasks:

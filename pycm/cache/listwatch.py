@@ -229,8 +229,6 @@ class FakeListWatch:
         self.watch_calls: list[WatchCall] = []
         self.default_watch_hang = default_watch_hang
         self.open_watches: list[WatchStream] = []
-        # Set whenever a call arrives: tests await it instead of sleeping.
-        self.called = asyncio.Event()
 
     def add_list(self, *pages: ListPage | BaseException) -> FakeListWatch:
         self.lists.extend(pages)
@@ -244,7 +242,6 @@ class FakeListWatch:
         self, *, resource_version: str, limit: int | None, continue_: str | None
     ) -> ListPage:
         self.list_calls.append(ListCall(resource_version, limit, continue_))
-        self.called.set()
         await asyncio.sleep(0)
         if not self.lists:
             raise AssertionError(f"unexpected list call: {self.list_calls[-1]}")
@@ -265,7 +262,6 @@ class FakeListWatch:
         self, *, resource_version: str, timeout_seconds: int, allow_watch_bookmarks: bool
     ) -> AsyncIterator[AsyncIterator[WatchEventPair]]:
         self.watch_calls.append(WatchCall(resource_version, timeout_seconds, allow_watch_bookmarks))
-        self.called.set()
         await asyncio.sleep(0)
         if self.watches:
             scripted = self.watches.popleft()

@@ -352,3 +352,21 @@ async def test_informer_empty_initial_list_still_syncs_and_reports(rigs: list[Ri
     await asyncio.wait_for(rig.informer.wait_synced(), timeout=5)
     assert reg.has_synced()
     assert [e.objects for e in rig.events(InformerSynced)] == [0]
+
+
+@pytest.mark.asyncio
+async def test_informer_removed_handler_gets_nothing_more(rigs: list[Rig]) -> None:
+    live = WatchStream(hang=True)
+    lw = FakeListWatch().add_list(ListPage([pod("a")], "1")).add_watch(live)
+    rig = _rig(rigs, lw)
+    kept, removed = Recorder(), Recorder()
+    rig.informer.add_event_handler(kept)
+    reg = rig.informer.add_event_handler(removed)
+    rig.start()
+    await until(reg.has_synced, "synced")
+    rig.informer.remove_event_handler(reg)
+    live.push(("ADDED", pod("b", "2")))
+    await until(lambda: len(kept.calls) == 2, "kept handler got the add")
+    await settle()
+    assert removed.calls == [("add", "a", True)]
+    assert rig.informer.registrations == [rig.informer.registrations[0]]
