@@ -8,7 +8,6 @@ Keys follow client-go's ``MetaNamespaceKeyFunc``: ``"namespace/name"`` for names
 ``"name"`` for cluster-scoped ones.
 """
 
-
 import datetime as _dt
 from collections.abc import Mapping
 from typing import Any, NewType, cast

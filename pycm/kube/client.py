@@ -256,14 +256,14 @@ class Client:
         res: Resource,
         name: str,
         *,
-        namespace: str = "",
+        namespace: str | None = "",
         subresource: str = "",
         resource_version: str | None = None,
         metadata_only: bool = False,
     ) -> Obj:
         params = {"resourceVersion": resource_version} if resource_version is not None else {}
         return await self._json(
-            _Call("get", res.resource, subresource, namespace, name),
+            _Call("get", res.resource, subresource, namespace or "", name),
             "GET",
             res.path(namespace, name, subresource),
             params=params,
@@ -274,7 +274,7 @@ class Client:
         self,
         res: Resource,
         *,
-        namespace: str = "",
+        namespace: str | None = "",
         label_selector: str | Selector | None = None,
         field_selector: str | None = None,
         limit: int | None = None,
@@ -292,7 +292,7 @@ class Client:
         _put(params, "resourceVersion", resource_version)
         _put(params, "resourceVersionMatch", resource_version_match)
         return await self._json(
-            _Call("list", res.resource, "", namespace),
+            _Call("list", res.resource, "", namespace or ""),
             "GET",
             res.path(namespace),
             params=params,
@@ -303,7 +303,7 @@ class Client:
         self,
         res: Resource,
         *,
-        namespace: str = "",
+        namespace: str | None = "",
         label_selector: str | Selector | None = None,
         field_selector: str | None = None,
         resource_version: str | None = None,
@@ -348,7 +348,7 @@ class Client:
         self,
         res: Resource,
         *,
-        namespace: str = "",
+        namespace: str | None = "",
         label_selector: str | Selector | None = None,
         field_selector: str | None = None,
         resource_version: str | None = None,
@@ -371,7 +371,7 @@ class Client:
         read = timeout_seconds + WATCH_READ_MARGIN if timeout_seconds else None
         connect = self.config.timeout
         timeout = httpx.Timeout(connect=connect, read=read, write=connect, pool=connect)
-        call = _Call("watch", res.resource, "", namespace)
+        call = _Call("watch", res.resource, "", namespace or "")
         path = res.path(namespace)
         accept = ACCEPT_METADATA if metadata_only else ACCEPT_JSON
 
@@ -432,7 +432,7 @@ class Client:
         name: str,
         patch: Mapping[str, Any] | Sequence[Mapping[str, Any]],
         *,
-        namespace: str = "",
+        namespace: str | None = "",
         patch_type: PatchType = PatchType.MERGE,
         subresource: str = "",
         dry_run: bool = False,
@@ -448,7 +448,7 @@ class Client:
         if force is not None:
             params["force"] = "true" if force else "false"
         return await self._json(
-            _Call("patch", res.resource, subresource, namespace, name),
+            _Call("patch", res.resource, subresource, namespace or "", name),
             "PATCH",
             res.path(namespace, name, subresource),
             params=params,
@@ -461,7 +461,7 @@ class Client:
         res: Resource,
         name: str,
         *,
-        namespace: str = "",
+        namespace: str | None = "",
         uid: str | None = None,
         resource_version: str | None = None,
         propagation_policy: str | None = None,
@@ -470,7 +470,7 @@ class Client:
     ) -> Obj:
         """DELETE with DeleteOptions; returns what the server sends (the object or a Status)."""
         return await self._json(
-            _Call("delete", res.resource, "", namespace, name),
+            _Call("delete", res.resource, "", namespace or "", name),
             "DELETE",
             res.path(namespace, name),
             body=_delete_options(
@@ -482,7 +482,7 @@ class Client:
         self,
         res: Resource,
         *,
-        namespace: str = "",
+        namespace: str | None = "",
         label_selector: str | Selector | None = None,
         field_selector: str | None = None,
         propagation_policy: str | None = None,
@@ -492,7 +492,7 @@ class Client:
         _put(params, "labelSelector", _selector(label_selector))
         _put(params, "fieldSelector", field_selector)
         return await self._json(
-            _Call("deletecollection", res.resource, "", namespace),
+            _Call("deletecollection", res.resource, "", namespace or ""),
             "DELETE",
             res.path(namespace),
             params=params,
@@ -506,7 +506,7 @@ class Client:
         self, res: Resource, name: str, scale: Mapping[str, Any], *, namespace: str = ""
     ) -> Obj:
         return await self._json(
-            _Call("update", res.resource, "scale", namespace, name),
+            _Call("update", res.resource, "scale", namespace or "", name),
             "PUT",
             res.path(namespace, name, "scale"),
             body=scale,

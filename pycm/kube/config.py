@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import os
+import platform
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -41,7 +42,11 @@ __all__ = [
 ]
 
 SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
-DEFAULT_USER_AGENT = f"pycm/{_pycm_version} (python; asyncio) pycm"
+# client-go's shape: "<binary>/<version> (<os>/<arch>) <build>".
+DEFAULT_USER_AGENT = (
+    f"pycm/{_pycm_version} ({platform.system().lower()}/{platform.machine()}) "
+    f"python/{platform.python_version()}"
+)
 
 
 class ConfigError(Exception):

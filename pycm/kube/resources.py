@@ -44,7 +44,7 @@ class Resource:
     def group_resource(self) -> str:
         return f"{self.resource}.{self.group}" if self.group else self.resource
 
-    def path(self, namespace: str = "", name: str = "", subresource: str = "") -> str:
+    def path(self, namespace: str | None = "", name: str = "", subresource: str = "") -> str:
         """The URL path; ``namespace`` is ignored for cluster-scoped resources, and an empty one
         on a namespaced resource means all namespaces (lists and watches only)."""
         base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"

@@ -588,3 +588,20 @@ def test_decode_json_large_body_runs_no_gc_collection_and_restores_gc() -> None:
     assert decoded == {"items": items}
     assert collections == []
     assert gc.isenabled()
+
+
+@pytest.mark.asyncio
+async def test_client_namespace_none_means_all_namespaces(
+    client: Client, recorder: Recorder, bus: Bus
+) -> None:
+    await client.list(PODS, namespace=None)
+    assert recorder.last.url.path == "/api/v1/pods"
+    assert api_events(bus)[0].namespace == ""
+
+
+def test_default_user_agent_has_client_go_shape() -> None:
+    import re
+
+    from pycm.kube.config import DEFAULT_USER_AGENT
+
+    assert re.fullmatch(r"pycm/[\w.]+ \([a-z]+/\w+\) python/3\.\d+\.\d+", DEFAULT_USER_AGENT)

@@ -65,7 +65,7 @@ def test_resource_lookup_by_kind_and_plural() -> None:
     [pytest.param(by_kind, "Widget", id="kind"), pytest.param(by_plural, "widgets", id="plural")],
 )
 def test_resource_lookup_unknown_raises_key_error(lookup: object, arg: str) -> None:
-    with pytest.raises(KeyError, match="(?i)widget"):
+    with pytest.raises(KeyError, match=r"(?i)widget"):
         lookup(arg)  # type: ignore[operator]
 
 
