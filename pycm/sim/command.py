@@ -4,6 +4,10 @@ It prints exactly one line, ``pycm sim: serving <url> (kubeconfig: <path>)``, on
 accepts connections and the kubeconfig is written. Exit statuses: 0 after a signal, 2 for a bad
 flag (argparse and option validation), 1 when it cannot start (port in use, unreadable token or
 policy file, unwritable kubeconfig) — always one error line, never a traceback.
+
+kubectl (client-go) sends a kubeconfig's bearer token only over TLS, and every API request
+needs the token: serve with ``--tls`` for kubectl. The ``kubernetes`` Python client sends it
+over plain HTTP too.
 """
 
 from __future__ import annotations
@@ -76,7 +80,12 @@ def add_subcommand(subparsers: Any) -> None:
         "--host", default="127.0.0.1", help="address to bind (default %(default)s)"
     )
     serving.add_argument("--port", type=_port, default=0, help="port (0: any free port)")
-    serving.add_argument("--tls", action="store_true", help="serve HTTPS with a throwaway CA")
+    serving.add_argument(
+        "--tls",
+        action="store_true",
+        help="serve HTTPS with a throwaway CA (kubectl needs it: client-go sends tokens only "
+        "over TLS)",
+    )
     serving.add_argument("--kubeconfig-out", metavar="PATH", help="write the kubeconfig here")
     cluster = parser.add_argument_group("cluster")
     cluster.add_argument("--nodes", type=_count(0), default=1, help="Ready nodes (default 1)")
