@@ -653,7 +653,7 @@ class Client:
                         continue
                     raise error_from_response(code, resp.content, resp.headers)
                 return resp
-        except KubeError as e:
+        except Exception as e:  # KubeError, or a credential that cannot be read
             error = error_text(e)
             raise
         finally:

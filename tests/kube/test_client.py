@@ -605,3 +605,20 @@ def test_default_user_agent_has_client_go_shape() -> None:
     from pycm.kube.config import DEFAULT_USER_AGENT
 
     assert re.fullmatch(r"pycm/[\w.]+ \([a-z]+/\w+\) python/3\.\d+\.\d+", DEFAULT_USER_AGENT)
+
+
+@pytest.mark.asyncio
+async def test_client_unreadable_token_file_fails_request_and_records_error(
+    make_client: MakeClient, recorder: Recorder, bus: Bus, tmp_path: Any
+) -> None:
+    from pycm.kube import ConfigError
+
+    client = make_client(token=None, token_file=str(tmp_path / "missing"))
+    try:
+        with pytest.raises(ConfigError, match="cannot read the client's token"):
+            await client.get(PODS, "p", namespace="ns")
+    finally:
+        await client.aclose()
+    assert recorder.requests == []
+    (event,) = api_events(bus)
+    assert (event.code, event.error.split(":")[0]) == (0, "ConfigError")
