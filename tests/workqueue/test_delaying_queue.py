@@ -122,3 +122,17 @@ async def test_delaying_queue_shut_down_with_drain_stops_loop(clock: FakeClock, 
     queue.done("a")
     await drain
     assert queue._loop_task is not None and queue._loop_task.done()
+
+
+@pytest.mark.asyncio
+async def test_delaying_queue_no_delay_add_of_waiting_item_adds_now_and_keeps_timer(
+    clock: FakeClock, bus: Bus
+) -> None:
+    async with DelayingQueue[str]("d", clock=clock, bus=bus) as queue:
+        queue.add_after("a", 1.0)
+        queue.add_after("a", 0.0)
+        assert await _drain(queue) == ["a"]
+        assert queue.waiting() == 1  # as in client-go, the delayed copy still comes
+        clock.advance(1.0)
+        await settle()
+        assert await _drain(queue) == ["a"]

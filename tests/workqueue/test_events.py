@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from pycm.trace.bus import Bus
@@ -83,4 +85,31 @@ async def test_queue_shut_down_emits_once(clock: FakeClock, bus: Bus) -> None:
     queue.shut_down()
     await queue.shut_down_with_drain()
     assert len(sub.drain()) == 1
+    sub.close()
+
+
+@pytest.mark.asyncio
+async def test_queue_drained_shutdown_event_carries_drain_time(clock: FakeClock, bus: Bus) -> None:
+    sub = bus.subscribe(kinds=["queue.shutdown"])
+    queue = Queue[tuple[str, str]]("q", clock=clock, bus=bus)
+    queue.add(("ns", "a"))
+    await queue.get()
+    drain = asyncio.create_task(queue.shut_down_with_drain())
+    await settle()
+    clock.advance(0.25)
+    queue.done(("ns", "a"))
+    await drain
+    [event] = sub.drain()
+    assert isinstance(event, QueueShutDown)
+    assert (event.drained, event.dur_ns) == (True, 250_000_000)
+    sub.close()
+
+
+@pytest.mark.asyncio
+async def test_queue_non_str_items_are_keyed_by_str(clock: FakeClock, bus: Bus) -> None:
+    sub = bus.subscribe(kinds=["queue.add"])
+    queue = Queue[tuple[str, str]]("q", clock=clock, bus=bus)
+    queue.add(("ns", "a"))
+    [event] = sub.drain()
+    assert isinstance(event, ItemAdded) and event.key == "('ns', 'a')"
     sub.close()
