@@ -16,9 +16,26 @@ Public surface:
   drop_watches``) with :class:`DeleteOptions`; kinds via ``store.resource("pods")``.
 - ``pycm sim`` — :mod:`pycm.sim.command`.
 
+Where it knowingly differs from kube-apiserver (each a simplification a client cannot rely on
+either way, or one named in the module that makes it):
+
+- Lists are served from the latest state whatever ``resourceVersion`` / ``resourceVersionMatch``
+  ask; a continued list reads the current state after the token's key (no snapshot) and
+  carries the token's resourceVersion, so a watch from it replays what changed meanwhile.
+- Garbage collection runs synchronously inside the deleting request; Foreground deletion waits
+  for every dependent, not only those with ``blockOwnerDeletion`` (:mod:`pycm.sim.gc`).
+- ``dryRun`` is refused (400) rather than ignored; server-side apply is not served (415);
+  protobuf is not served (a client's next Accept entry is used).
+- Items of a list keep their ``kind`` and ``apiVersion``; ``managedFields`` are never set.
+- Pod updates are checked less strictly than kube (container names and a bound ``nodeName``
+  are immutable; the rest of the spec may change). Admission is NamespaceLifecycle only.
+- Pods with a grace period are removed at once unless ``graceful_pod_deletion`` is on (then
+  they wait for :meth:`Store.finalize_pod_deletion`, the kubelet's confirmation).
+- kubectl needs ``--tls``: client-go sends kubeconfig credentials only over TLS.
+
 Module map: resources (the registry of kinds), store, watch, gc, selectors, validation,
-defaults, patch, tables, discovery, negotiation, requestinfo, handlers, app, auth, reviews,
-kubeconfig, certs, seed, options, server, command.
+defaults, shape, patch, scale, history, tables, discovery, negotiation, requestinfo, handlers,
+app, auth, reviews, kubeconfig, certs, seed, options, server, command; kubelet and faults.
 
 Exceptions::
 
