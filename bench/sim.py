@@ -1,0 +1,215 @@
+"""The emulator's serving costs, over HTTP on 127.0.0.1, against in-process peers of the same run.
+
+The emulator runs in its own process (``python -m pycm sim --port 0 --kubelet=off``; its printed
+line gives the URL and kubeconfig; SIGTERM stops it), so the client's work is not counted
+against the server. Figures:
+
+- ``sim.create``: pod creates/s (``n`` pods, ``_CONCURRENCY`` requests in flight). Peer: gets/s
+  of the same pods with the same concurrency; ratio creates / gets.
+- ``sim.list_10k``: p50 latency of listing the ``n`` pods (``n`` = 10k at full size) as ms and
+  the body's MB/s at that p50. Peer: MB/s of ``orjson.dumps`` of the same body in this process
+  (the serialisation ceiling); ratio ours / peer (the share of the ceiling reached).
+- ``sim.watch_fanout``: events/s delivered to ``_WATCHERS`` watchers while ``n`` configmaps are
+  created (deliveries / time from the first create to the last watcher's last event). Peer: the
+  same run with one watcher; ratio fan-out / single (> 1: the fan-out delivers more in total).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import orjson
+import yaml
+
+from bench.harness import Figure
+
+_SIZES = {
+    # size: (pods listed / created, list repeats, watch events)
+    "tiny": (1_000, 3, 1_000),
+    "full": (10_000, 10, 10_000),
+}
+_WATCHERS = 20
+_CONCURRENCY = 16
+_LINE = re.compile(r"^pycm sim: serving (\S+) \(kubeconfig: (.+)\)$")
+_START_TIMEOUT = 20.0
+
+
+@contextmanager
+def _emulator() -> Iterator[tuple[str, str]]:
+    """An emulator process; yields (url, admin token)."""
+    with tempfile.TemporaryDirectory(prefix="bench-sim-") as tmp:
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        env.pop("KUBECONFIG", None)
+        kubeconfig = Path(tmp) / "kubeconfig"
+        argv = [sys.executable, "-m", "pycm", "sim", "--port", "0", "--kubelet=off"]
+        argv += ["--watch-window", "100000", "--kubeconfig-out", str(kubeconfig)]
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, env=env, cwd=tmp)
+        try:
+            assert proc.stdout is not None
+            line = proc.stdout.readline().strip()
+            match = _LINE.match(line)
+            if match is None:
+                raise RuntimeError(f"pycm sim did not start: {line!r}")
+            token = yaml.safe_load(kubeconfig.read_text())["users"][0]["user"]["token"]
+            yield match.group(1), str(token)
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=_START_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def _pod(name: str) -> bytes:
+    return orjson.dumps(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "labels": {"app": "bench", "tier": "web"}},
+            "spec": {"containers": [{"name": "app", "image": "nginx:1.25"}]},
+        }
+    )
+
+
+async def _in_parallel(n: int, one: Callable[[int], Awaitable[None]]) -> float:
+    """Seconds to run ``one(i)`` for i in range(n) with _CONCURRENCY in flight."""
+    indexes = iter(range(n))
+
+    async def worker() -> None:
+        for i in indexes:
+            await one(i)
+
+    start = time.perf_counter()
+    async with asyncio.TaskGroup() as tg:
+        for w in range(_CONCURRENCY):
+            tg.create_task(worker(), name=f"bench-sim-worker-{w}")
+    return time.perf_counter() - start
+
+
+def _client(url: str, token: str) -> httpx.AsyncClient:
+    return httpx.AsyncClient(
+        base_url=url,
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+        timeout=60,
+        limits=httpx.Limits(max_connections=_WATCHERS + _CONCURRENCY + 4),
+    )
+
+
+async def _create_and_list(url: str, token: str, n: int, repeats: int) -> list[Figure]:
+    pods = "/api/v1/namespaces/default/pods"
+    async with _client(url, token) as c:
+
+        async def create(i: int) -> None:
+            r = await c.post(pods, content=_pod(f"p-{i:05d}"))
+            r.raise_for_status()
+
+        async def get(i: int) -> None:
+            r = await c.get(f"{pods}/p-{i:05d}")
+            r.raise_for_status()
+
+        creates = n / await _in_parallel(n, create)
+        gets = n / await _in_parallel(n, get)
+        latencies, size, body = [], 0, b""
+        for _ in range(repeats):
+            start = time.perf_counter()
+            r = await c.get(pods)
+            latencies.append(time.perf_counter() - start)
+            r.raise_for_status()
+            body = r.content
+            size = len(body)
+    p50 = statistics.median(latencies)
+    decoded = orjson.loads(body)
+    if len(decoded["items"]) != n:
+        raise RuntimeError(f"listed {len(decoded['items'])} pods, want {n}")
+    dumps = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        orjson.dumps(decoded)
+        dumps.append(time.perf_counter() - start)
+    ours_mbs = size / p50 / 1e6
+    peer_mbs = size / statistics.median(dumps) / 1e6
+    return [
+        Figure("sim.create", creates, "creates/s", "sim.get", gets, "gets/s", creates / gets),
+        Figure(
+            "sim.list_10k",
+            p50 * 1e3,
+            f"ms_p50_({n}_pods,_{ours_mbs:.1f}_MB/s)",
+            "orjson.dumps",
+            peer_mbs,
+            "MB/s",
+            ours_mbs / peer_mbs,
+        ),
+    ]
+
+
+async def _fanout(url: str, token: str, n: int, watchers: int, prefix: str) -> float:
+    """Events/s delivered to ``watchers`` watchers while ``n`` configmaps are created."""
+    path = "/api/v1/namespaces/default/configmaps"
+    async with _client(url, token) as c:
+        rv = (await c.get(path, params={"limit": "1"})).json()["metadata"]["resourceVersion"]
+        done_at: list[float] = []
+        ready: list[int] = []
+        all_ready = asyncio.Event()
+
+        async def watch() -> None:
+            seen = 0
+            params = {"watch": "1", "resourceVersion": rv, "timeoutSeconds": "600"}
+            async with c.stream("GET", path, params=params) as stream:
+                ready.append(1)
+                if len(ready) == watchers:
+                    all_ready.set()
+                async for chunk in stream.aiter_bytes():
+                    seen += chunk.count(b"\n")
+                    if seen >= n:
+                        done_at.append(time.perf_counter())
+                        return
+            raise RuntimeError(f"a watch ended after {seen} of {n} events")
+
+        async def create(i: int) -> None:
+            body = orjson.dumps({"metadata": {"name": f"{prefix}-{i:05d}"}, "data": {"k": "v"}})
+            (await c.post(path, content=body)).raise_for_status()
+
+        async with asyncio.TaskGroup() as tg:
+            for w in range(watchers):
+                tg.create_task(watch(), name=f"bench-sim-watch-{w}")
+            await all_ready.wait()
+            start = time.perf_counter()
+            await _in_parallel(n, create)
+        return watchers * n / (max(done_at) - start)
+
+
+async def _run(size: str) -> list[Figure]:
+    n, repeats, events = _SIZES[size]
+    with _emulator() as (url, token):
+        figures = await _create_and_list(url, token, n, repeats)
+        fanned = await _fanout(url, token, events, _WATCHERS, "fan")
+        single = await _fanout(url, token, events, 1, "one")
+    figures.append(
+        Figure(
+            "sim.watch_fanout",
+            fanned,
+            f"events/s_({_WATCHERS}_watchers)",
+            "sim.watch_single",
+            single,
+            "events/s",
+            fanned / single,
+        )
+    )
+    return figures
+
+
+def run(size: str) -> list[Figure]:
+    return asyncio.run(_run(size))
