@@ -243,6 +243,20 @@ async def test_http_table_columns(http: httpx.AsyncClient) -> None:
     nss = await table("/api/v1/namespaces?includeObject=Object")
     assert headers(nss) == ["NAME", "STATUS", "AGE"]
     assert nss["rows"][0]["object"]["kind"] == "Namespace"
+    await http.post(f"{NS}/configmaps", json={"metadata": {"name": "c"}, "data": {"a": "1"}})
+    cms = await table(f"{NS}/configmaps")
+    assert headers(cms) == ["NAME", "DATA", "AGE"] and cms["rows"][0]["cells"][:2] == ["c", 1]
+    event = {
+        "metadata": {"name": "e"},
+        "involvedObject": {"kind": "Pod", "name": "p", "namespace": "default"},
+        "reason": "Started",
+        "message": "hi",
+        "type": "Normal",
+    }
+    await http.post(f"{NS}/events", json=event)
+    events = await table(f"{NS}/events")
+    assert headers(events) == ["LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"]
+    assert events["rows"][0]["cells"][1:4] == ["Normal", "Started", "pod/p"]
     one = await table(f"{NS}/pods/p?includeObject=None")
     assert "object" not in one["rows"][0] and len(one["rows"]) == 1
 
