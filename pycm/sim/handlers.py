@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,9 +29,9 @@ from pycm.sim.resources import Resource
 from pycm.sim.reviews import subject_access_review, token_review
 from pycm.sim.selectors import parse_field_selector, parse_label_selector
 from pycm.sim.store import DeleteOptions, Store
+from pycm.sim.streaming import error_stream, watch_stream
 from pycm.sim.tables import partial_metadata, table
 from pycm.sim.tokens import decode_continue
-from pycm.sim.watch import BOOKMARK, ERROR, Watcher
 
 __all__ = ["APIContext", "BeforeRequest", "error_response", "serve"]
 
@@ -406,10 +406,6 @@ def _list(
     )
 
 
-def _event_line(type_: str, obj: Any) -> bytes:
-    return orjson.dumps({"type": type_, "object": obj}) + b"\n"
-
-
 def _watch(
     ctx: APIContext,
     res: Resource,
@@ -426,61 +422,15 @@ def _watch(
     except errors.APIError as err:
         if err.code != 410:
             raise
-        line = _event_line(ERROR, err.status())
-        return StreamingResponse(_once(line), media_type="application/json")
-    stream = _watch_stream(ctx, res, watcher, out, query, timeout, bookmarks)
+        return StreamingResponse(error_stream(err.status()), media_type="application/json")
+    stream = watch_stream(
+        watcher,
+        res,
+        ctx.store,
+        out,
+        include_object=query.get("includeObject", "Metadata"),
+        timeout_seconds=timeout,
+        bookmark_interval=ctx.bookmark_interval if bookmarks else None,
+        stopping=lambda: ctx.stopping,
+    )
     return StreamingResponse(stream, media_type="application/json")
-
-
-async def _once(line: bytes) -> AsyncIterator[bytes]:
-    yield line
-
-
-async def _watch_stream(
-    ctx: APIContext,
-    res: Resource,
-    watcher: Watcher,
-    out: Output,
-    query: dict[str, str],
-    timeout_seconds: int | None,
-    bookmarks: bool,
-) -> AsyncIterator[bytes]:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout_seconds if timeout_seconds else None
-    interval = ctx.bookmark_interval
-    next_bookmark = loop.time() + interval if bookmarks else None
-    now_wall = ctx.store.clock.wall_ns
-    include = query.get("includeObject", "Metadata")
-    try:
-        while not ctx.stopping:
-            now = loop.time()
-            if deadline is not None and now >= deadline:
-                return
-            waits = [t - now for t in (deadline, next_bookmark) if t is not None]
-            item = await watcher.next(max(0.0, min(waits)) if waits else None)
-            if item is None:
-                if watcher.closed:
-                    return
-                now = loop.time()
-                if next_bookmark is not None and now >= next_bookmark:
-                    next_bookmark = now + interval
-                    if watcher.pending == 0:
-                        rv = str(ctx.store.resource_version)
-                        mark = {
-                            "kind": res.kind,
-                            "apiVersion": res.api_version,
-                            "metadata": {"resourceVersion": rv},
-                        }
-                        yield _event_line(BOOKMARK, mark)
-                continue
-            type_, obj = item
-            if out.mode == METADATA:
-                yield _event_line(type_, partial_metadata(obj, out.api_version))
-            elif out.mode == TABLE:
-                rv_meta = {"resourceVersion": obj["metadata"].get("resourceVersion", "")}
-                body = table(res.kind, [obj], now_wall() / 1e9, include, rv_meta, out.api_version)
-                yield _event_line(type_, body)
-            else:
-                yield _event_line(type_, obj)
-    finally:
-        watcher.stop()
