@@ -638,3 +638,23 @@ async def test_http_namespace_lifecycle(http: httpx.AsyncClient, emu: Emulator) 
     )
     assert emu.store.peek(cms, "scratch", "held") is None
     assert (await http.get("/api/v1/namespaces/scratch")).status_code == 404
+
+
+@pytest.mark.asyncio
+async def test_http_watch_that_falls_behind_is_ended() -> None:
+    async with run_emulator(watch_queue_size=5) as emu, asyncio.timeout(5):
+        headers = {"Authorization": f"Bearer {emu.admin_token}"}
+        cms = emu.store.resource("configmaps")
+        rv = emu.store.resource_version
+        async with (
+            httpx.AsyncClient(base_url=emu.url, headers=headers) as c,
+            c.stream("GET", f"{NS}/configmaps?watch=1&resourceVersion={rv}") as response,
+        ):
+            while emu.store.watcher_count == 0:
+                await asyncio.sleep(0.01)
+            for i in range(20):  # one burst, faster than any consumer: the queue overflows
+                emu.store.create(cms, {"metadata": {"name": f"c{i}"}}, "default")
+            lines = [line async for line in response.aiter_lines() if line]
+        # The watch ended (its client relists) instead of buffering without bound.
+        assert lines == []
+        assert emu.store.watcher_count == 0
