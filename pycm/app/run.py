@@ -111,6 +111,7 @@ class Manager:
         self._rng = random.Random()
         self.servers: list[SecureServer | InsecureServer] = []
         self.root: Client | None = None
+        self._extra_clients: list[Client] = []
         self.elector: LeaderElector | None = None
         self.context: ControllerContext | None = None
         self._recorder: Recorder | None = None
@@ -189,12 +190,13 @@ class Manager:
         self._snapshot = state.snapshot
         self._spawn(feed(), "state reducer")
 
-    async def _connect(self) -> Client:
+    async def _connect(self, kubeconfig: str | None = None) -> Client:
+        """The root client (or, with ``kubeconfig``, a client for delegated authn/authz)."""
         cfg = self.config
         try:
             client_config = await load_config(
-                kubeconfig=cfg.misc.kubeconfig or None,
-                master=cfg.misc.master or None,
+                kubeconfig=kubeconfig or cfg.misc.kubeconfig or None,
+                master=None if kubeconfig else cfg.misc.master or None,
                 qps=cfg.generic.kube_api_qps,
                 burst=cfg.generic.kube_api_burst,
                 user_agent="pycm",
@@ -243,9 +245,17 @@ class Manager:
             routes=debug_routes(self.bus, self._snapshot),
         )
         if cfg.secure_serving.enabled:
-            poster = ReviewPosterAdapter(client)
+            # --authentication-kubeconfig / --authorization-kubeconfig name other API servers
+            # for the reviews; without them the main client asks its own cluster.
+            authn_client, authz_client = client, client
+            if cfg.authentication.kubeconfig:
+                authn_client = await self._connect(cfg.authentication.kubeconfig)
+                self._extra_clients.append(authn_client)
+            if cfg.authorization.kubeconfig:
+                authz_client = await self._connect(cfg.authorization.kubeconfig)
+                self._extra_clients.append(authz_client)
             authenticator = DelegatingAuthenticator(
-                DelegatingTokenReviewer(poster, clock=self.clock),
+                DelegatingTokenReviewer(ReviewPosterAdapter(authn_client), clock=self.clock),
                 client_certificates=bool(cfg.authentication.client_ca_file),
             )
             server = SecureServer(
@@ -259,7 +269,9 @@ class Manager:
                     client_ca_file=cfg.authentication.client_ca_file or None,
                 ),
                 authenticator=authenticator,
-                authorizer=DelegatingAuthorizer(poster, clock=self.clock),
+                authorizer=DelegatingAuthorizer(
+                    ReviewPosterAdapter(authz_client), clock=self.clock
+                ),
                 always_allow_paths=cfg.authorization.always_allow_paths,
                 bus=self.bus,
                 clock=self.clock,
@@ -432,6 +444,8 @@ class Manager:
             log.error("task %s did not stop within %.0fs", task.get_name(), SHUTDOWN_TIMEOUT)
         for server in reversed(self.servers):
             await server.stop()
+        for extra in self._extra_clients:
+            await extra.aclose()
         if self.root is not None:
             await self.root.aclose()
         observers = [t for t in self._tasks if t not in workers]

@@ -16,7 +16,7 @@ import asyncio
 from collections import deque
 from collections.abc import Iterable
 
-from pycm.trace.context import Step, _current, new_span_id, new_trace_id
+from pycm.trace.context import Step, _bits, _current, new_trace_id
 from pycm.trace.events import Event, StepBegin
 from pycm.trace.kinds import SubscriberLagged
 from pycm.util.clock import REAL_CLOCK, Clock
@@ -183,14 +183,19 @@ class Bus:
             subscriber._push(event)
 
     def point(self, event: Event, *, dur_ns: int = 0) -> Event:
-        """Emit a point event inside the current step (its own span id; parent = the step)."""
+        """Emit a point event inside the current step: its trace, the step as parent, an id
+        of its own. Outside any step, a timed point (``dur_ns``) starts its own trace — it
+        may become a span — and an untimed one carries no ids (it is in no trace), which
+        keeps hot untraced points such as queue adds from informer handlers cheap."""
         parent = _current.get()
-        if parent is None:
-            _set(event, "trace_id", new_trace_id())
-        else:
+        if parent is not None:
             _set(event, "trace_id", parent[0])
             _set(event, "parent_id", parent[1])
-        _set(event, "span_id", new_span_id())
+            _set(event, "span_id", f"{_bits(64) or 1:016x}")
+        elif dur_ns:
+            trace_id = new_trace_id()
+            _set(event, "trace_id", trace_id)
+            _set(event, "span_id", trace_id[16:])
         if dur_ns:
             _set(event, "dur_ns", dur_ns)
         self.emit(event)

@@ -62,12 +62,21 @@ def test_nested_steps_and_points_carry_the_parent_span() -> None:
     assert api.dur_ns == 1500
 
 
-def test_point_outside_a_step_starts_its_own_trace() -> None:
+def test_timed_point_outside_a_step_starts_its_own_trace() -> None:
     bus = Bus()
-    a = bus.point(ApiRequestCompleted(verb="list"))
-    b = bus.point(ApiRequestCompleted(verb="list"))
-    assert a.parent_id == "" and TRACE_ID.match(a.trace_id)
+    a = bus.point(ApiRequestCompleted(verb="list"), dur_ns=10)
+    b = bus.point(ApiRequestCompleted(verb="list"), dur_ns=10)
+    assert a.parent_id == ""
+    assert TRACE_ID.match(a.trace_id)
+    assert SPAN_ID.match(a.span_id)
     assert a.trace_id != b.trace_id
+
+
+def test_untimed_point_outside_a_step_is_in_no_trace() -> None:
+    bus = Bus()
+    event = bus.point(ApiRequestCompleted(verb="list"))
+    assert (event.trace_id, event.span_id, event.parent_id) == ("", "", "")
+    assert event.seq == 1
 
 
 def test_finish_with_attrs_builds_end_and_copies_shared_fields() -> None:
