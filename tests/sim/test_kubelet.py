@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -293,3 +295,37 @@ async def test_kubelet_in_the_emulator_over_real_time() -> None:
         emu.store.delete(pods, "default", "a", DeleteOptions(grace_period_seconds=30))
         assert emu.store.peek(pods, "default", "a") is not None
     assert emu.failures == []
+
+
+@pytest.mark.asyncio
+async def test_kubelet_rewatches_after_its_watch_is_dropped(running: Callable[..., Any]) -> None:
+    c: Cluster = await running(pod_ready_delay=0.0)
+    assert c.store.drop_watches("test") == 1  # the kubelet's own in-process watch
+    await settle()
+    c.store.create(c.pods, pod("a"), "default")
+    await until(lambda: c.condition("a", "Ready") == "True", "ready after the rewatch")
+    assert c.store.watcher_count == 1
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        pytest.param(["--kubelet=maybe"], "want on or off", id="kubelet"),
+        pytest.param(["--unready-fraction", "2"], "want 0-1", id="fraction"),
+        pytest.param(
+            ["--unready-fraction", "0.7", "--crashloop-fraction", "0.7"],
+            "must not exceed 1",
+            id="sum",
+        ),
+    ],
+)
+def test_kubelet_flags_of_pycm_sim_are_validated(flags: list[str], message: str) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "pycm", "sim", *flags],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert message in result.stderr
