@@ -179,6 +179,7 @@ class Emulator:
             log_level="warning",
             access_log=False,
             lifespan="off",
+            proxy_headers=False,  # nothing sits in front of the emulator: trust no X-Forwarded-*
             timeout_graceful_shutdown=int(_SHUTDOWN_TIMEOUT),
             **ssl,
         )
