@@ -29,6 +29,7 @@ a path check while no fault is active.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import logging
 import random
@@ -211,6 +212,7 @@ class Faults:
         self._ids = itertools.count(1)
         # Invariant: every fault in `_active` is lasting and not yet past a bound.
         self._active: dict[str, Fault] = {}
+        self._added = asyncio.Event()  # set on every addition (wakes the idle ticker)
 
     # ---------------------------------------------------------------- the Python API
 
@@ -234,6 +236,7 @@ class Faults:
         if fault.duration is not None:
             fault.expires_at = self.clock.monotonic() + fault.duration
         self._active[fault.id] = fault
+        self._added.set()
         if fault.kind == PAUSE_KUBELET:
             kubelet = self._kubelet()
             if kubelet is None:
@@ -263,9 +266,17 @@ class Faults:
                 self._end(fault, "expired")
 
     async def run(self) -> None:
-        """The expiry ticker (a runnable of the emulator); on stop, every fault is cleared."""
+        """The expiry ticker (a runnable of the emulator); on stop, every fault is cleared.
+
+        It ticks on the clock only while a duration-bounded fault is active (so an idle
+        emulator on a FakeClock has no sleeper of its own).
+        """
         try:
             while True:
+                if not any(f.expires_at is not None for f in self._active.values()):
+                    self._added.clear()
+                    await self._added.wait()
+                    continue
                 await self.clock.sleep(_TICK)
                 self.expire()
         finally:
