@@ -1,8 +1,15 @@
-"""controller-runtime's reconcile metrics, so existing dashboards work unchanged."""
+"""controller-runtime's reconcile metrics, so existing dashboards work unchanged.
+
+:class:`ControllerMetrics` also carries the ``workqueue_*`` families of the same registry
+(``queue``): a controller given these metrics builds its queue with them, so a manager's
+``/metrics`` shows each controller's queue under the controller's name.
+"""
 
 from __future__ import annotations
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram
+
+from pycm.workqueue.metrics import QueueMetrics, default_queue_metrics
 
 __all__ = ["ControllerMetrics"]
 
@@ -53,6 +60,10 @@ _BUCKETS = (
 
 class ControllerMetrics:
     def __init__(self, registry: CollectorRegistry = REGISTRY) -> None:
+        # A registry refuses a family twice: the default one shares its queue families.
+        self.queue: QueueMetrics = (
+            default_queue_metrics() if registry is REGISTRY else QueueMetrics(registry)
+        )
         self.reconcile_total = Counter(
             "controller_runtime_reconcile_total",
             "Total number of reconciliations per controller",

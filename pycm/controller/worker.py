@@ -114,7 +114,7 @@ class Controller:
         self._bus = bus or default_bus()
         self._clock = clock
         self.queue: RateLimitingQueue[str] = queue or RateLimitingQueue(
-            name, clock=clock, bus=self._bus
+            name, clock=clock, bus=self._bus, metrics=metrics.queue if metrics else None
         )
         self.max_retries = max_retries
         self._metrics = metrics

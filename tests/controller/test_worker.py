@@ -221,3 +221,14 @@ async def test_stopping_lets_the_sync_in_hand_finish() -> None:
     release.set()
     await asyncio.gather(task, return_exceptions=True)
     assert finished == ["ns/a"]
+
+
+def test_controller_metrics_queue_is_counted_on_the_same_registry() -> None:
+    # Regression: the manager's /metrics had no workqueue_* families, because the worker loop
+    # built its queue without metrics.
+    registry = CollectorRegistry()
+    ctrl, _, _ = _controller(lambda key: None, registry=registry)
+    ctrl.enqueue("ns/a")
+    ctrl.enqueue("ns/b")
+    assert registry.get_sample_value("workqueue_adds_total", {"name": "replicaset"}) == 2
+    assert registry.get_sample_value("workqueue_depth", {"name": "replicaset"}) == 2
