@@ -14,6 +14,9 @@ Public surface:
 - :class:`Store` — the in-process API (``get / peek / list / create / update / update_status /
   patch / delete / delete_collection / watch / finalize_pod_deletion / compact /
   drop_watches``) with :class:`DeleteOptions`; kinds via ``store.resource("pods")``.
+- :class:`Kubelet` / :class:`KubeletOptions` — the simulated kubelet (``emu.kubelet``, with
+  ``kubelet=True``) and :class:`Faults` / :class:`Fault` — fault injection (``emu.faults``,
+  ``/sim/v1/faults``); see docs/sim.md.
 - ``pycm sim`` — :mod:`pycm.sim.command`.
 
 Where it knowingly differs from kube-apiserver (each a simplification a client cannot rely on
@@ -55,7 +58,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from pycm.sim.auth import AuthError
     from pycm.sim.errors import APIError
+    from pycm.sim.faults import Fault, Faults
     from pycm.sim.gc import DeleteOptions
+    from pycm.sim.kubelet import Kubelet, KubeletOptions
     from pycm.sim.options import EmulatorOptions
     from pycm.sim.server import Emulator, EmulatorError, Runnable, run_emulator
     from pycm.sim.store import Store
@@ -69,6 +74,10 @@ _EXPORTS = {
     "Emulator": "pycm.sim.server",
     "EmulatorError": "pycm.sim.server",
     "EmulatorOptions": "pycm.sim.options",
+    "Fault": "pycm.sim.faults",
+    "Faults": "pycm.sim.faults",
+    "Kubelet": "pycm.sim.kubelet",
+    "KubeletOptions": "pycm.sim.kubelet",
     "Runnable": "pycm.sim.server",
     "Store": "pycm.sim.store",
     "run_emulator": "pycm.sim.server",
@@ -81,6 +90,10 @@ __all__ = [
     "Emulator",
     "EmulatorError",
     "EmulatorOptions",
+    "Fault",
+    "Faults",
+    "Kubelet",
+    "KubeletOptions",
     "Runnable",
     "Store",
     "run_emulator",
