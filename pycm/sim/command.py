@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import signal
 import sys
 from typing import TYPE_CHECKING, Any
@@ -175,6 +176,13 @@ def run(args: argparse.Namespace) -> int:
 async def _serve(options: EmulatorOptions) -> int:
     from pycm.sim.server import EmulatorError, run_emulator
 
+    # Faults and notable emulator actions (pycm.sim, INFO) are one line each on stderr.
+    sim_log = logging.getLogger("pycm.sim")
+    if not sim_log.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        sim_log.addHandler(handler)
+        sim_log.setLevel(logging.INFO)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
