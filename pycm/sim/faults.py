@@ -131,7 +131,13 @@ class Fault:
         elif self.kind == PAUSE_KUBELET:
             what = "kubelet paused"
         else:
-            return f"{self.kind} {orjson.dumps(self.result or {}).decode()}"
+            result = self.result or {}
+            if self.kind == DROP_WATCHES:
+                return f"dropped {result.get('dropped', 0)} open watches"
+            if self.kind == COMPACT:
+                rv = result.get("compactedResourceVersion", "?")
+                return f"compacted the watch history at resourceVersion {rv}"
+            return "kubelet resumed"
         bounds = []
         if self.count is not None:
             bounds.append(f"count {self.count}")

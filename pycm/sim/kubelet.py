@@ -173,6 +173,15 @@ class Kubelet:
     async def run(self) -> None:
         """Run until cancelled."""
         watcher = self.store.watch(self._pods_res, capacity=1_000_000)
+        o = self.options
+        log.info(
+            "pycm sim: kubelet started: pod-ready-delay %ss, unready %s, crash-loop %s, "
+            "terminate-delay %ss",
+            o.pod_ready_delay,
+            o.unready_fraction,
+            o.crashloop_fraction,
+            o.terminate_delay,
+        )
         try:
             self._heartbeat()
             while True:
