@@ -500,6 +500,23 @@ class EventRecorded(Event):
 
 
 # ---------------------------------------------------------------------------------------------
+# The OpenTelemetry sink (pycm.otel)
+# ---------------------------------------------------------------------------------------------
+
+
+@kind("otel.exported")
+class SpansExported(Event):
+    """The OpenTelemetry sink's counts since its previous report (tail sampling's result)."""
+
+    spans_exported: int = 0
+    traces_exported: int = 0
+    traces_dropped: int = 0  # sampled out or evicted before their root ended
+    spans_dropped: int = 0
+    evicted: int = 0  # traces evicted from the bounded buffer (part of traces_dropped)
+    pending_traces: int = 0
+
+
+# ---------------------------------------------------------------------------------------------
 # The bus itself
 # ---------------------------------------------------------------------------------------------
 
