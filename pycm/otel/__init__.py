@@ -1,0 +1,118 @@
+"""OpenTelemetry for pycm: a sink on the trace bus, not the source of the trace.
+
+:func:`start_otel_sink` returns None when no endpoint is configured (no exporter, no task, no
+cost beyond the bus); otherwise an :class:`OtelHandle` whose :meth:`~OtelHandle.run` is the sink
+task: it consumes the bus, turns finished steps into spans with the same ids
+(:mod:`pycm.otel.sink`, :mod:`pycm.otel.spans`), tail-samples reconcile traces
+(:mod:`pycm.otel.sampling`) and hands kept spans to the SDK's BatchSpanProcessor with an OTLP
+exporter (:mod:`pycm.otel.settings`). Cancelling the task flushes and shuts the exporter down,
+bounded by :data:`~pycm.otel.sink.SHUTDOWN_TIMEOUT`.
+
+Threads: the BatchSpanProcessor encodes and sends from its own worker thread, and the bounded
+shutdown runs in a daemon thread. These are the only threads in pycm; they live here because
+they are the SDK's. The event loop never waits on the network: a slow or absent collector fills
+the processor's bounded queue, which then drops the oldest spans.
+
+``traceparent``: pycm.kube's client sends ``00-<trace>-<span>-01`` inside every step. The
+sampled flag is always 01 because the decision is made at the tail, after the request was
+sent; a server that records by parent-based sampling would record some spans whose parent pycm
+later drops. We accept that (it errs towards more data, never a broken trace we did export).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping
+from typing import Protocol
+
+from prometheus_client import CollectorRegistry
+
+from pycm.otel.metrics import SinkMetrics
+from pycm.otel.resource import build_resource
+from pycm.otel.sampling import Decision, TailSampler
+from pycm.otel.settings import ExportSettings, build_exporter, resolve_settings
+from pycm.otel.sink import OtelSink, SpanProcessorLike
+from pycm.trace.bus import Bus, Subscription
+
+__all__ = [
+    "Decision",
+    "ExportSettings",
+    "OtelHandle",
+    "OtelSink",
+    "SinkMetrics",
+    "SpanProcessorLike",
+    "TailSampler",
+    "TracingSettings",
+    "build_resource",
+    "resolve_settings",
+    "start_otel_sink",
+]
+
+log = logging.getLogger("pycm.otel")
+
+# The batch processor's queue (spans): with the collector down it fills and drops the oldest.
+MAX_QUEUE_SIZE = 8192
+SCHEDULE_DELAY_MS = 1000
+
+
+class TracingSettings(Protocol):
+    """What the sink needs of pycm.app's TracingConfig."""
+
+    @property
+    def otlp_endpoint(self) -> str: ...
+    @property
+    def otlp_protocol(self) -> str: ...
+    @property
+    def sample_ratio(self) -> float: ...
+    @property
+    def slow_threshold(self) -> float: ...
+
+
+class OtelHandle:
+    """The running sink: ``run()`` is the task (spawn it); cancel it to flush and stop."""
+
+    def __init__(self, sink: OtelSink, subscription: Subscription, settings: ExportSettings):
+        self.sink = sink
+        self.subscription = subscription
+        self.settings = settings
+
+    async def run(self) -> None:
+        await self.sink.run(self.subscription)
+
+
+def start_otel_sink(
+    bus: Bus,
+    tracing: TracingSettings,
+    identity: str,
+    registry: CollectorRegistry,
+    *,
+    env: Mapping[str, str] | None = None,
+    processor: SpanProcessorLike | None = None,
+) -> OtelHandle | None:
+    """Subscribe the sink to ``bus`` (from the start of its ring) if export is configured."""
+    environ = os.environ if env is None else env
+    settings = resolve_settings(tracing.otlp_endpoint, tracing.otlp_protocol, environ)
+    if settings is None:
+        return None
+    if processor is None:
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+        # "Queue full, dropping" would be logged once per span while the collector is away;
+        # the drops are counted by the SDK and our exported/dropped metrics tell the story.
+        logging.getLogger("opentelemetry.sdk._shared_internal").setLevel(logging.ERROR)
+        processor = BatchSpanProcessor(
+            build_exporter(settings),
+            max_queue_size=MAX_QUEUE_SIZE,
+            schedule_delay_millis=SCHEDULE_DELAY_MS,
+        )
+    sink = OtelSink(
+        processor,
+        resource=build_resource(identity, environ),
+        sampler=TailSampler(tracing.sample_ratio, tracing.slow_threshold),
+        metrics=SinkMetrics(registry),
+        bus=bus,
+    )
+    sub = bus.subscribe(name="otel", maxsize=16384, since=0)
+    log.info("exporting spans to %s (%s)", settings.endpoint, settings.protocol)
+    return OtelHandle(sink, sub, settings)

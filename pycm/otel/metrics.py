@@ -1,0 +1,45 @@
+"""The sink's Prometheus metrics, on an injectable registry (the manager's /metrics one)."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge
+
+__all__ = ["SinkMetrics"]
+
+
+class SinkMetrics:
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.spans_exported = Counter(
+            "pycm_otel_spans_exported_total",
+            "Spans handed to the OTLP exporter's batch queue.",
+            registry=registry,
+        )
+        self.traces_exported = Counter(
+            "pycm_otel_traces_exported_total",
+            "Traces whose root was exported, by why it was kept (error, slow, sampled, always).",
+            ["reason"],
+            registry=registry,
+        )
+        self.traces_dropped = Counter(
+            "pycm_otel_traces_dropped_total",
+            "Traces not exported: sampled_out by tail sampling, or evicted from the bounded "
+            "buffer before their root ended.",
+            ["reason"],
+            registry=registry,
+        )
+        self.spans_dropped = Counter(
+            "pycm_otel_spans_dropped_total",
+            "Spans not exported, by reason (sampled_out, evicted, trace_full, unmatched).",
+            ["reason"],
+            registry=registry,
+        )
+        self.events_lost = Counter(
+            "pycm_otel_bus_events_lost_total",
+            "Trace events the sink's bus subscription lost because it fell behind.",
+            registry=registry,
+        )
+        self.pending_traces = Gauge(
+            "pycm_otel_pending_traces",
+            "Traces buffered until their root span ends.",
+            registry=registry,
+        )

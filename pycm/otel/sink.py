@@ -1,0 +1,461 @@
+"""The sink: a bus subscriber that turns finished steps into OpenTelemetry spans.
+
+A step's begin is held until its end arrives; then the span is built with the step's own trace
+and span ids. API requests (points carrying their latency) become CLIENT children of the step
+they ran in. Traces are sampled at the tail: a reconcile trace's children wait in a bounded
+buffer until the reconcile ends, and then the whole trace is exported or dropped together
+(:mod:`pycm.otel.sampling`). Traces that are not reconciles (start-up, lease spans, informer
+lists outside start-up) are always exported.
+
+How each trace is shaped:
+
+- start-up: the root ``pycm.startup`` step and everything that carries its trace id — flags
+  parsed (emitted before the step, adopted into it), handler chain built, serving started,
+  each controller's init step, each informer's list step and synced point, InformersStarted, the
+  lease acquisition and the API requests made on the way. Start-up ends (the root step) before
+  leader-only work does, so its trace is decided (kept) when it begins and late children are
+  exported as they come, up to ``max_spans_per_trace``. After InformersStarted, API requests made
+  directly under the start-up root (the elector's renew calls, watches) are no longer start-up's
+  and are not exported.
+- leader election: ``lease.acquire`` (a child of start-up when it happened during start-up, with
+  the attempts as span events), and each renew (``lease.renew``: latency, outcome, reason),
+  release and loss as a span of its own trace — trace id = 16 zeros + the point's span id,
+  linked to the acquisition — since the elector's points all carry the start-up context.
+- reconcile: ``reconcile <controller>`` with its API calls as CLIENT children and a link to the
+  watch event that enqueued the key.
+- other points inside an open step become span events of that step.
+
+Buffers are bounded (open steps, pending traces, spans per trace, the decided-trace memory);
+what they shed is counted in :class:`~pycm.otel.metrics.SinkMetrics` and reported on the bus as
+:class:`~pycm.trace.kinds.SpansExported` at most every ``report_interval`` seconds.
+
+Nothing here blocks the event loop: ``on_end`` of the SDK's BatchSpanProcessor only appends to
+its bounded queue (dropping the oldest when full); encoding and sending run in the processor's
+worker thread — the one thread pycm tolerates, because it is the SDK's and lives only here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+
+from pycm.otel.metrics import SinkMetrics
+from pycm.otel.sampling import Decision, TailSampler
+from pycm.otel.spans import (
+    SpanRecord,
+    api_span,
+    event_attributes,
+    point_span,
+    reconcile_failed,
+    step_span,
+    to_readable,
+)
+from pycm.trace.bus import Bus, Subscription
+from pycm.trace.context import new_span_id, new_trace_id
+from pycm.trace.events import Event, StepBegin, StepEnd
+from pycm.trace.kinds import (
+    ApiRequestCompleted,
+    FlagsParsed,
+    HandlerChainBuilt,
+    InformersStarted,
+    InformerSynced,
+    LeaseAcquireAttempted,
+    LeaseAcquired,
+    LeaseLost,
+    LeaseReleased,
+    LeaseRenewed,
+    LeaseRenewFailed,
+    ReconcileFinished,
+    ServingStarted,
+    SpansExported,
+    StartupBegan,
+    SubscriberLagged,
+)
+
+__all__ = ["OtelSink", "SpanProcessorLike"]
+
+log = logging.getLogger("pycm.otel")
+
+MAX_OPEN_STEPS = 8192
+MAX_PENDING_TRACES = 2048
+MAX_SPANS_PER_TRACE = 256
+MAX_DECIDED = 8192  # traces whose decision is remembered for children that end after the root
+MAX_ACQUIRE_ATTEMPTS = 16
+REPORT_INTERVAL = 10.0
+
+# Points that are spans of the start-up trace when they carry its trace id.
+_STARTUP_POINTS = (HandlerChainBuilt, ServingStarted, InformerSynced, InformersStarted)
+_LEASE_TERM_POINTS = {
+    LeaseRenewed: "lease.renew",
+    LeaseRenewFailed: "lease.renew",
+    LeaseReleased: "lease.release",
+    LeaseLost: "lease.lost",
+}
+
+
+class SpanProcessorLike(Protocol):
+    """The subset of the SDK's SpanProcessor the sink uses."""
+
+    def on_end(self, span: ReadableSpan) -> None: ...
+
+    def shutdown(self) -> None: ...
+
+
+class _Startup:
+    __slots__ = ("informers_started", "root_span_id", "spans")
+
+    def __init__(self, root_span_id: str) -> None:
+        self.root_span_id = root_span_id
+        self.spans = 0
+        self.informers_started = False
+
+
+class OtelSink:
+    """Invariants: a span id is in ``_open`` iff its begin was seen and its end was not (bounded
+    by ``max_open``); a trace id is in ``_pending`` only while its root has not ended and no
+    decision is known for it; ``_decided`` and ``_startup`` hold the decisions of ended roots."""
+
+    def __init__(
+        self,
+        processor: SpanProcessorLike,
+        *,
+        resource: Resource,
+        sampler: TailSampler,
+        metrics: SinkMetrics,
+        bus: Bus | None = None,
+        max_open: int = MAX_OPEN_STEPS,
+        max_traces: int = MAX_PENDING_TRACES,
+        max_spans_per_trace: int = MAX_SPANS_PER_TRACE,
+        report_interval: float = REPORT_INTERVAL,
+    ) -> None:
+        self.processor = processor
+        self.resource = resource
+        self.sampler = sampler
+        self.metrics = metrics
+        self.bus = bus
+        self.max_open = max_open
+        self.max_traces = max_traces
+        self.max_spans_per_trace = max_spans_per_trace
+        self.report_interval = report_interval
+        self._scope = InstrumentationScope(
+            "pycm.otel", str(resource.attributes.get("service.version", ""))
+        )
+        self._open: dict[str, StepBegin] = {}
+        self._open_events: dict[str, list[tuple[str, int, dict[str, Any]]]] = {}
+        self._pending: OrderedDict[str, list[SpanRecord]] = OrderedDict()
+        self._decided: OrderedDict[str, Decision] = OrderedDict()
+        self._startup: dict[str, _Startup] = {}
+        self._flags: FlagsParsed | None = None
+        self._attempts: list[LeaseAcquireAttempted] = []
+        self._term: tuple[str, str] | None = None
+        # Counts since the last SpansExported report.
+        self._counts = dict.fromkeys(
+            (
+                "spans_exported",
+                "traces_exported",
+                "traces_dropped",
+                "spans_dropped",
+                "evicted",
+            ),
+            0,
+        )
+        self._last_report_ns = 0
+
+    # -- events ---------------------------------------------------------------------------
+
+    def handle(self, event: Event) -> None:
+        """Fold one trace event in (synchronous and cheap; the subscriber loop calls it)."""
+        if isinstance(event, StepBegin):
+            self._begin(event)
+        elif isinstance(event, StepEnd):
+            self._end(event)
+        elif type(event) is ApiRequestCompleted:
+            self._api(event)
+        elif isinstance(event, _STARTUP_POINTS):
+            self._startup_point(event)
+        elif type(event) is FlagsParsed:
+            if not event.trace_id:
+                self._flags = event  # emitted before start-up began; adopted by it
+        elif type(event) is LeaseAcquireAttempted:
+            if len(self._attempts) < MAX_ACQUIRE_ATTEMPTS:
+                self._attempts.append(event)
+        elif type(event) is LeaseAcquired:
+            self._acquired(event)
+        elif type(event) in _LEASE_TERM_POINTS:
+            self._lease_point(event)
+        elif type(event) is SubscriberLagged:
+            self.metrics.events_lost.inc(event.lost)
+        elif type(event) is SpansExported:
+            return
+        else:
+            events = self._open_events
+            parent = event.parent_id
+            if parent and parent in self._open:
+                bucket = events.get(parent)
+                if bucket is None:
+                    bucket = events[parent] = []
+                if len(bucket) < 32:
+                    bucket.append((event.KIND, event.ts, event_attributes(event)))
+
+    def _begin(self, begin: StepBegin) -> None:
+        if len(self._open) >= self.max_open:
+            oldest = next(iter(self._open))
+            del self._open[oldest]
+            self._open_events.pop(oldest, None)
+            self._drop_spans(1, "unmatched")
+        self._open[begin.span_id] = begin
+        if isinstance(begin, StartupBegan):
+            self._startup[begin.trace_id] = _Startup(begin.span_id)
+            flags, self._flags = self._flags, None
+            if flags is not None:
+                record = point_span(flags, name="flags.parsed")
+                record.trace_id, record.parent_id = begin.trace_id, begin.span_id
+                record.span_id = new_span_id()
+                record.start_ns = record.end_ns = begin.ts
+                self._child(record)
+
+    def _end(self, end: StepEnd) -> None:
+        begin = self._open.pop(end.span_id, None)
+        if begin is None:
+            self._drop_spans(1, "unmatched")
+            return
+        record = step_span(begin, end)
+        events = self._open_events.pop(end.span_id, None)
+        if events:
+            record.events = events
+        if record.parent_id:
+            self._child(record)
+        elif type(end) is ReconcileFinished:
+            failed = reconcile_failed(end)
+            self._finish(
+                record, self.sampler.decide(end.trace_id, failed=failed, dur_ns=end.dur_ns)
+            )
+        else:
+            self._finish(record, Decision.ALWAYS)
+
+    def _api(self, point: ApiRequestCompleted) -> None:
+        if not point.parent_id:
+            # A request outside any step is a trace of its own: sampled like a reconcile (a
+            # failed one kept), except that a watch's length says nothing about slowness.
+            record = api_span(point)
+            failed = bool(point.error) or point.code >= 500
+            dur_ns = 0 if point.verb == "watch" else point.dur_ns
+            self._finish(record, self.sampler.decide(point.trace_id, failed=failed, dur_ns=dur_ns))
+            return
+        startup = self._startup.get(point.trace_id)
+        if (
+            startup is not None
+            and startup.informers_started
+            and point.parent_id == startup.root_span_id
+        ):
+            self._drop_spans(1, "outside_step")
+            return
+        self._child(api_span(point))
+
+    def _startup_point(self, point: Event) -> None:
+        startup = self._startup.get(point.trace_id)
+        if startup is None:
+            return
+        dur_ns = 0
+        if type(point) is InformerSynced:
+            dur_ns = int(point.duration_ms * 1e6)
+        elif type(point) is InformersStarted:
+            startup.informers_started = True
+        self._child(point_span(point, dur_ns=dur_ns))
+
+    def _acquired(self, point: LeaseAcquired) -> None:
+        record = point_span(point, name="lease.acquire", dur_ns=int(point.waited_ms * 1e6))
+        if not record.trace_id:  # an untimed point outside any step carries no ids
+            record.trace_id, record.span_id = new_trace_id(), new_span_id()
+        for attempt in self._attempts:
+            record.add_event(attempt.KIND, attempt.ts, event_attributes(attempt))
+        self._attempts = []
+        self._term = (record.trace_id, record.span_id)
+        if record.parent_id:
+            self._child(record)
+        else:
+            self._finish(record, Decision.ALWAYS)
+
+    def _lease_point(self, point: Event) -> None:
+        latency_ms = getattr(point, "latency_ms", 0.0)
+        record = point_span(
+            point, name=_LEASE_TERM_POINTS[type(point)], dur_ns=int(latency_ms * 1e6)
+        )
+        # Its own trace (see the module docstring); the span id stays the point's (a point
+        # outside any step has none: it gets one here).
+        if not record.span_id:
+            record.span_id = new_span_id()
+        record.trace_id = "0" * 16 + record.span_id
+        record.parent_id = ""
+        record.attributes["pycm.lease.outcome"] = (
+            "renewed" if type(point) is LeaseRenewed else point.KIND.rsplit(".", 1)[1]
+        )
+        record.add_event(point.KIND, point.ts, event_attributes(point))
+        if type(point) is LeaseRenewFailed:
+            record.error = point.error or point.reason.value
+        elif type(point) is LeaseLost:
+            record.error = point.reason or "lease lost"
+        if self._term is not None:
+            record.links.append((*self._term, {"pycm.link": "lease.acquire"}))
+        if type(point) in (LeaseReleased, LeaseLost):
+            self._term = None
+        self._finish(record, Decision.ALWAYS)
+
+    # -- traces ---------------------------------------------------------------------------
+
+    def _decision(self, trace_id: str) -> Decision | None:
+        if trace_id in self._startup:
+            return Decision.ALWAYS
+        return self._decided.get(trace_id)
+
+    def _child(self, record: SpanRecord) -> None:
+        trace_id = record.trace_id
+        decision = self._decision(trace_id)
+        if decision is not None:
+            startup = self._startup.get(trace_id)
+            if startup is not None:
+                if startup.spans >= self.max_spans_per_trace:
+                    self._drop_spans(1, "trace_full")
+                    return
+                startup.spans += 1
+            if decision.keep:
+                self._export(record)
+            else:
+                self._drop_spans(1, decision.value)
+            return
+        pending = self._pending
+        buffer = pending.get(trace_id)
+        if buffer is None:
+            if len(pending) >= self.max_traces:
+                _, evicted = pending.popitem(last=False)
+                self.metrics.traces_dropped.labels("evicted").inc()
+                self._counts["traces_dropped"] += 1
+                self._counts["evicted"] += 1
+                self._drop_spans(len(evicted), "evicted")
+            buffer = pending[trace_id] = []
+            self.metrics.pending_traces.set(len(pending))
+        if len(buffer) >= self.max_spans_per_trace:
+            self._drop_spans(1, "trace_full")
+            return
+        buffer.append(record)
+
+    def _finish(self, root: SpanRecord, decision: Decision) -> None:
+        trace_id = root.trace_id
+        children = self._pending.pop(trace_id, None) or []
+        if children:
+            self.metrics.pending_traces.set(len(self._pending))
+        if trace_id not in self._startup:
+            decided = self._decided
+            decided[trace_id] = decision
+            if len(decided) > MAX_DECIDED:
+                decided.popitem(last=False)
+        if decision.keep:
+            for child in children:
+                self._export(child)
+            self._export(root)
+            self.metrics.traces_exported.labels(decision.value).inc()
+            self._counts["traces_exported"] += 1
+        else:
+            self.metrics.traces_dropped.labels(decision.value).inc()
+            self._counts["traces_dropped"] += 1
+            self._drop_spans(len(children) + 1, decision.value)
+
+    def _export(self, record: SpanRecord) -> None:
+        self.processor.on_end(to_readable(record, self.resource, self._scope))
+        self.metrics.spans_exported.inc()
+        self._counts["spans_exported"] += 1
+
+    def _drop_spans(self, n: int, reason: str) -> None:
+        self.metrics.spans_dropped.labels(reason).inc(n)
+        self._counts["spans_dropped"] += n
+
+    # -- reporting and the subscriber loop --------------------------------------------------
+
+    def report(self, *, force: bool = False) -> SpansExported | None:
+        """Emit the counts since the last report on the bus (every ``report_interval`` at most,
+        and only when something happened)."""
+        bus = self.bus
+        if bus is None:
+            return None
+        now = bus.clock.monotonic_ns()
+        if not force and now - self._last_report_ns < self.report_interval * 1e9:
+            return None
+        counts = self._counts
+        if not any(counts.values()):
+            return None
+        self._last_report_ns = now
+        event = SpansExported(
+            spans_exported=counts["spans_exported"],
+            traces_exported=counts["traces_exported"],
+            traces_dropped=counts["traces_dropped"],
+            spans_dropped=counts["spans_dropped"],
+            evicted=counts["evicted"],
+            pending_traces=len(self._pending),
+        )
+        for name in counts:
+            counts[name] = 0
+        bus.point(event)
+        return event
+
+    async def run(self, sub: Subscription) -> None:
+        """Consume ``sub`` until cancelled (or closed); then take in what is left, report, and
+        shut the processor down (bounded, off the event loop)."""
+        try:
+            while not sub.closed:
+                await sub.wait()
+                for event in sub.drain():
+                    self.handle(event)
+                self.report()
+        finally:
+            for event in sub.drain():
+                self.handle(event)
+            sub.close()
+            self.report(force=True)
+            await asyncio.shield(stop_processor(self.processor, limit_s=SHUTDOWN_TIMEOUT))
+
+
+SHUTDOWN_TIMEOUT = 3.0
+
+
+async def stop_processor(processor: SpanProcessorLike, *, limit_s: float) -> bool:
+    """Flush and shut ``processor`` down in a daemon thread, waiting at most ``limit_s`` seconds.
+
+    The SDK's shutdown joins its worker thread, which may be stuck on an unreachable collector
+    for the export timeout; a daemon thread keeps that from holding the loop (or the process
+    exit: asyncio.run would wait for a default-executor thread). Returns whether it finished.
+    """
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[None] = loop.create_future()
+
+    def resolve() -> None:
+        if not done.done():
+            done.set_result(None)
+
+    def call(fn: Callable[[], object]) -> None:
+        try:
+            fn()
+        except Exception:
+            log.exception("OpenTelemetry span processor shutdown failed")
+        finally:
+            try:
+                loop.call_soon_threadsafe(resolve)
+            except RuntimeError:  # the loop closed meanwhile
+                pass
+
+    threading.Thread(
+        target=call, args=(processor.shutdown,), name="pycm-otel-shutdown", daemon=True
+    ).start()
+    try:
+        await asyncio.wait_for(done, limit_s)
+    except TimeoutError:
+        log.warning("OpenTelemetry export did not finish within %.1fs; spans dropped", limit_s)
+        return False
+    return True
