@@ -1,0 +1,32 @@
+"""The view contract: ``show(snapshot, feed)`` on each refresh, ``set_filter(text)`` from `/`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual.containers import Vertical
+
+from tui.feed import Feed
+
+__all__ = ["View"]
+
+
+class View(Vertical):
+    """A tab's content. Subclasses render from the snapshot only: no clock, no I/O."""
+
+    DEFAULT_CSS = """
+    View { height: 1fr; padding: 0 1; }
+    """
+
+    filter_text = ""
+
+    def show(self, snapshot: dict[str, Any], feed: Feed) -> None:
+        raise NotImplementedError
+
+    def set_filter(self, text: str) -> None:
+        self.filter_text = text
+
+    def matches(self, *fields: str) -> bool:
+        """Whether any of ``fields`` contains the filter (case-insensitive; empty matches)."""
+        needle = self.filter_text.lower()
+        return not needle or any(needle in f.lower() for f in fields)

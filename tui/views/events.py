@@ -1,0 +1,192 @@
+"""Events: the live log of recent events; filter by kind, key or text; follow or hold; select
+one to see all its attributes and its trace id (``c`` copies the trace id)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.message import Message
+from textual.reactive import reactive
+from textual.widgets import DataTable, Static
+
+from pycm.trace import Event, UnknownEvent, to_dict
+from tui.feed import Feed
+from tui.views.base import View
+
+__all__ = ["SHOWN", "EventsView", "event_filter"]
+
+SHOWN = 300  # rows listed: the newest matching events
+_KEYED = ("key", "resource", "lease", "controller", "queue")
+
+
+def _summary(event: Event) -> str:
+    if isinstance(event, UnknownEvent):
+        return f"(unknown kind) {event.raw[:80]}"
+    parts = []
+    for name in (
+        "controller",
+        "queue",
+        "resource",
+        "lease",
+        "key",
+        "identity",
+        "result",
+        "reason",
+        "outcome",
+        "error",
+    ):
+        value = getattr(event, name, None)
+        if value not in (None, "") and not (name == "outcome" and str(value) == "ok"):
+            parts.append(f"{name}={value}")
+    return " ".join(parts)
+
+
+def _kind(event: Event) -> str:
+    return event.kind if isinstance(event, UnknownEvent) else event.KIND
+
+
+def event_filter(text: str) -> Callable[[Event], bool]:
+    """``kind:lease.*`` (a prefix with ``*``), ``key:ns/name``, ``instance:x``; other words must
+    appear in the event's JSON. All terms must match."""
+    kinds: list[str] = []
+    keys: list[str] = []
+    instances: list[str] = []
+    words: list[str] = []
+    for term in text.split():
+        name, sep, value = term.partition(":")
+        if sep and name == "kind":
+            kinds.append(value)
+        elif sep and name == "key":
+            keys.append(value.lower())
+        elif sep and name == "instance":
+            instances.append(value.lower())
+        else:
+            words.append(term.lower())
+
+    def accept(event: Event) -> bool:
+        kind = _kind(event)
+        for k in kinds:
+            if not (kind.startswith(k[:-1]) if k.endswith("*") else kind == k):
+                return False
+        for k in keys:
+            if not any(k in str(getattr(event, f, "")).lower() for f in _KEYED):
+                return False
+        for i in instances:
+            if i not in str(event.instance).lower():
+                return False
+        if words:
+            line = orjson.dumps(to_dict(event)).decode().lower()
+            return all(w in line for w in words)
+        return True
+
+    return accept
+
+
+class EventsView(View):
+    DEFAULT_CSS = """
+    EventsView #events-table { height: 2fr; }
+    EventsView #event-detail { height: 1fr; border-top: solid $primary; overflow-y: auto; }
+    EventsView #events-status { height: 1; color: $text-muted; }
+    """
+    BINDINGS = [
+        Binding("f", "toggle_follow", "Follow"),
+        Binding("c", "copy_trace_id", "Copy trace id"),
+    ]
+
+    follow: reactive[bool] = reactive(True)
+
+    class Copied(Message):
+        def __init__(self, text: str) -> None:
+            super().__init__()
+            self.text = text
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._accept: Callable[[Event], bool] = event_filter("")
+        self._rows: list[Event] = []
+        self.selected: Event | None = None
+        self._feed: Feed | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="events-status")
+        table: DataTable[Any] = DataTable(cursor_type="row", id="events-table")
+        yield table
+        yield Static("select an event to see its attributes", id="event-detail")
+
+    def on_mount(self) -> None:
+        self.query_one("#events-table", DataTable).add_columns("seq", "instance", "kind", "summary")
+
+    def set_filter(self, text: str) -> None:
+        super().set_filter(text)
+        self._accept = event_filter(text)
+        if self._feed is not None:
+            self._refill(self._feed)
+
+    def watch_follow(self, follow: bool) -> None:
+        if follow and self._feed is not None:
+            self._refill(self._feed)
+        self._status()
+
+    def show(self, snapshot: dict[str, Any], feed: Feed) -> None:
+        self._feed = feed
+        if self.follow:
+            self._refill(feed)
+
+    def _refill(self, feed: Feed) -> None:
+        accept = self._accept
+        rows: list[Event] = []
+        for event in reversed(feed.recent):
+            if accept(event):
+                rows.append(event)
+                if len(rows) >= SHOWN:
+                    break
+        rows.reverse()
+        self._rows = rows
+        table = self.query_one("#events-table", DataTable)
+        table.clear()
+        for i, event in enumerate(rows):
+            table.add_row(
+                str(event.seq), event.instance, _kind(event), _summary(event)[:120], key=str(i)
+            )
+        if self.follow and rows:
+            table.move_cursor(row=len(rows) - 1, animate=False)
+        self._status()
+
+    def _status(self) -> None:
+        mode = "following" if self.follow else "held (f to follow)"
+        text = f"{len(self._rows)} events shown, {mode}"
+        if self.filter_text:
+            text += f", filter: {self.filter_text}"
+        self.query_one("#events-status", Static).update(text)
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        index = int(event.row_key.value or 0)
+        if 0 <= index < len(self._rows):
+            self.select(self._rows[index])
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        self.follow = False  # hold the list while looking at one event
+
+    def select(self, event: Event) -> None:
+        self.selected = event
+        attrs = to_dict(event)
+        text = Text()
+        text.append(f"{_kind(event)}", style="bold")
+        text.append(f"   trace id {event.trace_id or '-'}  (c copies)\n", style="cyan")
+        for name, value in attrs.items():
+            text.append(f"{name}: ", style="dim")
+            text.append(f"{value}\n")
+        self.query_one("#event-detail", Static).update(text)
+
+    def action_toggle_follow(self) -> None:
+        self.follow = not self.follow
+
+    def action_copy_trace_id(self) -> None:
+        if self.selected is not None and self.selected.trace_id:
+            self.app.copy_to_clipboard(self.selected.trace_id)
+            self.post_message(self.Copied(self.selected.trace_id))

@@ -1,0 +1,99 @@
+"""Informers: per replica and resource: synced, objects, events/s, last RV, relists, errors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+from textual.app import ComposeResult
+
+from tui.feed import Feed
+from tui.views.base import View
+from tui.views.table import LiveTable
+
+__all__ = ["COLUMNS", "InformersView"]
+
+COLUMNS = (
+    "replica",
+    "resource",
+    "synced",
+    "objects",
+    "events/s",
+    "last RV",
+    "lists",
+    "relists",
+    "watch opens",
+    "backoffs",
+    "last error",
+)
+
+
+class InformersView(View):
+    """Watch events arrive in the trace as per-watch totals (on WatchClosed), so events/s is the
+    growth of that total between two refreshes, over the event time between them."""
+
+    DEFAULT_CSS = """
+    InformersView LiveTable { height: 1fr; }
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._previous: dict[str, tuple[int, int]] = {}  # key -> (now_ts, watch_events)
+        self._rates: dict[str, float] = {}
+        self._last: tuple[dict[str, Any], Feed] | None = None
+
+    def compose(self) -> ComposeResult:
+        yield LiveTable(COLUMNS, id="informers-table")
+
+    def show(self, snapshot: dict[str, Any], feed: Feed) -> None:
+        self._last = (snapshot, feed)
+        now = snapshot.get("now_ts", 0)
+        rows = []
+        for instance, informers in snapshot.get("informers", {}).items():
+            for resource, i in informers.items():
+                key = f"{instance}\0{resource}"
+                events = i.get("watch_events", 0)
+                seen = self._previous.get(key)
+                if seen is None or now < seen[0]:
+                    self._previous[key] = (now, events)
+                elif now - seen[0] >= 1_000_000_000:
+                    self._rates[key] = max(0, events - seen[1]) / ((now - seen[0]) / 1e9)
+                    self._previous[key] = (now, events)
+                if not self.matches(instance, resource):
+                    continue
+                rate = self._rates.get(key, 0.0)
+                synced = i.get("synced", False)
+                error = i.get("last_error", "")
+                cells = (
+                    instance,
+                    resource,
+                    Text("yes", style="green") if synced else Text("no", style="yellow"),
+                    f"{i.get('objects', 0):,}",
+                    f"{rate:.1f}",
+                    i.get("resource_version") or "-",
+                    str(i.get("lists", 0)),
+                    str(i.get("relists", 0)),
+                    str(i.get("watch_opens", 0)),
+                    str(i.get("backoffs", 0)),
+                    Text(error[:60], style="red") if error else "-",
+                )
+                sort = (
+                    instance,
+                    resource,
+                    synced,
+                    i.get("objects", 0),
+                    rate,
+                    i.get("resource_version", ""),
+                    i.get("lists", 0),
+                    i.get("relists", 0),
+                    i.get("watch_opens", 0),
+                    i.get("backoffs", 0),
+                    error,
+                )
+                rows.append((key, cells, sort))
+        rows.sort(key=lambda r: r[0])
+        self.query_one(LiveTable).refill(rows)
+
+    def on_live_table_resorted(self, event: LiveTable.Resorted) -> None:
+        if self._last is not None:
+            self.show(*self._last)

@@ -1,0 +1,151 @@
+"""Leader: per lease, the holder timeline across replicas, the renew latency sparkline, why
+renews failed, the observed clock skew, and a flap alert."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import Sparkline, Static
+
+from tui import format as fmt
+from tui.feed import Feed
+from tui.views.base import View
+from tui.views.overview import lease_gauge
+
+__all__ = ["FLAP_THRESHOLD", "LeaderView", "timeline"]
+
+FLAP_THRESHOLD = 3  # holder changes in the last hour beyond which the lease is flapping
+TIMELINE_WIDTH = 60
+_PALETTE = ("green", "cyan", "magenta", "yellow", "blue", "red")
+
+
+def timeline(lease: dict[str, Any], now_ts: int, width: int = TIMELINE_WIDTH) -> Table:
+    """One row per identity that held the lease: █ where it held it, over the window from the
+    first recorded change to ``now_ts``."""
+    history = list(lease.get("history") or [])
+    table = Table(box=None, show_header=False, pad_edge=False)
+    table.add_column("holder", no_wrap=True)
+    table.add_column("timeline", no_wrap=True)
+    if not history or not now_ts:
+        table.add_row(Text("no holder change seen", style="dim"), "")
+        return table
+    start = min(h["ts"] for h in history)
+    span = max(1, now_ts - start)
+    holders = sorted(
+        {h["new"] for h in history if h["new"]} | {h["old"] for h in history if h["old"]}
+    )
+    # who held it in each cell: the last change at or before the cell's end
+    cells: list[str] = []
+    i, current = 0, history[0]["old"]
+    for cell in range(width):
+        end = start + span * (cell + 1) // width
+        while i < len(history) and history[i]["ts"] <= end:
+            current = history[i]["new"]
+            i += 1
+        cells.append(current)
+    for n, holder in enumerate(holders):
+        row = Text()
+        style = _PALETTE[n % len(_PALETTE)]
+        for who in cells:
+            row.append("█" if who == holder else "·", style=style if who == holder else "dim")
+        table.add_row(holder, row)
+    table.add_row(
+        Text(f"{span / 1e9:.0f}s window", style="dim"), Text("now".rjust(width), style="dim")
+    )
+    return table
+
+
+class LeaderView(View):
+    DEFAULT_CSS = """
+    LeaderView #lease-summary { height: auto; }
+    LeaderView #renew-title { height: 1; margin-top: 1; }
+    LeaderView Sparkline { height: 3; margin-bottom: 1; }
+    LeaderView #lease-details { height: auto; }
+    """
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static(id="lease-summary")
+            yield Static("renew latency (ms)", id="renew-title")
+            yield Sparkline([], id="renew-sparkline")
+            yield Static(id="lease-details")
+
+    def selected_lease(self, snapshot: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+        leases = snapshot.get("leases", {})
+        for name in sorted(leases):
+            if self.matches(name):
+                return name, leases[name]
+        return None
+
+    def show(self, snapshot: dict[str, Any], feed: Feed) -> None:
+        now = snapshot.get("now_ts", 0)
+        chosen = self.selected_lease(snapshot)
+        summary = self.query_one("#lease-summary", Static)
+        details = self.query_one("#lease-details", Static)
+        sparkline = self.query_one("#renew-sparkline", Sparkline)
+        if chosen is None:
+            summary.update(Text("no lease seen yet", style="dim"))
+            details.update("")
+            sparkline.data = []
+            return
+        name, lease = chosen
+        summary.update(self.summary(name, lease, now, len(snapshot.get("leases", {}))))
+        sparkline.data = [float(r.get("latency_ms", 0.0)) for r in lease.get("renew_history", [])]
+        details.update(self.details(lease))
+
+    def summary(self, name: str, lease: dict[str, Any], now: int, n_leases: int) -> Group:
+        changes = lease.get("changes_last_hour", 0)
+        head = Text()
+        head.append(f"Lease {name}", style="bold")
+        if n_leases > 1:
+            head.append(f"  (1 of {n_leases}; / to pick)", style="dim")
+        head.append("   holder ")
+        head.append(lease.get("holder") or "-", style="bold green")
+        head.append(f"   transitions {lease.get('transitions', 0)}")
+        head.append(f"   changes seen {lease.get('changes', 0)} ({changes} in the last hour)")
+        parts: list[Any] = [head]
+        if changes > FLAP_THRESHOLD:
+            parts.append(
+                Text(
+                    f" FLAPPING: {changes} holder changes in the last hour "
+                    f"(threshold {FLAP_THRESHOLD}) ",
+                    style="bold white on red",
+                )
+            )
+        parts.append(lease_gauge(lease, now))
+        parts.append(Text(""))
+        parts.append(timeline(lease, now))
+        return Group(*parts)
+
+    def details(self, lease: dict[str, Any]) -> Group:
+        latency = lease.get("renew_latency", {})
+        stats = Text(
+            f"renews {latency.get('count', 0)}  p50 {fmt.ms(fmt.hist(latency, 'p50'))}  "
+            f"p99 {fmt.ms(fmt.hist(latency, 'p99'))}  max {fmt.ms(fmt.hist(latency, 'max'))}   "
+            f"skew {lease.get('skew_ms', 0.0):+.0f}ms "
+            f"(max |{lease.get('max_abs_skew_ms', 0.0):.0f}|ms)"
+        )
+        failures = Table(title="renew failures", title_justify="left", box=None)
+        failures.add_column("reason")
+        failures.add_column("count", justify="right")
+        for reason, n in sorted(lease.get("failures", {}).items(), key=lambda kv: -kv[1]):
+            failures.add_row(Text(reason, style="red"), str(n))
+        if not lease.get("failures"):
+            failures.add_row(Text("none", style="dim"), "")
+        holders = Table(title="holders", title_justify="left", box=None)
+        for column in ("identity", "renews", "failures", "last latency", "max latency"):
+            holders.add_column(column, justify="left" if column == "identity" else "right")
+        for identity, h in sorted(lease.get("holders", {}).items()):
+            holders.add_row(
+                identity,
+                str(h.get("renews", 0)),
+                str(h.get("failures", 0)),
+                fmt.ms(h.get("last_latency_ms")),
+                fmt.ms(h.get("max_latency_ms")),
+            )
+        return Group(stats, Text(""), failures, Text(""), holders)
