@@ -1,0 +1,117 @@
+"""``pycm top``: the terminal UI, attached to managers (``--server``, repeatable) or a recording.
+
+Exit statuses: 0 when the user quits, 2 for bad input (one error line, no traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+from urllib.parse import urlsplit
+
+from tui.credentials import Credentials, CredentialsError, from_kubeconfig, read_token_file
+from tui.sources import ReplaySource, Source, SseSource
+
+__all__ = ["add_subcommand", "build_sources"]
+
+DESCRIPTION = """\
+Watch pycm managers live: who leads, informers, queues, reconcile latency, errors.
+Attach to one or more managers' secure port (--server, repeatable: several replicas in one
+view) or play a --trace-file recording (--replay). Keys: ? help, tab next view, / filter,
+enter drill in, esc back, p pause, q quit."""
+
+
+def add_subcommand(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "top",
+        help="the terminal UI: watch managers live, or replay a recording",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    src = parser.add_argument_group("sources")
+    src.add_argument(
+        "--server",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="a manager's secure serving URL, e.g. https://127.0.0.1:10257 (repeatable)",
+    )
+    src.add_argument("--replay", metavar="FILE", help="play a --trace-file recording")
+    src.add_argument(
+        "--speed",
+        type=float,
+        default=1.0,
+        help="replay speed factor (0 = as fast as possible; default 1)",
+    )
+    auth = parser.add_argument_group("authentication and TLS (kubectl's flags)")
+    auth.add_argument("--token", default="", help="bearer token for the managers")
+    auth.add_argument("--token-file", default="", help="file holding the bearer token")
+    auth.add_argument(
+        "--certificate-authority",
+        default="",
+        metavar="FILE",
+        help="PEM file of the CA that signed the managers' serving certificates",
+    )
+    auth.add_argument(
+        "--insecure-skip-tls-verify",
+        action="store_true",
+        help="do not verify the managers' certificates (self-signed demo certs)",
+    )
+    auth.add_argument(
+        "--kubeconfig",
+        default="",
+        help="take the CA and token from this kubeconfig's current context "
+        "(the manager URL still comes from --server)",
+    )
+    auth.add_argument("--context", default="", help="the kubeconfig context to use")
+    parser.set_defaults(func=_run)
+
+
+def _fail(message: str) -> int:
+    sys.stderr.write(f"Error: {message}\n")
+    return 2
+
+
+def build_sources(args: argparse.Namespace) -> list[Source]:
+    """The sources the flags describe; raises ValueError (one line) for bad input."""
+    if not args.server and not args.replay:
+        raise ValueError("give --server URL (repeatable) or --replay FILE")
+    if args.token and args.token_file:
+        raise ValueError("--token and --token-file are mutually exclusive")
+    if args.speed < 0 or args.speed != args.speed:
+        raise ValueError(f"--speed must be >= 0, not {args.speed}")
+    sources: list[Source] = []
+    if args.server:
+        token = read_token_file(args.token_file) if args.token_file else args.token
+        creds = Credentials(
+            token=token, ca_file=args.certificate_authority, insecure=args.insecure_skip_tls_verify
+        )
+        if args.kubeconfig:
+            creds = creds.merged(from_kubeconfig(args.kubeconfig, args.context))
+        verify = creds.verify()
+        seen: set[str] = set()
+        for url in args.server:
+            parts = urlsplit(url)
+            if parts.scheme not in ("http", "https") or not parts.netloc:
+                raise ValueError(f"--server {url!r}: want http(s)://host:port")
+            if url in seen:
+                raise ValueError(f"--server {url} given twice")
+            seen.add(url)
+            sources.append(SseSource(url, token=creds.token, verify=verify))
+    if args.replay:
+        if not os.path.isfile(args.replay):
+            raise ValueError(f"--replay {args.replay}: no such file")
+        sources.append(ReplaySource(args.replay, speed=args.speed or float("inf")))
+    return sources
+
+
+def _run(args: argparse.Namespace) -> int:
+    try:
+        sources = build_sources(args)
+    except (CredentialsError, ValueError) as exc:
+        return _fail(str(exc))
+    from tui.app import run_top
+
+    return run_top(sources)
