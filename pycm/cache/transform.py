@@ -58,21 +58,51 @@ POD_SHARED_PATHS: tuple[tuple[str, ...], ...] = (
     ("spec", "containers", "*", "securityContext"),
     ("spec", "containers", "*", "volumeMounts", "*"),
     ("spec", "containers", "*", "="),
-    ("spec", "containers"),
     ("spec", "initContainers"),
     ("spec", "tolerations"),
     ("spec", "affinity"),
     ("spec", "securityContext"),
     ("spec", "volumes", "*", "projected"),
     ("spec", "volumes", "*"),
-    ("spec", "volumes"),
     ("spec", "="),
-    ("status", "conditions"),
-    ("status",),
+    ("status", "="),
 )
-"""Sub-trees pods of one template usually share. Inner paths come first: when a whole
-``containers`` list differs between pods (per-pod volume mount names), its parts still share.
-A final ``"="`` shares the string values of that dict (image names, policies)."""
+"""Sub-trees pods of one template usually share. Not the whole ``containers`` or ``volumes``
+lists, nor ``status``: in a real cluster those always differ between pods (the per-pod
+``kube-api-access-*`` volume and its mounts, pod IPs, start times), so hashing them would be
+pure cost; their parts are shared instead. A final ``"="`` shares the string values of that dict
+(image names, policies, phase)."""
+
+
+class _Node:
+    """The paths as a trie, walked once per object: ``children`` by key, ``each`` for ``"*"``,
+    ``strings`` for a final ``"="``, ``intern`` when a path ends here."""
+
+    __slots__ = ("children", "each", "intern", "strings")
+
+    def __init__(self) -> None:
+        self.children: dict[str, _Node] = {}
+        self.each: _Node | None = None
+        self.strings = False
+        self.intern = False
+
+    @classmethod
+    def build(cls, paths: Iterable[tuple[str, ...]]) -> _Node:
+        root = cls()
+        for path in paths:
+            node = root
+            for step in path:
+                if step == "=":
+                    node.strings = True
+                    break
+                if step == "*":
+                    node.each = node.each or cls()
+                    node = node.each
+                else:
+                    node = node.children.setdefault(step, cls())
+            else:
+                node.intern = True
+        return root
 
 
 class SubtreeInterner:
@@ -92,6 +122,7 @@ class SubtreeInterner:
         self, paths: Iterable[Sequence[str]] = POD_SHARED_PATHS, *, max_entries: int = 20_000
     ):
         self.paths = [tuple(p) for p in paths]
+        self._trie = _Node.build(self.paths)
         self.max_entries = max_entries
         self._table: OrderedDict[int, Any] = OrderedDict()
         self._strings: dict[str, str] = {}
@@ -102,39 +133,37 @@ class SubtreeInterner:
         return len(self._table)
 
     def __call__(self, obj: Obj) -> Obj:
-        for path in self.paths:
-            self._walk(obj, path)
+        self._apply(obj, self._trie)
         return obj
 
-    def _walk(self, node: Any, path: tuple[str, ...]) -> None:
-        head, rest = path[0], path[1:]
-        if head == "*":
-            if isinstance(node, list):
-                for i, child in enumerate(node):
-                    if rest:
-                        self._walk(child, rest)
-                    else:
-                        node[i] = self._intern(child)
-            return
-        if not isinstance(node, dict):
-            return
-        if head == "=":
+    def _apply(self, value: Any, node: _Node) -> Any:
+        """Process ``value`` at trie ``node`` (children first) and return what replaces it."""
+        if node.children and type(value) is dict:
+            for key, child in node.children.items():
+                sub = value.get(key)
+                if sub is not None:
+                    new = self._apply(sub, child)
+                    if new is not sub:
+                        value[key] = new
+        if node.each is not None and type(value) is list:
+            each = node.each
+            for i, sub in enumerate(value):
+                new = self._apply(sub, each)
+                if new is not sub:
+                    value[i] = new
+        if node.strings and type(value) is dict:
             strings = self._strings
-            for k, v in node.items():
-                if type(v) is str:
-                    shared = strings.get(v)
+            for key, sub in value.items():
+                if type(sub) is str:
+                    shared = strings.get(sub)
                     if shared is None:
                         if len(strings) < self.max_entries:
-                            strings[v] = v
-                    else:
-                        node[k] = shared
-            return
-        if head not in node:
-            return
-        if rest:
-            self._walk(node[head], rest)
-        else:
-            node[head] = self._intern(node[head])
+                            strings[sub] = sub
+                    elif shared is not sub:
+                        value[key] = shared
+        if node.intern:
+            return self._intern(value)
+        return value
 
     def _intern(self, value: Any) -> Any:
         if not isinstance(value, (dict, list)) or not value:
