@@ -36,6 +36,7 @@ from typing import Any
 from pycm.cache.gc_tuning import gc_paused
 from pycm.cache.listwatch import ListerWatcher, Obj, StatusError
 from pycm.cache.store import ReflectorStore
+from pycm.kube import errors as kube_errors
 from pycm.trace.bus import Bus, default_bus
 from pycm.trace.context import error_text
 from pycm.trace.kinds import (
@@ -72,8 +73,8 @@ VERY_SHORT_WATCH = 1.0
 
 
 # ---------------------------------------------------------------------------------------------
-# Error classification. Structural, so it holds for pycm.kube's errors (which carry ``code``)
-# and for StatusError from watch ERROR events alike.
+# Error classification: pycm.kube's error tree first, then structurally (anything carrying a
+# Status ``code``/``reason``, such as StatusError from the fake or a watch ERROR event).
 # ---------------------------------------------------------------------------------------------
 
 
@@ -87,19 +88,35 @@ def _code(exc: BaseException) -> int | None:
 
 def is_expired(exc: BaseException) -> bool:
     """410 Gone / Expired: the requested resourceVersion left the server's window."""
-    return _code(exc) == 410 or getattr(exc, "reason", None) in ("Expired", "Gone")
+    return (
+        kube_errors.is_expired(exc)
+        or _code(exc) == 410
+        or getattr(exc, "reason", None) in ("Expired", "Gone")
+    )
 
 
 def is_too_large_resource_version(exc: BaseException) -> bool:
     """The server has not caught up with the requested resourceVersion yet."""
-    return "too large resource version" in str(exc).lower()
+    return (
+        kube_errors.is_too_large_resource_version(exc)
+        or "too large resource version" in str(exc).lower()
+    )
 
 
 def is_too_many_requests(exc: BaseException) -> bool:
-    return _code(exc) == 429 or getattr(exc, "reason", None) == "TooManyRequests"
+    return (
+        kube_errors.is_too_many_requests(exc)
+        or _code(exc) == 429
+        or getattr(exc, "reason", None) == "TooManyRequests"
+    )
 
 
 def is_connection_refused(exc: BaseException) -> bool:
+    """The server is not accepting connections (pycm.kube: a TransportError from connecting)."""
+    if isinstance(exc, kube_errors.TransportError) and str(exc).startswith(
+        ("ConnectError", "ConnectTimeout")
+    ):
+        return True
     seen: BaseException | None = exc
     for _ in range(5):  # the exception and a few causes down its chain
         if seen is None:
@@ -350,7 +367,7 @@ class Reflector:
         if error is not None:
             if is_expired(error):
                 return WatchCloseReason.EXPIRED, error, events
-            if isinstance(error, StatusError) or is_too_many_requests(error):
+            if isinstance(error, (StatusError, kube_errors.ApiError)) or is_too_many_requests(error):
                 return WatchCloseReason.ERROR, error, events
             # A broken stream (transport error mid-watch) is an early close: re-watch from the
             # last RV, unless it was also a very short watch.

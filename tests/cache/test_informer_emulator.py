@@ -12,10 +12,12 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from bench._kubehttp import PODS, HttpClient
-from pycm.cache.listwatch import ClientListWatch, StatusError
+from pycm.cache.listwatch import ClientListWatch
 from pycm.cache.shared_informer import SharedIndexInformer
 from pycm.cache.store import meta_namespace_key
+from pycm.kube import Client, load_config
+from pycm.kube.errors import Conflict, NotFound
+from pycm.kube.resources import PODS
 from pycm.sim import run_emulator
 from pycm.trace.bus import Bus
 from pycm.trace.kinds import InformerRelisted, WatchClosed
@@ -40,7 +42,11 @@ async def emulator() -> AsyncIterator[Any]:
         yield emu
 
 
-async def _fresh(client: HttpClient) -> dict[str, str]:
+async def _client(emu: Any) -> Client:
+    return await Client.connect(await load_config(kubeconfig=str(emu.kubeconfig_path), qps=-1))
+
+
+async def _fresh(client: Client) -> dict[str, str]:
     raw = await client.list(PODS, namespace="default")
     return {meta_namespace_key(o): o["metadata"]["resourceVersion"] for o in raw["items"]}
 
@@ -51,7 +57,7 @@ def _cached(informer: SharedIndexInformer) -> dict[str, str]:
     }
 
 
-async def _converged(client: HttpClient, informer: SharedIndexInformer, h: Recorder) -> bool:
+async def _converged(client: Client, informer: SharedIndexInformer, h: Recorder) -> bool:
     deadline = time.monotonic() + QUIESCE_S
     while time.monotonic() < deadline:
         fresh = await _fresh(client)
@@ -62,7 +68,7 @@ async def _converged(client: HttpClient, informer: SharedIndexInformer, h: Recor
     return False
 
 
-def _informer(client: HttpClient, bus: Bus, **kwargs: Any) -> SharedIndexInformer:
+def _informer(client: Client, bus: Bus, **kwargs: Any) -> SharedIndexInformer:
     informer = SharedIndexInformer(
         ClientListWatch(client, PODS, namespace="default", **kwargs),
         "pods",
@@ -81,7 +87,7 @@ async def test_informer_emulator_random_ops_with_faults_equals_fresh_list(
     emulator: Any, seed: int
 ) -> None:
     rng = random.Random(seed)
-    client = HttpClient(emulator.url, emulator.admin_token)
+    client = await _client(emulator)
     bus = Bus()
     sub = bus.subscribe(maxsize=100_000)
     informer = _informer(client, bus)
@@ -90,7 +96,7 @@ async def test_informer_emulator_random_ops_with_faults_equals_fresh_list(
     task = asyncio.create_task(informer.run(), name="test-informer-emulator")
     try:
         for i in range(10):
-            await client.create(PODS, _pod(f"p{i}", "red"), "default")
+            await client.create(PODS, _pod(f"p{i}", "red"), namespace="default")
         await asyncio.wait_for(informer.wait_synced(), 10)
         alive = {f"p{i}" for i in range(10)}
         counter = 10
@@ -100,20 +106,19 @@ async def test_informer_emulator_random_ops_with_faults_equals_fresh_list(
                 if op < 0.4 or not alive:
                     name = f"p{counter}"
                     counter += 1
-                    await client.create(PODS, _pod(name, "red"), "default")
+                    await client.create(PODS, _pod(name, "red"), namespace="default")
                     alive.add(name)
                 elif op < 0.75:
                     name = rng.choice(sorted(alive))
-                    obj = await client.get(PODS, "default", name)
+                    obj = await client.get(PODS, name, namespace="default")
                     obj["metadata"]["labels"]["color"] = rng.choice(["red", "blue", "green"])
-                    await client.replace(PODS, obj, "default")
+                    await client.update(PODS, obj, namespace="default")
                 else:
                     name = rng.choice(sorted(alive))
-                    await client.delete(PODS, "default", name)
+                    await client.delete(PODS, name, namespace="default")
                     alive.discard(name)
-            except StatusError as err:
-                if err.code not in (404, 409):  # races with the simulated kubelet
-                    raise
+            except (NotFound, Conflict):  # races with the simulated kubelet
+                pass
             if step % 30 == 10:
                 emulator.store.drop_watches()
             if step % 30 == 20:
@@ -143,13 +148,13 @@ async def test_informer_emulator_random_ops_with_faults_equals_fresh_list(
 
 @pytest.mark.asyncio
 async def test_informer_emulator_metadata_only_caches_only_metadata(emulator: Any) -> None:
-    client = HttpClient(emulator.url, emulator.admin_token)
+    client = await _client(emulator)
     informer = _informer(client, Bus(), metadata_only=True)
     task = asyncio.create_task(informer.run(), name="test-metadata-informer")
     try:
-        await client.create(PODS, _pod("m0", "red"), "default")
+        await client.create(PODS, _pod("m0", "red"), namespace="default")
         await asyncio.wait_for(informer.wait_synced(), 10)
-        await client.create(PODS, _pod("m1", "blue"), "default")
+        await client.create(PODS, _pod("m1", "blue"), namespace="default")
         for _ in range(int(QUIESCE_S / 0.02)):
             if len(informer.indexer) >= 2:
                 break

@@ -10,6 +10,7 @@ import pytest_asyncio
 
 from pycm.cache.listwatch import FakeListWatch, ListPage, StatusError, WatchStream
 from pycm.cache.reflector import Reflector
+from pycm.kube import errors as kube_errors
 from pycm.trace.bus import Bus, Subscription
 from pycm.trace.kinds import (
     InformerBackedOff,
@@ -134,6 +135,21 @@ async def test_reflector_list_paged_follows_continue_then_watches_from_list_rv(
             "too large resource version",
             id="too-large-rv",
         ),
+        pytest.param(
+            kube_errors.Expired("too old resource version", code=410, reason="Expired"),
+            "expired",
+            id="kube-expired",
+        ),
+        pytest.param(
+            kube_errors.Timeout(
+                "Too large resource version",
+                code=504,
+                reason="Timeout",
+                details={"causes": [{"reason": "ResourceVersionTooLarge"}]},
+            ),
+            "too large resource version",
+            id="kube-too-large-rv",
+        ),
     ],
 )
 async def test_reflector_list_expired_relists_at_once_with_empty_rv(
@@ -213,6 +229,14 @@ async def test_reflector_watch_error_event_500_is_an_api_error_and_relists(make_
         pytest.param([ConnectionRefusedError(111, "Connection refused")], id="refused-on-open"),
         pytest.param(
             [WatchStream([("ERROR", status(429, "TooManyRequests"))])], id="429-error-event"
+        ),
+        pytest.param(
+            [kube_errors.TooManyRequests("slow down", code=429, reason="TooManyRequests")],
+            id="kube-429-on-open",
+        ),
+        pytest.param(
+            [kube_errors.TransportError("ConnectError: [Errno 111] Connection refused")],
+            id="kube-connect-error-on-open",
         ),
     ],
 )
