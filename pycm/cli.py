@@ -65,6 +65,11 @@ def build_parser() -> argparse.ArgumentParser:
     from pycm.app import command as run_command
 
     run_command.add_subcommand(subparsers)
+
+    from pycm.leaderelection import watch as lease_command
+
+    lease_command.add_subcommand(subparsers)
+
     from tui import command as top_command
 
     top_command.add_subcommand(subparsers)
