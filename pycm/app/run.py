@@ -48,6 +48,7 @@ from pycm.leaderelection import (
 )
 from pycm.leaderelection.elector import LeaderMetrics
 from pycm.leaderelection.resourcelock import LeaseLock
+from pycm.otel import start_otel_sink
 from pycm.record import EventRecorder
 from pycm.server import (
     DelegatingAuthenticator,
@@ -78,8 +79,12 @@ log = logging.getLogger("pycm.app")
 
 SHUTDOWN_TIMEOUT = 15.0
 API_SERVER_WAIT = 10.0
+# A queue with keys waiting and no worker progress for this long fails the workqueues check.
+QUEUE_STALL_THRESHOLD = 60.0
 # Reason the manager gave up, kept for the exit status and the ManagerStopped event.
 EXIT_OK, EXIT_FAILED = 0, 1
+# Tasks that watch the bus: stopped after everything else, so they see the shutdown too.
+_OBSERVERS = ("trace recorder", "state reducer", "otel sink")
 
 
 class ManagerError(Exception):
@@ -168,12 +173,19 @@ class Manager:
                 startup.finish(controllers_started=started)
 
     def _start_observers(self) -> None:
-        trace_file = self.config.tracing.trace_file
+        cfg = self.config
+        trace_file = cfg.tracing.trace_file
         if trace_file:
             self._recorder = Recorder(trace_file)
             # since=0: the ring still holds what came before (FlagsParsed), so it is recorded.
             sub = self.bus.subscribe(name="recorder", maxsize=16384, since=0)
             self._spawn(self._recorder.run(sub), "trace recorder")
+        try:  # --otlp-endpoint / OTEL_EXPORTER_OTLP_*: None when neither asks for export
+            otel = start_otel_sink(self.bus, cfg.tracing, self.identity, self.metrics_registry)
+        except ValueError as exc:
+            raise ManagerError(f"invalid OpenTelemetry configuration: {exc}") from None
+        if otel is not None:
+            self._spawn(otel.run(), "otel sink")  # cancelled last: it flushes, bounded
         try:
             from pycm.trace.reducer import State
         except ImportError:  # the reducer module is optional for the manager to run
@@ -235,6 +247,19 @@ class Manager:
             return f"informers not synced: {waiting}" if waiting else None
 
         self.health.add("informers-synced", informers_synced, livez=False)
+
+        async def workqueues() -> str | None:
+            ctx = self.context
+            if ctx is None:
+                return None
+            stalled = [
+                f"{name}: {why}"
+                for name, controller in ctx.queues.items()
+                if (why := controller.stalled(QUEUE_STALL_THRESHOLD)) is not None
+            ]
+            return "; ".join(stalled) or None
+
+        self.health.add("workqueues", workqueues)
 
     async def _start_serving(self, client: Client) -> None:
         cfg = self.config
@@ -433,12 +458,10 @@ class Manager:
         servers, observers — each bounded."""
         # Newest first: controllers and informers were started after the election.
         for task in reversed(self._tasks):
-            if task.get_name() in ("trace recorder", "state reducer"):
+            if task.get_name() in _OBSERVERS:
                 continue
             task.cancel()
-        workers = [
-            t for t in self._tasks if t.get_name() not in ("trace recorder", "state reducer")
-        ]
+        workers = [t for t in self._tasks if t.get_name() not in _OBSERVERS]
         stuck = await cancel_and_wait(workers, timeout=SHUTDOWN_TIMEOUT)
         for task in stuck:
             log.error("task %s did not stop within %.0fs", task.get_name(), SHUTDOWN_TIMEOUT)

@@ -123,6 +123,10 @@ class Controller:
         # reconcile; it links to the last of them).
         self._triggers: dict[str, Trigger] = {}
         self.active_workers = 0
+        # Monotonic time a worker last took or finished a key (or the controller started):
+        # the queue-progress health check compares it with the queue's backlog.
+        self.last_progress = clock.monotonic()
+        self.running = False
 
     # -- enqueueing (called from informer handlers: synchronous, cheap) ---------------------
 
@@ -153,11 +157,14 @@ class Controller:
                 )
                 for i in range(workers)
             ]
+            self.running = True
+            self.last_progress = self._clock.monotonic()
             self._bus.point(ControllerStarted(controller=self.name, workers=workers))
             # wait(), not gather(): cancelling run() must not cancel the workers mid-sync; the
             # finally block lets them finish the key in hand first.
             await asyncio.wait(tasks)
         finally:
+            self.running = False
             self.queue.shut_down()
             if tasks:
                 _, pending = await asyncio.wait(tasks, timeout=self._stop_timeout)
@@ -172,10 +179,12 @@ class Controller:
                 key = await queue.get()
             except ShutDown:
                 return
+            self.last_progress = self._clock.monotonic()
             try:
                 await self.process(key)
             finally:
                 queue.done(key)
+                self.last_progress = self._clock.monotonic()
 
     async def process(self, key: str) -> ReconcileResult:
         """One sync of ``key`` under the contract above (public for table tests)."""
@@ -247,6 +256,17 @@ class Controller:
                 if outcome is ReconcileResult.ERROR:
                     metrics.reconcile_errors_total.labels(self.name).inc()
         return outcome
+
+    def stalled(self, threshold: float) -> str | None:
+        """Why the queue is not making progress, or None: keys wait, yet no worker has taken
+        or finished one for ``threshold`` seconds (all wedged, or none running)."""
+        if not self.running:
+            return None
+        waiting = len(self.queue)
+        idle = self._clock.monotonic() - self.last_progress
+        if waiting and idle > threshold:
+            return f"{waiting} keys waiting, no progress for {idle:.0f}s"
+        return None
 
     def _handle_error(self, key: str, exc: Exception, retries: int) -> ReconcileResult:
         if isinstance(exc, Conflict):

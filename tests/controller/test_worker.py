@@ -232,3 +232,29 @@ def test_controller_metrics_queue_is_counted_on_the_same_registry() -> None:
     ctrl.enqueue("ns/b")
     assert registry.get_sample_value("workqueue_adds_total", {"name": "replicaset"}) == 2
     assert registry.get_sample_value("workqueue_depth", {"name": "replicaset"}) == 2
+
+
+@pytest.mark.asyncio
+async def test_stalled_reports_a_backlog_without_progress() -> None:
+    release = asyncio.Event()
+
+    async def sync(key: str) -> None:
+        await release.wait()
+
+    ctrl, clock, _ = _controller(sync)
+    assert ctrl.stalled(60) is None  # not running
+    task = asyncio.create_task(ctrl.run(workers=1), name="controller")
+    ctrl.enqueue("ns/a")
+    ctrl.enqueue("ns/b")
+    for _ in range(10):
+        await asyncio.sleep(0)
+    clock.advance(30)
+    assert ctrl.stalled(60) is None
+    clock.advance(31)
+    assert ctrl.stalled(60) == "1 keys waiting, no progress for 61s"
+    release.set()
+    for _ in range(10):
+        await asyncio.sleep(0)
+    assert ctrl.stalled(60) is None
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
