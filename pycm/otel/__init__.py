@@ -24,30 +24,17 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from prometheus_client import CollectorRegistry
 
-from pycm.otel.metrics import SinkMetrics
-from pycm.otel.resource import build_resource
-from pycm.otel.sampling import Decision, TailSampler
-from pycm.otel.settings import ExportSettings, build_exporter, resolve_settings
-from pycm.otel.sink import OtelSink, SpanProcessorLike
+from pycm.otel.settings import ExportSettings, resolve_settings
 from pycm.trace.bus import Bus, Subscription
 
-__all__ = [
-    "Decision",
-    "ExportSettings",
-    "OtelHandle",
-    "OtelSink",
-    "SinkMetrics",
-    "SpanProcessorLike",
-    "TailSampler",
-    "TracingSettings",
-    "build_resource",
-    "resolve_settings",
-    "start_otel_sink",
-]
+if TYPE_CHECKING:
+    from pycm.otel.sink import OtelSink, SpanProcessorLike
+
+__all__ = ["OtelHandle", "TracingSettings", "start_otel_sink"]
 
 log = logging.getLogger("pycm.otel")
 
@@ -90,11 +77,19 @@ def start_otel_sink(
     env: Mapping[str, str] | None = None,
     processor: SpanProcessorLike | None = None,
 ) -> OtelHandle | None:
-    """Subscribe the sink to ``bus`` (from the start of its ring) if export is configured."""
+    """Subscribe the sink to ``bus`` (from the start of its ring) if export is configured.
+
+    Without an endpoint this returns None before the SDK is even imported."""
     environ = os.environ if env is None else env
     settings = resolve_settings(tracing.otlp_endpoint, tracing.otlp_protocol, environ)
     if settings is None:
         return None
+    from pycm.otel.metrics import SinkMetrics
+    from pycm.otel.resource import build_resource
+    from pycm.otel.sampling import TailSampler
+    from pycm.otel.settings import build_exporter
+    from pycm.otel.sink import OtelSink
+
     if processor is None:
         from opentelemetry.sdk.trace.export import BatchSpanProcessor
 

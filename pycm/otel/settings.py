@@ -12,9 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from opentelemetry.sdk.trace.export import SpanExporter
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace.export import SpanExporter
 
 __all__ = ["EXPORT_TIMEOUT", "PROTOCOLS", "ExportSettings", "build_exporter", "resolve_settings"]
 

@@ -10,7 +10,10 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from prometheus_client import CollectorRegistry
 
-from pycm.otel import OtelSink, SinkMetrics, TailSampler, build_resource
+from pycm.otel.metrics import SinkMetrics
+from pycm.otel.resource import build_resource
+from pycm.otel.sampling import TailSampler
+from pycm.otel.sink import OtelSink
 from pycm.trace.bus import Bus, Subscription
 from pycm.util.clock import FakeClock
 

@@ -9,8 +9,8 @@ import orjson
 import pytest
 
 from pycm.app.logs import configure_logging
-from pycm.otel import build_resource, resolve_settings
-from pycm.otel.settings import ExportSettings
+from pycm.otel.resource import build_resource
+from pycm.otel.settings import ExportSettings, resolve_settings
 from pycm.trace.bus import Bus
 from pycm.trace.kinds import ReconcileStarted
 
