@@ -134,7 +134,7 @@ class TopApp(App[int]):
             for vid, title, cls in VIEWS:
                 with TabPane(title, id=vid):
                     yield cls(id=f"{vid}-view")
-        yield Input(placeholder="filter (esc clears)", id="filter")
+        yield Input(placeholder="filter (esc clears)", id="filter", disabled=True)
         yield Footer()
 
     def on_mount(self) -> None:
@@ -200,6 +200,7 @@ class TopApp(App[int]):
             filt = self.query_one("#filter", Input)
             if filt.value != view.filter_text:
                 filt.value = view.filter_text
+            view.focus_content()
         self.flush(force=True)
 
     def on_controllers_view_drill_requested(self, event: ControllersView.DrillRequested) -> None:
@@ -218,9 +219,9 @@ class TopApp(App[int]):
         if event.input.id == "filter":
             view = self.active_view
             if view is not None:
-                view.focus()
+                view.focus_content()
             if not event.value:
-                event.input.remove_class("shown")
+                self._hide_filter()
 
     def on_events_view_copied(self, event: EventsView.Copied) -> None:
         self.notify(f"copied trace id {event.text}")
@@ -233,6 +234,7 @@ class TopApp(App[int]):
 
     def action_filter(self) -> None:
         filt = self.query_one("#filter", Input)
+        filt.disabled = False
         filt.add_class("shown")
         filt.focus()
 
@@ -242,12 +244,17 @@ class TopApp(App[int]):
             self.pop_screen()
         elif filt.has_class("shown") or filt.value:
             filt.value = ""
-            filt.remove_class("shown")
+            self._hide_filter()
             view = self.active_view
             if view is not None:
                 view.set_filter("")
-                view.focus()
+                view.focus_content()
             self.flush(force=True)
+
+    def _hide_filter(self) -> None:
+        filt = self.query_one("#filter", Input)
+        filt.remove_class("shown")
+        filt.disabled = True
 
     def action_next_view(self, step: int) -> None:
         if len(self.screen_stack) > 1:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from textual.containers import Vertical
+from textual.widgets import DataTable
 
 from tui.feed import Feed
 
@@ -22,6 +23,12 @@ class View(Vertical):
 
     def show(self, snapshot: dict[str, Any], feed: Feed) -> None:
         raise NotImplementedError
+
+    def focus_content(self) -> None:
+        """Focus the view's table (keys like enter, f and c go to it), else the view."""
+        tables = self.query(DataTable)
+        if tables:
+            tables.first().focus()
 
     def set_filter(self, text: str) -> None:
         self.filter_text = text

@@ -111,6 +111,7 @@ class EventsView(View):
         self._rows: list[Event] = []
         self.selected: Event | None = None
         self._feed: Feed | None = None
+        self._mark: tuple[int, int] = (-1, -1)  # (generation, applied) last listed
 
     def compose(self) -> ComposeResult:
         yield Static(id="events-status")
@@ -134,10 +135,12 @@ class EventsView(View):
 
     def show(self, snapshot: dict[str, Any], feed: Feed) -> None:
         self._feed = feed
-        if self.follow:
+        mark = (feed.generation, feed.state.applied)
+        if self.follow and mark != self._mark:
             self._refill(feed)
 
     def _refill(self, feed: Feed) -> None:
+        self._mark = (feed.generation, feed.state.applied)
         accept = self._accept
         rows: list[Event] = []
         for event in reversed(feed.recent):

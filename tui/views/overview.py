@@ -47,17 +47,17 @@ def lease_gauge(lease: dict[str, Any], now_ts: int) -> Text:
 
 class OverviewView(View):
     DEFAULT_CSS = """
-    OverviewView #replicas { height: auto; margin-bottom: 1; }
-    OverviewView #controllers { height: auto; }
+    OverviewView #overview-replicas { height: auto; margin-bottom: 1; }
+    OverviewView #overview-controllers { height: auto; }
     """
 
     def compose(self) -> ComposeResult:
-        yield Static(id="replicas")
-        yield Static(id="controllers")
+        yield Static(id="overview-replicas")
+        yield Static(id="overview-controllers")
 
     def show(self, snapshot: dict[str, Any], feed: Feed) -> None:
-        self.query_one("#replicas", Static).update(self.replicas(snapshot))
-        self.query_one("#controllers", Static).update(self.controllers(snapshot))
+        self.query_one("#overview-replicas", Static).update(self.replicas(snapshot))
+        self.query_one("#overview-controllers", Static).update(self.controllers(snapshot))
 
     def replicas(self, snapshot: dict[str, Any]) -> Table:
         now = snapshot.get("now_ts", 0)
