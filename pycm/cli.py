@@ -28,15 +28,6 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
-def _demo(_: argparse.Namespace) -> int:
-    # Honest until the manager and leader-election issues land: the demo does not exist yet.
-    sys.stderr.write(
-        "pycm demo: not available yet: the demo needs the manager (`pycm run`) and leader "
-        "election, which have not landed. Run `make test` to exercise what exists.\n"
-    )
-    return 1
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="pycm",
@@ -51,8 +42,9 @@ def build_parser() -> argparse.ArgumentParser:
     version = subparsers.add_parser("version", help="print the version")
     version.set_defaults(func=lambda _: print(f"pycm {__version__}") or 0)
 
-    demo = subparsers.add_parser("demo", help="run the embedded demo (emulator + managers)")
-    demo.set_defaults(func=_demo)
+    from pycm.demo import command as demo_command
+
+    demo_command.add_subcommand(subparsers)
 
     from pycm.trace import command as trace_command
 

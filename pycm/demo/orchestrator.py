@@ -1,0 +1,261 @@
+"""The demo's composition: emulator → replicas → their event streams → workload → verdict.
+
+Start order: a private temp dir → the emulator (``python -m pycm sim``, its own process; we
+read its one ``serving`` line) → three ``pycm run`` replicas (free secure ports on 127.0.0.1,
+``--cert-dir`` and ``--trace-file`` in the temp dir, short election timings) → one event stream
+per replica → once some replica has acquired the lease, the workload (a Deployment) and a
+watch that prints its rollout. Stop order is the reverse: streams and the workload watch are
+cancelled, the replicas get SIGTERM together (they release the lease: ReleaseOnCancel), then
+the emulator; each child is SIGKILLed if it outlives its bound; the temp dir is removed.
+
+The verdict (the exit status of ``--duration``): 0 when a leader was elected and no child
+exited unexpectedly; otherwise 1 and the reasons, one line each.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pycm.demo.processes import Child, free_port
+from pycm.demo.stream import EventFormatter, ReplicaStream
+from pycm.kube import DEPLOYMENTS, AlreadyExists, Client, KubeError, load_config
+from pycm.trace.events import Event
+
+__all__ = ["DemoOptions", "Orchestrator"]
+
+_SERVING = re.compile(r"pycm sim: serving (?P<url>\S+) \(kubeconfig: (?P<path>.+)\)")
+EMULATOR_START_TIMEOUT = 20.0  # importing the emulator and binding takes ~1-2 s; slow CI more
+WORKLOAD = "demo-web"
+
+
+@dataclass(frozen=True, slots=True)
+class DemoOptions:
+    replicas: tuple[str, ...] = ("replica-a", "replica-b", "replica-c")
+    lease_duration: str = "4s"
+    renew_deadline: str = "3s"
+    retry_period: str = "1s"
+    pod_ready_delay: str = "1s"
+    workload_replicas: int = 3
+    duration: float | None = None  # None: until Ctrl-C / SIGTERM
+    python: str = sys.executable
+
+
+@dataclass
+class Replica:
+    identity: str
+    port: int
+    child: Child
+    cert_file: Path
+    trace_file: Path
+
+    @property
+    def url(self) -> str:
+        return f"https://127.0.0.1:{self.port}"
+
+
+@dataclass
+class Verdict:
+    leaders: list[str] = field(default_factory=list)  # identities that acquired, in order
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.leaders) and not self.problems
+
+
+class Orchestrator:
+    def __init__(self, options: DemoOptions, out: Callable[[str], None]) -> None:
+        self.options = options
+        self.out = out
+        self.formatter = EventFormatter(width=max(len(r) for r in options.replicas))
+        self.verdict = Verdict()
+        self.replicas: list[Replica] = []
+        self.emulator: Child | None = None
+        self._leader = asyncio.Event()
+        self._failed = asyncio.Event()
+        self._dir = Path()
+        self._tasks: list[asyncio.Task[Any]] = []
+
+    async def run(self, stop: asyncio.Event) -> Verdict:
+        """Run until ``stop`` is set, the duration passes or a child dies; then stop it all."""
+        self._dir = Path(await asyncio.to_thread(tempfile.mkdtemp, prefix="pycm-demo-"))
+        main = self._spawn(self._main(), "demo-main")
+        waiting = {main, self._spawn(stop.wait(), "demo-stop")}
+        waiting.add(self._spawn(self._failed.wait(), "demo-failed"))
+        if self.options.duration is not None:
+            waiting.add(self._spawn(asyncio.sleep(self.options.duration), "demo-timer"))
+        try:
+            await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            # Stop order: our tasks (streams, workload, timers), the replicas, the emulator.
+            for task in self._tasks:
+                task.cancel()
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+            await asyncio.shield(self._stop_all())
+            await asyncio.to_thread(shutil.rmtree, self._dir, True)
+        if main.done() and not main.cancelled() and (err := main.exception()) is not None:
+            if not isinstance(err, DemoError | KubeError | OSError):
+                raise err
+            self.verdict.problems.append(str(err))
+        elif not self.verdict.leaders:
+            self.verdict.problems.append("no replica acquired the lease")
+        return self.verdict
+
+    def _spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
+        task = asyncio.create_task(coro, name=name)
+        self._tasks.append(task)
+        return task
+
+    async def _main(self) -> None:
+        kubeconfig = await self._start_emulator()
+        config = await load_config(kubeconfig, user_agent="pycm-demo")
+        token = config.token or ""
+        await self._start_replicas(kubeconfig)
+        for replica in self.replicas:
+            self.out(f"{replica.child.name}: {replica.url} (trace: {replica.trace_file.name})")
+        for replica in self.replicas:
+            stream = ReplicaStream(
+                replica.identity,
+                replica.url,
+                replica.cert_file,
+                token,
+                self._on_event,
+                _generation_of(replica.child),
+            )
+            self._spawn(stream.run(), f"demo-stream-{replica.identity}")
+            self._spawn(self._supervise(replica.child), f"demo-wait-{replica.identity}")
+        assert self.emulator is not None
+        self._spawn(self._supervise(self.emulator), "demo-wait-emulator")
+        await self._leader.wait()
+        async with await Client.connect(config) as client:
+            await self._workload(client)
+
+    async def _start_emulator(self) -> str:
+        kubeconfig = self._dir / "kubeconfig"
+        argv = [self.options.python, "-m", "pycm", "sim", "--port", "0"]
+        argv += ["--kubeconfig-out", str(kubeconfig), "--pod-ready-delay"]
+        argv += [self.options.pod_ready_delay]
+        self.emulator = Child("emulator", argv, self._dir / "emulator.log")
+        await self.emulator.start(capture_stdout=True)
+        process = self.emulator.process
+        assert process is not None and process.stdout is not None
+        try:
+            async with asyncio.timeout(EMULATOR_START_TIMEOUT):
+                while line := (await process.stdout.readline()).decode(errors="replace"):
+                    if match := _SERVING.search(line):
+                        self.out(f"emulator: {match['url']} (kubeconfig: {match['path']})")
+                        return match["path"]
+        except TimeoutError:
+            pass
+        raise DemoError(f"the emulator did not start (see {self._dir / 'emulator.log'})")
+
+    async def _start_replicas(self, kubeconfig: str) -> None:
+        o = self.options
+        for identity in o.replicas:
+            port = free_port()
+            certs = self._dir / f"certs-{identity}"
+            trace = self._dir / f"{identity}.jsonl"
+            argv = [o.python, "-m", "pycm", "run", "--kubeconfig", kubeconfig]
+            argv += ["--leader-elect-lease-duration", o.lease_duration]
+            argv += ["--leader-elect-renew-deadline", o.renew_deadline]
+            argv += ["--leader-elect-retry-period", o.retry_period]
+            argv += ["--secure-port", str(port), "--bind-address", "127.0.0.1"]
+            argv += ["--cert-dir", str(certs), "--identity", identity, "--trace-file", str(trace)]
+            child = Child(identity, argv, self._dir / f"{identity}.log")
+            await child.start()
+            self.replicas.append(Replica(identity, port, child, certs / "pycm.crt", trace))
+
+    async def _supervise(self, child: Child) -> None:
+        code = await child.wait()
+        if not child.stopping:
+            problem = f"{child.name} exited unexpectedly with status {code}"
+            self.verdict.problems.append(problem)
+            self.out(f"pycm demo: {problem} (log: {self._dir / (child.name + '.log')})")
+            self._failed.set()
+
+    def _on_event(self, replica: str, event: Event) -> None:
+        if event.KIND == "lease.acquired":
+            self.verdict.leaders.append(replica)
+            self._leader.set()
+        line = self.formatter.format(replica, event)
+        if line is not None:
+            self.out(line)
+
+    async def _workload(self, client: Client) -> None:
+        """Create the Deployment, then print its rollout each time its status changes."""
+        body = _deployment(WORKLOAD, self.options.workload_replicas)
+        try:
+            await client.create(DEPLOYMENTS, body, namespace="default")
+            self.out(f"workload: created deployment default/{WORKLOAD}")
+        except AlreadyExists:
+            pass
+        last: tuple[int, ...] | None = None
+        while True:
+            try:
+                async with client.watch(
+                    DEPLOYMENTS, namespace="default", field_selector=f"metadata.name={WORKLOAD}"
+                ) as stream:
+                    async for event in stream:
+                        status = event.object.get("status") or {}
+                        spec = event.object.get("spec") or {}
+                        now = tuple(
+                            int(v or 0)
+                            for v in (
+                                spec.get("replicas"),
+                                status.get("updatedReplicas"),
+                                status.get("readyReplicas"),
+                                status.get("availableReplicas"),
+                            )
+                        )
+                        if now != last:
+                            last = now
+                            self.out(
+                                f"workload: {WORKLOAD} desired={now[0]} updated={now[1]} "
+                                f"ready={now[2]} available={now[3]}"
+                            )
+            except KubeError:
+                await asyncio.sleep(1.0)
+
+    async def _stop_all(self) -> None:
+        stopping = [r.child.stop() for r in self.replicas]
+        codes = await asyncio.gather(*stopping, return_exceptions=True)
+        for replica, code in zip(self.replicas, codes, strict=True):
+            if isinstance(code, BaseException) or code not in (0, None):
+                self.out(f"pycm demo: {replica.identity} stopped with status {code}")
+        if self.emulator is not None:
+            with contextlib.suppress(ProcessLookupError):
+                await self.emulator.stop()
+
+
+class DemoError(Exception):
+    """The demo could not start (the message says what and where the log is)."""
+
+
+def _generation_of(child: Child) -> Callable[[], int]:
+    return lambda: child.generation
+
+
+def _deployment(name: str, replicas: int) -> dict[str, Any]:
+    labels = {"app": name}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": "default", "labels": labels},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {"containers": [{"name": "web", "image": "nginx:1.27"}]},
+            },
+        },
+    }
