@@ -204,15 +204,13 @@ class Registration:
                     if self._waiter is waiter:
                         self._waiter = None
             deadline = clock() + self.quantum
-            n = 0
             while True:
                 if self._dropped:
                     self._replay()
                 if not buffer:
                     break
                 self._deliver(buffer.popleft())
-                n += 1
-                if not n & 15 and clock() >= deadline:
+                if clock() >= deadline:
                     break
             self.informer._maybe_synced()
             await asyncio.sleep(0)

@@ -367,7 +367,9 @@ class Reflector:
         if error is not None:
             if is_expired(error):
                 return WatchCloseReason.EXPIRED, error, events
-            if isinstance(error, (StatusError, kube_errors.ApiError)) or is_too_many_requests(error):
+            if isinstance(error, (StatusError, kube_errors.ApiError)) or is_too_many_requests(
+                error
+            ):
                 return WatchCloseReason.ERROR, error, events
             # A broken stream (transport error mid-watch) is an early close: re-watch from the
             # last RV, unless it was also a very short watch.

@@ -341,3 +341,32 @@ async def test_reflector_watch_opened_event_carries_rv_and_timeout(make_rig: Any
     [opened] = of_kind(rig.sub, WatchOpened)
     assert opened.resource_version == "42"
     assert opened.timeout_s == float(lw.watch_calls[0].timeout_seconds)
+
+
+@pytest.mark.asyncio
+async def test_reflector_kube_api_error_mid_watch_relists(make_rig: Any) -> None:
+    error = kube_errors.ServerError("etcd is sad", code=500, reason="InternalError")
+    stream = WatchStream([("ADDED", pod("a", "11"))], raise_after=error)
+    lw = FakeListWatch().add_list(ListPage([], "10"), ListPage([], "12")).add_watch(stream, _hang())
+    rig = make_rig(lw)
+    await advance_to_next(rig.clock)
+    await until(lambda: len(lw.list_calls) == 2, "the relist")
+    [closed] = of_kind(rig.sub, WatchClosed)
+    assert (closed.reason, closed.events) == (WatchCloseReason.ERROR, 1)
+    assert lw.list_calls[1].resource_version == "11"
+
+
+@pytest.mark.asyncio
+async def test_reflector_broken_stream_after_events_rewatches_without_relist(
+    make_rig: Any,
+) -> None:
+    broken = kube_errors.TransportError("watch stream broken: ReadError: reset")
+    stream = WatchStream([("ADDED", pod("a", "11"))], raise_after=broken)
+    lw = FakeListWatch().add_list(ListPage([], "10")).add_watch(stream, _hang())
+    rig = make_rig(lw)
+    await until(lambda: len(lw.watch_calls) == 2, "the re-watch")
+    assert lw.watch_calls[1].resource_version == "11"
+    assert len(lw.list_calls) == 1
+    [closed] = of_kind(rig.sub, WatchClosed)
+    assert closed.reason is WatchCloseReason.SERVER_CLOSED
+    assert "broken" in closed.error
