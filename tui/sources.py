@@ -186,13 +186,10 @@ class SseSource:
                 sink.set_status(self, "live")
                 delivered = False
                 parser = SseParser()
-                batch: list[Event] = []
+                push = sink.push
                 async for line in response.aiter_lines():
                     message = parser.feed(line)
                     if message is None:
-                        if batch and not line:
-                            sink.push(self, batch)
-                            batch = []
                         continue
                     if not delivered:
                         delivered = True
@@ -200,16 +197,11 @@ class SseSource:
                     if message.event == "trace":
                         event = self._decode(message.data)
                         if event is not None:
-                            batch.append(event)
+                            push(self, (event,))  # the feed buffers; the app drains per tick
                             if message.id.isdigit():
                                 self.last_seq = int(message.id)
-                            if len(batch) >= BATCH:
-                                sink.push(self, batch)
-                                batch = []
                     elif message.event == "snapshot":
                         self._snapshot(message.data, sink)
-                if batch:
-                    sink.push(self, batch)
                 return "stream ended"
         except httpx.HTTPError as exc:
             return type(exc).__name__ + (f": {exc}" if str(exc) else "")
