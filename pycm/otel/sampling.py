@@ -43,7 +43,16 @@ class TailSampler:
 
     def decide(self, trace_id: str, *, failed: bool, dur_ns: int) -> Decision:
         if failed:
-            return Decision.ERROR
+            return _ERROR
         if self.slow_ns > 0 and dur_ns > self.slow_ns:
-            return Decision.SLOW
-        return Decision.SAMPLED if self.by_ratio(trace_id) else Decision.SAMPLED_OUT
+            return _SLOW
+        return _SAMPLED if (int(trace_id, 16) & _TRACE_ID_LIMIT) < self._bound else _SAMPLED_OUT
+
+
+# Enum member access is an attribute lookup through the metaclass: resolved once, here.
+_ERROR, _SLOW, _SAMPLED, _SAMPLED_OUT = (
+    Decision.ERROR,
+    Decision.SLOW,
+    Decision.SAMPLED,
+    Decision.SAMPLED_OUT,
+)

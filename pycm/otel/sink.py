@@ -74,6 +74,7 @@ from pycm.trace.kinds import (
     LeaseRenewed,
     LeaseRenewFailed,
     ReconcileFinished,
+    ReconcileStarted,
     ServingStarted,
     SpansExported,
     StartupBegan,
@@ -89,9 +90,11 @@ MAX_PENDING_TRACES = 2048
 MAX_SPANS_PER_TRACE = 256
 MAX_DECIDED = 8192  # traces whose decision is remembered for children that end after the root
 MAX_ACQUIRE_ATTEMPTS = 16
+MAX_SPAN_EVENTS = 32
 REPORT_INTERVAL = 10.0
 
 # Points that are spans of the start-up trace when they carry its trace id.
+_ALWAYS, _SAMPLED_OUT = Decision.ALWAYS, Decision.SAMPLED_OUT
 _STARTUP_POINTS = (HandlerChainBuilt, ServingStarted, InformerSynced, InformersStarted)
 _LEASE_TERM_POINTS = {
     LeaseRenewed: "lease.renew",
@@ -107,6 +110,18 @@ class SpanProcessorLike(Protocol):
     def on_end(self, span: ReadableSpan) -> None: ...
 
     def shutdown(self) -> None: ...
+
+
+class _Labelled(dict[str, Any]):
+    """A labelled metric's children by label value, made on first use."""
+
+    def __init__(self, metric: Any) -> None:
+        super().__init__()
+        self._metric = metric
+
+    def __missing__(self, value: str) -> Any:
+        child = self[value] = self._metric.labels(value)
+        return child
 
 
 class _Startup:
@@ -149,7 +164,7 @@ class OtelSink:
             "pycm.otel", str(resource.attributes.get("service.version", ""))
         )
         self._open: dict[str, StepBegin] = {}
-        self._open_events: dict[str, list[tuple[str, int, dict[str, Any]]]] = {}
+        self._open_events: dict[str, list[Event]] = {}
         self._pending: OrderedDict[str, list[SpanRecord]] = OrderedDict()
         self._decided: OrderedDict[str, Decision] = OrderedDict()
         self._startup: dict[str, _Startup] = {}
@@ -168,12 +183,20 @@ class OtelSink:
             0,
         )
         self._last_report_ns = 0
+        # Labelled children resolved once (labels() takes a lock and builds a tuple each call).
+        self._spans_dropped = _Labelled(metrics.spans_dropped)
+        self._traces_dropped = _Labelled(metrics.traces_dropped)
 
     # -- events ---------------------------------------------------------------------------
 
     def handle(self, event: Event) -> None:
         """Fold one trace event in (synchronous and cheap; the subscriber loop calls it)."""
-        if isinstance(event, StepBegin):
+        cls = type(event)
+        if cls is ReconcileStarted:  # the hot kinds first
+            self._begin(event)  # type: ignore[arg-type]
+        elif cls is ReconcileFinished:
+            self._end(event)  # type: ignore[arg-type]
+        elif isinstance(event, StepBegin):
             self._begin(event)
         elif isinstance(event, StepEnd):
             self._end(event)
@@ -196,23 +219,24 @@ class OtelSink:
         elif type(event) is SpansExported:
             return
         else:
-            events = self._open_events
             parent = event.parent_id
             if parent and parent in self._open:
+                events = self._open_events
                 bucket = events.get(parent)
                 if bucket is None:
                     bucket = events[parent] = []
-                if len(bucket) < 32:
-                    bucket.append((event.KIND, event.ts, event_attributes(event)))
+                if len(bucket) < MAX_SPAN_EVENTS:
+                    bucket.append(event)  # attributes are built only if the span is exported
 
     def _begin(self, begin: StepBegin) -> None:
-        if len(self._open) >= self.max_open:
-            oldest = next(iter(self._open))
-            del self._open[oldest]
+        open_steps = self._open
+        if len(open_steps) >= self.max_open:
+            oldest = next(iter(open_steps))
+            del open_steps[oldest]
             self._open_events.pop(oldest, None)
             self._drop_spans(1, "unmatched")
-        self._open[begin.span_id] = begin
-        if isinstance(begin, StartupBegan):
+        open_steps[begin.span_id] = begin
+        if type(begin) is StartupBegan:
             self._startup[begin.trace_id] = _Startup(begin.span_id)
             flags, self._flags = self._flags, None
             if flags is not None:
@@ -227,19 +251,22 @@ class OtelSink:
         if begin is None:
             self._drop_spans(1, "unmatched")
             return
+        events = self._open_events.pop(end.span_id, None) if self._open_events else None
+        decision = _ALWAYS
+        if not end.parent_id and type(end) is ReconcileFinished:
+            failed = reconcile_failed(end)
+            decision = self.sampler.decide(end.trace_id, failed=failed, dur_ns=end.dur_ns)
+            if decision is _SAMPLED_OUT:
+                # The common case: decided before any span data is built.
+                self._drop_trace(end.trace_id, decision)
+                return
         record = step_span(begin, end)
-        events = self._open_events.pop(end.span_id, None)
         if events:
-            record.events = events
+            record.events = [(e.KIND, e.ts, event_attributes(e)) for e in events]
         if record.parent_id:
             self._child(record)
-        elif type(end) is ReconcileFinished:
-            failed = reconcile_failed(end)
-            self._finish(
-                record, self.sampler.decide(end.trace_id, failed=failed, dur_ns=end.dur_ns)
-            )
         else:
-            self._finish(record, Decision.ALWAYS)
+            self._finish(record, decision)
 
     def _api(self, point: ApiRequestCompleted) -> None:
         if not point.parent_id:
@@ -364,9 +391,23 @@ class OtelSink:
             self.metrics.traces_exported.labels(decision.value).inc()
             self._counts["traces_exported"] += 1
         else:
-            self.metrics.traces_dropped.labels(decision.value).inc()
-            self._counts["traces_dropped"] += 1
-            self._drop_spans(len(children) + 1, decision.value)
+            self._drop_trace(trace_id, decision, children)
+
+    def _drop_trace(
+        self, trace_id: str, decision: Decision, children: list[SpanRecord] | None = None
+    ) -> None:
+        """Drop a trace whose root ended (``children``: already taken from ``_pending``)."""
+        if children is None:
+            children = self._pending.pop(trace_id, None) or []
+            if children:
+                self.metrics.pending_traces.set(len(self._pending))
+            decided = self._decided
+            decided[trace_id] = decision
+            if len(decided) > MAX_DECIDED:
+                decided.popitem(last=False)
+        self._traces_dropped[decision].inc()
+        self._counts["traces_dropped"] += 1
+        self._drop_spans(len(children) + 1, decision)
 
     def _export(self, record: SpanRecord) -> None:
         self.processor.on_end(to_readable(record, self.resource, self._scope))
@@ -374,7 +415,7 @@ class OtelSink:
         self._counts["spans_exported"] += 1
 
     def _drop_spans(self, n: int, reason: str) -> None:
-        self.metrics.spans_dropped.labels(reason).inc(n)
+        self._spans_dropped[reason].inc(n)
         self._counts["spans_dropped"] += n
 
     # -- reporting and the subscriber loop --------------------------------------------------

@@ -1,0 +1,219 @@
+"""The OpenTelemetry sink's costs, measured in the same run.
+
+Figures (medians of the repeats):
+
+- ``otel.overhead``: no-op reconciles/s through ``Controller.process`` (a trivial sync: one
+  traced step each) with export on — the sink task on the same event loop, default sampling
+  (ratio 0.1), a BatchSpanProcessor and the OTLP/gRPC exporter sending to a receiver in another
+  process — against the same loop with export off (peer ``export_off``); ratio on / off (1.0:
+  export costs the reconcile loop nothing). The loop yields every 100 reconciles so the sink
+  keeps up (its bus queue never overflows: lost events would flatter it).
+- ``otel.span_cost``: µs per exported span through the sink (``OtelSink.handle`` of a
+  reconcile's begin, one API-request point and its end, ratio 1 so every span is exported, into a
+  BatchSpanProcessor whose exporter discards). Peer: the SDK's own ``start_as_current_span`` for
+  the same root and CLIENT child with the same attributes, through the same kind of processor;
+  ratio peer / ours (> 1: the sink costs less per span than the SDK's own tracer).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+from opentelemetry.trace import SpanKind
+from prometheus_client import CollectorRegistry
+
+from bench.harness import Figure, median_of
+from pycm.app.config import TracingConfig
+from pycm.controller.worker import Controller, Result
+from pycm.otel import start_otel_sink
+from pycm.otel.metrics import SinkMetrics
+from pycm.otel.resource import build_resource
+from pycm.otel.sampling import TailSampler
+from pycm.otel.sink import OtelSink
+from pycm.trace.bus import Bus
+from pycm.trace.kinds import ApiRequestCompleted, ReconcileResult, ReconcileStarted
+
+_SIZES = {
+    # size: (reconciles per overhead repeat, reconciles per span-cost repeat, repeats)
+    "tiny": (3_000, 2_000, 3),
+    "full": (50_000, 20_000, 5),
+}
+_YIELD_EVERY = 100
+
+
+class _Discard(SpanExporter):
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        return SpanExportResult.SUCCESS
+
+
+def _processor(n_spans: int) -> BatchSpanProcessor:
+    # Sized to hold a whole repeat: every span is processed, none takes the drop path.
+    return BatchSpanProcessor(_Discard(), max_queue_size=n_spans + 1, max_export_batch_size=512)
+
+
+async def _reconciles_per_s(n: int, endpoint: str | None) -> float:
+    bus = Bus(instance="bench")
+
+    async def sync(key: str) -> Result:
+        return Result(action="noop")
+
+    controller = Controller("bench", sync, resource="deployments", bus=bus)
+    task = None
+    if endpoint is not None:
+        config = TracingConfig(otlp_endpoint=endpoint, otlp_protocol="grpc")
+        handle = start_otel_sink(bus, config, "bench", CollectorRegistry(), env={})
+        assert handle is not None
+        task = asyncio.create_task(handle.run(), name="otel sink")
+    keys = [f"default/d{i % 500}" for i in range(n)]
+    await asyncio.sleep(0)
+    gc.collect()
+    start = time.perf_counter()
+    for i, key in enumerate(keys):
+        await controller.process(key)
+        if i % _YIELD_EVERY == 0:
+            await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    elapsed = time.perf_counter() - start
+    if task is not None:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+    await controller.queue.aclose()
+    return n / elapsed
+
+
+def _overhead(n: int, repeats: int) -> Figure:
+    peer = subprocess.Popen(
+        [sys.executable, "-m", "bench._otlp_peer"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert peer.stdout is not None
+        endpoint = f"http://127.0.0.1:{int(peer.stdout.readline())}"
+        on = median_of(repeats, lambda: asyncio.run(_reconciles_per_s(n, endpoint)))
+        off = median_of(repeats, lambda: asyncio.run(_reconciles_per_s(n, None)))
+    finally:
+        assert peer.stdin is not None
+        peer.stdin.close()
+        peer.wait(timeout=10)
+    return Figure("otel.overhead", on, "reconciles/s", "export_off", off, "reconciles/s", on / off)
+
+
+def _scripted_events(n: int) -> list[object]:
+    bus = Bus(instance="bench")
+    sub = bus.subscribe(name="bench", maxsize=4 * n + 10)
+    for i in range(n):
+        begin = ReconcileStarted(
+            controller="deployment",
+            key=f"default/d{i}",
+            namespace="default",
+            name=f"d{i}",
+            resource="deployments",
+            queue_wait_ms=1.0,
+            trigger_kind="ReplicaSet",
+            trigger_rv="7",
+            trigger_event="update",
+            trigger_trace_id="ab" * 16,
+            trigger_span_id="cd" * 8,
+        )
+        with bus.step(begin) as step:
+            bus.point(
+                ApiRequestCompleted(
+                    verb="get",
+                    method="GET",
+                    resource="replicasets",
+                    namespace="default",
+                    name=f"d{i}",
+                    host="127.0.0.1:6443",
+                    code=200,
+                    bytes=100,
+                ),
+                dur_ns=1_000_000,
+            )
+            step.finish(result=ReconcileResult.SUCCESS, action="noop", uid="u", api_calls=1)
+    return list(sub.drain())
+
+
+def _sink_us_per_span(n: int) -> float:
+    events = _scripted_events(n)
+    processor = _processor(2 * n)
+    sink = OtelSink(
+        processor,
+        resource=build_resource("bench", {}),
+        sampler=TailSampler(1.0, 1.0),
+        metrics=SinkMetrics(CollectorRegistry()),
+    )
+    handle = sink.handle
+    gc.collect()
+    start = time.perf_counter()
+    for event in events:
+        handle(event)  # type: ignore[arg-type]
+    elapsed = time.perf_counter() - start
+    processor.shutdown()
+    return elapsed / (2 * n) * 1e6
+
+
+def _sdk_us_per_span(n: int) -> float:
+    processor = _processor(2 * n)
+    provider = TracerProvider(resource=build_resource("bench", {}))
+    provider.add_span_processor(processor)
+    tracer = provider.get_tracer("bench")
+    gc.collect()
+    start = time.perf_counter()
+    for i in range(n):
+        with tracer.start_as_current_span(
+            "reconcile deployment",
+            attributes={
+                "pycm.controller": "deployment",
+                "pycm.key": f"default/d{i}",
+                "k8s.namespace.name": "default",
+                "k8s.deployment.name": f"d{i}",
+                "pycm.queue.wait_ms": 1.0,
+                "pycm.retries": 0,
+            },
+        ) as root:
+            with tracer.start_as_current_span(
+                "GET replicasets",
+                kind=SpanKind.CLIENT,
+                attributes={
+                    "http.request.method": "GET",
+                    "server.address": "127.0.0.1",
+                    "server.port": 6443,
+                    "k8s.verb": "get",
+                    "http.response.status_code": 200,
+                    "k8s.resource": "replicasets",
+                },
+            ):
+                pass
+            root.set_attribute("pycm.result", "success")
+            root.set_attribute("pycm.api_calls", 1)
+    elapsed = time.perf_counter() - start
+    provider.shutdown()
+    return elapsed / (2 * n) * 1e6
+
+
+def run(size: str) -> list[Figure]:
+    n_overhead, n_spans, repeats = _SIZES[size]
+    figures = [_overhead(n_overhead, repeats)]
+    ours = median_of(repeats, lambda: _sink_us_per_span(n_spans))
+    peer = median_of(repeats, lambda: _sdk_us_per_span(n_spans))
+    figures.append(
+        Figure(
+            "otel.span_cost",
+            ours,
+            "µs/span",
+            "otel.start_as_current_span",
+            peer,
+            "µs/span",
+            peer / ours,
+        )
+    )
+    return figures
