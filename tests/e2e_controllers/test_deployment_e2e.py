@@ -126,8 +126,15 @@ async def _complete(c: Cluster, name: str, image: str | None = None) -> bool:
     if _condition(d, "Progressing").get("reason") != "NewReplicaSetAvailable":
         return False
     # Only the new ReplicaSet has pods.
-    sized = [rs for rs in await _owned_rss(c, name) if rs["spec"]["replicas"]]
-    pods = [p for p in await c.items(POD_PATH) if "deletionTimestamp" not in p["metadata"]]
+    owned = await _owned_rss(c, name)
+    sized = [rs for rs in owned if rs["spec"]["replicas"]]
+    names = {rs["metadata"]["name"] for rs in owned}
+    pods = [
+        p
+        for p in await c.items(POD_PATH)
+        if "deletionTimestamp" not in p["metadata"]
+        and any(r["name"] in names for r in p["metadata"].get("ownerReferences") or [])
+    ]
     return len(sized) == 1 and len(pods) == replicas
 
 
@@ -391,9 +398,18 @@ async def test_deployment_adopts_a_matching_orphan_and_releases_it_when_labels_c
         return rs if not rs["metadata"].get("ownerReferences") else {"waiting": rs}
 
     await poll(released)
-    # Having lost its RS, the deployment makes a new one for its template.
-    await poll(lambda: _complete(cluster, "web"))
-    assert [rs["metadata"]["name"] for rs in await _owned_rss(cluster, "web")] != ["orphan"]
+
+    async def replaced() -> bool:
+        owned = [rs["metadata"]["name"] for rs in await _owned_rss(cluster, "web")]
+        return len(owned) == 1 and owned != ["orphan"] and await _complete(cluster, "web")
+
+    # Having lost its RS, the deployment makes a new one for its template; the released RS
+    # keeps its own pods (its selector still matches them).
+    await poll(replaced)
+    assert (
+        len((await cluster.get(f"{RS_PATH}/orphan"))["spec"])
+        and (await cluster.get(f"{RS_PATH}/orphan"))["status"]["replicas"] == 2
+    )
 
 
 @pytest.mark.asyncio
