@@ -1,0 +1,82 @@
+"""``pycm demo`` end to end: the emulator and three replicas as real processes."""
+
+from __future__ import annotations
+
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+REPLICA_LINE = re.compile(r"^(replica-[abc]): https://127\.0\.0\.1:(\d+) ", re.MULTILINE)
+EMULATOR_LINE = re.compile(r"^emulator: \S+ \(kubeconfig: (?P<path>.+)\)$", re.MULTILINE)
+
+pytestmark = pytest.mark.e2e
+
+
+def _port_closed(port: int) -> bool:
+    with socket.socket() as sock:
+        sock.settimeout(1)
+        return sock.connect_ex(("127.0.0.1", port)) != 0
+
+
+def test_demo_duration_exits_0_with_three_replicas_and_an_acquired_lease() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "pycm", "demo", "--duration", "12", "--no-tui"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
+    out = result.stdout
+    assert result.returncode == 0, f"{out}\n{result.stderr}"
+    replicas = REPLICA_LINE.findall(out)
+    assert sorted(name for name, _ in replicas) == ["replica-a", "replica-b", "replica-c"]
+    acquired = re.findall(r"^\S+ (replica-[abc]) +lease\.acquired ", out, re.MULTILINE)
+    assert len(acquired) == 1, out
+    assert f"pycm demo: ok: leader(s) elected: {acquired[0]}" in out
+    assert "workload: created deployment default/demo-web" in out
+    emulator = EMULATOR_LINE.search(out)
+    assert emulator is not None
+    assert not Path(emulator["path"]).parent.exists(), "the temp dir was removed"
+    assert all(_port_closed(int(port)) for _, port in replicas), "every replica stopped"
+
+
+def test_demo_ctrl_c_stops_every_child_and_exits_0() -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pycm", "demo", "--no-tui"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    lines: list[str] = []
+    deadline = time.monotonic() + 60
+    try:
+        while time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            lines.append(line)
+            if " lease.acquired " in line:
+                break
+        proc.send_signal(signal.SIGINT)
+        rest, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    out = "".join(lines) + rest
+    assert any(" lease.acquired " in line for line in lines), out
+    assert proc.returncode == 0, f"{out}\n{err}"
+    ports = [int(port) for _, port in REPLICA_LINE.findall(out)]
+    assert len(ports) == 3
+    assert all(_port_closed(port) for port in ports)
+    emulator = EMULATOR_LINE.search(out)
+    assert emulator is not None and not Path(emulator["path"]).parent.exists()
