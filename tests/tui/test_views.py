@@ -277,3 +277,34 @@ async def test_keys_tab_help_and_pause() -> None:
         assert "PAUSED" in text_of(app, "#status")
         await pilot.press("p")
         assert not app.paused and app.frames == frames + 1
+
+
+@pytest.mark.asyncio
+async def test_controllers_sort_by_clicked_header_and_s_key() -> None:
+    s = scenario.Script()
+    for name, n in (("alpha", 1), ("beta", 3), ("gamma", 2)):
+        for i in range(n):
+            s.step(
+                k.ReconcileStarted(controller=name, key=f"default/{i}"),
+                k.ReconcileFinished(controller=name, key=f"default/{i}"),
+                scenario.T0 + i * scenario.S,
+                scenario.MS,
+                scenario.A,
+            )
+    app = app_with(s.events)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("3")
+        await settle(pilot)
+        names = lambda: [r[1] for r in table_rows(app, "#controllers-table")]  # noqa: E731
+        assert names() == ["alpha", "beta", "gamma"]
+        table = app.screen.query_one("#controllers-table")
+        table.sort_by(2)  # type: ignore[attr-defined]  # what a header click calls
+        await settle(pilot)
+        assert names() == ["beta", "gamma", "alpha"]  # reconciles, most first
+        table.sort_by(2)  # type: ignore[attr-defined]  # again: reversed
+        await settle(pilot)
+        assert names() == ["alpha", "gamma", "beta"]
+        await pilot.press("s")  # next column (syncs/s)
+        await settle(pilot)
+        assert table.sort_column == 3  # type: ignore[attr-defined]
