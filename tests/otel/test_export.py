@@ -125,4 +125,4 @@ async def test_export_to_a_stalled_receiver_never_blocks_the_loop(
             await task
         # Shutdown is bounded (SHUTDOWN_TIMEOUT = 3 s) even though the peer never answers.
         assert time.perf_counter() - before < 4.5
-    assert receiver.spans() == [] or len(receiver.spans()) <= 20_000
+        assert receiver.spans() == []  # nothing got through while it stalled
