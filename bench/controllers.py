@@ -1,0 +1,303 @@
+"""The Deployment controller: a mass rollout end to end, and the cost of a no-op sync.
+
+- ``controllers.rollout``: ``n`` Deployments × 3 replicas created at once (16 requests in
+  flight) against an emulator process with an instant kubelet and ``pycm run`` (deployment and
+  replicaset controllers; client limits raised as in ``bench.replicaset``), timed until every
+  one is Available with 3 updated, available replicas. Peer: the minimum API writes one such
+  rollout needs — 1 ReplicaSet create, 3 pod creates, 1 ReplicaSet status and 1 Deployment
+  status update = 6; ratio: our writes per deployment / 6 (a cost: 1 is ideal, lower is
+  better). ``controllers.rollout_calls`` gives our writes per deployment with the same peer.
+- ``controllers.noop_syncs``: ``DeploymentController.sync`` over ``n`` settled deployments
+  (each with its settled ReplicaSet; 20 per namespace), in-process against pre-filled
+  informers and a fake client that fails the run on any write: syncs/s. Peer: the same loop
+  with a trivial sync (look the key up in the lister, copy the object, return) — the floor of
+  any sync that reads its object; ratio ours / peer (throughput: higher is better, < 1).
+- ``controllers.tracing_overhead``: the same no-op syncs through the worker loop's traced
+  step (``Controller.process``: reconcile begin/end events on a bus with a subscriber that
+  records every event) against the bare ``sync`` calls of ``noop_syncs``: µs per sync; ratio
+  traced / bare (a cost: aim ≤ 1.05).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import gc
+import time
+from typing import Any
+
+import httpx
+
+from bench.harness import Figure, median_of
+from bench.replicaset import cluster, wait_until, writes_between
+from pycm.cache.listwatch import FakeListWatch
+from pycm.cache.shared_informer import SharedIndexInformer
+from pycm.controller import Result
+from pycm.controllers.deployment.controller import DeploymentController
+from pycm.trace.bus import Bus
+
+_SIZES = {
+    # size: (deployments rolled out, settled deployments synced, repeats)
+    "tiny": (10, 200, 3),
+    "full": (500, 2_000, 5),
+}
+_REPLICAS = 3
+_CONCURRENCY = 16
+_PER_NAMESPACE = 20
+_MIN_WRITES = 1 + _REPLICAS + 1 + 1
+
+Obj = dict[str, Any]
+
+
+def _deployment(name: str, namespace: str = "default") -> Obj:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "replicas": _REPLICAS,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "c", "image": "nginx"}]},
+            },
+        },
+    }
+
+
+# -- rollout (two processes) -------------------------------------------------------------------
+
+
+async def _create_all(url: str, token: str, n: int) -> None:
+    headers = {"Authorization": f"Bearer {token}"}
+    limit = asyncio.Semaphore(_CONCURRENCY)
+    async with httpx.AsyncClient(base_url=url, headers=headers, timeout=30) as api:
+
+        async def one(i: int) -> None:
+            async with limit:
+                r = await api.post(
+                    "/apis/apps/v1/namespaces/default/deployments", json=_deployment(f"d{i}")
+                )
+                r.raise_for_status()
+
+        await asyncio.gather(*(one(i) for i in range(n)))
+
+
+def _rollout(n: int) -> tuple[float, float]:
+    with cluster("deployment,replicaset") as c:
+        with c.api() as api:
+            start_ns = time.time_ns()
+            start = time.perf_counter()
+            asyncio.run(_create_all(c.url, c.token, n))
+
+            def available() -> bool:
+                items = api.get("/apis/apps/v1/namespaces/default/deployments").json()["items"]
+                return len(items) == n and all(_available(d) for d in items)
+
+            wait_until(available, 600, f"{n} deployments available", interval=0.1)
+            seconds = time.perf_counter() - start
+            end_ns = time.time_ns()
+        c.manager.terminate()
+        c.manager.wait(timeout=30)
+        writes = writes_between(c.trace, start_ns, end_ns)
+    return seconds, writes / n
+
+
+def _available(d: Obj) -> bool:
+    status = d.get("status") or {}
+    conditions = {c["type"]: c["status"] for c in status.get("conditions") or []}
+    return (
+        status.get("availableReplicas") == _REPLICAS
+        and status.get("updatedReplicas") == _REPLICAS
+        and conditions.get("Available") == "True"
+    )
+
+
+# -- no-op syncs (in-process) ------------------------------------------------------------------
+
+
+class _Recorder:
+    def event(self, obj: Obj, type_: str, reason: str, message: str) -> None:
+        pass
+
+
+class _SettlingClient:
+    """Applies writes to the informers' caches as the API and the ReplicaSet controller would
+    (a created or resized ReplicaSet is at once fully ready), counting them."""
+
+    def __init__(self, deployments: SharedIndexInformer, rss: SharedIndexInformer) -> None:
+        self.d, self.rs = deployments.indexer, rss.indexer
+        self.writes = 0
+        self._uid = 0
+
+    def _settled_rs(self, body: Obj) -> Obj:
+        rs = copy.deepcopy(body)
+        meta = rs["metadata"]
+        if "uid" not in meta:
+            self._uid += 1
+            meta["uid"] = f"rs-{self._uid}"
+        meta["generation"] = meta.get("generation", 0) + 1
+        n = rs["spec"]["replicas"]
+        rs["status"] = {
+            "replicas": n,
+            "fullyLabeledReplicas": n,
+            "readyReplicas": n,
+            "availableReplicas": n,
+            "observedGeneration": meta["generation"],
+        }
+        self.rs.update(rs)
+        return rs
+
+    async def create_replica_set(self, namespace: str, body: Obj) -> Obj:
+        self.writes += 1
+        return self._settled_rs(body)
+
+    async def update_replica_set(self, namespace: str, body: Obj) -> Obj:
+        self.writes += 1
+        return self._settled_rs(body)
+
+    async def delete_replica_set(self, namespace: str, name: str, uid: str) -> None:
+        raise AssertionError("a settled deployment deletes nothing")
+
+    async def patch_replica_set(self, namespace: str, name: str, patch: Obj) -> Obj:
+        raise AssertionError("every ReplicaSet is owned from the start")
+
+    async def get_deployment(self, namespace: str, name: str) -> Obj:
+        d = self.d.get_by_key(f"{namespace}/{name}")
+        assert d is not None
+        return d
+
+    async def update_deployment_status(self, namespace: str, body: Obj) -> Obj:
+        self.writes += 1
+        d = copy.deepcopy(body)
+        d["metadata"]["resourceVersion"] = str(int(d["metadata"]["resourceVersion"]) + 1)
+        self.d.update(d)
+        return d
+
+
+def _settled(n: int) -> tuple[DeploymentController, _SettlingClient, list[str], Bus]:
+    """A controller over ``n`` deployments synced until a sync writes nothing."""
+    bus = Bus()
+    informers = [
+        SharedIndexInformer(FakeListWatch(), name, bus=bus)
+        for name in ("deployments", "replicasets", "pods")
+    ]
+    keys = []
+    for i in range(n):
+        namespace = f"ns{i // _PER_NAMESPACE}"
+        d = _deployment(f"d{i}", namespace)
+        d["metadata"].update(uid=f"d-{i}", generation=1, resourceVersion="1")
+        informers[0].indexer.add(d)
+        keys.append(f"{namespace}/d{i}")
+    client = _SettlingClient(informers[0], informers[1])
+    controller = DeploymentController(
+        deployment_informer=informers[0],
+        rs_informer=informers[1],
+        pod_informer=informers[2],
+        client=client,
+        recorder=_Recorder(),
+        bus=bus,
+    )
+    return controller, client, keys, bus
+
+
+async def _settle(
+    controller: DeploymentController, client: _SettlingClient, keys: list[str]
+) -> None:
+    for _ in range(5):
+        before = client.writes
+        for key in keys:
+            await controller.sync(key)
+        if client.writes == before:
+            return
+    raise RuntimeError("the deployments did not settle in 5 rounds of syncs")
+
+
+async def _noop(n: int, repeats: int) -> tuple[float, float, float]:
+    controller, client, keys, bus = _settled(n)
+    await _settle(controller, client, keys)
+    settled_writes = client.writes
+    lister = controller.d_lister
+
+    async def trivial(key: str) -> Result:
+        namespace, _, name = key.partition("/")
+        copy.deepcopy(lister.get(namespace, name))
+        return Result()
+
+    async def timed(one: Any) -> float:
+        start = time.perf_counter()
+        for key in keys:
+            await one(key)
+        return (time.perf_counter() - start) / len(keys)
+
+    recorded: list[Any] = []
+    subscription = bus.subscribe(name="bench-recorder", maxsize=4 * len(keys) + 16)
+
+    async def traced(key: str) -> None:
+        await controller.controller.process(key)
+
+    async def traced_pass() -> float:
+        per_sync = await timed(traced)
+        recorded.extend(subscription.drain())
+        return per_sync
+
+    gc.collect()
+    ours, peer, with_tracing = [], [], []
+    for _ in range(repeats):
+        ours.append(await timed(controller.sync))
+        peer.append(await timed(trivial))
+        with_tracing.append(await traced_pass())
+    subscription.close()
+    if client.writes != settled_writes:
+        raise RuntimeError(f"no-op syncs wrote {client.writes - settled_writes} times")
+    if len(recorded) < 2 * repeats * len(keys):
+        raise RuntimeError(f"the recorder saw {len(recorded)} events, expected a pair per sync")
+
+    def median(values: list[float]) -> float:
+        return median_of(len(values), iter(values).__next__)
+
+    return median(ours), median(peer), median(with_tracing)
+
+
+def run(size: str) -> list[Figure]:
+    rolled, settled, repeats = _SIZES[size]
+    seconds, writes_per = _rollout(rolled)
+    bare, trivial, traced = asyncio.run(_noop(settled, repeats))
+    return [
+        Figure(
+            "controllers.rollout",
+            seconds,
+            "s",
+            "minimum_api_calls",
+            _MIN_WRITES,
+            "calls/deployment",
+            writes_per / _MIN_WRITES,
+        ),
+        Figure(
+            "controllers.rollout_calls",
+            writes_per,
+            "calls/deployment",
+            "minimum_api_calls",
+            _MIN_WRITES,
+            "calls/deployment",
+            writes_per / _MIN_WRITES,
+        ),
+        Figure(
+            "controllers.noop_syncs",
+            1 / bare,
+            "syncs/s",
+            "trivial_sync",
+            1 / trivial,
+            "syncs/s",
+            trivial / bare,
+        ),
+        Figure(
+            "controllers.tracing_overhead",
+            traced * 1e6,
+            "µs/sync",
+            "untraced_sync",
+            bare * 1e6,
+            "µs/sync",
+            traced / bare,
+        ),
+    ]
