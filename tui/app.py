@@ -94,7 +94,7 @@ class TopApp(App[int]):
         Binding("q", "quit", "Quit"),
         Binding("question_mark", "help", "Help"),
         Binding("slash", "filter", "Filter"),
-        Binding("escape", "back", "Back", show=False),
+        Binding("escape", "go_back", "Back", show=False),
         Binding("tab", "next_view(1)", "Next view", priority=True, show=False),
         Binding("shift+tab", "next_view(-1)", "Previous view", priority=True, show=False),
         Binding("p", "pause", "Pause"),
@@ -238,7 +238,7 @@ class TopApp(App[int]):
         filt.add_class("shown")
         filt.focus()
 
-    def action_back(self) -> None:
+    def action_go_back(self) -> None:
         filt = self.query_one("#filter", Input)
         if len(self.screen_stack) > 1:
             self.pop_screen()
