@@ -34,7 +34,7 @@ class Feed:
         self.recent: deque[Event] = deque(maxlen=recent)
         self.statuses: dict[str, str] = {}
         self.dropped = 0
-        self.snapshots = 0
+        self.snapshots = 0  # snapshots that contributed at least one instance
         self.generation = 0  # bumped by reset: views holding old rows start over
         self.dirty = False  # something changed since the last drain returned
 
@@ -61,11 +61,14 @@ class Feed:
             other = State.restore(snapshot)
         except (TypeError, ValueError, KeyError, AttributeError):
             return
+        # Events pushed before this snapshot are part of what it describes: apply them first,
+        # so an instance they name counts as known and is not adopted (and counted) twice.
+        self.drain(len(self.buffer))
         state = self.state
         known = set(state.instances)
-        for name, inst in other.instances.items():
-            if name not in known:
-                state.instances[name] = inst
+        adopted = [name for name in other.instances if name not in known]
+        for name in adopted:
+            state.instances[name] = other.instances[name]
         for table in ("informers", "controllers", "queues"):
             mine, theirs = getattr(state, table), getattr(other, table)
             for key, rec in theirs.items():
@@ -81,8 +84,9 @@ class Feed:
             if error.get("instance") not in known:
                 state.errors.append(error)
         state.now_ts = max(state.now_ts, other.now_ts)
-        self.snapshots += 1
-        self.dirty = True
+        if adopted:
+            self.snapshots += 1  # snapshots that contributed an instance
+            self.dirty = True
 
     def set_status(self, source: Any, status: str) -> None:
         self.statuses[source.name] = status

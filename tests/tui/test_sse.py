@@ -10,7 +10,7 @@ import httpx
 import orjson
 import pytest
 
-from pycm.trace import Event, UnknownEvent, encode
+from pycm.trace import Bus, Event, UnknownEvent, encode
 from pycm.trace import kinds as k
 from pycm.trace.reducer import State
 from pycm.util.backoff import Backoff
@@ -192,3 +192,64 @@ def test_feed_snapshot_merge_keeps_known_instances() -> None:
     assert feed.state.instances["pycm-a"].last_seq == 1  # ours kept
     assert ("pycm-b", "deployment") in feed.state.controllers  # theirs adopted
     feed.push_snapshot(None, {"instances": "garbage"})  # not fatal
+
+
+class _Limit(httpx.AsyncBaseTransport):
+    """Adds ``limit=2`` to each request, so pycm's real SSE route ends every stream after two
+    events (a dropped connection, as far as the viewer can tell)."""
+
+    def __init__(self, inner: httpx.AsyncBaseTransport) -> None:
+        self.inner = inner
+        self.since: list[str | None] = []
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        self.since.append(request.url.params.get("since"))
+        request.url = request.url.copy_merge_params({"limit": "2"})
+        return await self.inner.handle_async_request(request)
+
+
+@pytest.mark.asyncio
+async def test_sse_source_against_pycm_debug_route_resumes_without_gaps_or_duplicates() -> None:
+    from starlette.applications import Starlette
+
+    from pycm.server.debug import debug_routes
+
+    bus = Bus(instance="pycm-a")
+    server_state = State()
+    server_state.apply(
+        k.ControllerStarted(controller="deployment", workers=1, seq=1, ts=1, instance="pycm-a")
+    )
+    app = Starlette(routes=debug_routes(bus, server_state.snapshot))
+    transport = _Limit(httpx.ASGITransport(app=app))
+    feed = Feed()
+    sleeps: list[float] = []
+    parked = asyncio.Event()
+
+    async def sleep(delay: float) -> None:
+        sleeps.append(delay)
+        if len(sleeps) >= 3:
+            parked.set()
+            await asyncio.Future()
+
+    source = SseSource(
+        "http://pycm-a:10257", transport=transport, sleep=sleep, backoff=Backoff(0.5)
+    )
+    task = asyncio.create_task(source.run(feed), name="sse source")
+    try:
+        async with asyncio.timeout(5):
+            while bus.subscribers == 0:  # live from the first connection on: since=None
+                await asyncio.sleep(0)
+            for i in range(6):
+                bus.emit(k.ItemAdded(queue="deployment", key=f"default/web-{i}", depth=i + 1))
+                await asyncio.sleep(0)
+            await parked.wait()
+    finally:
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    assert transport.since == [None, "2", "4"]
+    feed.drain()
+    assert [e.seq for e in feed.recent] == [1, 2, 3, 4, 5, 6]
+    assert feed.snapshots == 1  # adopted once: the later ones name an instance already known
+    assert feed.state.queues[("pycm-a", "deployment")].depth == 6
+    assert ("pycm-a", "deployment") in feed.state.controllers  # from the snapshot
