@@ -136,3 +136,23 @@ def test_kubeconfig_missing_context_is_one_error(tmp_path: Path) -> None:
     path = kubeconfig(tmp_path, "{token: t}")
     with pytest.raises(CredentialsError, match="no context named 'other'"):
         from_kubeconfig(str(path), "other")
+
+
+def test_certificate_authority_file_trusts_that_ca_only(tmp_path: Path) -> None:
+    import ssl
+
+    import trustme
+
+    from tui.credentials import Credentials
+
+    ca = trustme.CA()
+    pem = tmp_path / "ca.pem"
+    ca.cert_pem.write_to_path(str(pem))
+    context = Credentials(ca_file=str(pem)).verify()
+    assert isinstance(context, ssl.SSLContext)
+    assert len(context.get_ca_certs()) == 1
+    assert Credentials(insecure=True, ca_file=str(pem)).verify() is False
+    bad = tmp_path / "bad.pem"
+    bad.write_text("not a certificate")
+    with pytest.raises(CredentialsError, match="certificate authority"):
+        Credentials(ca_file=str(bad)).verify()

@@ -83,3 +83,27 @@ async def test_replay_of_a_missing_file_shows_why_in_the_status(tmp_path: Path) 
         await asyncio.sleep(0.05)
         await settle(pilot)
         assert app.feed.statuses[f"replay {tmp_path / 'missing.jsonl'}"].startswith("cannot read")
+
+
+@pytest.mark.asyncio
+async def test_replay_keys_play_pause_speed_and_seek(tmp_path: Path) -> None:
+    now = [0.0]
+    source = ReplaySource(str(record(tmp_path)), speed=1.0, clock=lambda: now[0])
+    app = TopApp([source])
+    async with app.run_test(size=(160, 50)) as pilot:
+        while not source.events:
+            await asyncio.sleep(0.01)
+        await pilot.press("space")
+        assert not source.playing
+        await pilot.press("plus")
+        assert source.speed == 2.0
+        await pilot.press("minus", "minus")
+        assert source.speed == 0.5
+        await pilot.press("right_square_bracket")  # +10 s of event time
+        await settle(pilot)
+        assert app.snapshot["now_ts"] == source.current_ts
+        assert scenario.T0 + 9 * scenario.S < source.current_ts <= scenario.T0 + 10 * scenario.S
+        await pilot.press("left_square_bracket")  # back to the start: the state starts over
+        await settle(pilot)
+        assert source.current_ts < scenario.T0 + scenario.S
+        assert app.feed.state.applied == source.index
