@@ -269,8 +269,13 @@ class TopApp(App[int]):
 
     def action_pause(self) -> None:
         self.paused = not self.paused
-        self.query_one(StatusLine).show(self.feed, self.snapshot, self.paused)
-        if not self.paused:
+
+    def watch_paused(self, paused: bool) -> None:
+        lines = self.query(StatusLine)
+        if not lines:
+            return  # not composed yet
+        lines.first().show(self.feed, self.snapshot, paused)
+        if not paused:
             self.flush(force=True)
 
     def _playbacks(self) -> list[Playback]:
