@@ -7,6 +7,7 @@ import contextvars
 import pytest
 from opentelemetry.trace import SpanKind, StatusCode
 
+from pycm.trace.context import _current
 from pycm.trace.kinds import (
     ControllerInitBegan,
     FlagsParsed,
@@ -173,8 +174,6 @@ def test_sink_startup_trace_has_the_expected_tree(harness: Harness) -> None:
         h.bus.point(InformersStarted(informers=2))
         api_call(h.bus, h.clock, verb="update")  # a renew's PUT after start-up: not start-up's
     # Ends after the root (the elector's task keeps the start-up context).
-    from pycm.trace.context import _current
-
     token = _current.set((startup.trace_id, startup.span_id))
     try:
         h.bus.point(InformerSynced(resource="pods", objects=3, duration_ms=12.0))
@@ -272,3 +271,28 @@ def test_sink_reports_counts_on_the_bus(harness: Harness) -> None:
     assert h.sink.report() is None  # within the interval
     h.pump()  # the sink ignores its own report
     assert h.metric("pycm_otel_spans_exported_total") == 3
+
+
+def test_sink_requests_outside_any_step_are_their_own_tail_sampled_traces() -> None:
+    h = make_harness(ratio=0.0, slow=1.0)
+    api_call(h.bus, h.clock, code=500, error="InternalError: boom")  # failed: kept
+    api_call(h.bus, h.clock, code=200)  # ordinary: sampled out at ratio 0
+    api_call(h.bus, h.clock, verb="watch", code=200, ms=60_000.0)  # long, but a watch
+    spans = h.spans()
+    assert [s.attributes["http.response.status_code"] for s in spans if s.attributes] == [500]
+    assert spans[0].kind is SpanKind.CLIENT and spans[0].parent is None
+    assert spans[0].status.status_code is StatusCode.ERROR
+    assert h.metric("pycm_otel_traces_dropped_total", reason="sampled_out") == 2
+
+
+def test_sink_a_child_that_ends_after_its_root_follows_the_root_decision() -> None:
+    for ratio, exported in ((1.0, 2), (0.0, 0)):
+        h = make_harness(ratio=ratio)
+        trace_id, span_id = reconcile(h.bus, h.clock, calls=0)
+        # A task started inside the reconcile finishes after it (its context kept the span).
+        token = _current.set((trace_id, span_id))
+        try:
+            api_call(h.bus, h.clock)
+        finally:
+            _current.reset(token)
+        assert len(h.spans()) == exported
