@@ -141,7 +141,9 @@ class Orchestrator:
 
     async def _start_emulator(self) -> str:
         kubeconfig = self._dir / "kubeconfig"
-        argv = [self.options.python, "-m", "pycm", "sim", "--port", "0"]
+        # The simulated kubelet makes the workload's pods Ready (the emulator runs none by
+        # default), so the rollout completes on screen.
+        argv = [self.options.python, "-m", "pycm", "sim", "--port", "0", "--kubelet=on"]
         argv += ["--kubeconfig-out", str(kubeconfig), "--pod-ready-delay"]
         argv += [self.options.pod_ready_delay]
         self.emulator = Child("emulator", argv, self._dir / "emulator.log")
@@ -205,6 +207,8 @@ class Orchestrator:
                     DEPLOYMENTS, namespace="default", field_selector=f"metadata.name={WORKLOAD}"
                 ) as stream:
                     async for event in stream:
+                        if event.type not in ("ADDED", "MODIFIED"):
+                            continue  # BOOKMARK objects carry only a resourceVersion
                         status = event.object.get("status") or {}
                         spec = event.object.get("spec") or {}
                         now = tuple(

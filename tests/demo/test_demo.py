@@ -41,6 +41,7 @@ def test_demo_duration_exits_0_with_three_replicas_and_an_acquired_lease() -> No
     assert len(acquired) == 1, out
     assert f"pycm demo: ok: leader(s) elected: {acquired[0]}" in out
     assert "workload: created deployment default/demo-web" in out
+    assert "workload: demo-web desired=3 updated=3 ready=3 available=3" in out, "rolled out"
     emulator = EMULATOR_LINE.search(out)
     assert emulator is not None
     assert not Path(emulator["path"]).parent.exists(), "the temp dir was removed"
