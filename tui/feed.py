@@ -89,8 +89,9 @@ class Feed:
             self.dirty = True
 
     def set_status(self, source: Any, status: str) -> None:
-        self.statuses[source.name] = status
-        self.dirty = True
+        if self.statuses.get(source.name) != status:
+            self.statuses[source.name] = status
+            self.dirty = True
 
     def reset(self, source: Any) -> None:
         self.state = State()
