@@ -50,12 +50,13 @@ def _ready(pod: dict[str, Any]) -> bool:
 
 
 def count_pods(spec_replicas: list[int]) -> Any:
-    """A watch check: the live pods never exceed the largest size asked so far.
+    """A watch check: the live pods never exceed the size asked.
 
-    The controller creates at most ``replicas − live`` pods per sync and only after its
-    expectations for earlier creates and deletes are met, so even through failed writes it
-    never overshoots: the bound is exactly the asked size (``spec_replicas[-1]``, held as a
-    one-element list the test updates before each resize).
+    The bound is exactly ``replicas``, with no slack: the controller creates at most
+    ``replicas − live`` pods per sync and only once its expectations for earlier creates and
+    deletes are met, so even a failed or slow write cannot make it overshoot. ``spec_replicas``
+    is a one-element list holding the bound; a test raises it before a scale-up and lowers it
+    only once a scale-down has settled.
     """
 
     def check(watch: Watch, event: dict[str, Any]) -> None:
