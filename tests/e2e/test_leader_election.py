@@ -210,3 +210,52 @@ async def test_lease_watch_prints_scripted_transitions_and_warns_on_flap(
         proc.send_signal(signal.SIGINT)
         code = await asyncio.wait_for(proc.wait(), 10)
     assert code == 0
+
+
+async def test_lease_watch_resumes_after_dropped_watch_and_410(cluster: Cluster) -> None:
+    config = await load_config(str(cluster.kubeconfig_for("scripter")))
+    async with await Client.connect(config) as client:
+        lease = await client.create(
+            LEASES,
+            {
+                "apiVersion": "coordination.k8s.io/v1",
+                "kind": "Lease",
+                "metadata": {"name": "resumed", "namespace": "kube-system"},
+                "spec": {"holderIdentity": "p", "leaseDurationSeconds": 15},
+            },
+        )
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "pycm",
+            "lease",
+            "watch",
+            "kube-system/resumed",
+            "--kubeconfig",
+            str(cluster.kubeconfig_for("watcher")),
+            stdout=asyncio.subprocess.PIPE,
+        )
+        try:
+            assert proc.stdout is not None
+            await _lines_until(proc.stdout, "holder=p", 20)
+            await asyncio.sleep(0.5)  # its watch is open
+            cluster.emu.faults.add(kind="drop-watches")
+            lease["spec"]["holderIdentity"] = "q"
+            lease = await client.update(LEASES, lease)
+            assert "holder=q" in (await _lines_until(proc.stdout, "holder=q", 10))[-1]
+            # Hold the watcher's reconnect (a partition of its user), write r and s, forget the
+            # history: its watch from q's version then gets 410 and it must re-list, so it
+            # shows s and never r (a resumed watch would have replayed r).
+            cluster.emu.faults.add(kind="partition", user="watcher", duration=1.5, hold=10)
+            cluster.emu.faults.add(kind="drop-watches")
+            for holder in ("r", "s"):
+                lease["spec"]["holderIdentity"] = holder
+                lease = await client.update(LEASES, lease)
+            cluster.emu.faults.add(kind="compact")
+            got = await _lines_until(proc.stdout, "holder=s", 10)
+            assert "(leader changed from q)" in got[-1]
+            assert not any("holder=r" in line for line in got)
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            code = await asyncio.wait_for(proc.wait(), 10)
+        assert code == 0
