@@ -3,11 +3,12 @@
 For callers (``pycm demo``), import the submodules, not this package (it stays import-free so
 ``pycm --help`` never loads Textual)::
 
-    from tui.app import run_top                      # blocks until the user quits
+    from tui.app import run_top, run_top_async       # run_top blocks until the user quits
     from tui.sources import BusSource, SseSource, ReplaySource
 
     run_top([SseSource("https://127.0.0.1:10257", token=admin_token, verify=False), ...])
     run_top([BusSource(bus)])                         # a Bus in this process
+    await run_top_async(sources, stop=stop_event)     # inside a running loop
 
 Modules: :mod:`tui.sources` (the Source protocol and its four sources), :mod:`tui.sse` (the SSE
 parser), :mod:`tui.credentials` (token, CA, kubeconfig), :mod:`tui.feed` (the bounded buffer and

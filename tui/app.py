@@ -11,6 +11,7 @@ and popped here.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 from collections.abc import Sequence
 from typing import Any, ClassVar
@@ -34,7 +35,7 @@ from tui.views import (
     View,
 )
 
-__all__ = ["REFRESH_HZ", "VIEWS", "TopApp", "run_top"]
+__all__ = ["REFRESH_HZ", "VIEWS", "TopApp", "run_top", "run_top_async"]
 
 REFRESH_HZ = 10.0
 VIEWS: tuple[tuple[str, str, type[View]], ...] = (
@@ -296,7 +297,32 @@ class TopApp(App[int]):
 
 
 def run_top(sources: Sequence[Source]) -> int:
-    """Run `pycm top` on ``sources`` in this terminal until the user quits (for `pycm demo`)."""
+    """Run `pycm top` on ``sources`` in this terminal until the user quits (blocking: it runs
+    its own event loop)."""
     app = TopApp(sources)
     app.run()
+    return app.return_code or 0
+
+
+async def run_top_async(
+    sources: Sequence[Source], *, stop: asyncio.Event | None = None, headless: bool = False
+) -> int:
+    """:func:`run_top` inside a running event loop (`pycm demo`): returns when the user quits
+    or, if given, once ``stop`` is set."""
+    app = TopApp(sources)
+
+    async def exit_on_stop(event: asyncio.Event) -> None:
+        await event.wait()
+        app.exit(0)
+
+    watcher = (
+        asyncio.create_task(exit_on_stop(stop), name="pycm top stop") if stop is not None else None
+    )
+    try:
+        await app.run_async(headless=headless)
+    finally:
+        if watcher is not None:
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watcher
     return app.return_code or 0

@@ -107,3 +107,17 @@ async def test_replay_keys_play_pause_speed_and_seek(tmp_path: Path) -> None:
         await settle(pilot)
         assert source.current_ts < scenario.T0 + scenario.S
         assert app.feed.state.applied == source.index
+
+
+@pytest.mark.asyncio
+async def test_run_top_async_returns_once_stop_is_set() -> None:
+    from tui.app import run_top_async
+
+    bus = Bus(instance="pycm-a", clock=FakeClock())
+    stop = asyncio.Event()
+    top = asyncio.create_task(run_top_async([BusSource(bus)], stop=stop, headless=True), name="top")
+    while bus.subscribers == 0:  # the app is up and its source subscribed
+        await asyncio.sleep(0.01)
+    stop.set()
+    assert await asyncio.wait_for(top, 10) == 0
+    assert bus.subscribers == 0  # the source's subscription was closed on exit
