@@ -30,6 +30,7 @@ from tui.views import (
     EventsView,
     InformersView,
     LeaderView,
+    LeaseTiming,
     OverviewView,
     StartupView,
     View,
@@ -118,8 +119,10 @@ class TopApp(App[int]):
         *,
         refresh_hz: float = REFRESH_HZ,
         feed: Feed | None = None,
+        timing: LeaseTiming | None = None,
     ) -> None:
         super().__init__()
+        self.timing = timing or LeaseTiming()
         self.sources = list(sources)
         self.feed = feed or Feed()
         self.refresh_hz = refresh_hz
@@ -134,7 +137,9 @@ class TopApp(App[int]):
         with TabbedContent(id="tabs", initial="overview"):
             for vid, title, cls in VIEWS:
                 with TabPane(title, id=vid):
-                    yield cls(id=f"{vid}-view")
+                    view = cls(id=f"{vid}-view")
+                    view.timing = self.timing
+                    yield view
         yield Input(placeholder="filter (esc clears)", id="filter", disabled=True)
         yield Footer()
 
@@ -296,20 +301,24 @@ class TopApp(App[int]):
         self.flush(force=True)
 
 
-def run_top(sources: Sequence[Source]) -> int:
+def run_top(sources: Sequence[Source], *, timing: LeaseTiming | None = None) -> int:
     """Run `pycm top` on ``sources`` in this terminal until the user quits (blocking: it runs
     its own event loop)."""
-    app = TopApp(sources)
+    app = TopApp(sources, timing=timing)
     app.run()
     return app.return_code or 0
 
 
 async def run_top_async(
-    sources: Sequence[Source], *, stop: asyncio.Event | None = None, headless: bool = False
+    sources: Sequence[Source],
+    *,
+    stop: asyncio.Event | None = None,
+    headless: bool = False,
+    timing: LeaseTiming | None = None,
 ) -> int:
     """:func:`run_top` inside a running event loop (`pycm demo`): returns when the user quits
     or, if given, once ``stop`` is set."""
-    app = TopApp(sources)
+    app = TopApp(sources, timing=timing)
 
     async def exit_on_stop(event: asyncio.Event) -> None:
         await event.wait()

@@ -6,12 +6,12 @@ Exit statuses: 0 when the user quits, 2 for bad input (one error line, no traceb
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import sys
 from typing import Any
 from urllib.parse import urlsplit
 
+from pycm.util.durations import duration_arg
 from tui.credentials import Credentials, CredentialsError, from_kubeconfig, read_token_file
 from tui.sources import ReplaySource, Source, SseSource
 
@@ -45,6 +45,21 @@ def add_subcommand(subparsers: Any) -> None:
         type=float,
         default=1.0,
         help="replay speed factor (0 = as fast as possible; default 1)",
+    )
+    le = parser.add_argument_group("leader election (what the managers use, for the lease gauge)")
+    le.add_argument(
+        "--leader-elect-renew-deadline",
+        type=duration_arg,
+        default=10.0,
+        metavar="DURATION",
+        help="the managers' renew deadline (default 10s)",
+    )
+    le.add_argument(
+        "--leader-elect-lease-duration",
+        type=duration_arg,
+        default=15.0,
+        metavar="DURATION",
+        help="the lease duration until one is observed (default 15s)",
     )
     auth = parser.add_argument_group("authentication and TLS (kubectl's flags)")
     auth.add_argument("--token", default="", help="bearer token for the managers")
@@ -81,6 +96,8 @@ def build_sources(args: argparse.Namespace) -> list[Source]:
         raise ValueError("give --server URL (repeatable) or --replay FILE")
     if args.token and args.token_file:
         raise ValueError("--token and --token-file are mutually exclusive")
+    if args.leader_elect_renew_deadline >= args.leader_elect_lease_duration:
+        raise ValueError("--leader-elect-renew-deadline must be less than the lease duration")
     if args.speed < 0 or args.speed != args.speed:
         raise ValueError(f"--speed must be >= 0, not {args.speed}")
     sources: list[Source] = []
@@ -113,9 +130,9 @@ def _run(args: argparse.Namespace) -> int:
         sources = build_sources(args)
     except (CredentialsError, ValueError) as exc:
         return _fail(str(exc))
-    # Loaded by name, at run time: the contract "only tui imports textual" also forbids the
-    # indirect chain pycm.cli -> tui.command -> tui.app -> textual that any `pycm top` needs
-    # (reported to the owner of pyproject.toml; the lazy load also keeps `pycm --help` fast).
-    app = importlib.import_module("tui.app")
-    status: int = app.run_top(sources)
-    return status
+    # Here, not at the top: `pycm --help` and `pycm run` need not load Textual.
+    from tui.app import run_top
+    from tui.views.base import LeaseTiming
+
+    timing = LeaseTiming(args.leader_elect_renew_deadline, args.leader_elect_lease_duration)
+    return run_top(sources, timing=timing)

@@ -57,6 +57,16 @@ def test_top_help_lists_the_flags() -> None:
         ),
         pytest.param(["--replay", "/nonexistent/trace.jsonl"], "no such file", id="no-recording"),
         pytest.param(
+            ["--server", "https://a:1", "--leader-elect-renew-deadline", "20s"],
+            "must be less than the lease duration",
+            id="deadline-past-lease",
+        ),
+        pytest.param(
+            ["--server", "https://a:1", "--leader-elect-lease-duration", "soon"],
+            "--leader-elect-lease-duration",
+            id="bad-duration",
+        ),
+        pytest.param(
             ["--server", "https://a:1", "--kubeconfig", "/nonexistent/kc"],
             "kubeconfig /nonexistent/kc",
             id="missing-kubeconfig",

@@ -308,3 +308,30 @@ async def test_controllers_sort_by_clicked_header_and_s_key() -> None:
         await pilot.press("s")  # next column (syncs/s)
         await settle(pilot)
         assert table.sort_column == 3  # type: ignore[attr-defined]
+
+
+@pytest.mark.asyncio
+async def test_lease_gauge_uses_the_given_timing_until_a_duration_is_observed() -> None:
+    from tui.views import LeaseTiming
+
+    s = scenario.Script()
+    s.add(k.LeaseAcquired(lease=scenario.LEASE, identity=scenario.A), scenario.T0, scenario.A)
+    s.add(
+        k.LeaseRenewed(lease=scenario.LEASE, identity=scenario.A, latency_ms=2.0),
+        scenario.T0 + 2 * scenario.S,
+        scenario.A,
+    )
+    s.add(
+        k.ItemAdded(queue="deployment", key="default/x", depth=1),
+        scenario.T0 + 5 * scenario.S,
+        scenario.A,
+    )
+    app = TopApp([ListSource(s.events)], timing=LeaseTiming(renew_deadline=4.0, lease_duration=8.0))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        row = next(
+            line
+            for line in text_of(app, "#overview-replicas").splitlines()
+            if line.strip().startswith("pycm-a")
+        )
+        assert "3.0s / 4s renew / 8s* lease" in row  # * marks the assumed duration

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from textual.containers import Vertical
@@ -9,7 +10,18 @@ from textual.widgets import DataTable
 
 from tui.feed import Feed
 
-__all__ = ["View"]
+__all__ = ["LeaseTiming", "View"]
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseTiming:
+    """What the managers' leader election uses (the trace carries the lease duration once a
+    LeaderObserved is seen, never the renew deadline). Defaults are KCM's
+    (--leader-elect-renew-deadline 10s, --leader-elect-lease-duration 15s); `pycm top` takes
+    the same flags."""
+
+    renew_deadline: float = 10.0
+    lease_duration: float = 15.0
 
 
 class View(Vertical):
@@ -20,6 +32,7 @@ class View(Vertical):
     """
 
     filter_text = ""
+    timing = LeaseTiming()  # set by the app from its flags
 
     def show(self, snapshot: dict[str, Any], feed: Feed) -> None:
         raise NotImplementedError

@@ -117,7 +117,7 @@ class LeaderView(View):
                     style="bold white on red",
                 )
             )
-        parts.append(lease_gauge(lease, now))
+        parts.append(lease_gauge(lease, now, self.timing))
         parts.append(Text(""))
         parts.append(timeline(lease, now))
         return Group(*parts)

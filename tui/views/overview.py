@@ -13,27 +13,25 @@ from textual.widgets import Static
 
 from tui import format as fmt
 from tui.feed import Feed
-from tui.views.base import View
+from tui.views.base import LeaseTiming, View
 
-__all__ = ["DEFAULT_LEASE_DURATION_S", "DEFAULT_RENEW_DEADLINE_S", "OverviewView", "lease_gauge"]
+__all__ = ["OverviewView", "lease_gauge"]
 
-# KCM's defaults (--leader-elect-lease-duration 15s, --leader-elect-renew-deadline 10s): the
-# trace carries the lease duration once a LeaderObserved is seen, never the renew deadline.
-DEFAULT_LEASE_DURATION_S = 15.0
-DEFAULT_RENEW_DEADLINE_S = 10.0
 GAUGE_WIDTH = 20
+_KCM = LeaseTiming()
 
 
-def lease_gauge(lease: dict[str, Any], now_ts: int) -> Text:
-    """Time since the holder's last renew, against the renew deadline (│) and lease duration."""
+def lease_gauge(lease: dict[str, Any], now_ts: int, timing: LeaseTiming = _KCM) -> Text:
+    """Time since the holder's last renew, against the renew deadline (│) and lease duration
+    (the observed one when a LeaderObserved carried it, else ``timing``'s, marked ``*``)."""
     holder = lease.get("holder", "")
     rec = lease.get("holders", {}).get(holder, {})
     last = rec.get("last_renew_ts", 0)
     if not last:
         history = lease.get("history") or []
         last = history[-1]["ts"] if history else 0
-    duration = lease.get("lease_duration_s") or DEFAULT_LEASE_DURATION_S
-    deadline = min(DEFAULT_RENEW_DEADLINE_S, duration)
+    duration = lease.get("lease_duration_s") or timing.lease_duration
+    deadline = min(timing.renew_deadline, duration)
     if not holder or not last:
         return Text("no renew seen", style="dim")
     since = max(0, now_ts - last) / 1e9
@@ -78,7 +76,7 @@ class OverviewView(View):
                 continue
             lease = leases.get(inst.get("lease", ""), {})
             gauge = (
-                lease_gauge(lease, now)
+                lease_gauge(lease, now, self.timing)
                 if inst.get("role") == "leader"
                 else Text(f"holder {lease.get('holder') or '-'}", style="dim")
             )
