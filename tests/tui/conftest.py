@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import io
+
 from textual.pilot import Pilot
 
 from tui.app import TopApp
@@ -21,9 +23,8 @@ def text_of(app: TopApp, selector: str) -> str:
     from rich.console import Console
     from textual.widgets import Static
 
-    console = Console(width=200, record=True, file=open("/dev/null", "w"))  # noqa: SIM115
-    with console.file:
-        console.print(app.screen.query_one(selector, Static).content)
+    console = Console(width=200, record=True, file=io.StringIO())
+    console.print(app.screen.query_one(selector, Static).content)
     return console.export_text()
 
 
