@@ -335,3 +335,17 @@ async def test_lease_gauge_uses_the_given_timing_until_a_duration_is_observed() 
             if line.strip().startswith("pycm-a")
         )
         assert "3.0s / 4s renew / 8s* lease" in row  # * marks the assumed duration
+
+
+@pytest.mark.asyncio
+async def test_mouse_click_on_a_tab_and_a_controller_row() -> None:
+    app = app_with(scenario.build())
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.click("#--content-tab-controllers")
+        await settle(pilot)
+        assert app.query_one("#tabs").active == "controllers"  # type: ignore[attr-defined]
+        # a click on the row under the cursor selects it: drill in
+        await pilot.click("#controllers-table", offset=(5, 1))
+        await settle(pilot)
+        assert type(app.screen).__name__ == "ControllerScreen"
