@@ -6,7 +6,6 @@ without ever running more pods than asked, the reconcile spans in the trace and 
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Any
 
 import pytest
@@ -209,18 +208,35 @@ async def test_replicaset_reconciles_are_traced_with_api_calls_and_counted(
         for e in events
         if e.KIND == "reconcile.begin" and getattr(e, "controller", "") == "replicaset"
     }
-    ends = {e.span_id: e for e in events if e.KIND == "reconcile.end" and e.span_id in begins}
-    # One reconcile step per sync: every begin has exactly one end with the same ids.
+    all_ends = [
+        e
+        for e in events
+        if e.KIND == "reconcile.end" and getattr(e, "controller", "") == "replicaset"
+    ]
+    ends = {e.span_id: e for e in all_ends}
+    # One reconcile step per sync: each end closes one begin (same span and trace id), span
+    # ids are unique, and only syncs still running (at most the 5 workers) lack their end.
     assert ends, "no finished replicaset reconcile in the trace"
+    assert len(ends) == len(all_ends)
+    assert set(ends) <= set(begins)
+    assert len(set(begins) - set(ends)) <= 5
     for span, end in ends.items():
         assert end.trace_id == begins[span].trace_id
-    calls = [e for e in events if e.KIND == "api.request" and e.parent_id in begins]
-    for call in calls:
+    # Every write the controller made is a child of the reconcile that made it.
+    pod_writes = [
+        e
+        for e in events
+        if e.KIND == "api.request" and e.resource == "pods" and e.verb in ("create", "delete")
+    ]
+    assert len(pod_writes) == 3
+    for call in pod_writes:
+        assert call.parent_id in begins, call
         assert call.trace_id == begins[call.parent_id].trace_id
-    creates = [c for c in calls if c.verb == "create" and c.resource == "pods"]
-    assert len(creates) == 3
-    # The calls hang under the reconcile that made them: the creating sync holds all three.
-    per_span = Counter(c.parent_id for c in calls)
-    creating = {c.parent_id for c in creates}
-    assert len(creating) >= 1 and all(ends[s].action for s in creating)
-    assert sum(per_span[s] for s in creating) >= 3
+        assert ends[call.parent_id].action == "created_pods"
+    status_writes = [
+        e
+        for e in events
+        if e.KIND == "api.request" and e.resource == "replicasets" and e.subresource == "status"
+    ]
+    assert status_writes
+    assert all(call.parent_id in begins for call in status_writes)
