@@ -181,7 +181,9 @@ class Orchestrator:
         if not child.stopping:
             problem = f"{child.name} exited unexpectedly with status {code}"
             self.verdict.problems.append(problem)
-            self.out(f"pycm demo: {problem} (log: {self._dir / (child.name + '.log')})")
+            self.out(f"pycm demo: {problem}; the end of its log:")
+            for line in await asyncio.to_thread(_tail, self._dir / f"{child.name}.log"):
+                self.out(f"  {line}")  # the temp dir, log included, is removed at exit
             self._failed.set()
 
     def _on_event(self, replica: str, event: Event) -> None:
@@ -242,6 +244,13 @@ class Orchestrator:
 
 class DemoError(Exception):
     """The demo could not start (the message says what and where the log is)."""
+
+
+def _tail(path: Path, lines: int = 10) -> list[str]:
+    try:
+        return path.read_text(errors="replace").splitlines()[-lines:]
+    except OSError:
+        return []
 
 
 def _generation_of(child: Child) -> Callable[[], int]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import signal
 import socket
@@ -45,6 +46,7 @@ def test_demo_duration_exits_0_with_three_replicas_and_an_acquired_lease() -> No
     emulator = EMULATOR_LINE.search(out)
     assert emulator is not None
     assert not Path(emulator["path"]).parent.exists(), "the temp dir was removed"
+    assert _pids_with(str(Path(emulator["path"]).parent)) == [], "no child outlived the demo"
     assert all(_port_closed(int(port)) for _, port in replicas), "every replica stopped"
 
 
@@ -81,3 +83,49 @@ def test_demo_ctrl_c_stops_every_child_and_exits_0() -> None:
     assert all(_port_closed(port) for port in ports)
     emulator = EMULATOR_LINE.search(out)
     assert emulator is not None and not Path(emulator["path"]).parent.exists()
+
+
+def _pids_with(*needles: str) -> list[int]:
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if all(needle in cmdline for needle in needles):
+            pids.append(int(entry.name))
+    return pids
+
+
+def test_demo_replica_crash_exits_1_with_the_reason() -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pycm", "demo", "--duration", "60", "--no-tui"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    lines: list[str] = []
+    try:
+        while len(REPLICA_LINE.findall("".join(lines))) < 3:
+            line = proc.stdout.readline()
+            assert line, "".join(lines)
+            lines.append(line)
+        emulator = EMULATOR_LINE.search("".join(lines))
+        assert emulator is not None
+        temp_dir = str(Path(emulator["path"]).parent)
+        victims = _pids_with(temp_dir, "--identity replica-b")
+        assert len(victims) == 1
+        os.kill(victims[0], signal.SIGKILL)
+        rest, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 1, "".join(lines) + rest
+    assert "pycm demo: failed: replica-b exited unexpectedly with status -9" in err
+    assert not Path(temp_dir).exists()
+    assert _pids_with(temp_dir) == [], "every child was stopped"
