@@ -136,29 +136,33 @@ class SharedInformerFactory:
         self,
         timeout: float | None = None,  # noqa: ASYNC109 - an outcome, not an error
     ) -> dict[Hashable, bool]:
-        """Wait until every started informer has synced, or ``timeout`` seconds pass; returns
-        each started informer's synced state."""
-        waits = {
-            r: asyncio.ensure_future(self._informers[r].wait_synced())
-            for r in self._tasks
-            if not self._informers[r].has_synced()
-        }
+        """Wait until every started informer has synced (or its task ended: it failed and will
+        never sync), or ``timeout`` seconds pass; returns each started informer's synced state."""
+        waits: dict[asyncio.Future[Any], Hashable] = {}
+        for r, task in self._tasks.items():
+            if not self._informers[r].has_synced() and not task.done():
+                waits[asyncio.ensure_future(self._informers[r].wait_synced())] = r
         if waits:
             timer = (
                 asyncio.ensure_future(self.clock.sleep(timeout)) if timeout is not None else None
             )
-            pending: set[asyncio.Future[None]] = set(waits.values())
+            # Each resource is waited for until its synced event or the end of its task.
+            pending: dict[asyncio.Future[Any], Hashable] = {**waits}
+            for r in waits.values():
+                pending[self._tasks[r]] = r
             try:
-                while pending:
-                    watch = pending | ({timer} if timer is not None else set())
+                while set(pending.values()) & set(waits.values()):
+                    watch = set(pending) | ({timer} if timer is not None else set())
                     done, _ = await asyncio.wait(watch, return_when=asyncio.FIRST_COMPLETED)
-                    pending -= done
                     if timer is not None and timer in done:
                         break
+                    finished = {pending[d] for d in done if d in pending}
+                    pending = {f: r for f, r in pending.items() if r not in finished}
             finally:
-                for fut in [*waits.values(), *([timer] if timer is not None else [])]:
+                helpers = [*waits, *([timer] if timer is not None else [])]
+                for fut in helpers:
                     fut.cancel()
-                await asyncio.wait([*waits.values(), *([timer] if timer is not None else [])])
+                await asyncio.wait(helpers)
         return {r: self._informers[r].has_synced() for r in self._tasks}
 
     async def shutdown(self, timeout: float | None = None) -> list[asyncio.Task[Any]]:  # noqa: ASYNC109

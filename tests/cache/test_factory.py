@@ -173,3 +173,24 @@ async def test_client_list_watch_adapts_pages_and_watch_events() -> None:
     assert client.calls[0][2]["label_selector"] == "app=web"
     assert client.calls[1][2]["field_selector"] == "x=y"
     assert client.calls[1][2]["timeout_seconds"] == 300
+
+
+@pytest.mark.asyncio
+async def test_factory_wait_for_cache_sync_informer_task_ended_stops_waiting_for_it() -> None:
+    clock = FakeClock()
+    client = FakeClient()
+    client.objects[PODS] = [pod("a")]
+    client.stuck.add(DEPLOYMENTS)
+    factory = SharedInformerFactory(client, bus=Bus(clock=clock), clock=clock, gc_tuning=False)
+    factory.informer_for(PODS)
+    factory.informer_for(DEPLOYMENTS)
+    factory.start()
+    try:
+        waiting = asyncio.create_task(factory.wait_for_cache_sync())  # no timeout
+        await until(lambda: factory.informer_for(PODS).has_synced(), "pods synced")
+        await settle()
+        assert not waiting.done()
+        factory._tasks[DEPLOYMENTS].cancel()  # as if it had died: it will never sync
+        assert await asyncio.wait_for(waiting, timeout=5) == {PODS: True, DEPLOYMENTS: False}
+    finally:
+        await factory.shutdown()
