@@ -22,6 +22,7 @@ from textual.binding import Binding, BindingType
 from textual.reactive import reactive
 from textual.widgets import Footer, Input, Static, TabbedContent, TabPane
 
+from tui.actions import Action
 from tui.feed import Feed
 from tui.screens import ControllerScreen, HelpScreen
 from tui.sources import Playback, Source
@@ -120,9 +121,12 @@ class TopApp(App[int]):
         refresh_hz: float = REFRESH_HZ,
         feed: Feed | None = None,
         timing: LeaseTiming | None = None,
+        actions: Sequence[Action] = (),
     ) -> None:
         super().__init__()
         self.timing = timing or LeaseTiming()
+        self.actions = {a.key: a for a in actions}
+        self._running_actions: set[str] = set()
         self.sources = list(sources)
         self.feed = feed or Feed()
         self.refresh_hz = refresh_hz
@@ -152,7 +156,29 @@ class TopApp(App[int]):
                 exit_on_error=False,
             )
         self.set_interval(1.0 / self.refresh_hz, self.flush, name="refresh")
+        for key, extra in self.actions.items():
+            self.bind(key, f"host_action({key!r})", description=extra.description)
         self.flush(force=True)
+
+    def action_host_action(self, key: str) -> None:
+        """Run a host-provided action (see :mod:`tui.actions`), once at a time per key."""
+        extra = self.actions.get(key)
+        if extra is None or key in self._running_actions:
+            return
+        self._running_actions.add(key)
+        self.run_worker(self._run_host_action(extra), name=f"action {key}", exit_on_error=False)
+
+    async def _run_host_action(self, extra: Action) -> None:
+        try:
+            message = await extra.run()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            self.notify(f"{extra.description}: {type(exc).__name__}: {exc}", severity="error")
+        else:
+            self.notify(message or extra.description)
+        finally:
+            self._running_actions.discard(extra.key)
 
     async def _run_source(self, source: Source) -> None:
         try:
@@ -315,10 +341,11 @@ async def run_top_async(
     stop: asyncio.Event | None = None,
     headless: bool = False,
     timing: LeaseTiming | None = None,
+    actions: Sequence[Action] = (),
 ) -> int:
     """:func:`run_top` inside a running event loop (`pycm demo`): returns when the user quits
-    or, if given, once ``stop`` is set."""
-    app = TopApp(sources, timing=timing)
+    or, if given, once ``stop`` is set. ``actions`` add keys (the demo's chaos controls)."""
+    app = TopApp(sources, timing=timing, actions=actions)
 
     async def exit_on_stop(event: asyncio.Event) -> None:
         await event.wait()
