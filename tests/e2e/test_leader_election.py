@@ -259,3 +259,26 @@ async def test_lease_watch_resumes_after_dropped_watch_and_410(cluster: Cluster)
             proc.send_signal(signal.SIGTERM)
             code = await asyncio.wait_for(proc.wait(), 10)
         assert code == 0
+
+
+async def test_lease_watch_once_prints_the_current_state_and_exits_0(cluster: Cluster) -> None:
+    config = await load_config(str(cluster.kubeconfig_for("scripter")))
+    async with await Client.connect(config) as client:
+        await client.create(
+            LEASES,
+            {
+                "apiVersion": "coordination.k8s.io/v1",
+                "kind": "Lease",
+                "metadata": {"name": "once", "namespace": "kube-system"},
+                "spec": {"holderIdentity": "solo", "leaseDurationSeconds": 7},
+            },
+        )
+    proc = await asyncio.create_subprocess_exec(
+        *(sys.executable, "-m", "pycm", "lease", "watch", "kube-system/once", "--once"),
+        *("--kubeconfig", str(cluster.kubeconfig_for("watcher"))),
+        stdout=asyncio.subprocess.PIPE,
+    )
+    out, _ = await asyncio.wait_for(proc.communicate(), 20)
+    assert proc.returncode == 0
+    lines = out.decode().splitlines()
+    assert len(lines) == 1 and "holder=solo transitions=0 duration=7s" in lines[0]
