@@ -420,6 +420,15 @@ class Store:
                 new["status"] = copy_value(obj["status"])
             else:
                 new.pop("status", None)
+            # kube's status strategies for Deployments and ReplicaSets reset spec and labels
+            # but keep metadata changes such as annotations (the deployment controller writes
+            # its revision annotation together with the status).
+            if res.kind in ("Deployment", "ReplicaSet") and "annotations" in m_in:
+                annotations = m_in.get("annotations")
+                if annotations:
+                    new["metadata"]["annotations"] = copy_value(annotations)
+                else:
+                    new["metadata"].pop("annotations", None)
         else:
             new = deep_copy(obj)
             if res.has_status:

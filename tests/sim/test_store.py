@@ -263,3 +263,21 @@ def test_store_deployment_strategy_validation(store: Store, strategy: dict, fiel
         store.create(store.resource("deployments", "apps"), body, "default")
     assert err.value.code == 422
     assert field in {c["field"] for c in (err.value.details or {})["causes"]}
+
+
+def test_status_update_keeps_annotations_of_deployments_but_not_spec(store: Store) -> None:
+    res = store.resource("deployments", "apps")
+    created = store.create(res, deployment("web"), "default")
+    changed = {
+        **created,
+        "metadata": {
+            **created["metadata"],
+            "annotations": {"deployment.kubernetes.io/revision": "2"},
+        },
+        "spec": {**created["spec"], "replicas": 9},
+        "status": {"observedGeneration": 1},
+    }
+    updated = store.update_status(res, changed, "default")
+    assert updated["metadata"]["annotations"] == {"deployment.kubernetes.io/revision": "2"}
+    assert updated["spec"]["replicas"] == created["spec"]["replicas"]
+    assert updated["status"]["observedGeneration"] == 1
