@@ -110,6 +110,15 @@ class Orchestrator:
             self.verdict.problems.append("no replica acquired the lease")
         return self.verdict
 
+    @property
+    def workdir(self) -> Path:
+        """The demo's private temp dir (kubeconfig, logs, traces, certs); removed at exit."""
+        return self._dir
+
+    def supervise(self, child: Child) -> asyncio.Task[None]:
+        """Watch a (re)started child: an exit the demo did not ask for fails the demo."""
+        return self._spawn(self._supervise(child), f"demo-wait-{child.name}-{child.generation}")
+
     def _spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
         task = asyncio.create_task(coro, name=name)
         self._tasks.append(task)
@@ -132,9 +141,9 @@ class Orchestrator:
                 _generation_of(replica.child),
             )
             self._spawn(stream.run(), f"demo-stream-{replica.identity}")
-            self._spawn(self._supervise(replica.child), f"demo-wait-{replica.identity}")
+            self.supervise(replica.child)
         assert self.emulator is not None
-        self._spawn(self._supervise(self.emulator), "demo-wait-emulator")
+        self.supervise(self.emulator)
         await self._leader.wait()
         async with await Client.connect(config) as client:
             await self._workload(client)
