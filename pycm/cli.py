@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from pycm import __version__
 
@@ -26,6 +27,32 @@ class _Parser(argparse.ArgumentParser):
         self.print_usage(sys.stderr)
         sys.stderr.write(f"Run '{self.prog} --help' for usage.\n")
         raise SystemExit(2)
+
+
+def _launch_top(
+    replicas: Sequence[tuple[str, str, str]],
+    token: str,
+    controls: Sequence[tuple[str, str, Any]],
+    stop: Any,
+    timing: tuple[float, float],
+) -> Any:
+    """``pycm top`` for ``pycm demo``: SSE sources for its replicas (TLS verified against each
+    replica's own certificate), the chaos controls as keys. Imports the TUI only when used."""
+    import ssl
+
+    from tui.actions import Action
+    from tui.app import run_top_async
+    from tui.sources import SseSource
+    from tui.views.base import LeaseTiming
+
+    sources = [
+        SseSource(url, token=token, verify=ssl.create_default_context(cafile=ca), name=name)
+        for name, url, ca in replicas
+    ]
+    actions = [Action(key, description, run) for key, description, run in controls]
+    return run_top_async(
+        sources, stop=stop, actions=actions, timing=LeaseTiming(timing[0], timing[1])
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -45,6 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
     from pycm.demo import command as demo_command
 
     demo_command.add_subcommand(subparsers)
+    demo_command.set_tui_launcher(_launch_top)
 
     from pycm.trace import command as trace_command
 

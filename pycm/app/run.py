@@ -60,7 +60,7 @@ from pycm.server import (
     SecureServingConfig,
     build_routes,
 )
-from pycm.server.debug import debug_routes
+from pycm.server.debug import OpenStreams, debug_routes
 from pycm.trace.bus import Bus, default_bus
 from pycm.trace.kinds import (
     ControllerDisabled,
@@ -117,6 +117,7 @@ class Manager:
         self.servers: list[SecureServer | InsecureServer] = []
         self.root: Client | None = None
         self._extra_clients: list[Client] = []
+        self._streams = OpenStreams()
         self.elector: LeaderElector | None = None
         self.context: ControllerContext | None = None
         self._recorder: Recorder | None = None
@@ -267,7 +268,7 @@ class Manager:
             health=self.health,
             metrics_registry=self.metrics_registry,
             configz={"pycm": dict(cfg.changed)},
-            routes=debug_routes(self.bus, self._snapshot),
+            routes=debug_routes(self.bus, self._snapshot, streams=self._streams),
         )
         if cfg.secure_serving.enabled:
             # --authentication-kubeconfig / --authorization-kubeconfig name other API servers
@@ -465,6 +466,7 @@ class Manager:
         stuck = await cancel_and_wait(workers, timeout=SHUTDOWN_TIMEOUT)
         for task in stuck:
             log.error("task %s did not stop within %.0fs", task.get_name(), SHUTDOWN_TIMEOUT)
+        self._streams.close_all()  # end the event streams so the servers stop promptly
         for server in reversed(self.servers):
             await server.stop()
         for extra in self._extra_clients:

@@ -1,7 +1,10 @@
 """``pycm demo [--duration S] [--no-tui]``: the emulator, three replicas and a workload.
 
-It prints one line per replica (identity, https URL), then a live stream of their
-leader-election and start-up events, one line each, and the workload's rollout. Ctrl-C (or
+On a terminal it opens ``pycm top`` attached to the three replicas, with chaos keys (kill or
+pause the leader, lease-update latency, drop watches, scale or roll the workload); with
+``--no-tui`` (or when the output is not a terminal) it prints one line per replica (identity,
+https URL), then a live stream of their leader-election and start-up events, one line each,
+and the workload's rollout. Ctrl-C (or
 SIGTERM) stops everything cleanly. With ``--duration`` it stops by itself after S seconds.
 Exit statuses: 0 when a leader was elected and no child exited unexpectedly; 1 otherwise (the
 reasons printed, one line each); 2 for bad flags; 130 never (Ctrl-C is the normal way out).
@@ -13,11 +16,18 @@ import argparse
 import asyncio
 import signal
 import sys
+from collections import deque
+from collections.abc import Awaitable, Callable
 from typing import Any
 
+from pycm.demo.chaos import Chaos, wait_for_file
 from pycm.demo.orchestrator import DemoOptions, Orchestrator
+from pycm.kube import load_config
+from pycm.util.durations import parse_duration
 
-__all__ = ["add_subcommand", "run"]
+__all__ = ["add_subcommand", "run", "set_tui_launcher"]
+
+CERT_WAIT = 30.0  # a replica writes its serving certificate within seconds of starting
 
 
 def _seconds(text: str) -> float:
@@ -48,7 +58,8 @@ def add_subcommand(subparsers: Any) -> None:
     parser.add_argument(
         "--no-tui",
         action="store_true",
-        help="print the plain event stream (today the only mode; the TUI comes later)",
+        help="print the plain event stream instead of opening pycm top (the default when "
+        "the output is not a terminal)",
     )
     parser.set_defaults(func=run)
 
@@ -57,9 +68,27 @@ def _print(line: str) -> None:
     print(line, flush=True)
 
 
+TuiLauncher = Callable[..., Awaitable[int]]
+"""``launcher(replicas, token, controls, stop, timing)`` runs ``pycm top`` attached to the
+replicas — ``[(identity, url, ca_file)]`` — with the chaos ``controls`` ``[(key, description,
+coroutine function)]`` as extra keys, until the user quits or ``stop`` is set. ``pycm.cli``
+installs it (the only module that imports the TUI)."""
+
+_tui_launcher: TuiLauncher | None = None
+
+
+def set_tui_launcher(launcher: TuiLauncher | None) -> None:
+    global _tui_launcher
+    _tui_launcher = launcher
+
+
 def run(args: argparse.Namespace) -> int:
     options = DemoOptions(duration=args.duration)
+    interactive = not args.no_tui and sys.stdout.isatty() and _tui_launcher is not None
     try:
+        if interactive:
+            assert _tui_launcher is not None
+            return asyncio.run(_run_interactive(options, _tui_launcher))
         return asyncio.run(_run(options))
     except KeyboardInterrupt:  # a second Ctrl-C during the stop
         return 130
@@ -81,3 +110,61 @@ async def _run(options: DemoOptions) -> int:
     for problem in verdict.problems:
         sys.stderr.write(f"pycm demo: failed: {problem}\n")
     return 1
+
+
+async def _run_interactive(options: DemoOptions, launcher: TuiLauncher) -> int:
+    """The demo behind ``pycm top``: the TUI owns the terminal, the chaos keys act on the demo;
+    quitting the TUI stops the demo, and a demo that fails closes the TUI."""
+    stop = asyncio.Event()
+    lines: deque[str] = deque(maxlen=400)
+    orchestrator = Orchestrator(options, lines.append)
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    runner = asyncio.create_task(orchestrator.run(stop), name="demo")
+    chaos = Chaos(orchestrator)
+    try:
+        # The orchestrator has no "replicas started" event; this waits a second or two at most.
+        while len(orchestrator.replicas) < len(options.replicas) and not runner.done():  # noqa: ASYNC110
+            await asyncio.sleep(0.1)
+        ready = not runner.done()
+        for replica in orchestrator.replicas:
+            ready = ready and await wait_for_file(replica.cert_file, CERT_WAIT)
+        if ready:
+            await _top_until_done(orchestrator, options, launcher, chaos, runner, stop)
+        stop.set()
+        verdict = await runner
+    finally:
+        stop.set()
+        await chaos.aclose()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+    for line in list(lines)[-5:]:
+        _print(line)
+    if verdict.ok:
+        _print(f"pycm demo: ok: leader(s) elected: {', '.join(verdict.leaders)}")
+        return 0
+    for problem in verdict.problems:
+        sys.stderr.write(f"pycm demo: failed: {problem}\n")
+    return 1
+
+
+async def _top_until_done(
+    orchestrator: Orchestrator,
+    options: DemoOptions,
+    launcher: TuiLauncher,
+    chaos: Chaos,
+    runner: asyncio.Task[Any],
+    stop: asyncio.Event,
+) -> None:
+    token = (await load_config(str(orchestrator.workdir / "kubeconfig"))).token or ""
+    replicas = [(r.identity, r.url, str(r.cert_file)) for r in orchestrator.replicas]
+    timing = (parse_duration(options.renew_deadline), parse_duration(options.lease_duration))
+
+    async def top_app() -> int:
+        return await launcher(replicas, token, chaos.controls(), stop, timing)
+
+    top = asyncio.create_task(top_app(), name="pycm top")
+    await asyncio.wait({top, runner}, return_when=asyncio.FIRST_COMPLETED)
+    stop.set()
+    await asyncio.gather(top, return_exceptions=True)

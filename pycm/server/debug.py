@@ -29,10 +29,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from pycm.trace.bus import Bus
+from pycm.trace.bus import Bus, Subscription
 from pycm.trace.codec import encode
 
-__all__ = ["EVENTS_PATH", "STATE_PATH", "debug_routes"]
+__all__ = ["EVENTS_PATH", "STATE_PATH", "OpenStreams", "debug_routes"]
 
 EVENTS_PATH = "/debug/pycm/events"
 STATE_PATH = "/debug/pycm/state"
@@ -60,8 +60,33 @@ def _kind_filter(text: str) -> Callable[[str], bool] | None:
     return accept
 
 
+class OpenStreams:
+    """The event streams being served, so a stopping manager can end them before it stops
+    its server (an open stream would otherwise hold the graceful shutdown to its timeout)."""
+
+    def __init__(self) -> None:
+        self._subscriptions: set[Subscription] = set()
+
+    def add(self, subscription: Subscription) -> None:
+        self._subscriptions.add(subscription)
+
+    def discard(self, subscription: Subscription) -> None:
+        self._subscriptions.discard(subscription)
+
+    def close_all(self) -> None:
+        for subscription in list(self._subscriptions):
+            subscription.close()
+
+    def __len__(self) -> int:
+        return len(self._subscriptions)
+
+
 def debug_routes(
-    bus: Bus, snapshot: Snapshot | None = None, *, snapshot_interval: float = 5.0
+    bus: Bus,
+    snapshot: Snapshot | None = None,
+    *,
+    snapshot_interval: float = 5.0,
+    streams: OpenStreams | None = None,
 ) -> list[Route]:
     async def state(request: Request) -> Response:
         if snapshot is None:
@@ -85,6 +110,9 @@ def debug_routes(
             maxsize=SUBSCRIBER_QUEUE,
             since=since,
         )
+
+        if streams is not None:
+            streams.add(subscription)
 
         async def stream() -> AsyncIterator[ServerSentEvent]:
             sent = 0
@@ -111,6 +139,8 @@ def debug_routes(
                         sent += 1
                         if limit is not None and sent >= limit:
                             return
+                    if subscription.closed:
+                        return  # the manager is stopping
                     wait = PING_INTERVAL
                     if send_snapshots:
                         wait = min(wait, max(0.0, next_snapshot - loop.time()))
@@ -121,6 +151,8 @@ def debug_routes(
                             yield ServerSentEvent(comment="ping")
             finally:
                 subscription.close()
+                if streams is not None:
+                    streams.discard(subscription)
 
         async def body() -> AsyncIterator[bytes]:
             async for message in stream():

@@ -110,3 +110,28 @@ async def test_state_without_a_reducer_is_404() -> None:
     async with _client(Bus()) as client:
         response = await client.get("/debug/pycm/state")
     assert response.status_code == 404
+
+
+@pytest.mark.asyncio
+async def test_close_all_ends_open_streams() -> None:
+    import asyncio
+
+    from pycm.server.debug import OpenStreams
+
+    bus = Bus()
+    streams = OpenStreams()
+    app = Starlette(routes=debug_routes(bus, streams=streams))
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://test"
+    ) as client:
+        request = asyncio.create_task(client.get("/debug/pycm/events"), name="stream")
+        for _ in range(50):
+            await asyncio.sleep(0.01)
+            if len(streams):
+                break
+        assert len(streams) == 1
+        bus.emit(ItemAdded(queue="q", key="k"))
+        streams.close_all()
+        response = await asyncio.wait_for(request, 5)
+    assert [e for e, _, _ in _parse(response.text)] == ["trace"]
+    assert len(streams) == 0
