@@ -668,6 +668,7 @@ class Client:
                     namespace=call.namespace,
                     name=call.name,
                     host=host,
+                    path=path,
                     code=code,
                     bytes=nbytes,
                     rate_limiter_wait_ms=waited * 1000.0,

@@ -181,6 +181,8 @@ def api_span(point: ApiRequestCompleted) -> SpanRecord:
         "server.address": host,
         "k8s.verb": point.verb,
     }
+    if point.path:
+        attrs["url.path"] = point.path
     if port.isdigit():
         attrs["server.port"] = int(port)
     if point.code:

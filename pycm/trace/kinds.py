@@ -324,6 +324,7 @@ class ApiRequestCompleted(Event):
     namespace: str = ""
     name: str = ""
     host: str = ""
+    path: str = ""  # the URL path, without the query
     code: int = 0  # HTTP status; 0 when no response arrived
     bytes: int = 0  # response body size
     rate_limiter_wait_ms: float = 0.0

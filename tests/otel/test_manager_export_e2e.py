@@ -165,6 +165,9 @@ async def test_manager_exports_startup_and_reconcile_traces(cluster: Any, tmp_pa
     call = calls[0].attributes
     assert call["http.request.method"] in ("GET", "POST", "PUT", "PATCH", "DELETE")
     assert call["server.address"] == "127.0.0.1"
+    assert call["url.path"].startswith("/apis/apps/v1/namespaces/") or call["url.path"].startswith(
+        "/api/v1/namespaces/"
+    )
     assert "http.response.status_code" in call and "k8s.resource" in call
     linked = [d for d in deploys if d.span.links]
     assert linked
