@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pycm.controller.metrics import ControllerMetrics
 from pycm.kube.errors import Conflict
 from pycm.trace.bus import Bus, default_bus
-from pycm.trace.context import current_span, error_text
+from pycm.trace.context import count_calls, current_span, error_text
 from pycm.trace.events import Outcome
 from pycm.trace.kinds import (
     ControllerStarted,
@@ -213,7 +213,7 @@ class Controller:
         start = self._clock.monotonic()
         outcome = ReconcileResult.SUCCESS
         try:
-            with self._bus.step(begin) as step:
+            with self._bus.step(begin) as step, count_calls() as calls:
                 try:
                     result = await self.sync(key) or _EMPTY
                 except asyncio.CancelledError:
@@ -224,10 +224,20 @@ class Controller:
                     if metrics is not None:
                         metrics.terminal_errors_total.labels(self.name).inc()
                     outcome = ReconcileResult.ERROR
-                    step.finish(result=outcome, outcome=Outcome.ERROR, error=error_text(exc))
+                    step.finish(
+                        result=outcome,
+                        outcome=Outcome.ERROR,
+                        error=error_text(exc),
+                        api_calls=calls[0],
+                    )
                 except Exception as exc:
                     outcome = self._handle_error(key, exc, retries)
-                    step.finish(result=outcome, outcome=Outcome.ERROR, error=error_text(exc))
+                    step.finish(
+                        result=outcome,
+                        outcome=Outcome.ERROR,
+                        error=error_text(exc),
+                        api_calls=calls[0],
+                    )
                 else:
                     if result.requeue_after > 0:
                         queue.forget(key)
@@ -242,7 +252,7 @@ class Controller:
                         result=outcome,
                         action=result.action,
                         uid=result.uid,
-                        api_calls=result.api_calls,
+                        api_calls=result.api_calls or calls[0],
                         requeue_after_ms=result.requeue_after * 1000,
                     )
         finally:

@@ -47,7 +47,7 @@ from pycm.kube.resources import Resource
 from pycm.kube.transport import build_http_client, build_ssl_context
 from pycm.kube.watch import Watch
 from pycm.trace.bus import Bus, default_bus
-from pycm.trace.context import current_span, error_text
+from pycm.trace.context import current_span, error_text, note_call
 from pycm.trace.kinds import ApiRequestCompleted
 from pycm.util.clock import REAL_CLOCK, Clock
 from pycm.util.ratelimit import TokenBucket
@@ -658,6 +658,7 @@ class Client:
             raise
         finally:
             dur_ns = clock.monotonic_ns() - start
+            note_call()
             metrics.request_duration.labels(method, host).observe(dur_ns / 1e9)
             (self._bus or default_bus()).point(
                 ApiRequestCompleted(

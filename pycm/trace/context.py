@@ -11,17 +11,26 @@ Ids are W3C-sized: a 32-hex-digit trace id and 16-hex-digit span ids, never all 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import dataclasses
 import os
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from types import TracebackType
 from typing import Any
 
 from pycm.trace.events import ENVELOPE_FIELDS, Event, Outcome, StepBegin, StepEnd
 
-__all__ = ["SpanContext", "Step", "current_span", "new_span_id", "new_trace_id"]
+__all__ = [
+    "SpanContext",
+    "Step",
+    "count_calls",
+    "current_span",
+    "new_span_id",
+    "new_trace_id",
+    "note_call",
+]
 
 SpanContext = tuple[str, str]
 """(trace_id, span_id) of the current step."""
@@ -44,6 +53,30 @@ def new_trace_id() -> str:
 
 def new_span_id() -> str:
     return f"{_bits(64) or 1:016x}"
+
+
+_calls: contextvars.ContextVar[list[int] | None] = contextvars.ContextVar(
+    "pycm_trace_calls", default=None
+)
+
+
+def note_call() -> None:
+    """Count one API call in the innermost :func:`count_calls` block of this context, if any
+    (the API client calls it per request; tasks started inside the block count too)."""
+    counter = _calls.get()
+    if counter is not None:
+        counter[0] += 1
+
+
+@contextlib.contextmanager
+def count_calls() -> Iterator[list[int]]:
+    """``with count_calls() as calls: ...`` — ``calls[0]`` is the API calls made inside."""
+    counter = [0]
+    token = _calls.set(counter)
+    try:
+        yield counter
+    finally:
+        _calls.reset(token)
 
 
 def current_span() -> SpanContext | None:

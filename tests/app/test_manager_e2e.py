@@ -164,7 +164,10 @@ async def test_manager_serves_health_and_metrics_and_runs_controllers(
     finally:
         code = await _stop(manager)
     assert code == 0, manager.log.read_text()
-    kinds = [e.KIND for e in read_events(manager.trace)]
+    events = list(read_events(manager.trace))
+    kinds = [e.KIND for e in events]
+    ends = [e for e in events if e.KIND == "reconcile.end"]
+    assert any(e.api_calls > 0 for e in ends)  # type: ignore[attr-defined]
     # KCM's start-up order: controllers initialised (registering informers), then the
     # factories started and InformersStarted, then caches synced and workers started.
     last_init = max(i for i, k in enumerate(kinds) if k == "controller.init.end")

@@ -258,3 +258,23 @@ async def test_stalled_reports_a_backlog_without_progress() -> None:
     assert ctrl.stalled(60) is None
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
+
+
+@pytest.mark.asyncio
+async def test_reconcile_end_counts_the_api_calls_made_inside_including_subtasks() -> None:
+    from pycm.trace.context import note_call
+
+    async def sync(key: str) -> None:
+        note_call()
+
+        async def child() -> None:
+            note_call()
+
+        await asyncio.gather(child(), child())
+
+    ctrl, _, bus = _controller(sync)
+    await ctrl.process("ns/a")
+    note_call()  # outside any reconcile: counted nowhere
+    (end,) = _ends(bus)
+    assert end.api_calls == 3
+    await ctrl.queue.aclose()
