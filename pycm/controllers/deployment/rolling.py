@@ -86,7 +86,9 @@ async def cleanup_unhealthy_replicas(
         if total >= max_cleanup:
             break
         replicas = util.replicas_of(rs)
-        if replicas == 0 or replicas == _available(rs):
+        # Available can exceed spec for a moment (the status still counts pods a scale-down
+        # is removing): then nothing is unhealthy — never "clean up" by scaling up.
+        if replicas == 0 or replicas <= _available(rs):
             continue
         count = min(max_cleanup - total, replicas - _available(rs))
         _, updated = await scale_replica_set_and_record_event(ctx, rs, replicas - count, deployment)

@@ -430,3 +430,18 @@ async def test_complete_rollout_cleans_up_history_beyond_the_limit() -> None:
     assert ("delete", "replicasets/web-old2") not in client.actions
     progressing = util.get_condition(client.statuses[-1], util.PROGRESSING)
     assert progressing is not None and progressing["reason"] == util.NEW_RS_AVAILABLE
+
+
+@pytest.mark.asyncio
+async def test_cleanup_unhealthy_never_scales_an_old_rs_up_when_status_is_ahead() -> None:
+    from pycm.controllers.deployment.rolling import cleanup_unhealthy_replicas
+
+    d = _deployment(20, "nginx:2")
+    # spec already scaled down to 11, status still counts 12 available pods.
+    old = _rs("web-old", 11, "nginx:1", available=12)
+    unhealthy = _rs("web-older", 4, "nginx:0", available=1, created="2023-12-01T00:00:00Z")
+    ctx = SyncContext(FakeClient(d), Recorder(), FakeClock(wall_start_ns=NOW_NS))
+    rss, cleaned = await cleanup_unhealthy_replicas(ctx, [old, unhealthy], d, 5)
+    assert cleaned == 3
+    assert [(a.name, a.old, a.new) for a in ctx.scaled] == [("web-older", 4, 1)]
+    assert [util.replicas_of(r) for r in rss] == [1, 11]
