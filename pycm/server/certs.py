@@ -18,7 +18,6 @@ hands an unverified one to the x509 authenticator for a 401). Without the flag n
 from __future__ import annotations
 
 import datetime
-import ipaddress
 import os
 import socket
 import ssl
@@ -27,10 +26,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+from pycm.util.certs import issue_self_signed
 
 __all__ = [
     "CERT_DIR_CERT",
@@ -73,87 +69,9 @@ def default_hosts(bind_address: str = "") -> list[str]:
 def generate_self_signed(hosts: Iterable[str]) -> tuple[bytes, bytes]:
     """A serving certificate for ``hosts`` signed by a fresh CA: (cert + CA chain PEM, key PEM)."""
     hosts = list(hosts)
-    now = datetime.datetime.now(datetime.UTC)
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = x509.Name(
-        [x509.NameAttribute(NameOID.COMMON_NAME, f"{hosts[0]}-ca@{int(now.timestamp())}")]
-    )
-    ca_cert = (
-        x509.CertificateBuilder()
-        .subject_name(ca_name)
-        .issuer_name(ca_name)
-        .public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=1))
-        .not_valid_after(now + _VALIDITY)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=True,
-                crl_sign=True,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
-        .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), False)
-        .sign(ca_key, hashes.SHA256())
-    )
-    key = ec.generate_private_key(ec.SECP256R1())
-    names: list[x509.GeneralName] = []
-    for host in hosts:
-        try:
-            names.append(x509.IPAddress(ipaddress.ip_address(host)))
-        except ValueError:
-            names.append(x509.DNSName(host))
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(
-            x509.Name(
-                [x509.NameAttribute(NameOID.COMMON_NAME, f"{hosts[0]}@{int(now.timestamp())}")]
-            )
-        )
-        .issuer_name(ca_name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=1))
-        .not_valid_after(now + _VALIDITY)
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=True,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=False,
-                crl_sign=False,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .add_extension(x509.SubjectAlternativeName(names), critical=False)
-        .add_extension(
-            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), False
-        )
-        .sign(ca_key, hashes.SHA256())
-    )
-    chain = cert.public_bytes(serialization.Encoding.PEM) + ca_cert.public_bytes(
-        serialization.Encoding.PEM
-    )
-    key_pem = key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.PKCS8,
-        serialization.NoEncryption(),
-    )
-    return chain, key_pem
+    now = int(datetime.datetime.now(datetime.UTC).timestamp())
+    pair = issue_self_signed(hosts, common_name=f"{hosts[0]}@{now}", valid_for=_VALIDITY)
+    return pair.cert_pem + pair.ca_pem, pair.key_pem
 
 
 def _write_pair(directory: Path, chain: bytes, key_pem: bytes) -> tuple[str, str]:
