@@ -100,9 +100,16 @@ async def cleanup_unhealthy_replicas(
 async def scale_down_old_replica_sets_for_rolling_update(
     ctx: SyncContext, all_rss: Sequence[Obj | None], old_rss: Sequence[Obj], deployment: Obj
 ) -> int:
-    """Scale old RSs down, oldest first, by as many as are available above minAvailable."""
+    """Scale old RSs down, oldest first, by as many as are available above minAvailable.
+
+    Deviation from KCM, on the safe side: KCM budgets from Σ status.availableReplicas, but an
+    RS whose spec was just scaled down still reports the pods its controller is about to
+    delete, so a sync in that window scales down twice for the same headroom and
+    availability dips below the floor. An RS can only keep min(available, spec) of its
+    available pods (its controller deletes unavailable pods first), so that is what counts.
+    """
     minimum = util.replicas_of(deployment) - util.max_unavailable(deployment)
-    available = util.get_available_replica_count(all_rss)
+    available = sum(min(_available(rs), util.replicas_of(rs)) for rs in all_rss if rs is not None)
     if available <= minimum:
         return 0
     budget = available - minimum

@@ -445,3 +445,20 @@ async def test_cleanup_unhealthy_never_scales_an_old_rs_up_when_status_is_ahead(
     assert cleaned == 3
     assert [(a.name, a.old, a.new) for a in ctx.scaled] == [("web-older", 4, 1)]
     assert [util.replicas_of(r) for r in rss] == [1, 11]
+
+
+@pytest.mark.asyncio
+async def test_scale_down_budgets_from_pods_an_rs_keeps_not_its_lagging_status() -> None:
+    from pycm.controllers.deployment.rolling import scale_down_old_replica_sets_for_rolling_update
+
+    # 5 replicas, maxUnavailable 1 → floor 4. The old RS was scaled to 4 by the last sync and
+    # its status still counts 5 available pods; one new pod is available.
+    d = _deployment(5, "nginx:2", strategy="RollingUpdate")
+    d["spec"]["strategy"]["rollingUpdate"] = {"maxSurge": 2, "maxUnavailable": 1}
+    old = _rs("web-old", 4, "nginx:1", available=5)
+    new = _rs("web-new", 2, "nginx:2", available=1, revision=2, created="2024-01-02T00:00:00Z")
+    ctx = SyncContext(FakeClient(d), Recorder(), FakeClock(wall_start_ns=NOW_NS))
+    scaled = await scale_down_old_replica_sets_for_rolling_update(ctx, [old, new], [old], d)
+    # The old RS keeps at most 4 available pods: 4 + 1 − 4 = one may go, not two.
+    assert scaled == 1
+    assert [(a.name, a.old, a.new) for a in ctx.scaled] == [("web-old", 4, 3)]
