@@ -2,9 +2,11 @@
 
 **Tokens**: kube-apiserver's static token file (``--token-auth-file``), a CSV of
 ``token,user,uid,"group1,group2"``, plus the emulator's admin token (user ``admin``, group
-``system:masters``). Every authenticated user is also in ``system:authenticated``. Requests
-without a valid token get 401, except ``/healthz``, ``/readyz``, ``/livez`` and ``/version``
-(open, as kube's default RBAC makes them).
+``system:masters``), plus service-account tokens issued by TokenRequest
+(:mod:`pycm.sim.serviceaccounts`), valid until they expire or their account is deleted. Every
+authenticated user is also in ``system:authenticated``. Requests without a valid token get 401,
+except ``/healthz``, ``/readyz``, ``/livez`` and ``/version`` (open, as kube's default RBAC
+makes them).
 
 **Policy** (``--authz-policy-file``, YAML or JSON)::
 
@@ -30,7 +32,7 @@ from __future__ import annotations
 import csv
 import io
 import secrets
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -66,8 +68,12 @@ class UserInfo:
 
 
 class TokenAuthenticator:
+    """Static tokens (the admin's, a token file's) and bound ones (issued by a TokenRequest),
+    which stop authenticating once their ``valid`` check fails (expired, account gone)."""
+
     def __init__(self) -> None:
         self._tokens: dict[str, UserInfo] = {}
+        self._bound: dict[str, tuple[UserInfo, Callable[[], bool]]] = {}
 
     def add(self, token: str, user: UserInfo) -> None:
         groups = user.groups if AUTHENTICATED in user.groups else (*user.groups, AUTHENTICATED)
@@ -78,8 +84,21 @@ class TokenAuthenticator:
         self.add(token, UserInfo("admin", "admin", (ADMIN_GROUP,)))
         return token
 
+    def add_bound(self, token: str, user: UserInfo, valid: Callable[[], bool]) -> None:
+        groups = user.groups if AUTHENTICATED in user.groups else (*user.groups, AUTHENTICATED)
+        self._bound[token] = (UserInfo(user.name, user.uid, groups), valid)
+
     def authenticate(self, token: str) -> UserInfo | None:
-        return self._tokens.get(token)
+        user = self._tokens.get(token)
+        if user is not None:
+            return user
+        bound = self._bound.get(token)
+        if bound is None:
+            return None
+        if not bound[1]():
+            del self._bound[token]  # expired or its account is gone: never valid again
+            return None
+        return bound[0]
 
     def load_csv(self, text: str, source: str = "token file") -> None:
         for number, row in enumerate(csv.reader(io.StringIO(text)), start=1):

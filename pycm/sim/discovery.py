@@ -1,8 +1,9 @@
 """API discovery documents: /version, /api, /api/v1, /apis, /apis/<group>/<version>.
 
 They carry what kubectl's RESTMapper and shortcut expander read: verbs, short names, kinds,
-singular names, namespaced, categories ("all") and the status / scale subresources (scale as
-``autoscaling/v1 Scale``).
+singular names, namespaced, categories ("all") and the status / scale / token subresources
+(scale as ``autoscaling/v1 Scale``, a service account's token as ``authentication.k8s.io/v1
+TokenRequest``).
 """
 
 from __future__ import annotations
@@ -96,6 +97,18 @@ def _entries(resource: Resource) -> list[dict[str, Any]]:
                 "version": "v1",
                 "kind": "Scale",
                 "verbs": list(_SUB_VERBS),
+            }
+        )
+    if "token" in resource.subresources:
+        out.append(
+            {
+                "name": f"{resource.plural}/token",
+                "singularName": "",
+                "namespaced": resource.namespaced,
+                "group": "authentication.k8s.io",
+                "version": "v1",
+                "kind": "TokenRequest",
+                "verbs": ["create"],
             }
         )
     return out

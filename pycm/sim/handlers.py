@@ -28,6 +28,7 @@ from pycm.sim.requestinfo import RequestInfo, request_info
 from pycm.sim.resources import Resource
 from pycm.sim.reviews import subject_access_review, token_review
 from pycm.sim.selectors import parse_field_selector, parse_label_selector
+from pycm.sim.serviceaccounts import token_request
 from pycm.sim.store import DeleteOptions, Store
 from pycm.sim.streaming import error_stream, watch_stream
 from pycm.sim.tables import partial_metadata, table
@@ -297,6 +298,11 @@ async def _resource(
         # Refused rather than ignored: a dry run that wrote would be worse than none.
         raise errors.bad_request("dryRun is not supported by the emulator")
     if verb == "create":
+        if sub == "token" and ns:
+            body = await _body(request)
+            if not isinstance(body, dict):
+                raise errors.bad_request("the body of a TokenRequest must be a JSON object")
+            return _json(token_request(store, ctx.authenticator, ns, name, body), 201)
         if name:
             raise errors.method_not_allowed(request.method, info.path)
         body = await _object_body(request, res, info)

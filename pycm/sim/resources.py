@@ -30,7 +30,7 @@ class Resource:
     verbs: tuple[str, ...] = _ALL_VERBS
     short_names: tuple[str, ...] = ()
     categories: tuple[str, ...] = ()
-    # Subresources served under <plural>/<name>/<sub>: "status" and/or "scale".
+    # Subresources served under <plural>/<name>/<sub>: "status", "scale", "token" (create only).
     subresources: tuple[str, ...] = ()
     # Does a spec change bump metadata.generation (and only a spec change)?
     generation_on_spec: bool = False
@@ -172,6 +172,18 @@ def _build() -> Registry:
         )
     )
     add(Resource("", "v1", "configmaps", "ConfigMap", "configmap", True, short_names=("cm",)))
+    add(
+        Resource(
+            "",
+            "v1",
+            "serviceaccounts",
+            "ServiceAccount",
+            "serviceaccount",
+            True,
+            short_names=("sa",),
+            subresources=("token",),
+        )
+    )
     add(
         Resource(
             "apps",
