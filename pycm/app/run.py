@@ -37,9 +37,16 @@ from pycm.app.config import CompletedConfig
 from pycm.app.context import ControllerContext, resync_period
 from pycm.app.logs import configure_logging
 from pycm.app.registry import Registry, default_registry
+from pycm.app.serviceaccounts import (
+    SERVICE_ACCOUNT_NAMESPACE,
+    ServiceAccountTokenSource,
+    username_for,
+)
 from pycm.cache.factory import MetadataInformerFactory, SharedInformerFactory
 from pycm.controller.metrics import ControllerMetrics
 from pycm.kube import Client, ConfigError, load_config
+from pycm.kube.errors import KubeError
+from pycm.kube.transport import build_ssl_context
 from pycm.leaderelection import (
     LeaderCallbacks,
     LeaderElectionConfig,
@@ -117,6 +124,8 @@ class Manager:
         self.servers: list[SecureServer | InsecureServer] = []
         self.root: Client | None = None
         self._extra_clients: list[Client] = []
+        # --use-service-account-credentials: the token source of each controller's client.
+        self._token_sources: list[ServiceAccountTokenSource] = []
         self._streams = OpenStreams()
         self.elector: LeaderElector | None = None
         self.context: ControllerContext | None = None
@@ -369,7 +378,7 @@ class Manager:
 
     # -- StartControllers -----------------------------------------------------------------
 
-    def _context(self) -> ControllerContext:
+    def _context(self, service_accounts: Callable[[str], Client] | None) -> ControllerContext:
         cfg = self.config
         root = self.root
         assert root is not None
@@ -383,10 +392,15 @@ class Manager:
             informer_client, default_resync=resync, bus=self.bus, clock=self.clock, rng=self._rng
         )
         clients: dict[str, Client] = {}
+        build = service_accounts or (
+            lambda name: root.with_user_agent(f"pycm/{__version__} ({name})")
+        )
 
         def client_for(name: str) -> Client:
+            # Each controller's own client: a service account's (--use-service-account-
+            # credentials), or the root's credentials and connections under its own name.
             if name not in clients:
-                clients[name] = root.with_user_agent(f"pycm/{__version__} ({name})")
+                clients[name] = build(name)
             return clients[name]
 
         def recorder_for(name: str) -> EventRecorder:
@@ -413,7 +427,10 @@ class Manager:
 
     async def start_controllers(self) -> int:
         """Build every enabled controller, start the informers, run the controllers."""
-        ctx = self._context()
+        service_accounts = None
+        if self.config.generic.use_service_account_credentials:
+            service_accounts = await self._service_account_builder()
+        ctx = self._context(service_accounts)
         self.context = ctx
         enabled = set(self.config.controllers.enabled) or {
             name
@@ -437,6 +454,8 @@ class Manager:
                 step.finish(started=runnable is not None)
             if runnable is not None:
                 runnables.append((descriptor.name, runnable))
+        if self._token_sources:
+            await self._first_tokens()
         started = ctx.informer_factory.start() + ctx.metadata_informer_factory.start()
         ctx.informers_started.set()
         self.bus.point(InformersStarted(informers=started))
@@ -444,6 +463,56 @@ class Manager:
             self._spawn(runnable(), f"controller {name}")
         self._spawn(self._shutdown_informers_on_cancel(ctx), "informer factories")
         return len(runnables)
+
+    async def _service_account_builder(self) -> Callable[[str], Client]:
+        """KCM's dynamic client builder: ``client_for(name)`` gives a client authenticated as
+        kube-system/<name> (its account made on first use), from the root's configuration
+        without its credentials; the TLS context is built once, here, off the event loop."""
+        root = self.root
+        assert root is not None
+        anonymous = root.config.with_overrides(
+            token=None, token_file=None, auth_refresh=None, cert_file=None, key_file=None
+        )
+        ssl_context = None
+        if anonymous.server.startswith("https"):
+            ssl_context = await asyncio.to_thread(build_ssl_context, anonymous)
+
+        def build(name: str) -> Client:
+            source = ServiceAccountTokenSource(
+                root,
+                SERVICE_ACCOUNT_NAMESPACE,
+                name,
+                controller=name.removesuffix("-controller"),
+                clock=self.clock,
+                bus=self.bus,
+            )
+            user = username_for(SERVICE_ACCOUNT_NAMESPACE, name)
+            client = Client(
+                anonymous.with_overrides(
+                    token_source=source, user_agent=f"pycm/{__version__} ({name})/{user}"
+                ),
+                ssl_context=ssl_context,
+                bus=self.bus,
+                registry=self.metrics_registry,
+                clock=self.clock,
+            )
+            self._extra_clients.append(client)
+            self._token_sources.append(source)
+            return client
+
+        return build
+
+    async def _first_tokens(self) -> None:
+        """Every service-account client's first token, so a cluster that cannot issue them
+        stops the manager here with a clear message (KCM's ClientOrDie)."""
+        results = await asyncio.gather(
+            *(source.token() for source in self._token_sources), return_exceptions=True
+        )
+        for result in results:
+            if isinstance(result, KubeError):
+                raise ManagerError(f"--use-service-account-credentials: {result}")
+            if isinstance(result, BaseException):
+                raise result
 
     async def _shutdown_informers_on_cancel(self, ctx: ControllerContext) -> None:
         try:

@@ -4,6 +4,8 @@ A token file is re-read at most once per :data:`TOKEN_REFRESH_PERIOD` (client-go
 file token source re-reads it every minute), and an exec plugin's refresh hook is called at
 most that often; both blocking reads run in a thread. A read that fails keeps the last good
 token (the file may be mid-rotation), and only fails the request when there never was one.
+A :class:`~pycm.kube.config.TokenSource` (service-account credentials) is asked on every
+request; it caches and refreshes by itself.
 """
 
 from __future__ import annotations
@@ -36,6 +38,9 @@ class Authenticator:
 
     async def header(self) -> str | None:
         """The Authorization header value, or None when the config has no credentials."""
+        source = self._config.token_source
+        if source is not None:
+            return f"Bearer {await source.token()}"
         if not self._dynamic:
             return self._header
         now = self._clock.monotonic()
@@ -48,6 +53,12 @@ class Authenticator:
                 raise ConfigError(f"cannot read the client's token: {e}") from None
         self._read_at = now
         return self._header
+
+    def unauthorized(self) -> None:
+        """The server answered 401: a token source's cached token is dropped so the next
+        request fetches a fresh one (static tokens and files are what they are)."""
+        if self._config.token_source is not None:
+            self._config.token_source.reset()
 
     def _load(self) -> str | None:
         if self._config.token_file:

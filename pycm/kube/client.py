@@ -644,6 +644,8 @@ class Client:
                 if not stream or code >= 300:
                     nbytes = len(resp.content)
                 if code >= 300:
+                    if code == 401:
+                        self._auth.unauthorized()  # a token source fetches anew next time
                     retry_after = parse_retry_after(resp.headers.get("retry-after"))
                     retryable = code == 429 or code >= 500
                     if retryable and retry_after is not None and retries < self._max_retries:

@@ -25,7 +25,7 @@ import platform
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import yaml
 
@@ -36,6 +36,7 @@ __all__ = [
     "SERVICE_ACCOUNT_DIR",
     "ClientConfig",
     "ConfigError",
+    "TokenSource",
     "load_config",
     "load_incluster_config",
     "load_kubeconfig",
@@ -53,6 +54,16 @@ class ConfigError(Exception):
     """No usable client configuration: the message says which file, context or setting."""
 
 
+class TokenSource(Protocol):
+    """A bearer token that is fetched and refreshed on demand (client-go's cached, resettable
+    token source): ``token()`` returns a current one, ``reset()`` drops the cached one after
+    the server refused it (401), so the next request asks again."""
+
+    async def token(self) -> str: ...
+
+    def reset(self) -> None: ...
+
+
 @dataclass(frozen=True, slots=True)
 class ClientConfig:
     """Everything a :class:`~pycm.kube.client.Client` needs. Secrets are never printed
@@ -68,6 +79,8 @@ class ClientConfig:
     # A blocking callable that returns the current Authorization header value (the kubernetes
     # package's refresh hook for exec plugins); called in a thread, at most once a minute.
     auth_refresh: Callable[[], str | None] | None = field(default=None, repr=False, compare=False)
+    # An async token source (--use-service-account-credentials); wins over the other credentials.
+    token_source: TokenSource | None = field(default=None, repr=False, compare=False)
     insecure_skip_tls_verify: bool = False
     tls_server_name: str | None = None
     qps: float = 20.0  # --kube-api-qps; negative disables client-side rate limiting

@@ -177,6 +177,20 @@ class ControllerStopped(Event):
     controller: str = ""
 
 
+@kind("controller.token_requested")
+class ControllerTokenRequested(Event):
+    """--use-service-account-credentials: a controller's client asked for a token of its
+    service account (TokenRequest). Never the token: its lifetime and when it is refreshed."""
+
+    controller: str = ""
+    namespace: str = ""
+    service_account: str = ""
+    attempt: int = 0
+    expires_in_s: float = 0.0  # the token's lifetime as issued
+    refresh_in_s: float = 0.0  # when the client will ask again (lifetime less the leeway)
+    error: str = ""  # set when this attempt failed
+
+
 @kind("reconcile.end")
 class ReconcileFinished(StepEnd):
     """A sync of one key ended: what the worker does next (``result``) and what it did."""
