@@ -6,13 +6,9 @@ order in the recorded trace, controllers turning a Deployment into pods, and a c
 
 from __future__ import annotations
 
-import asyncio
 import os
-import signal
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -23,32 +19,9 @@ import pytest_asyncio
 
 from pycm.sim.server import run_emulator
 from pycm.trace.recorder import read_events
+from tests.support.manager import free_port, poll, start_manager, stop_manager
 
 pytestmark = pytest.mark.e2e
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-async def _poll(fn: Any, *, timeout: float = 20.0, interval: float = 0.1) -> Any:
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = await fn()
-        if last:
-            return last
-        await asyncio.sleep(interval)
-    raise AssertionError(f"condition not met within {timeout}s (last: {last!r})")
-
-
-class Manager:
-    def __init__(
-        self, proc: subprocess.Popen[bytes], url: str, trace: Path, log: Path, out: Any
-    ) -> None:
-        self.proc, self.url, self.trace, self.log, self.out = proc, url, trace, log, out
 
 
 @pytest_asyncio.fixture
@@ -57,56 +30,11 @@ async def cluster(tmp_path: Path) -> AsyncIterator[Any]:
         yield emu
 
 
-async def _start_manager(emu: Any, tmp_path: Path, *extra: str) -> Manager:
-    port = _free_port()
-    trace = tmp_path / "trace.jsonl"
-    log = tmp_path / "manager.log"
-    env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "pycm",
-            "run",
-            "--kubeconfig",
-            str(emu.kubeconfig_path),
-            "--leader-elect=false",
-            "--secure-port",
-            str(port),
-            "--bind-address",
-            "127.0.0.1",
-            "--trace-file",
-            str(trace),
-            "--identity",
-            "e2e-manager",
-            *extra,
-        ],
-        stdout=(out := log.open("wb")),
-        stderr=subprocess.STDOUT,
-        env=env,
-    )
-    return Manager(proc, f"https://127.0.0.1:{port}", trace, log, out)
-
-
-async def _stop(manager: Manager) -> int:
-    manager.proc.send_signal(signal.SIGTERM)
-    deadline = time.monotonic() + 20
-    while manager.proc.poll() is None and time.monotonic() < deadline:
-        await asyncio.sleep(0.1)
-    if manager.proc.poll() is None:
-        manager.proc.kill()
-        manager.proc.wait()
-        manager.out.close()
-        raise AssertionError("pycm run did not stop within 20 s of SIGTERM")
-    manager.out.close()
-    return manager.proc.returncode
-
-
 @pytest.mark.asyncio
 async def test_manager_serves_health_and_metrics_and_runs_controllers(
     cluster: Any, tmp_path: Path
 ) -> None:
-    manager = await _start_manager(cluster, tmp_path)
+    manager = start_manager(cluster.kubeconfig_path, tmp_path)
     admin = {"Authorization": f"Bearer {cluster.admin_token}"}
     try:
         async with httpx.AsyncClient(verify=False, timeout=5) as http:
@@ -119,7 +47,7 @@ async def test_manager_serves_health_and_metrics_and_runs_controllers(
                     return False
                 return r.status_code == 200
 
-            await _poll(healthy)
+            await poll(healthy)
             verbose = await http.get(f"{manager.url}/readyz?verbose")
             assert "[+]informers-synced ok" in verbose.text
             # Anonymous callers pass authentication but not authorization (KCM's 403).
@@ -155,14 +83,14 @@ async def test_manager_serves_health_and_metrics_and_runs_controllers(
                     pods = (await api.get("/api/v1/namespaces/default/pods")).json()["items"]
                     return len(pods) == 2
 
-                await _poll(two_pods)
+                await poll(two_pods)
                 rss = (await api.get("/apis/apps/v1/namespaces/default/replicasets")).json()[
                     "items"
                 ]
                 assert len(rss) == 1
                 assert rss[0]["metadata"]["ownerReferences"][0]["name"] == "web"
     finally:
-        code = await _stop(manager)
+        code = await stop_manager(manager)
     assert code == 0, manager.log.read_text()
     events = list(read_events(manager.trace))
     kinds = [e.KIND for e in events]
@@ -198,7 +126,7 @@ def test_manager_without_a_cluster_fails_cleanly(tmp_path: Path) -> None:
             str(kubeconfig),
             "--leader-elect=false",
             "--secure-port",
-            str(_free_port()),
+            str(free_port()),
             "--bind-address",
             "127.0.0.1",
         ],

@@ -12,13 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-import signal
-import socket
 import subprocess
-import sys
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,37 +25,20 @@ import pytest_asyncio
 
 from pycm.sim.auth import ADMIN_GROUP, UserInfo
 from pycm.sim.server import Emulator, run_emulator
+from tests.support.manager import ManagerProcess, poll, stop_manager
+from tests.support.manager import start_manager as start_process
+
+__all__ = ["Cluster", "Watch", "poll", "start_manager", "stop_manager"]
 
 NS = "default"
 RS_PATH = f"/apis/apps/v1/namespaces/{NS}/replicasets"
 DEPLOY_PATH = f"/apis/apps/v1/namespaces/{NS}/deployments"
 POD_PATH = f"/api/v1/namespaces/{NS}/pods"
-_STOP_TIMEOUT = 20.0
 _START_TIMEOUT = 30.0
 # The manager authenticates as the kubeconfig's user, "admin"; the tests as another cluster
 # admin, so a fault scoped to MANAGER_USER disturbs the controllers and never the checks.
 MANAGER_USER = "admin"
 _TESTER_TOKEN = "e2e-tester-token"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-async def poll(
-    fn: Callable[[], Awaitable[Any]], *, timeout: float = 20.0, interval: float = 0.05
-) -> Any:
-    """Call ``fn`` until it returns something truthy (returned) or ``timeout`` seconds pass."""
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = await fn()
-        if last:
-            return last
-        await asyncio.sleep(interval)
-    raise AssertionError(f"condition not met within {timeout}s (last: {last!r})")
 
 
 @dataclass
@@ -175,54 +153,10 @@ def manager_args() -> list[str]:
     return []
 
 
-def start_manager(
-    emu: Emulator, tmp: Path, extra: list[str]
-) -> tuple[subprocess.Popen[bytes], str, Path, Path, Any]:
-    port = free_port()
-    trace, log = tmp / "trace.jsonl", tmp / "manager.log"
-    env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
-    out = log.open("wb")
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "pycm",
-            "run",
-            "--kubeconfig",
-            str(emu.kubeconfig_path),
-            "--leader-elect=false",
-            "--secure-port",
-            str(port),
-            "--bind-address",
-            "127.0.0.1",
-            "--trace-file",
-            str(trace),
-            "--identity",
-            "e2e-controllers",
-            # The tests' bursts of writes should not wait on the client's default 20 qps.
-            "--kube-api-qps",
-            "500",
-            "--kube-api-burst",
-            "1000",
-            *extra,
-        ],
-        stdout=out,
-        stderr=subprocess.STDOUT,
-        env=env,
-    )
-    return proc, f"https://127.0.0.1:{port}", trace, log, out
-
-
-async def stop_manager(proc: subprocess.Popen[bytes]) -> int:
-    proc.send_signal(signal.SIGTERM)
-    deadline = time.monotonic() + _STOP_TIMEOUT
-    while proc.poll() is None and time.monotonic() < deadline:
-        await asyncio.sleep(0.05)
-    if proc.poll() is None:
-        proc.kill()
-        proc.wait()
-        raise AssertionError(f"pycm run did not stop within {_STOP_TIMEOUT}s of SIGTERM")
-    return proc.returncode
+def start_manager(emu: Emulator, tmp: Path, extra: list[str]) -> ManagerProcess:
+    # The tests' bursts of writes should not wait on the client's default 20 qps.
+    limits = ["--kube-api-qps", "500", "--kube-api-burst", "1000"]
+    return start_process(emu.kubeconfig_path, tmp, *limits, *extra, identity="e2e-controllers")
 
 
 @pytest_asyncio.fixture
@@ -230,21 +164,21 @@ async def cluster(
     tmp_path: Path, emulator_options: dict[str, Any], manager_args: list[str]
 ) -> AsyncIterator[Cluster]:
     async with run_emulator(**emulator_options) as emu:
-        proc, url, trace, log, out = start_manager(emu, tmp_path, manager_args)
+        manager = start_manager(emu, tmp_path, manager_args)
         admin = {"Authorization": f"Bearer {emu.admin_token}"}
         emu.authenticator.add(_TESTER_TOKEN, UserInfo("e2e-tester", "e2e", (ADMIN_GROUP,)))
         tester = {"Authorization": f"Bearer {_TESTER_TOKEN}"}
         async with httpx.AsyncClient(
             base_url=emu.url, headers=tester, timeout=10, verify=False
         ) as api:
-            c = Cluster(emu, api, proc, url, trace, log, admin)
+            c = Cluster(emu, api, manager.proc, manager.url, manager.trace, manager.log, admin)
             try:
                 async with httpx.AsyncClient(verify=False, timeout=5) as http:
 
                     async def ready() -> bool:
                         c.alive()
                         try:
-                            r = await http.get(f"{url}/readyz")
+                            r = await http.get(f"{manager.url}/readyz")
                         except httpx.TransportError:
                             return False
                         return r.status_code == 200
@@ -257,9 +191,8 @@ async def cluster(
                 for task in c.tasks:
                     with contextlib.suppress(asyncio.CancelledError, httpx.HTTPError):
                         await task
-                code = await stop_manager(proc)
-                out.close()
-        assert code == 0, log.read_text()
+                code = await stop_manager(manager)
+        assert code == 0, manager.log.read_text()
 
 
 def labels_match(selector: dict[str, str], labels: dict[str, str] | None) -> bool:
