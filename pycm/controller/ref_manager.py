@@ -51,6 +51,23 @@ class ClaimResult:
         self.errors: list[Exception] = []
 
 
+def _controller_ref(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """metav1.GetControllerOf for the claim loop, which runs over every object of the
+    namespace on every sync: decoded objects are plain dicts and lists, read directly; any
+    other shape takes the general accessor."""
+    meta = obj.get("metadata")
+    if isinstance(meta, dict):
+        refs = meta.get("ownerReferences")
+        if refs is None:
+            return None
+        if isinstance(refs, list):
+            for ref in refs:
+                if ref.get("controller") is True:
+                    return ref  # type: ignore[no-any-return]
+            return None
+    return controller_ref(obj)
+
+
 def _is_not_found(exc: Exception) -> bool:
     return getattr(exc, "code", None) == 404
 
@@ -106,27 +123,28 @@ class ControllerRefManager:
         result = ClaimResult()
         owner_uid = uid(self.controller)
         owner_deleting = deletion_timestamp(self.controller) is not None
+        matches = self.selector.matches
         for obj in objects:
-            ref = controller_ref(obj)
-            matches = self.selector.matches(labels(obj))
-            name = obj.get("metadata", {}).get("name", "")
+            ref = _controller_ref(obj)
+            # The selector is matched only where it decides (as KCM's ClaimObject does):
+            # most candidates in a namespace belong to other controllers.
             if ref is not None:
                 if ref.get("uid") != owner_uid:
                     continue  # another controller's: never touch it
-                if matches:
+                if matches(labels(obj)):
                     result.claimed.append(obj)
                     continue
                 if owner_deleting:
                     continue
                 try:
                     await self._release(obj)
-                    result.released.append(name)
+                    result.released.append(obj.get("metadata", {}).get("name", ""))
                 except Exception as exc:
                     if not _is_not_found(exc):
                         result.errors.append(exc)
                 continue
             # An orphan.
-            if owner_deleting or not matches or deletion_timestamp(obj) is not None:
+            if owner_deleting or not matches(labels(obj)) or deletion_timestamp(obj) is not None:
                 continue
             if namespace(self.controller) and namespace(self.controller) != namespace(obj):
                 continue
@@ -137,7 +155,7 @@ class ControllerRefManager:
                     result.errors.append(exc)
                 continue
             result.claimed.append(adopted)
-            result.adopted.append(name)
+            result.adopted.append(obj.get("metadata", {}).get("name", ""))
         return result
 
     async def _adopt(self, obj: Obj) -> Obj:

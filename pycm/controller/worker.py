@@ -189,7 +189,7 @@ class Controller:
     async def process(self, key: str) -> ReconcileResult:
         """One sync of ``key`` under the contract above (public for table tests)."""
         queue = self.queue
-        trigger = self._triggers.pop(key, None) or _NO_TRIGGER
+        trigger = self._triggers.pop(key, _NO_TRIGGER)
         retries = queue.num_requeues(key)
         namespace, _, name = key.rpartition("/")
         begin = ReconcileStarted(
@@ -210,7 +210,8 @@ class Controller:
         self.active_workers += 1
         if metrics is not None:
             metrics.active_workers.labels(self.name).inc()
-        start = self._clock.monotonic()
+        # Read the clock only for the metric: the step times itself.
+        start = self._clock.monotonic() if metrics is not None else 0.0
         outcome = ReconcileResult.SUCCESS
         try:
             with self._bus.step(begin) as step, count_calls() as calls:

@@ -20,12 +20,11 @@ cleanup, status); a scaling event → sync with proportional scaling; else the s
 
 from __future__ import annotations
 
-import copy
 import logging
 from collections.abc import Mapping
 from typing import Any
 
-from pycm.api.labels import selector_from_dict
+from pycm.api.labels import Selector, selector_from_dict
 from pycm.api.meta import controller_ref, split_key
 from pycm.api.meta import key as key_of
 from pycm.cache.processor import HandlerFuncs
@@ -63,6 +62,19 @@ def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     return obj.get("metadata") or {}
 
 
+def _own_copy(cached: Obj) -> Obj:
+    """The deployment a sync works on: copy on write instead of a deep copy. The top level,
+    ``metadata`` and ``status`` are new dicts — the sync sets a status field, a condition list
+    or the metadata in place — while everything below them stays the cache's, which the sync
+    only reads or replaces whole (annotations, spec.template: see sync.py and rollback.py)."""
+    d = dict(cached)
+    d["metadata"] = dict(cached.get("metadata") or {})
+    status = cached.get("status")
+    if isinstance(status, dict):
+        d["status"] = dict(status)
+    return d
+
+
 class DeploymentController:
     kind = "Deployment"
     api_version = "apps/v1"
@@ -91,11 +103,14 @@ class DeploymentController:
         self.controller = Controller(
             name, self.sync, resource="deployments", clock=clock, bus=self._bus, metrics=metrics
         )
+        # Compiled selectors by deployment key, with the selector dict they were compiled
+        # from (see _selector); an entry goes when its deployment is deleted.
+        self._selectors: dict[str, tuple[Any, Selector]] = {}
         deployment_informer.add_event_handler(
             HandlerFuncs(
                 on_add=lambda d, _: self._enqueue(d, d, "add"),
                 on_update=lambda old, cur: self._enqueue(cur, cur, "update"),
-                on_delete=lambda obj: self._enqueue(_unwrap(obj), _unwrap(obj), "delete"),
+                on_delete=self._delete_deployment,
             )
         )
         rs_informer.add_event_handler(
@@ -116,6 +131,11 @@ class DeploymentController:
     def _enqueue(self, deployment: Obj, trigger_obj: Any, event: str) -> None:
         self.controller.enqueue(key_of(deployment), Trigger.from_object(trigger_obj, event))
 
+    def _delete_deployment(self, obj: Any) -> None:
+        d = _unwrap(obj)
+        self._selectors.pop(key_of(d), None)
+        self._enqueue(d, d, "delete")
+
     def _resolve(self, namespace: str, ref: Mapping[str, Any] | None) -> Obj | None:
         if ref is None or ref.get("kind") != self.kind:
             return None
@@ -131,7 +151,7 @@ class DeploymentController:
         out = []
         for d in self.d_lister.list(_meta(rs).get("namespace")):
             try:
-                selector = selector_from_dict((d.get("spec") or {}).get("selector"))
+                selector = self._selector(d)
             except ValueError:
                 continue
             if not selector.empty and selector.matches(labels):
@@ -208,7 +228,7 @@ class DeploymentController:
         cached = self.d_lister.get(namespace, name)
         if cached is None:
             return Result(action="deleted")
-        d: Obj = copy.deepcopy(cached)  # never mutate the cache
+        d = _own_copy(cached)
         ctx = SyncContext(self.client, self.recorder, self._clock)
         await self.sync_deployment(ctx, d)
         uid = str(_meta(d).get("uid", ""))
@@ -235,7 +255,6 @@ class DeploymentController:
                 await update_status(ctx, d)
             return
         rs_list = await self._claim_replica_sets(d)
-        pod_map = self._pod_map(d, rs_list)
         if _meta(d).get("deletionTimestamp"):
             new_rs, old_rss = await get_all_replica_sets_and_sync_revision(ctx, d, rs_list, False)
             await sync_deployment_status(ctx, [*old_rss, new_rs], new_rs, d)
@@ -250,13 +269,28 @@ class DeploymentController:
         if util.is_rolling_update(d):
             await rollout_rolling(ctx, d, rs_list)
         elif (spec.get("strategy") or {}).get("type") == "Recreate":
-            await rollout_recreate(ctx, d, rs_list, pod_map)
+            # KCM builds the pod map before the deletion check; only Recreate reads it, so
+            # it is built here, from the same cache, and nowhere else.
+            await rollout_recreate(ctx, d, rs_list, self._pod_map(d, rs_list))
         else:
             raise ValueError(f"unexpected deployment strategy type: {spec.get('strategy')}")
 
+    def _selector(self, d: Obj) -> Selector:
+        """The deployment's compiled selector, compiled once per selector object: cached
+        objects are never changed in place, so the same dict means the same selector, and an
+        updated deployment brings a new dict (``is``, not ``==``, decides)."""
+        spec = (d.get("spec") or {}).get("selector")
+        key = key_of(d)
+        entry = self._selectors.get(key)
+        if entry is not None and entry[0] is spec:
+            return entry[1]
+        selector = selector_from_dict(spec)
+        self._selectors[key] = (spec, selector)
+        return selector
+
     async def _claim_replica_sets(self, d: Obj) -> list[Obj]:
         namespace, name = split_key(key_of(d))
-        selector = selector_from_dict((d.get("spec") or {}).get("selector"))
+        selector = self._selector(d)
 
         async def fresh() -> Obj:
             return await self.client.get_deployment(namespace, name)
@@ -278,7 +312,7 @@ class DeploymentController:
         return result.claimed
 
     def _pod_map(self, d: Obj, rs_list: list[Obj]) -> dict[str, list[Obj]]:
-        selector = selector_from_dict((d.get("spec") or {}).get("selector"))
+        selector = self._selector(d)
         pod_map: dict[str, list[Obj]] = {str(_meta(rs).get("uid")): [] for rs in rs_list}
         for pod in self.pod_lister.list(_meta(d).get("namespace"), selector):
             ref = controller_ref(pod)

@@ -31,6 +31,9 @@ log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
 
+# get_new_replica_set's "look the new RS up yourself" default (None means "there is none").
+_FIND: Any = object()
+
 _SKIPPED_ANNOTATIONS = {
     "kubectl.kubernetes.io/last-applied-configuration",
     util.REVISION_ANNOTATION,
@@ -114,10 +117,12 @@ def set_new_replica_set_annotations(
 
 
 def set_deployment_revision(deployment: Obj, revision: str) -> bool:
-    annotations = _annotations(deployment)
+    """Set the revision annotation of our copy of the deployment: its metadata is ours, its
+    annotations map may still be the cache's — replaced, never changed in place."""
+    annotations = (deployment.get("metadata") or {}).get("annotations") or {}
     if annotations.get(util.REVISION_ANNOTATION) == revision:
         return False
-    annotations[util.REVISION_ANNOTATION] = revision
+    _meta(deployment)["annotations"] = {**annotations, util.REVISION_ANNOTATION: revision}
     return True
 
 
@@ -136,23 +141,41 @@ async def update_status(ctx: SyncContext, deployment: Obj, status: Obj | None = 
 
 
 async def get_new_replica_set(
-    ctx: SyncContext, deployment: Obj, rs_list: Sequence[Obj], old_rss: Sequence[Obj], create: bool
+    ctx: SyncContext,
+    deployment: Obj,
+    rs_list: Sequence[Obj],
+    old_rss: Sequence[Obj],
+    create: bool,
+    existing: Any = _FIND,
 ) -> Obj | None:
     """The deployment's new ReplicaSet, its revision and annotations synced; created (with
-    the template hash in its name, labels and selector) when missing and ``create``."""
-    existing = util.find_new_replica_set(deployment, rs_list)
+    the template hash in its name, labels and selector) when missing and ``create``.
+    ``existing``: the RS :func:`util.find_new_replica_set` found in ``rs_list``, when the
+    caller has looked already (None: there is none)."""
+    found: Obj | None = (
+        util.find_new_replica_set(deployment, rs_list) if existing is _FIND else existing
+    )
     new_revision = util.max_revision(old_rss) + 1
     spec = deployment.get("spec") or {}
     min_ready = int(spec.get("minReadySeconds") or 0)
-    if existing is not None:
-        rs = copy.deepcopy(existing)
+    if found is not None:
+        # Copy on write: the RS is the cache's. Only the paths that may change (metadata and
+        # its annotations) are copied, and the copy is written only when something changed.
+        existing_meta = found.get("metadata") or {}
+        rs: Obj = {
+            **found,
+            "metadata": {
+                **existing_meta,
+                "annotations": dict(existing_meta.get("annotations") or {}),
+            },
+        }
         annotations_updated = set_new_replica_set_annotations(deployment, rs, new_revision, True)
         min_ready_update = int((rs.get("spec") or {}).get("minReadySeconds") or 0) != min_ready
         if annotations_updated or min_ready_update:
-            rs["spec"]["minReadySeconds"] = min_ready
+            rs["spec"] = {**rs["spec"], "minReadySeconds": min_ready}
             return await ctx.client.update_replica_set(_ns(rs), rs)
         needs_update = set_deployment_revision(
-            deployment, _annotations(rs).get(util.REVISION_ANNOTATION, "")
+            deployment, (existing_meta.get("annotations") or {}).get(util.REVISION_ANNOTATION, "")
         )
         status = deployment.setdefault("status", {})
         if (
@@ -172,7 +195,7 @@ async def get_new_replica_set(
             needs_update = True
         if needs_update:
             await update_status(ctx, deployment)
-        return rs
+        return found
     if not create:
         return None
 
@@ -292,8 +315,9 @@ async def _on_name_taken(
 async def get_all_replica_sets_and_sync_revision(
     ctx: SyncContext, deployment: Obj, rs_list: Sequence[Obj], create: bool
 ) -> tuple[Obj | None, list[Obj]]:
-    _, all_old = util.find_old_replica_sets(deployment, rs_list)
-    new_rs = await get_new_replica_set(ctx, deployment, rs_list, all_old, create)
+    existing = util.find_new_replica_set(deployment, rs_list)
+    _, all_old = util.find_old_replica_sets(deployment, rs_list, existing)
+    new_rs = await get_new_replica_set(ctx, deployment, rs_list, all_old, create, existing)
     return new_rs, all_old
 
 
@@ -472,7 +496,9 @@ def calculate_status(
         "readyReplicas": util.get_ready_replica_count(all_rss),
         "availableReplicas": available,
         "unavailableReplicas": max(0, total - available),
-        "conditions": copy.deepcopy(list(old.get("conditions") or [])),
+        # A new list of the same condition dicts: set_condition and remove_condition replace
+        # the list and never edit a condition in place.
+        "conditions": list(old.get("conditions") or ()),
     }
     if old.get("collisionCount") is not None:
         status["collisionCount"] = old["collisionCount"]

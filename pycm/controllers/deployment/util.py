@@ -7,8 +7,8 @@ maxSurge / maxUnavailable means the API default, 25%.
 
 from __future__ import annotations
 
-import copy
 import datetime as dt
+import functools
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypeVar
@@ -254,22 +254,44 @@ def is_saturated(deployment: Obj, rs: Obj | None) -> bool:
     return replicas_of(rs) == replicas and desired == replicas and available == replicas
 
 
-def _without_hash(template: Obj | None) -> Any:
-    copied = copy.deepcopy(dict(template or {}))
-    labels = (copied.get("metadata") or {}).get("labels")
-    if isinstance(labels, dict):
-        labels.pop(POD_TEMPLATE_HASH_LABEL, None)
-        if not labels:
-            copied["metadata"].pop("labels")
-    meta = copied.get("metadata")
-    if isinstance(meta, dict) and not meta:
-        copied.pop("metadata")
-    return copied
+_ABSENT: Any = object()
+
+
+def _metadata_without_hash(template: Obj) -> Any:
+    """The template's metadata as EqualIgnoreHash compares it: the pod-template-hash label
+    left out, and an empty labels map or metadata counted as absent (apimachinery's
+    semantic equality treats empty and nil maps alike). Builds new dicts only where the hash
+    label or an empty map has to go, so a cached template is never copied or changed."""
+    if "metadata" not in template:
+        return _ABSENT
+    meta = template["metadata"]
+    if not isinstance(meta, dict):
+        return meta
+    labels = meta.get("labels")
+    if isinstance(labels, dict) and (POD_TEMPLATE_HASH_LABEL in labels or not labels):
+        rest = {k: v for k, v in labels.items() if k != POD_TEMPLATE_HASH_LABEL}
+        if rest:
+            meta = {**meta, "labels": rest}
+        else:
+            meta = {k: v for k, v in meta.items() if k != "labels"}
+    return meta if meta else _ABSENT
 
 
 def equal_ignore_hash(template1: Obj | None, template2: Obj | None) -> bool:
-    """Pod templates equal apart from the pod-template-hash label (EqualIgnoreHash)."""
-    return bool(_without_hash(template1) == _without_hash(template2))
+    """Pod templates equal apart from the pod-template-hash label (EqualIgnoreHash).
+
+    Compares in place — no deep copies: every field but metadata by plain (deep) equality,
+    metadata with the hash label left out."""
+    a: Obj = template1 or {}
+    b: Obj = template2 or {}
+    if a is b:
+        return True
+    if a.keys() - {"metadata"} != b.keys() - {"metadata"}:
+        return False
+    for key, value in a.items():
+        if key != "metadata" and value != b[key]:
+            return False
+    return bool(_metadata_without_hash(a) == _metadata_without_hash(b))
 
 
 _SAFE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
@@ -305,12 +327,18 @@ def creation_key(rs: Obj) -> tuple[float, str]:
 
 
 def find_new_replica_set(deployment: Obj, rss: Sequence[R]) -> R | None:
-    """The oldest ReplicaSet whose template equals the deployment's (FindNewReplicaSet)."""
+    """The oldest ReplicaSet whose template equals the deployment's (FindNewReplicaSet).
+
+    KCM sorts by creation time and takes the first match; the earliest match by the same key
+    is the same RS (``min`` keeps the first of equals, as a stable sort does) without parsing
+    the timestamps of RSs that do not match."""
     template = (deployment.get("spec") or {}).get("template")
-    for rs in sorted(rss, key=creation_key):
-        if equal_ignore_hash((rs.get("spec") or {}).get("template"), template):
-            return rs
-    return None
+    matching = [
+        rs for rs in rss if equal_ignore_hash((rs.get("spec") or {}).get("template"), template)
+    ]
+    if len(matching) <= 1:
+        return matching[0] if matching else None
+    return min(matching, key=creation_key)
 
 
 def find_old_replica_sets(
@@ -343,8 +371,14 @@ def max_revision(rss: Iterable[Obj]) -> int:
 # -- conditions and progress -----------------------------------------------------------------
 
 
+@functools.lru_cache(maxsize=64)
+def _second_text(second: int) -> str:
+    return dt.datetime.fromtimestamp(second, tz=dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def _time_text(now: float) -> str:
-    return dt.datetime.fromtimestamp(now, tz=dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    # Conditions carry whole seconds and every sync builds one: format each second once.
+    return _second_text(math.floor(now))
 
 
 def new_condition(type_: str, status: str, reason: str, message: str, now: float) -> dict[str, Any]:

@@ -10,6 +10,7 @@ import pytest
 
 from pycm.cache.listwatch import FakeListWatch
 from pycm.cache.shared_informer import SharedIndexInformer
+from pycm.controller import Result
 from pycm.controllers.deployment import util
 from pycm.controllers.deployment.context import SyncContext
 from pycm.controllers.deployment.controller import DeploymentController
@@ -197,14 +198,14 @@ def _fixture(
 ) -> tuple[DeploymentController, FakeClient, Recorder]:
     clock, bus = FakeClock(wall_start_ns=NOW_NS), Bus()
     informers = [
-        SharedIndexInformer(FakeListWatch(), n, clock=clock, bus=bus)
+        SharedIndexInformer(FakeListWatch(), n, clock=clock, bus=bus, mutation_detector=True)
         for n in ("deployments", "replicasets", "pods")
     ]
-    informers[0].indexer.add(d)
-    for rs in rss:
-        informers[1].indexer.add(rs)
-    for pod in pods or []:
-        informers[2].indexer.add(pod)
+    for informer, objs in zip(informers, ([d], rss, pods or []), strict=True):
+        for obj in objs:
+            informer.indexer.add(obj)
+            assert informer.detector is not None
+            informer.detector.record(obj)
     client, recorder = FakeClient(d, **client_kw), Recorder()
     controller = DeploymentController(
         deployment_informer=informers[0],
@@ -215,6 +216,18 @@ def _fixture(
         clock=clock,
         bus=bus,
     )
+    sync = controller.sync
+
+    async def checked_sync(key: str) -> Result:
+        # Every sync reads the cached objects without copying them: none may be changed.
+        try:
+            return await sync(key)
+        finally:
+            for informer in informers:
+                assert informer.detector is not None
+                informer.detector.check_all()
+
+    controller.sync = checked_sync  # type: ignore[method-assign]
     return controller, client, recorder
 
 
@@ -462,3 +475,40 @@ async def test_scale_down_budgets_from_pods_an_rs_keeps_not_its_lagging_status()
     # The old RS keeps at most 4 available pods: 4 + 1 − 4 = one may go, not two.
     assert scaled == 1
     assert [(a.name, a.old, a.new) for a in ctx.scaled] == [("web-old", 4, 3)]
+
+
+@pytest.mark.asyncio
+async def test_settled_deployment_sync_makes_no_api_call() -> None:
+    rs = _rs("web-abc", 3, desired=3, max_replicas=4)
+    d = _deployment(3)
+    controller, client, _ = _fixture(d, [rs])
+    await controller.sync("prod/web")  # records the revision and the conditions
+    assert [a for a in client.actions if a[0] != "update" or a[1] != "deployments/status"] == []
+    settled = copy.deepcopy(d)
+    settled["metadata"]["annotations"] = {util.REVISION_ANNOTATION: "1"}
+    settled["status"] = client.statuses[-1]
+    controller, client, recorder = _fixture(settled, [rs])
+    result = await controller.sync("prod/web")
+    assert client.actions == []
+    assert recorder.events == []
+    assert result.action == "noop"
+
+
+@pytest.mark.asyncio
+async def test_changed_selector_is_compiled_again_and_releases_the_rs() -> None:
+    rs = _rs("web-abc", 3, desired=3, max_replicas=4)
+    d = _deployment(3)
+    controller, client, _ = _fixture(d, [rs])
+    await controller.sync("prod/web")
+    assert not [a for a in client.actions if a[0] == "patch"]
+    # An update replaces the cached object (a new selector dict): the cached compiled
+    # selector must not be reused.
+    updated = copy.deepcopy(d)
+    updated["spec"]["selector"] = {"matchLabels": {"app": "other"}}
+    controller.informers[0].indexer.update(updated)
+    assert controller.informers[0].detector is not None
+    controller.informers[0].detector.record(updated)
+    await controller.sync("prod/web")
+    assert ("patch", "replicasets/web-abc") in client.actions
+    (name, patch), *_ = client.patches
+    assert name == "web-abc" and patch["metadata"]["ownerReferences"] is None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
@@ -173,6 +174,53 @@ def test_equal_ignore_hash_ignores_only_the_hash_label() -> None:
     assert util.equal_ignore_hash(a, b)
     assert not util.equal_ignore_hash(a, c)
     assert a["metadata"]["labels"]["pod-template-hash"] == "abc"  # inputs untouched
+
+
+_SPEC = {"containers": [{"name": "c", "image": "nginx"}]}
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "equal"),
+    [
+        pytest.param(
+            {"metadata": {"labels": {"pod-template-hash": "abc"}}, "spec": _SPEC},
+            {"spec": _SPEC},
+            True,
+            id="hash-only-labels-vs-no-metadata",
+        ),
+        pytest.param(
+            {"metadata": {"labels": {}}, "spec": _SPEC},
+            {"metadata": {}, "spec": _SPEC},
+            True,
+            id="empty-labels-vs-empty-metadata",
+        ),
+        pytest.param(
+            {"metadata": {"labels": {"app": "web"}, "annotations": {"a": "1"}}, "spec": _SPEC},
+            {"metadata": {"labels": {"app": "web", "pod-template-hash": "x"}}, "spec": _SPEC},
+            False,
+            id="annotations-differ",
+        ),
+        pytest.param(
+            {"metadata": {"labels": {"app": "web", "pod-template-hash": "x"}}, "spec": _SPEC},
+            {"metadata": {"labels": {"app": "api", "pod-template-hash": "x"}}, "spec": _SPEC},
+            False,
+            id="other-label-differs",
+        ),
+        pytest.param({"spec": _SPEC}, {"spec": _SPEC, "extra": 1}, False, id="extra-field"),
+        pytest.param(None, {}, True, id="none-is-empty"),
+        pytest.param(
+            {"spec": {"containers": [{"name": "c", "image": "nginx"}]}},
+            {"spec": {"containers": [{"name": "c", "image": "httpd"}]}},
+            False,
+            id="nested-spec-differs",
+        ),
+    ],
+)
+def test_equal_ignore_hash_table(a: Obj | None, b: Obj | None, equal: bool) -> None:
+    before = copy.deepcopy((a, b))
+    assert util.equal_ignore_hash(a, b) is equal
+    assert util.equal_ignore_hash(b, a) is equal
+    assert (a, b) == before  # compared in place, never changed
 
 
 def test_compute_hash_is_stable_and_changes_with_collisions() -> None:
