@@ -3,7 +3,8 @@ against the emulator, whose kubelet readies pods after a short delay.
 
 Rolling-update bounds on every ReplicaSet watch event, a stalled rollout's progress deadline,
 recreate, rollover, proportional scaling, pause/resume, history cleanup, adoption and orphaning,
-cascading deletion, kubectl rollout status/undo, and all of it through injected API faults.
+cascading deletion, the deprecated rollback annotation, kubectl rollout status/undo, and all of
+it through injected API faults.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from pycm.app.clients import DeploymentClientAdapter
 from tests.e2e_controllers.conftest import (
     DEPLOY_PATH,
     MANAGER_USER,
@@ -432,6 +434,64 @@ async def test_deleting_a_deployment_cascades_to_replicasets_and_pods(cluster: C
 
     await poll(gone)
     assert (await cluster.api.get(f"{DEPLOY_PATH}/web")).status_code == 404
+
+
+EVENT_PATH = "/api/v1/namespaces/default/events"
+
+
+@pytest.mark.skipif(
+    not hasattr(DeploymentClientAdapter, "update_deployment"),
+    reason="pycm run's deployment client cannot update deployments yet "
+    "(DeploymentClientAdapter.update_deployment in pycm/app/clients.py)",
+)
+@pytest.mark.asyncio
+async def test_rollback_annotation_rolls_back_to_the_revision_and_is_cleared(
+    cluster: Cluster,
+) -> None:
+    await _settle(cluster, deployment("web", 3))
+    await _set_image(cluster, "web", "v2")
+    await poll(lambda: _complete(cluster, "web", "v2"))
+    await cluster.patch(
+        f"{DEPLOY_PATH}/web",
+        {"metadata": {"annotations": {"deprecated.deployment.rollback.to": "1"}}},
+    )
+
+    async def rolled_back() -> dict[str, Any]:
+        d = await cluster.get(f"{DEPLOY_PATH}/web")
+        image = d["spec"]["template"]["spec"]["containers"][0]["image"]
+        annotations = d["metadata"].get("annotations") or {}
+        return d if image == "v1" and "deprecated.deployment.rollback.to" not in annotations else {}
+
+    d = await poll(rolled_back)
+    # The template is revision 1's ReplicaSet's, without its pod-template-hash label.
+    (v1,) = [
+        rs
+        for rs in await _owned_rss(cluster, "web")
+        if rs["spec"]["template"]["spec"]["containers"][0]["image"] == "v1"
+    ]
+    expected = v1["spec"]["template"]
+    expected["metadata"]["labels"].pop(HASH)
+    assert d["spec"]["template"] == expected
+    assert d["spec"]["template"]["metadata"]["labels"] == {"app": "web"}
+
+    async def recorded() -> list[dict[str, Any]]:
+        return [e for e in await cluster.items(EVENT_PATH) if e["reason"] == "DeploymentRollback"]
+
+    (event,) = await poll(recorded)
+    assert (event["type"], event["message"]) == (
+        "Normal",
+        'Rolled back deployment "web" to revision 1',
+    )
+    assert event["involvedObject"]["name"] == "web"
+    await poll(lambda: _complete(cluster, "web", "v1"))
+    # Revision 1's ReplicaSet is the new one again, now as revision 3; no third RS was made.
+    revisions = {
+        rs["spec"]["template"]["spec"]["containers"][0]["image"]: rs["metadata"]["annotations"][
+            "deployment.kubernetes.io/revision"
+        ]
+        for rs in await _owned_rss(cluster, "web")
+    }
+    assert revisions == {"v1": "3", "v2": "2"}
 
 
 _FAULTS = [

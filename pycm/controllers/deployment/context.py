@@ -8,11 +8,11 @@ drive them with a fake client and read back exactly what they scaled, created or
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from pycm.util.clock import REAL_CLOCK, Clock
 
-__all__ = ["DeploymentClient", "Recorder", "ScaleAction", "SyncContext"]
+__all__ = ["DeploymentClient", "DeploymentUpdater", "Recorder", "ScaleAction", "SyncContext"]
 
 Obj = dict[str, Any]
 
@@ -29,6 +29,14 @@ class DeploymentClient(Protocol):
     async def get_deployment(self, namespace: str, name: str) -> Obj: ...
 
     async def update_deployment_status(self, namespace: str, body: Obj) -> Obj: ...
+
+
+@runtime_checkable
+class DeploymentUpdater(Protocol):
+    """The optional capability a rollback needs: writing the deployment itself (its template
+    and annotations), not only its status."""
+
+    async def update_deployment(self, namespace: str, body: Obj) -> Obj: ...
 
 
 class Recorder(Protocol):
@@ -54,6 +62,7 @@ class SyncContext:
     created: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
     status_updates: int = 0
+    rolled_back: bool = False  # the deployment was written by a rollback (rollback.py)
     requeue_after: float | None = None
     requeue: bool = False
 
@@ -61,6 +70,8 @@ class SyncContext:
         return self.clock.wall_ns() / 1e9
 
     def action(self) -> str:
+        if self.rolled_back:
+            return "rolled_back"
         if self.created:
             return "created_rs"
         if any(s.new > s.old for s in self.scaled):

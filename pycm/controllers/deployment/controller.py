@@ -13,9 +13,11 @@ Handlers (key computation only, KCM's enqueue rules):
   be created only then).
 
 syncDeployment(key): an empty selector → Warning SelectingAll, observedGeneration bumped, stop;
-claim ReplicaSets (adopt after a live GET whose UID must match, release non-matching); map pods
-by ReplicaSet; being deleted → status only; paused/resumed conditions; paused → sync (scale,
-cleanup, status); a scaling event → sync with proportional scaling; else the strategy.
+claim ReplicaSets (adopt after a live GET whose UID must match, release non-matching); being
+deleted → status only; paused/resumed conditions; paused → sync (scale, cleanup, status); the
+deprecated rollback annotation → roll back (rollback.py); a scaling event → sync with
+proportional scaling; else the strategy (Recreate gets the pods mapped by ReplicaSet: KCM maps
+them on every sync, but only Recreate reads the map).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from pycm.controller.worker import Controller, Result, Trigger
 from pycm.controllers.deployment import util
 from pycm.controllers.deployment.context import DeploymentClient, Recorder, SyncContext
 from pycm.controllers.deployment.recreate import rollout_recreate
+from pycm.controllers.deployment.rollback import rollback, rollback_to
 from pycm.controllers.deployment.rolling import rollout_rolling
 from pycm.controllers.deployment.sync import (
     get_all_replica_sets_and_sync_revision,
@@ -262,6 +265,10 @@ class DeploymentController:
         await self._check_paused_conditions(ctx, d)
         if spec.get("paused"):
             await sync(ctx, d, rs_list)
+            return
+        # Before any scaling: a pending rollback must be cleared before RSs are touched.
+        if rollback_to(d) is not None:
+            await rollback(ctx, d, rs_list)
             return
         if await is_scaling_event(ctx, d, rs_list):
             await sync(ctx, d, rs_list)

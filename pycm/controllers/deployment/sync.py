@@ -34,15 +34,6 @@ Obj = dict[str, Any]
 # get_new_replica_set's "look the new RS up yourself" default (None means "there is none").
 _FIND: Any = object()
 
-_SKIPPED_ANNOTATIONS = {
-    "kubectl.kubernetes.io/last-applied-configuration",
-    util.REVISION_ANNOTATION,
-    util.REVISION_HISTORY_ANNOTATION,
-    util.DESIRED_REPLICAS_ANNOTATION,
-    util.MAX_REPLICAS_ANNOTATION,
-    util.ROLLBACK_TO_ANNOTATION,
-}
-
 
 def _meta(obj: Obj) -> dict[str, Any]:
     return obj.setdefault("metadata", {})  # type: ignore[no-any-return]
@@ -67,7 +58,7 @@ def _copy_deployment_annotations(deployment: Obj, rs: Obj) -> bool:
     changed = False
     target = _annotations(rs)
     for key, value in ((deployment.get("metadata") or {}).get("annotations") or {}).items():
-        if key in _SKIPPED_ANNOTATIONS or target.get(key) == value:
+        if key in util.ANNOTATIONS_TO_SKIP or target.get(key) == value:
             continue
         target[key] = value
         changed = True

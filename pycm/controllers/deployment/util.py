@@ -18,6 +18,7 @@ import orjson
 from pycm.api.meta import parse_time
 
 __all__ = [
+    "ANNOTATIONS_TO_SKIP",
     "DEFAULT_MAX_SURGE",
     "DEFAULT_MAX_UNAVAILABLE",
     "DESIRED_REPLICAS_ANNOTATION",
@@ -67,6 +68,18 @@ MAX_REPLICAS_ANNOTATION = "deployment.kubernetes.io/max-replicas"
 CHANGE_CAUSE_ANNOTATION = "kubernetes.io/change-cause"
 ROLLBACK_TO_ANNOTATION = "deprecated.deployment.rollback.to"
 POD_TEMPLATE_HASH_LABEL = "pod-template-hash"
+# Annotations a deployment never copies to its ReplicaSets, nor a rollback from one back to
+# the deployment (KCM's annotationsToSkip).
+ANNOTATIONS_TO_SKIP = frozenset(
+    {
+        "kubectl.kubernetes.io/last-applied-configuration",
+        REVISION_ANNOTATION,
+        REVISION_HISTORY_ANNOTATION,
+        DESIRED_REPLICAS_ANNOTATION,
+        MAX_REPLICAS_ANNOTATION,
+        ROLLBACK_TO_ANNOTATION,
+    }
+)
 DEFAULT_MAX_SURGE = "25%"
 DEFAULT_MAX_UNAVAILABLE = "25%"
 MAX_INT32 = 2**31 - 1

@@ -14,6 +14,7 @@ from pycm.controller import Result
 from pycm.controllers.deployment import util
 from pycm.controllers.deployment.context import SyncContext
 from pycm.controllers.deployment.controller import DeploymentController
+from pycm.controllers.deployment.rollback import last_revision, rollback_to
 from pycm.controllers.deployment.sync import scale
 from pycm.kube.errors import AlreadyExists
 from pycm.trace.bus import Bus
@@ -30,6 +31,7 @@ class FakeClient:
         self.created: list[Obj] = []
         self.updated_rs: list[Obj] = []
         self.statuses: list[Obj] = []
+        self.updated_deployments: list[Obj] = []
         self.patches: list[tuple[str, Obj]] = []
         self.existing = existing_rs_names or set()
         self._rv = 100
@@ -62,6 +64,12 @@ class FakeClient:
     async def get_deployment(self, namespace: str, name: str) -> Obj:
         self.actions.append(("get", f"deployments/{name}"))
         return self.deployment
+
+    async def update_deployment(self, namespace: str, body: Obj) -> Obj:
+        self.actions.append(("update", f"deployments/{body['metadata']['name']}"))
+        self._rv += 1
+        self.updated_deployments.append(copy.deepcopy(body))
+        return {**body, "metadata": {**body["metadata"], "resourceVersion": str(self._rv)}}
 
     async def update_deployment_status(self, namespace: str, body: Obj) -> Obj:
         self.actions.append(("update", "deployments/status"))
@@ -512,3 +520,140 @@ async def test_changed_selector_is_compiled_again_and_releases_the_rs() -> None:
     assert ("patch", "replicasets/web-abc") in client.actions
     (name, patch), *_ = client.patches
     assert name == "web-abc" and patch["metadata"]["ownerReferences"] is None
+
+
+# -- the deprecated rollback annotation --------------------------------------------------------
+
+
+def _rolled_out_to_v2(rollback_to: str) -> tuple[Obj, list[Obj]]:
+    """A deployment at revision 2 (nginx:2) with revision 1 (nginx:1) kept, asked to roll back."""
+    d = _deployment(3, "nginx:2")
+    d["metadata"]["annotations"] = {
+        util.REVISION_ANNOTATION: "2",
+        "kubernetes.io/change-cause": "edit",
+        util.ROLLBACK_TO_ANNOTATION: rollback_to,
+    }
+    old = _rs("web-one", 0, "nginx:1", revision=1)
+    old["metadata"]["annotations"]["kubernetes.io/change-cause"] = "create"
+    new = _rs("web-two", 3, "nginx:2", revision=2, created="2024-01-02T00:00:00Z")
+    new["metadata"]["annotations"]["kubernetes.io/change-cause"] = "edit"
+    return d, [old, new]
+
+
+@pytest.mark.parametrize("rollback_to", ["1", "0"], ids=["revision-1", "last-revision"])
+@pytest.mark.asyncio
+async def test_rollback_takes_the_revisions_template_and_clears_the_annotation(
+    rollback_to: str,
+) -> None:
+    d, rss = _rolled_out_to_v2(rollback_to)
+    controller, client, recorder = _fixture(d, rss)
+    result = await controller.sync("prod/web")
+    (updated,) = client.updated_deployments
+    # The RS's template without its hash label; its annotations, the deployment's revision.
+    assert updated["spec"]["template"] == _template("nginx:1")
+    assert updated["metadata"]["annotations"] == {
+        util.REVISION_ANNOTATION: "2",
+        "kubernetes.io/change-cause": "create",
+    }
+    assert ("Normal", "DeploymentRollback", 'Rolled back deployment "web" to revision 1') in (
+        recorder.events
+    )
+    assert client.actions[-1] == ("update", "deployments/web")
+    assert not [a for a in client.actions if a[1].startswith("replicasets/")]  # nothing scaled
+    assert result.action == "rolled_back"
+
+
+@pytest.mark.parametrize(
+    ("rollback_to", "only_current", "reason", "message"),
+    [
+        pytest.param(
+            "5",
+            False,
+            "DeploymentRollbackRevisionNotFound",
+            "Unable to find the revision to rollback to.",
+            id="no-such-revision",
+        ),
+        pytest.param(
+            "0",
+            True,
+            "DeploymentRollbackRevisionNotFound",
+            "Unable to find last revision.",
+            id="no-last-revision",
+        ),
+        pytest.param(
+            "2",
+            False,
+            "DeploymentRollbackTemplateUnchanged",
+            'The rollback revision contains the same template as current deployment "web"',
+            id="same-template",
+        ),
+    ],
+)
+@pytest.mark.asyncio
+async def test_rollback_that_cannot_roll_back_warns_and_only_clears_the_annotation(
+    rollback_to: str, only_current: bool, reason: str, message: str
+) -> None:
+    d, rss = _rolled_out_to_v2(rollback_to)
+    if only_current:
+        rss = rss[1:]  # revision 2 alone: there is no revision before it
+    controller, client, recorder = _fixture(d, rss)
+    await controller.sync("prod/web")
+    (updated,) = client.updated_deployments
+    assert updated["spec"]["template"] == d["spec"]["template"]
+    assert util.ROLLBACK_TO_ANNOTATION not in updated["metadata"]["annotations"]
+    assert updated["metadata"]["annotations"]["kubernetes.io/change-cause"] == "edit"
+    rollback_events = [e for e in recorder.events if e[1].startswith("DeploymentRollback")]
+    assert rollback_events == [("Warning", reason, message)]
+
+
+@pytest.mark.asyncio
+async def test_rollback_annotation_that_is_not_a_number_is_ignored() -> None:
+    d, rss = _rolled_out_to_v2("one")
+    controller, client, recorder = _fixture(d, rss)
+    await controller.sync("prod/web")
+    assert client.updated_deployments == []
+    assert not [e for e in recorder.events if e[1].startswith("DeploymentRollback")]
+
+
+@pytest.mark.asyncio
+async def test_paused_deployment_does_not_roll_back() -> None:
+    d, rss = _rolled_out_to_v2("1")
+    d["spec"]["paused"] = True
+    controller, client, _ = _fixture(d, rss)
+    await controller.sync("prod/web")
+    assert client.updated_deployments == []
+
+
+@pytest.mark.parametrize(
+    ("revisions", "expected"),
+    [
+        pytest.param([], 0, id="none"),
+        pytest.param(["3"], 0, id="only-one"),
+        pytest.param(["1", "3", "2"], 2, id="second-highest"),
+        pytest.param(["4", "x", "2"], 2, id="unparsable-skipped"),
+        pytest.param(["2", "2"], 2, id="tie"),
+    ],
+)
+def test_last_revision_is_the_second_highest(revisions: list[str], expected: int) -> None:
+    rss = [_rs(f"web-{i}", 1) for i in range(len(revisions))]
+    for rs, rev in zip(rss, revisions, strict=True):
+        rs["metadata"]["annotations"][util.REVISION_ANNOTATION] = rev
+    assert last_revision(rss) == expected
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        pytest.param("3", 3, id="number"),
+        pytest.param("0", 0, id="zero"),
+        pytest.param("-1", -1, id="negative"),
+        pytest.param("", None, id="empty"),
+        pytest.param(" 1", None, id="space"),
+        pytest.param("1_0", None, id="underscore"),
+        pytest.param(str(2**63), None, id="overflow"),
+    ],
+)
+def test_rollback_to_parses_like_strconv(value: str, expected: int | None) -> None:
+    d = _deployment()
+    d["metadata"]["annotations"] = {util.ROLLBACK_TO_ANNOTATION: value}
+    assert rollback_to(d) == expected
