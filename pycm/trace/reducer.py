@@ -140,12 +140,20 @@ RATE_WINDOW_S = 10  # the window of the rates in the snapshot
 _HOUR_NS = 3600 * 1_000_000_000
 
 _MS = 1e-6  # ns -> ms
+# A duration from a (possibly hand-written or corrupt) event is bounded so that the arithmetic
+# on it stays inside the signed 64-bit range every JSON encoder of a snapshot accepts.
+_MAX_DURATION_NS = 2**53
 _OK = Outcome.OK
 _ERROR = Outcome.ERROR
 _CODE_CLASS = {1: "1xx", 2: "2xx", 3: "3xx", 4: "4xx", 5: "5xx"}
 _RESULTS = tuple(r.value for r in ReconcileResult)
 
 Handler = Callable[[Any, InstanceRecord], None]
+
+
+def _ms_to_ns(ms: float) -> int:
+    """A duration in ms from an event as bounded, non-negative nanoseconds."""
+    return int(min(max(ms, 0.0) * 1e6, _MAX_DURATION_NS))
 
 
 def _label(step: StepBegin) -> str:
@@ -655,7 +663,7 @@ class State:
         rec.synced_ts = ev.ts
         rec.objects = ev.objects
         rec.sync_duration_ms = ev.duration_ms
-        dur_ns = int(ev.duration_ms * 1e6)
+        dur_ns = _ms_to_ns(ev.duration_ms)
         self._bar_point(inst, f"informer.synced/{ev.resource}", ev.ts - dur_ns, dur_ns)
 
     def _handler_lagged(self, ev: HandlerLagged, inst: InstanceRecord) -> None:
@@ -783,7 +791,7 @@ class State:
             lease.transitions = ev.transitions
         self._set_holder(lease, ev.identity or ev.instance, ev)
         inst.role = "leader"
-        waited = int(ev.waited_ms * 1e6)
+        waited = _ms_to_ns(ev.waited_ms)
         self._bar_point(inst, "lease.acquired", ev.ts - waited, waited)
 
     def _lease_renewed(self, ev: LeaseRenewed, inst: InstanceRecord) -> None:

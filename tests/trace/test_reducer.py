@@ -807,3 +807,14 @@ def test_state_every_registered_kind_applies_cleanly_and_round_trips() -> None:
     assert resumed.snapshot() == snap
     # the samples share one span id and each end precedes its begin: nothing stays in flight
     assert snap["in_flight"]["total"] == 0
+
+
+def test_state_huge_millisecond_durations_keep_the_snapshot_encodable() -> None:
+    """A corrupt duration_ms/waited_ms (9e12 ms = 2**63 ns) must not break orjson's int range."""
+    from pycm.trace.kinds import InformerSynced, LeaseAcquired
+
+    state = State()
+    state.apply(InformerSynced(resource="pods", duration_ms=9.3e12, ts=T0, seq=1))
+    state.apply(LeaseAcquired(lease=LEASE, waited_ms=-5.0e15, ts=T0, seq=2))
+    wire = orjson.loads(orjson.dumps(state.snapshot()))
+    assert State.restore(wire).snapshot()["counters"]["applied"] == 2
