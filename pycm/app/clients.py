@@ -80,6 +80,10 @@ class DeploymentClientAdapter:
     async def update_deployment_status(self, namespace: str, body: Obj) -> Obj:
         return await self._c.update_status(DEPLOYMENTS, body, namespace=namespace)
 
+    async def update_deployment(self, namespace: str, body: Obj) -> Obj:
+        """The deprecated rollback annotation rewrites the deployment's spec (rollback.py)."""
+        return await self._c.update(DEPLOYMENTS, body, namespace=namespace)
+
 
 class EventSinkAdapter:
     def __init__(self, client: Client) -> None:

@@ -20,7 +20,6 @@ from typing import Any
 
 import pytest
 
-from pycm.app.clients import DeploymentClientAdapter
 from tests.e2e_controllers.conftest import (
     DEPLOY_PATH,
     MANAGER_USER,
@@ -439,11 +438,6 @@ async def test_deleting_a_deployment_cascades_to_replicasets_and_pods(cluster: C
 EVENT_PATH = "/api/v1/namespaces/default/events"
 
 
-@pytest.mark.skipif(
-    not hasattr(DeploymentClientAdapter, "update_deployment"),
-    reason="pycm run's deployment client cannot update deployments yet "
-    "(DeploymentClientAdapter.update_deployment in pycm/app/clients.py)",
-)
 @pytest.mark.asyncio
 async def test_rollback_annotation_rolls_back_to_the_revision_and_is_cleared(
     cluster: Cluster,

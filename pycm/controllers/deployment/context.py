@@ -8,11 +8,11 @@ drive them with a fake client and read back exactly what they scaled, created or
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol
 
 from pycm.util.clock import REAL_CLOCK, Clock
 
-__all__ = ["DeploymentClient", "DeploymentUpdater", "Recorder", "ScaleAction", "SyncContext"]
+__all__ = ["DeploymentClient", "Recorder", "ScaleAction", "SyncContext"]
 
 Obj = dict[str, Any]
 
@@ -30,12 +30,7 @@ class DeploymentClient(Protocol):
 
     async def update_deployment_status(self, namespace: str, body: Obj) -> Obj: ...
 
-
-@runtime_checkable
-class DeploymentUpdater(Protocol):
-    """The optional capability a rollback needs: writing the deployment itself (its template
-    and annotations), not only its status."""
-
+    # Only the deprecated rollback annotation writes the deployment itself (rollback.py).
     async def update_deployment(self, namespace: str, body: Obj) -> Obj: ...
 
 

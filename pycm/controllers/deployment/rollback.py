@@ -24,9 +24,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pycm.controller.worker import TerminalError
 from pycm.controllers.deployment import util
-from pycm.controllers.deployment.context import DeploymentUpdater, SyncContext
+from pycm.controllers.deployment.context import SyncContext
 from pycm.controllers.deployment.sync import get_all_replica_sets_and_sync_revision
 
 __all__ = [
@@ -174,9 +173,6 @@ def _set_annotations_from(deployment: Obj, rs: Mapping[str, Any]) -> None:
 async def _update_and_clear_rollback_to(ctx: SyncContext, deployment: Obj) -> Obj:
     """Remove the annotation and write the whole deployment (one update)."""
     client = ctx.client
-    if not isinstance(client, DeploymentUpdater):
-        # Retrying cannot help, and without the write the annotation would stay for good.
-        raise TerminalError("the deployment client cannot update deployments: cannot roll back")
     annotations = {
         k: v for k, v in _annotations(deployment).items() if k != util.ROLLBACK_TO_ANNOTATION
     }
