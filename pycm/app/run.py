@@ -130,6 +130,8 @@ class Manager:
         self.elector: LeaderElector | None = None
         self.context: ControllerContext | None = None
         self._recorder: Recorder | None = None
+        # The share of traces exported by ratio (0 without an exporter): the traceparent flag.
+        self._export_ratio = 0.0
         self._controller_metrics = ControllerMetrics(self.metrics_registry)
         self._snapshot: Callable[[], dict[str, Any]] | None = None
 
@@ -195,6 +197,7 @@ class Manager:
         except ValueError as exc:
             raise ManagerError(f"invalid OpenTelemetry configuration: {exc}") from None
         if otel is not None:
+            self._export_ratio = cfg.tracing.sample_ratio
             self._spawn(otel.run(), "otel sink")  # cancelled last: it flushes, bounded
         try:
             from pycm.trace.reducer import State
@@ -225,6 +228,7 @@ class Manager:
             )
         except ConfigError as exc:
             raise ManagerError(f"invalid client configuration: {exc}") from None
+        client_config = client_config.with_overrides(trace_sample_ratio=self._export_ratio)
         return await Client.connect(
             client_config, bus=self.bus, registry=self.metrics_registry, clock=self.clock
         )

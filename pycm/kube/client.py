@@ -6,7 +6,8 @@ Every request goes through the same pipeline (:meth:`Client._send`):
    the seconds waited are measured) — watch requests too, but not the stream once open;
 2. headers: User-Agent, Accept (metadata-only requests ask for PartialObjectMetadata and fall
    back to plain JSON), Authorization (token files re-read for rotation), ``traceparent`` when
-   inside a trace step;
+   inside a trace step — sampled (flag 01) only in the traces the manager exports by ratio
+   (:class:`pycm.util.sampling.TraceIdRatio` at ``trace_sample_ratio``), 00 otherwise;
 3. the request, with the config's timeout (watch streams use ``timeoutSeconds`` plus a read
    margin instead);
 4. a 429 — or a 5xx — carrying Retry-After is retried after that many seconds, up to
@@ -47,10 +48,11 @@ from pycm.kube.resources import Resource
 from pycm.kube.transport import build_http_client, build_ssl_context
 from pycm.kube.watch import Watch
 from pycm.trace.bus import Bus, default_bus
-from pycm.trace.context import current_span, error_text, note_call
+from pycm.trace.context import current_span, error_text, new_span_id, note_call
 from pycm.trace.kinds import ApiRequestCompleted
 from pycm.util.clock import REAL_CLOCK, Clock
 from pycm.util.ratelimit import TokenBucket
+from pycm.util.sampling import TraceIdRatio
 
 __all__ = [
     "ACCEPT_JSON",
@@ -209,6 +211,7 @@ class Client:
         self._metrics: ClientMetrics = client_metrics(registry)
         self._auth = Authenticator(config, clock)
         self._max_retries = max_retries
+        self._trace_sampled = TraceIdRatio(config.trace_sample_ratio).sampled
         self.host = httpx.URL(config.server).netloc.decode("ascii")
         self._extensions = (
             {"sni_hostname": config.tls_server_name} if config.tls_server_name else {}
@@ -574,18 +577,31 @@ class Client:
         self._metrics.rate_limiter_duration.labels(method, self.host).observe(waited)
         return waited
 
-    async def _headers(self, accept: str, content_type: str | None) -> dict[str, str]:
+    async def _headers(
+        self, accept: str, content_type: str | None, traceparent: str
+    ) -> dict[str, str]:
         headers = {"User-Agent": self.config.user_agent, "Accept": accept}
         if content_type:
             headers["Content-Type"] = content_type
         authorization = await self._auth.header()
         if authorization:
             headers["Authorization"] = authorization
-        if self.config.propagate_trace_context:
-            span = current_span()
-            if span is not None:
-                headers["traceparent"] = f"00-{span[0]}-{span[1]}-01"
+        if traceparent:
+            headers["traceparent"] = traceparent
         return headers
+
+    def _traceparent(self) -> tuple[str, str]:
+        """(the request's own span id, its W3C traceparent) inside a step, else ("", "").
+
+        The parent in the header is the request's CLIENT span, not the step, so that the
+        apiserver's span nests under the call that caused it, as OTel's HTTP instrumentation
+        does; the id is chosen here and kept by the trace point (Bus.point)."""
+        span = current_span() if self.config.propagate_trace_context else None
+        if span is None:
+            return "", ""
+        span_id = new_span_id()
+        flags = "01" if self._trace_sampled(span[0]) else "00"
+        return span_id, f"00-{span[0]}-{span_id}-{flags}"
 
     async def _send(
         self,
@@ -610,10 +626,11 @@ class Client:
         error = ""
         host = self.host
         metrics = self._metrics
+        span_id, traceparent = self._traceparent()
         try:
             while True:
                 waited += await self._throttle(method)
-                headers = await self._headers(accept, content_type)
+                headers = await self._headers(accept, content_type, traceparent)
                 request = self._http.build_request(
                     method,
                     path,
@@ -664,6 +681,7 @@ class Client:
             metrics.request_duration.labels(method, host).observe(dur_ns / 1e9)
             (self._bus or default_bus()).point(
                 ApiRequestCompleted(
+                    span_id=span_id,
                     verb=call.verb,
                     method=method,
                     resource=call.resource,

@@ -88,6 +88,10 @@ class ClientConfig:
     user_agent: str = DEFAULT_USER_AGENT
     timeout: float | None = 30.0  # per request (not watch streams); None: no timeout
     propagate_trace_context: bool = True  # send a W3C traceparent header inside trace steps
+    # The traceparent's sampled flag (01) marks the requests of traces the manager exports by
+    # ratio (pycm.util.sampling's rule, the OTel sink's --trace-sample-ratio); 0: the manager
+    # exports nothing by ratio, so the flag is 00 and a parent-based apiserver records nothing.
+    trace_sample_ratio: float = 0.0
     namespace: str = ""  # the context's (or the service account's) namespace, "" if unset
 
     def with_overrides(self, **changes: Any) -> ClientConfig:

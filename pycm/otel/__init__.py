@@ -13,10 +13,13 @@ shutdown runs in a daemon thread. These are the only threads in pycm; they live 
 they are the SDK's. The event loop never waits on the network: a slow or absent collector fills
 the processor's bounded queue, which then drops the oldest spans.
 
-``traceparent``: pycm.kube's client sends ``00-<trace>-<span>-01`` inside every step. The
-sampled flag is always 01 because the decision is made at the tail, after the request was
-sent; a server that records by parent-based sampling would record some spans whose parent pycm
-later drops. We accept that (it errs towards more data, never a broken trace we did export).
+``traceparent``: pycm.kube's client sends ``00-<trace>-<span>-<flags>`` inside every step. The
+export decision is made at the tail, after the requests were sent, so the flag can only carry
+the part known up front: 01 on the traces the ratio keeps (:mod:`pycm.util.sampling`, the same
+rule the tail sampler applies), 00 otherwise and always when nothing is exported. A parent-based
+apiserver then records the requests of every ratio-kept reconcile and no orphans of dropped
+ones; a failed or slow reconcile kept at the tail outside the ratio is exported without the
+apiserver's own spans (its CLIENT request spans, made here, are always in it).
 """
 
 from __future__ import annotations

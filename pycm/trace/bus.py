@@ -184,14 +184,16 @@ class Bus:
 
     def point(self, event: Event, *, dur_ns: int = 0) -> Event:
         """Emit a point event inside the current step: its trace, the step as parent, an id
-        of its own. Outside any step, a timed point (``dur_ns``) starts its own trace — it
-        may become a span — and an untimed one carries no ids (it is in no trace), which
-        keeps hot untraced points such as queue adds from informer handlers cheap."""
+        of its own (kept if the caller chose it up front: the API client puts it in the
+        request's traceparent). Outside any step, a timed point (``dur_ns``) starts its own
+        trace — it may become a span — and an untimed one carries no ids (it is in no trace),
+        which keeps hot untraced points such as queue adds from informer handlers cheap."""
         parent = _current.get()
         if parent is not None:
             _set(event, "trace_id", parent[0])
             _set(event, "parent_id", parent[1])
-            _set(event, "span_id", f"{_bits(64) or 1:016x}")
+            if not event.span_id:
+                _set(event, "span_id", f"{_bits(64) or 1:016x}")
         elif dur_ns:
             trace_id = new_trace_id()
             _set(event, "trace_id", trace_id)

@@ -34,6 +34,14 @@ async def cluster(tmp_path: Path) -> AsyncIterator[Any]:
 async def test_manager_serves_health_and_metrics_and_runs_controllers(
     cluster: Any, tmp_path: Path
 ) -> None:
+    traceparents: list[str] = []
+
+    async def record(request: Any) -> None:
+        header = request.headers.get("traceparent")
+        if header:
+            traceparents.append(header)
+
+    cluster.before_request.insert(0, record)
     manager = start_manager(cluster.kubeconfig_path, tmp_path)
     admin = {"Authorization": f"Bearer {cluster.admin_token}"}
     try:
@@ -96,6 +104,8 @@ async def test_manager_serves_health_and_metrics_and_runs_controllers(
     kinds = [e.KIND for e in events]
     ends = [e for e in events if e.KIND == "reconcile.end"]
     assert any(e.api_calls > 0 for e in ends)  # type: ignore[attr-defined]
+    # Without an exporter nothing is sampled: reconciles' calls carry their context, flag 00.
+    assert traceparents and all(t.endswith("-00") for t in traceparents), traceparents[:3]
     # KCM's start-up order: controllers initialised (registering informers), then the
     # factories started and InformersStarted, then caches synced and workers started.
     last_init = max(i for i, k in enumerate(kinds) if k == "controller.init.end")

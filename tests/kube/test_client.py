@@ -444,21 +444,55 @@ async def test_client_traceparent_header_inside_step(
 ) -> None:
     from pycm.trace.kinds import ReconcileStarted
 
-    on, off = make_client(), make_client(propagate_trace_context=False)
+    on, all_, off = (
+        make_client(),
+        make_client(trace_sample_ratio=1.0),
+        make_client(propagate_trace_context=False),
+    )
     try:
         with bus.step(ReconcileStarted(controller="c", key="ns/p")) as step:
             await on.get(PODS, "p", namespace="ns")
+            await all_.get(PODS, "p", namespace="ns")
             await off.get(PODS, "p", namespace="ns")
         await on.get(PODS, "p", namespace="ns")
     finally:
-        await on.aclose()
-        await off.aclose()
-    trace_id, span_id = step.trace_id, step.span_id
-    assert recorder.requests[0].headers["traceparent"] == f"00-{trace_id}-{span_id}-01"
-    assert "traceparent" not in recorder.requests[1].headers
+        for c in (on, all_, off):
+            await c.aclose()
+    trace_id = step.trace_id
+    first, second = api_events(bus)[:2]
+    # Each request's CLIENT span is the header's parent (the apiserver's span nests under the
+    # call), and that span is a child of the step.
+    assert (first.trace_id, first.parent_id) == (trace_id, step.span_id)
+    assert (second.trace_id, second.parent_id) == (trace_id, step.span_id)
+    assert len({first.span_id, second.span_id, step.span_id}) == 3
+    # Ratio 0 (nothing exported by ratio): the context travels, marked not sampled.
+    assert recorder.requests[0].headers["traceparent"] == f"00-{trace_id}-{first.span_id}-00"
+    assert recorder.requests[1].headers["traceparent"] == f"00-{trace_id}-{second.span_id}-01"
     assert "traceparent" not in recorder.requests[2].headers
-    first = api_events(bus)[0]
-    assert (first.trace_id, first.parent_id) == (trace_id, span_id)
+    assert "traceparent" not in recorder.requests[3].headers
+
+
+@pytest.mark.asyncio
+async def test_client_traceparent_sampled_flag_is_the_tail_samplers_ratio_choice(
+    make_client: MakeClient, recorder: Recorder, bus: Bus
+) -> None:
+    """At ratio r the flag is 01 on exactly the traces the OTel sink keeps by ratio."""
+    from pycm.otel.sampling import TailSampler
+    from pycm.trace.kinds import ReconcileStarted
+
+    client = make_client(trace_sample_ratio=0.5)
+    trace_ids = []
+    try:
+        for i in range(64):
+            with bus.step(ReconcileStarted(controller="c", key=f"ns/p{i}")) as step:
+                await client.get(PODS, "p", namespace="ns")
+            trace_ids.append(step.trace_id)
+    finally:
+        await client.aclose()
+    flags = [r.headers["traceparent"].rsplit("-", 1)[1] for r in recorder.requests]
+    sampler = TailSampler(0.5, 1.0)
+    assert flags == ["01" if sampler.by_ratio(t) else "00" for t in trace_ids]
+    assert 10 < flags.count("01") < 54  # both kinds occur: the flag is not a constant
 
 
 @pytest.mark.asyncio

@@ -110,6 +110,14 @@ def _reconciles(spans: list[Received], controller: str) -> list[Received]:
 
 @pytest.mark.asyncio
 async def test_manager_exports_startup_and_reconcile_traces(cluster: Any, tmp_path: Path) -> None:
+    traceparents: list[str] = []
+
+    async def record(request: Any) -> None:
+        header = request.headers.get("traceparent")
+        if header:
+            traceparents.append(header)
+
+    cluster.before_request.insert(0, record)
     async with otlp_grpc_receiver() as receiver:
         proc, _, out = _start(cluster, tmp_path, receiver.endpoint, "--trace-sample-ratio", "1")
         try:
@@ -169,6 +177,9 @@ async def test_manager_exports_startup_and_reconcile_traces(cluster: Any, tmp_pa
         "/api/v1/namespaces/"
     )
     assert "http.response.status_code" in call and "k8s.resource" in call
+    # The apiserver saw each call's CLIENT span as its parent, sampled (ratio 1 keeps all).
+    for c in calls:
+        assert f"00-{c.trace_id}-{c.span_id}-01" in traceparents, (c.span_id, traceparents[:5])
     linked = [d for d in deploys if d.span.links]
     assert linked
     link = linked[0].span.links[0]
