@@ -177,7 +177,7 @@ class _SettlingClient:
         return d
 
 
-def _settled(n: int) -> tuple[DeploymentController, _SettlingClient, list[str], Bus]:
+def settled_controller(n: int) -> tuple[DeploymentController, _SettlingClient, list[str], Bus]:
     """A controller over ``n`` deployments synced until a sync writes nothing."""
     bus = Bus()
     informers = [
@@ -203,7 +203,7 @@ def _settled(n: int) -> tuple[DeploymentController, _SettlingClient, list[str], 
     return controller, client, keys, bus
 
 
-async def _settle(
+async def settle(
     controller: DeploymentController, client: _SettlingClient, keys: list[str]
 ) -> None:
     for _ in range(5):
@@ -216,8 +216,8 @@ async def _settle(
 
 
 async def _noop(n: int, repeats: int) -> tuple[float, float, float, float]:
-    controller, client, keys, bus = _settled(n)
-    await _settle(controller, client, keys)
+    controller, client, keys, bus = settled_controller(n)
+    await settle(controller, client, keys)
     settled_writes = client.writes
     lister = controller.d_lister
 

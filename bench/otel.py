@@ -2,12 +2,16 @@
 
 Figures (medians of the repeats):
 
-- ``otel.overhead``: no-op reconciles/s through ``Controller.process`` (a trivial sync: one
-  traced step each) with export on — the sink task on the same event loop, default sampling
-  (ratio 0.1), a BatchSpanProcessor and the OTLP/gRPC exporter sending to a receiver in another
-  process — against the same loop with export off (peer ``export_off``); ratio on / off (1.0:
-  export costs the reconcile loop nothing). The loop yields every 100 reconciles so the sink
-  keeps up (its bus queue never overflows: lost events would flatter it).
+- ``otel.overhead``: the deployment controller's no-op resync — ``Controller.process`` (the
+  worker loop's traced step around ``DeploymentController.sync``) over the settled deployments
+  of ``bench.controllers`` (pre-filled informers, a client that fails the run on any write) —
+  in reconciles/s with export on (the sink task on the same event loop, default sampling: ratio
+  0.1, slow threshold 1 s; a BatchSpanProcessor and the OTLP/gRPC exporter sending to a receiver
+  in another process) against the same passes with export off (peer ``export_off``); on and off
+  passes alternate and the ratio is the median of adjacent pairs' on / off (1.0: export costs
+  the reconcile loop nothing). The loop yields every 100 reconciles and each pass ends when the
+  sink has consumed everything, so its work is inside the timing; the run fails if the sink's
+  bus subscription lost any event (lost events would flatter it).
 - ``otel.span_cost``: µs per exported span through the sink (``OtelSink.handle`` of a
   reconcile's begin, one API-request point and its end, ratio 1 so every span is exported, into a
   BatchSpanProcessor whose exporter discards). Peer: the SDK's own ``start_as_current_span`` for
@@ -19,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import statistics
 import subprocess
 import sys
 import time
@@ -29,9 +34,10 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, Spa
 from opentelemetry.trace import SpanKind
 from prometheus_client import CollectorRegistry
 
+from bench.controllers import settle, settled_controller
 from bench.harness import Figure, median_of
 from pycm.app.config import TracingConfig
-from pycm.controller.worker import Controller, Result
+from pycm.controllers.deployment.controller import DeploymentController
 from pycm.otel import start_otel_sink
 from pycm.otel.metrics import SinkMetrics
 from pycm.otel.resource import build_resource
@@ -41,9 +47,9 @@ from pycm.trace.bus import Bus
 from pycm.trace.kinds import ApiRequestCompleted, ReconcileResult, ReconcileStarted
 
 _SIZES = {
-    # size: (reconciles per overhead repeat, reconciles per span-cost repeat, repeats)
-    "tiny": (3_000, 2_000, 3),
-    "full": (50_000, 20_000, 5),
+    # size: (settled deployments per overhead pass, reconciles per span-cost repeat, repeats)
+    "tiny": (200, 2_000, 3),
+    "full": (2_000, 20_000, 7),
 }
 _YIELD_EVERY = 100
 
@@ -58,34 +64,58 @@ def _processor(n_spans: int) -> BatchSpanProcessor:
     return BatchSpanProcessor(_Discard(), max_queue_size=n_spans + 1, max_export_batch_size=512)
 
 
-async def _reconciles_per_s(n: int, endpoint: str | None) -> float:
-    bus = Bus(instance="bench")
+async def _overhead_passes(n_deployments: int, repeats: int, endpoint: str) -> tuple[float, ...]:
+    """(median reconciles/s with export on, off, median of the adjacent passes' on/off)."""
+    # Two identical settled controllers, each on a bus of its own; only one bus has the sink.
+    exported, exported_client, keys, exported_bus = settled_controller(n_deployments)
+    plain, plain_client, _, _ = settled_controller(n_deployments)
+    for c, client in ((exported, exported_client), (plain, plain_client)):
+        await settle(c, client, keys)
+    writes = exported_client.writes + plain_client.writes
+    registry = CollectorRegistry()
+    config = TracingConfig(otlp_endpoint=endpoint, otlp_protocol="grpc")
+    handle = start_otel_sink(exported_bus, config, "bench", registry, env={})
+    assert handle is not None
+    subscription = handle.subscription
 
-    async def sync(key: str) -> Result:
-        return Result(action="noop")
-
-    controller = Controller("bench", sync, resource="deployments", bus=bus)
-    task = None
-    if endpoint is not None:
-        config = TracingConfig(otlp_endpoint=endpoint, otlp_protocol="grpc")
-        handle = start_otel_sink(bus, config, "bench", CollectorRegistry(), env={})
-        assert handle is not None
-        task = asyncio.create_task(handle.run(), name="otel sink")
-    keys = [f"default/d{i % 500}" for i in range(n)]
-    await asyncio.sleep(0)
-    gc.collect()
-    start = time.perf_counter()
-    for i, key in enumerate(keys):
-        await controller.process(key)
-        if i % _YIELD_EVERY == 0:
+    async def one_pass(controller: DeploymentController) -> float:
+        process = controller.controller.process
+        await asyncio.sleep(0)
+        start = time.perf_counter()
+        for i, key in enumerate(keys):
+            await process(key)
+            if i % _YIELD_EVERY == 0:
+                await asyncio.sleep(0)
+        while subscription.pending:  # the sink's share of an exported pass is in its timing
             await asyncio.sleep(0)
-    await asyncio.sleep(0)
-    elapsed = time.perf_counter() - start
-    if task is not None:
+        return len(keys) / (time.perf_counter() - start)
+
+    task = asyncio.create_task(handle.run(), name="otel sink")
+    on: list[float] = []
+    off: list[float] = []
+    try:
+        await one_pass(exported)  # warm-up: first-touch costs, the exporter's channel
+        await one_pass(plain)
+        gc.collect()
+        for i in range(repeats):  # alternate the order so drift moves both sides alike
+            if i % 2:
+                off.append(await one_pass(plain))
+                on.append(await one_pass(exported))
+            else:
+                on.append(await one_pass(exported))
+                off.append(await one_pass(plain))
+    finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
-    await controller.queue.aclose()
-    return n / elapsed
+        for c in (exported, plain):
+            await c.controller.queue.aclose()
+    lost = registry.get_sample_value("pycm_otel_bus_events_lost_total") or 0.0
+    if lost:
+        raise RuntimeError(f"the sink lost {lost:.0f} bus events: the figure would flatter it")
+    if exported_client.writes + plain_client.writes != writes:
+        raise RuntimeError("a no-op sync wrote to the API")
+    ratios = [a / b for a, b in zip(on, off, strict=True)]
+    return statistics.median(on), statistics.median(off), statistics.median(ratios)
 
 
 def _overhead(n: int, repeats: int) -> Figure:
@@ -98,13 +128,12 @@ def _overhead(n: int, repeats: int) -> Figure:
     try:
         assert peer.stdout is not None
         endpoint = f"http://127.0.0.1:{int(peer.stdout.readline())}"
-        on = median_of(repeats, lambda: asyncio.run(_reconciles_per_s(n, endpoint)))
-        off = median_of(repeats, lambda: asyncio.run(_reconciles_per_s(n, None)))
+        on, off, ratio = asyncio.run(_overhead_passes(n, repeats, endpoint))
     finally:
         assert peer.stdin is not None
         peer.stdin.close()
         peer.wait(timeout=10)
-    return Figure("otel.overhead", on, "reconciles/s", "export_off", off, "reconciles/s", on / off)
+    return Figure("otel.overhead", on, "reconciles/s", "export_off", off, "reconciles/s", ratio)
 
 
 def _scripted_events(n: int) -> list[object]:

@@ -14,19 +14,34 @@ For each candidate object (from the informer cache, matching or not):
 Writes are JSON merge patches of ``metadata.ownerReferences`` carrying the object's
 ``resourceVersion`` and ``uid``: the server refuses them with a conflict if the object changed
 since it was read, so two controllers racing for one orphan cannot both win.
+
+The candidates: KCM hands the claim every object of the namespace, and the claim skips at once
+those another controller owns. :data:`CLAIM_INDEX` files each object under its namespace and
+its controller's UID (orphans under the namespace alone), read exactly as the claim reads it,
+so :func:`claim_candidates` is two index lookups — ours and the orphans — that give the claim
+the objects it would not skip, in the lister's order.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from pycm.api.labels import Selector
 from pycm.api.meta import controller_ref, deletion_timestamp, labels, namespace, uid
 from pycm.api.owner import new_controller_ref
 
-__all__ = ["AdoptionRefused", "ClaimResult", "ControllerRefManager"]
+__all__ = [
+    "CLAIM_INDEX",
+    "AdoptionRefused",
+    "ClaimResult",
+    "ControllerRefManager",
+    "add_claim_index",
+    "claim_candidates",
+    "claim_index_func",
+    "controller_of",
+]
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +66,7 @@ class ClaimResult:
         self.errors: list[Exception] = []
 
 
-def _controller_ref(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
+def controller_of(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
     """metav1.GetControllerOf for the claim loop, which runs over every object of the
     namespace on every sync: decoded objects are plain dicts and lists, read directly; any
     other shape takes the general accessor."""
@@ -66,6 +81,53 @@ def _controller_ref(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
                     return ref  # type: ignore[no-any-return]
             return None
     return controller_ref(obj)
+
+
+CLAIM_INDEX = "pycm/claim-candidates"
+
+
+def claim_index_func(obj: Obj) -> list[str]:
+    """``"<namespace>/<controller uid>"``; ``"<namespace>/"`` for an orphan (and for a
+    controller reference without a UID, which the claim skips as another's)."""
+    meta = obj.get("metadata") or {}
+    ref = controller_of(obj)
+    owner = "" if ref is None else str(ref.get("uid") or "")
+    return [f"{meta.get('namespace') or ''}/{owner}"]
+
+
+class _Indexer(Protocol):
+    """The subset of :class:`pycm.cache.indexer.Indexer` the candidates come from."""
+
+    key_func: Callable[[Any], str]
+
+    @property
+    def indexers(self) -> Mapping[str, Callable[[Obj], list[str]]]: ...
+
+    def add_indexers(self, indexers: Mapping[str, Callable[[Obj], list[str]]]) -> None: ...
+
+    def by_index(self, name: str, value: str) -> list[Obj]: ...
+
+
+def add_claim_index(indexer: _Indexer) -> None:
+    """Declare :data:`CLAIM_INDEX` once per indexer (informers are shared)."""
+    if CLAIM_INDEX not in indexer.indexers:
+        indexer.add_indexers({CLAIM_INDEX: claim_index_func})
+
+
+def claim_candidates(indexer: _Indexer, namespace: str, owner_uid: str) -> list[Obj]:
+    """The objects of ``namespace`` whose controller is ``owner_uid`` or that have none — all
+    that a claim over the namespace's objects does not skip — in key order (the lister's)."""
+    if not namespace:
+        return []  # the lister's namespace index holds no object without one
+    orphans = indexer.by_index(CLAIM_INDEX, f"{namespace}/")
+    if not owner_uid:
+        return orphans
+    owned = indexer.by_index(CLAIM_INDEX, f"{namespace}/{owner_uid}")
+    if not orphans:
+        return owned
+    if not owned:
+        return orphans
+    return sorted((*owned, *orphans), key=indexer.key_func)
 
 
 def _is_not_found(exc: Exception) -> bool:
@@ -125,7 +187,7 @@ class ControllerRefManager:
         owner_deleting = deletion_timestamp(self.controller) is not None
         matches = self.selector.matches
         for obj in objects:
-            ref = _controller_ref(obj)
+            ref = controller_of(obj)
             # The selector is matched only where it decides (as KCM's ClaimObject does):
             # most candidates in a namespace belong to other controllers.
             if ref is not None:

@@ -40,7 +40,7 @@ import asyncio
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 from opentelemetry.sdk.resources import Resource
@@ -186,8 +186,26 @@ class OtelSink:
         # Labelled children resolved once (labels() takes a lock and builds a tuple each call).
         self._spans_dropped = _Labelled(metrics.spans_dropped)
         self._traces_dropped = _Labelled(metrics.traces_dropped)
+        # Sampled-out traces (nine in ten reconciles) are counted here and added to the
+        # Prometheus counters once per batch (flush_metrics): a counter's inc takes a lock.
+        self._sampled_out_traces = 0
+        self._sampled_out_spans = 0
 
     # -- events ---------------------------------------------------------------------------
+
+    def handle_batch(self, events: Iterable[Event]) -> None:
+        """Fold in what one wake-up drained, then bring the metrics up to date."""
+        handle = self.handle
+        for event in events:
+            handle(event)
+        self.flush_metrics()
+
+    def flush_metrics(self) -> None:
+        """Add the sampled-out counts gathered since the last call to the Prometheus counters."""
+        if self._sampled_out_traces:
+            self._traces_dropped[_SAMPLED_OUT].inc(self._sampled_out_traces)
+            self._spans_dropped[_SAMPLED_OUT].inc(self._sampled_out_spans)
+            self._sampled_out_traces = self._sampled_out_spans = 0
 
     def handle(self, event: Event) -> None:
         """Fold one trace event in (synchronous and cheap; the subscriber loop calls it)."""
@@ -405,9 +423,16 @@ class OtelSink:
             decided[trace_id] = decision
             if len(decided) > MAX_DECIDED:
                 decided.popitem(last=False)
+        spans = len(children) + 1
+        counts = self._counts
+        counts["traces_dropped"] += 1
+        if decision is _SAMPLED_OUT:
+            self._sampled_out_traces += 1
+            self._sampled_out_spans += spans
+            counts["spans_dropped"] += spans
+            return
         self._traces_dropped[decision].inc()
-        self._counts["traces_dropped"] += 1
-        self._drop_spans(len(children) + 1, decision)
+        self._drop_spans(spans, decision)
 
     def _export(self, record: SpanRecord) -> None:
         self.processor.on_end(to_readable(record, self.resource, self._scope))
@@ -452,12 +477,10 @@ class OtelSink:
         try:
             while not sub.closed:
                 await sub.wait()
-                for event in sub.drain():
-                    self.handle(event)
+                self.handle_batch(sub.drain())
                 self.report()
         finally:
-            for event in sub.drain():
-                self.handle(event)
+            self.handle_batch(sub.drain())
             sub.close()
             self.report(force=True)
             await asyncio.shield(stop_processor(self.processor, limit_s=SHUTDOWN_TIMEOUT))

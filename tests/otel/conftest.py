@@ -29,8 +29,7 @@ class Harness:
 
     def pump(self) -> None:
         """Hand everything emitted so far to the sink (what its task does per wake-up)."""
-        for event in self.sub.drain():
-            self.sink.handle(event)
+        self.sink.handle_batch(self.sub.drain())
 
     def spans(self) -> list[ReadableSpan]:
         self.pump()

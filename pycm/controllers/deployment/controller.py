@@ -33,7 +33,11 @@ from pycm.cache.processor import HandlerFuncs
 from pycm.cache.shared_informer import SharedIndexInformer
 from pycm.cache.store import DeletedFinalStateUnknown
 from pycm.controller.metrics import ControllerMetrics
-from pycm.controller.ref_manager import ControllerRefManager
+from pycm.controller.ref_manager import (
+    ControllerRefManager,
+    add_claim_index,
+    claim_candidates,
+)
 from pycm.controller.worker import Controller, Result, Trigger
 from pycm.controllers.deployment import util
 from pycm.controllers.deployment.context import DeploymentClient, Recorder, SyncContext
@@ -103,6 +107,8 @@ class DeploymentController:
         self.d_lister = deployment_informer.lister
         self.rs_lister = rs_informer.lister
         self.pod_lister = pod_informer.lister
+        self._rs_indexer = rs_informer.indexer
+        add_claim_index(self._rs_indexer)
         self.controller = Controller(
             name, self.sync, resource="deployments", clock=clock, bus=self._bus, metrics=metrics
         )
@@ -296,6 +302,8 @@ class DeploymentController:
         return selector
 
     async def _claim_replica_sets(self, d: Obj) -> list[Obj]:
+        """KCM's claim over the namespace's ReplicaSets; the ones another controller owns
+        are left out up front (the claim would skip them), see ref_manager."""
         namespace, name = split_key(key_of(d))
         selector = self._selector(d)
 
@@ -313,7 +321,8 @@ class DeploymentController:
             patch=patch,
             fresh_owner=fresh,
         )
-        result = await manager.claim(self.rs_lister.list(namespace))
+        candidates = claim_candidates(self._rs_indexer, namespace, str(_meta(d).get("uid") or ""))
+        result = await manager.claim(candidates)
         if result.errors:
             raise result.errors[0]
         return result.claimed
