@@ -16,6 +16,7 @@ Invariants:
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -100,6 +101,7 @@ class Store:
             key: {} for key, r in registry.resources.items() if r.stored
         }
         self._by_uid: dict[str, ObjectRef] = {}
+        self._sorted_keys_cache: dict[ResourceKey, list[tuple[str, str]]] = {}
         self._gc = GarbageCollector(self)
         self._rv = 0
         self._history = History(watch_window)
@@ -145,19 +147,36 @@ class Store:
         """The stored object itself, or None (read-only: never mutate it)."""
         return self._table(res).get((self._ns(res, namespace), name))
 
+    def _sorted_keys(self, res: Resource) -> list[tuple[str, str]]:
+        """The table's keys in (namespace, name) order, kept until the table next changes (a
+        paged list then costs O(limit · log n) a page instead of a sort and a scan of all)."""
+        keys = self._sorted_keys_cache.get(res.key)
+        if keys is None:
+            keys = self._sorted_keys_cache[res.key] = sorted(self._table(res))
+        return keys
+
     def _select(
         self,
         res: Resource,
         namespace: str | None,
         labels: LabelSelector,
         fields: FieldSelector,
+        *,
+        after: tuple[str, str] | None = None,
+        limit: int | None = None,
     ) -> list[tuple[tuple[str, str], Obj]]:
+        """Matching (key, object) pairs in key order, after ``after``; at most ``limit + 1`` of
+        them when ``limit`` is given (the extra one tells that more follow)."""
         table = self._table(res)
-        keys = sorted(table)
+        keys = self._sorted_keys(res)
+        lo = bisect_left(keys, (namespace, "")) if namespace else 0
+        if after is not None:
+            lo = max(lo, bisect_right(keys, after))
         out = []
-        for key in keys:
+        for i in range(lo, len(keys)):
+            key = keys[i]
             if namespace and key[0] != namespace:
-                continue
+                break
             obj = table[key]
             meta_ = obj.get("metadata") or {}
             if labels.requirements and not labels.matches(meta_.get("labels")):
@@ -165,7 +184,15 @@ class Store:
             if fields.terms and not fields.matches(obj):
                 continue
             out.append((key, obj))
+            if limit is not None and len(out) > limit:
+                break
         return out
+
+    def _count_after(self, res: Resource, namespace: str | None, after: tuple[str, str]) -> int:
+        """How many keys (of ``namespace``, if given) sort after ``after``."""
+        keys = self._sorted_keys(res)
+        hi = bisect_left(keys, (namespace + "\x00", "")) if namespace else len(keys)
+        return max(0, hi - bisect_right(keys, after))
 
     def list(
         self,
@@ -194,11 +221,11 @@ class Store:
         The items are the store's own dicts (the caller encodes them; never mutate). A continued
         page is read from the current state, not a snapshot at the token's rv, and carries the
         token's rv: a watch started from it replays anything that changed meanwhile.
+        ``remaining`` (remainingItemCount) is given only for a list without selectors, as
+        kube-apiserver does: with a selector the count of what follows would be a guess.
         """
         list_rv = self._rv
-        selected = self._select(
-            res, namespace, labels or LabelSelector(), fields or FieldSelector()
-        )
+        after: tuple[str, str] | None = None
         if continue_from is not None:
             token_rv, ns, name = continue_from
             self._history.check(
@@ -207,16 +234,22 @@ class Store:
                 "result. You can start a new list without the continue parameter.",
             )
             list_rv = token_rv
-            selected = [(k, o) for k, o in selected if k > (ns, name)]
-        if limit is None or limit <= 0 or len(selected) <= limit:
+            after = (ns, name)
+        labels, fields = labels or LabelSelector(), fields or FieldSelector()
+        page_size = limit if limit is not None and limit > 0 else None
+        selected = self._select(res, namespace, labels, fields, after=after, limit=page_size)
+        if page_size is None or len(selected) <= page_size:
             return ListPage([o for _, o in selected], list_rv, "", None)
-        page = selected[:limit]
+        page = selected[:page_size]
         last = page[-1][0]
+        remaining = None
+        if not labels.requirements and not fields.terms:
+            remaining = self._count_after(res, namespace, last)
         return ListPage(
             [o for _, o in page],
             list_rv,
             encode_continue(list_rv, last[0], last[1]),
-            len(selected) - limit,
+            remaining,
         )
 
     def lookup_uid(self, uid: str) -> tuple[Resource, Obj] | None:
@@ -237,6 +270,7 @@ class Store:
         m = obj["metadata"]
         ref: ObjectRef = (res.key, m.get("namespace", "") if res.namespaced else "", m["name"])
         table = self._objects[res.key]
+        self._sorted_keys_cache.pop(res.key, None)
         if old is not None:
             self._gc.index.remove(ref, old)
         if type_ == DELETED:

@@ -281,3 +281,64 @@ def test_status_update_keeps_annotations_of_deployments_but_not_spec(store: Stor
     assert updated["metadata"]["annotations"] == {"deployment.kubernetes.io/revision": "2"}
     assert updated["spec"]["replicas"] == created["spec"]["replicas"]
     assert updated["status"]["observedGeneration"] == 1
+
+
+def _pages(store: Store, namespace: str | None, limit: int, **selectors: str) -> list:
+    from pycm.sim.tokens import decode_continue
+
+    pods = store.resource("pods")
+    labels = parse_label_selector(selectors.get("labels", ""))
+    pages, token = [], None
+    while True:
+        page = store.list_page(
+            pods,
+            namespace,
+            labels=labels,
+            limit=limit,
+            continue_from=decode_continue(token) if token else None,
+        )
+        pages.append(page)
+        token = page.continue_token
+        if not token:
+            return pages
+
+
+def _names(pages: list) -> list[tuple[str, str]]:
+    return [(p["metadata"]["namespace"], p["metadata"]["name"]) for pg in pages for p in pg.items]
+
+
+def test_store_paged_list_walks_namespaces_in_order_with_remaining_counts(store: Store) -> None:
+    pods = store.resource("pods")
+    store.create(store.resource("namespaces"), {"metadata": {"name": "default-x"}})
+    for ns, n in (("default", 5), ("default-x", 3), ("kube-system", 2)):
+        for i in range(n):
+            store.create(pods, pod(f"p{i}", {"tier": "web" if i % 2 else "db"}), ns)
+    own = _pages(store, "default", 2)
+    assert _names(own) == [("default", f"p{i}") for i in range(5)]
+    # Counts stop at the namespace: "default-x" sorts right after "default" and is not in it.
+    assert [pg.remaining for pg in own] == [3, 1, None]
+    everything = _pages(store, None, 4)
+    assert _names(everything) == sorted(_names(everything)) and len(_names(everything)) == 10
+    assert [pg.remaining for pg in everything] == [6, 2, None]
+    # With a selector kube-apiserver gives no remainingItemCount: the pages still add up.
+    web = _pages(store, None, 2, labels="tier=web")
+    expected = [("default", "p1"), ("default", "p3"), ("default-x", "p1"), ("kube-system", "p1")]
+    assert _names(web) == expected
+    assert [pg.remaining for pg in web] == [None, None]
+
+
+def test_store_paged_list_sees_writes_between_pages(store: Store) -> None:
+    """The sorted keys are cached between pages: a create or delete must invalidate them."""
+    from pycm.sim.tokens import decode_continue
+
+    pods = store.resource("pods")
+    for i in (1, 3, 5):
+        store.create(pods, pod(f"p{i}"), "default")
+    first = store.list_page(pods, "default", limit=1)
+    assert [p["metadata"]["name"] for p in first.items] == ["p1"]
+    store.create(pods, pod("p4"), "default")
+    store.delete(pods, "default", "p5")
+    rest = store.list_page(
+        pods, "default", limit=10, continue_from=decode_continue(first.continue_token)
+    )
+    assert [p["metadata"]["name"] for p in rest.items] == ["p3", "p4"]
