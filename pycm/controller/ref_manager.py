@@ -130,6 +130,26 @@ def claim_candidates(indexer: _Indexer, namespace: str, owner_uid: str) -> list[
     return sorted((*owned, *orphans), key=indexer.key_func)
 
 
+def _labels(obj: Mapping[str, Any]) -> Mapping[str, str]:
+    """meta.labels, read directly from decoded dicts (the claim loop's accessor)."""
+    meta = obj.get("metadata")
+    if type(meta) is dict:
+        value = meta.get("labels")
+        if type(value) is dict:
+            return value
+    return labels(obj)
+
+
+def _owner(controller: Mapping[str, Any]) -> tuple[str, bool]:
+    """(uid, being deleted) of the owner, read directly from a decoded dict."""
+    meta = controller.get("metadata")
+    if type(meta) is dict:
+        stamp = meta.get("deletionTimestamp")
+        if not (isinstance(stamp, str) and stamp):
+            return str(meta.get("uid") or ""), False
+    return uid(controller), deletion_timestamp(controller) is not None
+
+
 def _is_not_found(exc: Exception) -> bool:
     return getattr(exc, "code", None) == 404
 
@@ -183,8 +203,7 @@ class ControllerRefManager:
 
     async def claim(self, objects: Sequence[Obj]) -> ClaimResult:
         result = ClaimResult()
-        owner_uid = uid(self.controller)
-        owner_deleting = deletion_timestamp(self.controller) is not None
+        owner_uid, owner_deleting = _owner(self.controller)
         matches = self.selector.matches
         for obj in objects:
             ref = controller_of(obj)
@@ -193,7 +212,7 @@ class ControllerRefManager:
             if ref is not None:
                 if ref.get("uid") != owner_uid:
                     continue  # another controller's: never touch it
-                if matches(labels(obj)):
+                if matches(_labels(obj)):
                     result.claimed.append(obj)
                     continue
                 if owner_deleting:

@@ -8,7 +8,14 @@ from typing import Any
 import pytest
 
 from pycm.api.labels import selector_from_dict
-from pycm.controller.ref_manager import AdoptionRefused, ControllerRefManager
+from pycm.cache.indexer import NAMESPACE_INDEX, Indexer
+from pycm.controller.ref_manager import (
+    AdoptionRefused,
+    ControllerRefManager,
+    add_claim_index,
+    claim_candidates,
+    controller_of,
+)
 
 OWNER = {
     "apiVersion": "apps/v1",
@@ -190,3 +197,98 @@ async def test_not_found_during_adoption_is_not_an_error() -> None:
     result = await manager.claim([_pod("orphan")])
     assert result.claimed == []
     assert result.errors == []
+
+
+# -- the claim's candidates, from the index ------------------------------------------------------
+
+
+def _claim_world() -> Indexer:
+    indexer = Indexer()
+    add_claim_index(indexer)
+    add_claim_index(indexer)  # informers are shared: declaring it twice is harmless
+    for obj in (
+        _pod("a-owned", owner_uid="rs-uid"),
+        _pod("b-orphan"),
+        _pod("c-foreign", owner_uid="other-uid"),
+        _pod("d-owned-nonmatching", app="db", owner_uid="rs-uid"),
+        _pod("e-orphan-nonmatching", app="db"),
+        _pod("f-owned", owner_uid="rs-uid"),
+        _pod("g-not-controller", ownerReferences=[{"uid": "rs-uid", "controller": False}]),
+        _pod("h-controller-without-uid", ownerReferences=[{"kind": "X", "controller": True}]),
+    ):
+        indexer.add(obj)
+    elsewhere = _pod("owned-elsewhere", owner_uid="rs-uid")
+    elsewhere["metadata"]["namespace"] = "staging"
+    indexer.add(elsewhere)
+    return indexer
+
+
+def _skipped(obj: dict[str, Any], owner_uid: str) -> bool:
+    """The claim skips an object at once: another controller's (a controller reference
+    without a UID included)."""
+    ref = controller_of(obj)
+    return ref is not None and ref.get("uid") != owner_uid
+
+
+def _scanned(indexer: Indexer, namespace: str, owner_uid: str) -> list[str]:
+    """What KCM's claim over the namespace's objects does not skip at once."""
+    return [
+        o["metadata"]["name"]
+        for o in indexer.by_index(NAMESPACE_INDEX, namespace)
+        if not _skipped(o, owner_uid)
+    ]
+
+
+def _candidates(indexer: Indexer, namespace: str, owner_uid: str) -> list[str]:
+    """The candidates, less those the claim skips (a controller reference without a UID is
+    filed with the orphans)."""
+    return [
+        o["metadata"]["name"]
+        for o in claim_candidates(indexer, namespace, owner_uid)
+        if not _skipped(o, owner_uid)
+    ]
+
+
+@pytest.mark.parametrize("owner_uid", ["rs-uid", "other-uid", "nobody", ""])
+def test_claim_candidates_are_the_namespace_objects_the_claim_does_not_skip(
+    owner_uid: str,
+) -> None:
+    indexer = _claim_world()
+    assert _candidates(indexer, "prod", owner_uid) == _scanned(indexer, "prod", owner_uid)
+
+
+def test_claim_candidates_follow_owner_changes_and_ignore_other_namespaces() -> None:
+    indexer = _claim_world()
+    assert [o["metadata"]["name"] for o in claim_candidates(indexer, "staging", "rs-uid")] == [
+        "owned-elsewhere"
+    ]
+    unscoped = _pod("unscoped", owner_uid="rs-uid")
+    del unscoped["metadata"]["namespace"]
+    indexer.add(unscoped)
+    assert claim_candidates(indexer, "", "rs-uid") == []  # as the lister: none without one
+    released = _pod("a-owned")
+    indexer.update(released)  # released: an orphan now
+    taken = _pod("b-orphan", owner_uid="other-uid")
+    indexer.update(taken)  # adopted by another controller
+    names = _candidates(indexer, "prod", "rs-uid")
+    assert names == [
+        "a-owned",
+        "d-owned-nonmatching",
+        "e-orphan-nonmatching",
+        "f-owned",
+        "g-not-controller",
+    ]
+    assert names == _scanned(indexer, "prod", "rs-uid")
+
+
+@pytest.mark.asyncio
+async def test_claim_over_the_candidates_equals_the_claim_over_the_namespace() -> None:
+    indexer = _claim_world()
+    p_all, p_candidates = Patches(), Patches()
+    everything = await _manager(p_all).claim(indexer.by_index(NAMESPACE_INDEX, "prod"))
+    candidates = await _manager(p_candidates).claim(claim_candidates(indexer, "prod", "rs-uid"))
+    assert [o["metadata"]["name"] for o in candidates.claimed] == [
+        o["metadata"]["name"] for o in everything.claimed
+    ]
+    assert (candidates.adopted, candidates.released) == (everything.adopted, everything.released)
+    assert p_candidates.calls == p_all.calls

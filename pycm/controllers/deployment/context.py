@@ -60,6 +60,10 @@ class SyncContext:
     rolled_back: bool = False  # the deployment was written by a rollback (rollback.py)
     requeue_after: float | None = None
     requeue: bool = False
+    # The last answer of sync.get_all_replica_sets_and_sync_revision that wrote nothing, with
+    # what it was computed from (see there): KCM calls it twice per sync, and the second
+    # call, on the same objects with no write between, would compute the same answer.
+    synced_revision: tuple[Any, ...] | None = None
 
     def now(self) -> float:
         return self.clock.wall_ns() / 1e9
@@ -69,10 +73,8 @@ class SyncContext:
             return "rolled_back"
         if self.created:
             return "created_rs"
-        if any(s.new > s.old for s in self.scaled):
-            return "scaled_up"
         if self.scaled:
-            return "scaled_down"
+            return "scaled_up" if any(s.new > s.old for s in self.scaled) else "scaled_down"
         if self.deleted:
             return "cleaned_up"
         if self.status_updates:

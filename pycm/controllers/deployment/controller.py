@@ -107,6 +107,7 @@ class DeploymentController:
         self.d_lister = deployment_informer.lister
         self.rs_lister = rs_informer.lister
         self.pod_lister = pod_informer.lister
+        self._d_indexer = deployment_informer.indexer
         self._rs_indexer = rs_informer.indexer
         add_claim_index(self._rs_indexer)
         self.controller = Controller(
@@ -233,8 +234,8 @@ class DeploymentController:
     # -- sync ---------------------------------------------------------------------------------
 
     async def sync(self, key: str) -> Result:
-        namespace, name = split_key(key)
-        cached = self.d_lister.get(namespace, name)
+        split_key(key)  # a malformed key fails here, as the lister's lookup would
+        cached = self._d_indexer.get_by_key(key)
         if cached is None:
             return Result(action="deleted")
         d = _own_copy(cached)
@@ -288,12 +289,14 @@ class DeploymentController:
         else:
             raise ValueError(f"unexpected deployment strategy type: {spec.get('strategy')}")
 
-    def _selector(self, d: Obj) -> Selector:
+    def _selector(self, d: Obj, key: str | None = None) -> Selector:
         """The deployment's compiled selector, compiled once per selector object: cached
         objects are never changed in place, so the same dict means the same selector, and an
-        updated deployment brings a new dict (``is``, not ``==``, decides)."""
+        updated deployment brings a new dict (``is``, not ``==``, decides). ``key``: the
+        deployment's, when the caller has it."""
         spec = (d.get("spec") or {}).get("selector")
-        key = key_of(d)
+        if key is None:
+            key = key_of(d)
         entry = self._selectors.get(key)
         if entry is not None and entry[0] is spec:
             return entry[1]
@@ -304,8 +307,9 @@ class DeploymentController:
     async def _claim_replica_sets(self, d: Obj) -> list[Obj]:
         """KCM's claim over the namespace's ReplicaSets; the ones another controller owns
         are left out up front (the claim would skip them), see ref_manager."""
-        namespace, name = split_key(key_of(d))
-        selector = self._selector(d)
+        key = key_of(d)
+        namespace, name = split_key(key)
+        selector = self._selector(d, key)
 
         async def fresh() -> Obj:
             return await self.client.get_deployment(namespace, name)

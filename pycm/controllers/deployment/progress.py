@@ -2,15 +2,28 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pycm.api.meta import parse_time
 from pycm.controllers.deployment import util
 from pycm.controllers.deployment.context import SyncContext
-from pycm.controllers.deployment.sync import calculate_status, status_equal, update_status
+from pycm.controllers.deployment.status import (
+    available_condition,
+    calculate_status,
+    condition_unchanged,
+    counts_unchanged,
+    replica_counts,
+    status_equal,
+)
+from pycm.controllers.deployment.sync import update_status
 
-__all__ = ["requeue_stuck_deployment", "sync_rollout_status"]
+__all__ = [
+    "requeue_stuck_deployment",
+    "rollout_status",
+    "rollout_status_unchanged",
+    "sync_rollout_status",
+]
 
 Obj = dict[str, Any]
 
@@ -48,12 +61,74 @@ def _rs_name(rs: Obj | None) -> str:
     return str(((rs or {}).get("metadata") or {}).get("name", ""))
 
 
+def rollout_status_unchanged(
+    all_rss: Sequence[Obj | None],
+    new_rs: Obj | None,
+    deployment: Obj,
+    counts: Mapping[str, int],
+    now: float,
+) -> bool:
+    """Whether the status :func:`sync_rollout_status` builds would be equal to the one the
+    deployment holds — read in place, decision by decision in the build's order: the counts,
+    then each condition the build sets or removes (Available; Progressing by the progress
+    deadline; ReplicaFailure) must already be as the build would leave it. False sends the
+    sync to the build, which decides."""
+    old = deployment.get("status") or {}
+    if not counts_unchanged(old, counts):
+        return False
+    if not condition_unchanged(old, util.AVAILABLE, *available_condition(counts, deployment)):
+        return False
+    current = util.get_condition(old, util.PROGRESSING)
+    if not util.has_progress_deadline(deployment):
+        if current is not None:
+            return False  # the build removes it
+    elif not (
+        counts["replicas"] == counts["updatedReplicas"]
+        and current is not None
+        and current.get("reason") == util.NEW_RS_AVAILABLE
+    ):
+        if util.deployment_complete(deployment, counts):
+            if not condition_unchanged(old, util.PROGRESSING, "True", util.NEW_RS_AVAILABLE):
+                return False
+        elif util.deployment_progressing(deployment, counts):
+            return False  # the build refreshes lastUpdateTime (and counts differ anyway)
+        elif util.deployment_timed_out(deployment, old, now) and not condition_unchanged(
+            old, util.PROGRESSING, "False", util.TIMED_OUT
+        ):
+            return False
+    failures = _replica_failures(all_rss, new_rs)
+    if failures:
+        first = failures[0]
+        return condition_unchanged(
+            old, util.REPLICA_FAILURE, first.get("status"), first.get("reason")
+        )
+    return util.get_condition(old, util.REPLICA_FAILURE) is None
+
+
 async def sync_rollout_status(
     ctx: SyncContext, all_rss: Sequence[Obj | None], new_rs: Obj | None, deployment: Obj
 ) -> None:
     """Status with the Progressing condition (complete / progressing / timed out), the
     replica failures, and a requeue at the progress deadline."""
     now = ctx.now()
+    old_status = deployment.get("status") or {}
+    counts = replica_counts(all_rss, new_rs, deployment)
+    if rollout_status_unchanged(all_rss, new_rs, deployment, counts, now):
+        # Compared first, nothing built: the old status is the one the build would equal.
+        requeue_stuck_deployment(ctx, deployment, old_status)
+        return
+    status = rollout_status(all_rss, new_rs, deployment, now)
+    if status_equal(old_status, status):
+        requeue_stuck_deployment(ctx, deployment, status)
+        return
+    await update_status(ctx, deployment, status)
+
+
+def rollout_status(
+    all_rss: Sequence[Obj | None], new_rs: Obj | None, deployment: Obj, now: float
+) -> Obj:
+    """The status a rollout sync builds (calculateStatus, then the Progressing condition by
+    the progress deadline and the replica failures)."""
     status = calculate_status(all_rss, new_rs, deployment, now)
     if not util.has_progress_deadline(deployment):
         util.remove_condition(status, util.PROGRESSING)
@@ -108,10 +183,7 @@ async def sync_rollout_status(
         util.remove_condition(status, util.REPLICA_FAILURE)
     if not status.get("conditions"):
         status.pop("conditions", None)
-    if status_equal(old_status, status):
-        requeue_stuck_deployment(ctx, deployment, status)
-        return
-    await update_status(ctx, deployment, status)
+    return status
 
 
 def requeue_stuck_deployment(ctx: SyncContext, deployment: Obj, new_status: Obj) -> None:

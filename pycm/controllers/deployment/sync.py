@@ -12,9 +12,14 @@ from typing import Any
 from pycm.api.owner import new_controller_ref
 from pycm.controllers.deployment import util
 from pycm.controllers.deployment.context import ScaleAction, SyncContext
+from pycm.controllers.deployment.status import (
+    calculate_status,
+    replica_counts,
+    status_equal,
+    status_unchanged,
+)
 
 __all__ = [
-    "calculate_status",
     "cleanup_deployment",
     "get_all_replica_sets_and_sync_revision",
     "get_new_replica_set",
@@ -87,6 +92,23 @@ def replicas_annotations_need_update(
     ) != str(max_replicas)
 
 
+def new_replica_set_annotations_need_update(
+    deployment: Mapping[str, Any], rs: Mapping[str, Any], new_revision: int
+) -> bool:
+    """Whether :func:`set_new_replica_set_annotations` (``exists``) would change ``rs``:
+    the same decisions, read in place, so a settled RS is not copied to find out."""
+    target = (rs.get("metadata") or {}).get("annotations") or {}
+    for key, value in ((deployment.get("metadata") or {}).get("annotations") or {}).items():
+        if key not in util.ANNOTATIONS_TO_SKIP and target.get(key) != value:
+            return True
+    old = target.get(util.REVISION_ANNOTATION, "")
+    try:
+        old_revision = int(old) if old else 0
+    except ValueError:
+        return False
+    return old_revision < new_revision
+
+
 def set_new_replica_set_annotations(
     deployment: Obj, rs: Obj, new_revision: int, exists: bool
 ) -> bool:
@@ -150,19 +172,20 @@ async def get_new_replica_set(
     spec = deployment.get("spec") or {}
     min_ready = int(spec.get("minReadySeconds") or 0)
     if found is not None:
-        # Copy on write: the RS is the cache's. Only the paths that may change (metadata and
-        # its annotations) are copied, and the copy is written only when something changed.
+        # Copy on write: the RS is the cache's. Whether anything changes is read in place;
+        # only then are the paths that change (metadata, its annotations, spec) copied.
         existing_meta = found.get("metadata") or {}
-        rs: Obj = {
-            **found,
-            "metadata": {
-                **existing_meta,
-                "annotations": dict(existing_meta.get("annotations") or {}),
-            },
-        }
-        annotations_updated = set_new_replica_set_annotations(deployment, rs, new_revision, True)
-        min_ready_update = int((rs.get("spec") or {}).get("minReadySeconds") or 0) != min_ready
-        if annotations_updated or min_ready_update:
+        if new_replica_set_annotations_need_update(deployment, found, new_revision) or (
+            int((found.get("spec") or {}).get("minReadySeconds") or 0) != min_ready
+        ):
+            rs: Obj = {
+                **found,
+                "metadata": {
+                    **existing_meta,
+                    "annotations": dict(existing_meta.get("annotations") or {}),
+                },
+            }
+            set_new_replica_set_annotations(deployment, rs, new_revision, True)
             rs["spec"] = {**rs["spec"], "minReadySeconds": min_ready}
             return await ctx.client.update_replica_set(_ns(rs), rs)
         needs_update = set_deployment_revision(
@@ -179,7 +202,7 @@ async def get_new_replica_set(
                     util.PROGRESSING,
                     "True",
                     util.FOUND_NEW_RS,
-                    f'Found new replica set "{_name(rs)}"',
+                    f'Found new replica set "{_name(found)}"',
                     ctx.now(),
                 ),
             )
@@ -306,9 +329,42 @@ async def _on_name_taken(
 async def get_all_replica_sets_and_sync_revision(
     ctx: SyncContext, deployment: Obj, rs_list: Sequence[Obj], create: bool
 ) -> tuple[Obj | None, list[Obj]]:
+    """The new RS (revision and annotations synced, created if missing and ``create``) and
+    all the old ones.
+
+    KCM calls this twice in one sync (the scaling-event check, then the strategy) on the
+    same ReplicaSet list. When a call found the new RS and wrote nothing — no RS update, no
+    status update — its answer is a function of the deployment and the list alone, so a
+    second call on the same deployment (its metadata, status and conditions the same
+    objects, no status written since) and the same list returns it instead of computing it
+    again."""
+    memo = ctx.synced_revision
+    meta, status = deployment.get("metadata"), deployment.get("status")
+    if (
+        memo is not None
+        and memo[0] is rs_list
+        and memo[1] is deployment
+        and memo[2] is meta
+        and memo[3] is status
+        and memo[4] == ctx.status_updates
+        and memo[5] is (status or {}).get("conditions")
+    ):
+        return memo[6], list(memo[7])
+    updates = ctx.status_updates
     existing = util.find_new_replica_set(deployment, rs_list)
     _, all_old = util.find_old_replica_sets(deployment, rs_list, existing)
     new_rs = await get_new_replica_set(ctx, deployment, rs_list, all_old, create, existing)
+    if new_rs is not None and new_rs is existing and ctx.status_updates == updates:
+        ctx.synced_revision = (
+            rs_list,
+            deployment,
+            deployment.get("metadata"),
+            deployment.get("status"),
+            updates,
+            (deployment.get("status") or {}).get("conditions"),
+            new_rs,
+            tuple(all_old),
+        )
     return new_rs, all_old
 
 
@@ -474,63 +530,14 @@ async def cleanup_deployment(ctx: SyncContext, old_rss: Sequence[Obj], deploymen
         ctx.deleted.append(_name(rs))
 
 
-def calculate_status(
-    all_rss: Sequence[Obj | None], new_rs: Obj | None, deployment: Obj, now: float
-) -> Obj:
-    available = util.get_available_replica_count(all_rss)
-    total = util.get_replica_count(all_rss)
-    old = deployment.get("status") or {}
-    status: Obj = {
-        "observedGeneration": int((deployment.get("metadata") or {}).get("generation") or 0),
-        "replicas": util.get_status_replica_count(all_rss),
-        "updatedReplicas": util.get_status_replica_count([new_rs]),
-        "readyReplicas": util.get_ready_replica_count(all_rss),
-        "availableReplicas": available,
-        "unavailableReplicas": max(0, total - available),
-        # A new list of the same condition dicts: set_condition and remove_condition replace
-        # the list and never edit a condition in place.
-        "conditions": list(old.get("conditions") or ()),
-    }
-    if old.get("collisionCount") is not None:
-        status["collisionCount"] = old["collisionCount"]
-    if available >= util.replicas_of(deployment) - util.max_unavailable(deployment):
-        condition = util.new_condition(
-            util.AVAILABLE,
-            "True",
-            util.MINIMUM_REPLICAS_AVAILABLE,
-            "Deployment has minimum availability.",
-            now,
-        )
-    else:
-        condition = util.new_condition(
-            util.AVAILABLE,
-            "False",
-            util.MINIMUM_REPLICAS_UNAVAILABLE,
-            "Deployment does not have minimum availability.",
-            now,
-        )
-    util.set_condition(status, condition)
-    return status
-
-
-def status_equal(old: Obj, new: Obj) -> bool:
-    """Deep equality of two statuses, treating a missing field as its zero value."""
-    keys = set(old) | set(new)
-    for key in keys:
-        a, b = old.get(key), new.get(key)
-        if key == "conditions":
-            if (a or []) != (b or []):
-                return False
-        elif (a or 0) != (b or 0):
-            return False
-    return True
-
-
 async def sync_deployment_status(
     ctx: SyncContext, all_rss: Sequence[Obj | None], new_rs: Obj | None, deployment: Obj
 ) -> None:
+    old = deployment.get("status") or {}
+    if status_unchanged(old, replica_counts(all_rss, new_rs, deployment), deployment):
+        return  # compared first: nothing to build (status.py)
     status = calculate_status(all_rss, new_rs, deployment, ctx.now())
-    if status_equal(deployment.get("status") or {}, status):
+    if status_equal(old, status):
         return
     await update_status(ctx, deployment, status)
 

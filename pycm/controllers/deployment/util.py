@@ -148,7 +148,18 @@ def is_rolling_update(deployment: Obj) -> bool:
 def resolve_fenceposts(
     max_surge_value: int | str | None, max_unavailable_value: int | str | None, desired: int
 ) -> tuple[int, int]:
-    """(surge, unavailable): surge rounds up, unavailable down; both 0 → unavailable 1."""
+    """(surge, unavailable): surge rounds up, unavailable down; both 0 → unavailable 1.
+
+    Pure in its values, and every sync asks it for the same few: remembered per value."""
+    try:
+        return _fenceposts(max_surge_value, max_unavailable_value, desired)
+    except TypeError:  # an unhashable value: not a valid IntOrString, say so as uncached
+        return _resolve_fenceposts(max_surge_value, max_unavailable_value, desired)
+
+
+def _resolve_fenceposts(
+    max_surge_value: int | str | None, max_unavailable_value: int | str | None, desired: int
+) -> tuple[int, int]:
     surge = int_or_percent(
         DEFAULT_MAX_SURGE if max_surge_value is None else max_surge_value, desired, True
     )
@@ -161,6 +172,10 @@ def resolve_fenceposts(
         # Validation forbids both zero; a 0/0 from rounding still has to make progress.
         unavailable = 1
     return surge, unavailable
+
+
+# typed: True and 1 (or 1.0) are different values here — a bool is no IntOrString.
+_fenceposts = functools.lru_cache(maxsize=256, typed=True)(_resolve_fenceposts)
 
 
 def max_unavailable(deployment: Obj) -> int:
@@ -270,14 +285,14 @@ def is_saturated(deployment: Obj, rs: Obj | None) -> bool:
 _ABSENT: Any = object()
 
 
-def _metadata_without_hash(template: Obj) -> Any:
-    """The template's metadata as EqualIgnoreHash compares it: the pod-template-hash label
-    left out, and an empty labels map or metadata counted as absent (apimachinery's
-    semantic equality treats empty and nil maps alike). Builds new dicts only where the hash
-    label or an empty map has to go, so a cached template is never copied or changed."""
-    if "metadata" not in template:
+def _metadata_without_hash(meta: Any) -> Any:
+    """A template's metadata (``_ABSENT`` when it has none) as EqualIgnoreHash compares it:
+    the pod-template-hash label left out, and an empty labels map or metadata counted as
+    absent (apimachinery's semantic equality treats empty and nil maps alike). Builds new
+    dicts only where the hash label or an empty map has to go, so a cached template is never
+    copied or changed."""
+    if meta is _ABSENT:
         return _ABSENT
-    meta = template["metadata"]
     if not isinstance(meta, dict):
         return meta
     labels = meta.get("labels")
@@ -290,21 +305,51 @@ def _metadata_without_hash(template: Obj) -> Any:
     return meta if meta else _ABSENT
 
 
+def _labels_equal_ignore_hash(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """``a`` and ``b`` without the pod-template-hash label are equal (nothing built)."""
+    if len(a) - (POD_TEMPLATE_HASH_LABEL in a) != len(b) - (POD_TEMPLATE_HASH_LABEL in b):
+        return False
+    for key, value in a.items():
+        if key != POD_TEMPLATE_HASH_LABEL and b.get(key, _ABSENT) != value:
+            return False
+    return True
+
+
+def _metadata_equal_ignore_hash(a: Any, b: Any) -> bool:
+    """The two templates' metadata equal as :func:`_metadata_without_hash` compares them.
+
+    The common shape — both metadata maps with a labels map — is compared where it lies, with
+    nothing built: the other fields by equality, the labels with the hash left out (a labels
+    map that is empty without the hash counts as absent on both sides alike, so comparing the
+    remainders decides). Any other shape takes :func:`_metadata_without_hash`."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        labels_a, labels_b = a.get("labels"), b.get("labels")
+        if isinstance(labels_a, dict) and isinstance(labels_b, dict):
+            if len(a) != len(b):
+                return False
+            for key, value in a.items():
+                if key != "labels" and b.get(key, _ABSENT) != value:
+                    return False
+            return _labels_equal_ignore_hash(labels_a, labels_b)
+    return bool(_metadata_without_hash(a) == _metadata_without_hash(b))
+
+
 def equal_ignore_hash(template1: Obj | None, template2: Obj | None) -> bool:
     """Pod templates equal apart from the pod-template-hash label (EqualIgnoreHash).
 
-    Compares in place — no deep copies: every field but metadata by plain (deep) equality,
+    Compares in place — no copies: every field but metadata by plain (deep) equality,
     metadata with the hash label left out."""
     a: Obj = template1 or {}
     b: Obj = template2 or {}
     if a is b:
         return True
-    if a.keys() - {"metadata"} != b.keys() - {"metadata"}:
+    if len(a) - ("metadata" in a) != len(b) - ("metadata" in b):
         return False
     for key, value in a.items():
-        if key != "metadata" and value != b[key]:
+        if key != "metadata" and b.get(key, _ABSENT) != value:
             return False
-    return bool(_metadata_without_hash(a) == _metadata_without_hash(b))
+    # Same count of other fields and each of a's in b: the same field names.
+    return _metadata_equal_ignore_hash(a.get("metadata", _ABSENT), b.get("metadata", _ABSENT))
 
 
 _SAFE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"

@@ -318,3 +318,65 @@ def test_find_new_and_old_replica_sets() -> None:
     requiring, all_old = util.find_old_replica_sets(d, rss)
     assert [r["metadata"]["name"] for r in requiring] == ["b-new", "other"]
     assert {r["metadata"]["name"] for r in all_old} == {"b-new", "other", "empty"}
+
+
+def _reference_equal_ignore_hash(a: Obj | None, b: Obj | None) -> bool:
+    """EqualIgnoreHash as KCM writes it: deep copies, the hash label deleted from both, then
+    a semantic deep equality (an empty map equals a missing one)."""
+    copies = [copy.deepcopy(t or {}) for t in (a, b)]
+    for template in copies:
+        meta = template.get("metadata")
+        if isinstance(meta, dict):
+            labels = meta.get("labels")
+            if isinstance(labels, dict):
+                labels.pop(util.POD_TEMPLATE_HASH_LABEL, None)
+                if not labels:
+                    del meta["labels"]
+            if not meta:
+                del template["metadata"]
+    return bool(copies[0] == copies[1])
+
+
+_ABSENT_META = object()
+_METADATA: list[Any] = [
+    _ABSENT_META,
+    None,
+    {},
+    {"labels": {}},
+    {"labels": None},
+    {"labels": {"pod-template-hash": "x"}},
+    {"labels": {"app": "web"}},
+    {"labels": {"app": "web", "pod-template-hash": "x"}},
+    {"labels": {"app": "web", "pod-template-hash": "y"}},
+    {"labels": {"app": "api", "pod-template-hash": "x"}},
+    {"labels": {"app": "web", "tier": "front"}},
+    {"labels": {"tier": "front", "pod-template-hash": "x"}},
+    {"labels": {"app": "web"}, "annotations": {"a": "1"}},
+    {"labels": {"app": "web", "pod-template-hash": "x"}, "annotations": {"a": "1"}},
+    {"labels": {"pod-template-hash": "x"}, "annotations": {"a": "1"}},
+    {"annotations": {"a": "1"}},
+    {"annotations": {"a": "2"}, "labels": {"app": "web"}},
+    {"name": "x", "labels": {"app": "web"}},
+]
+_SPECS: list[Any] = [_ABSENT_META, _SPEC, {"containers": [{"name": "c", "image": "other"}]}]
+
+
+def _template(meta: Any, spec: Any) -> Obj:
+    template: Obj = {}
+    if meta is not _ABSENT_META:
+        template["metadata"] = copy.deepcopy(meta)
+    if spec is not _ABSENT_META:
+        template["spec"] = copy.deepcopy(spec)
+    return template
+
+
+def test_equal_ignore_hash_agrees_with_the_copying_definition() -> None:
+    templates = [_template(m, s) for m in _METADATA for s in _SPECS]
+    templates.append({"metadata": {"labels": {"app": "web"}}, "spec": _SPEC, "extra": 1})
+    equal_pairs = 0
+    for a in templates:
+        for b in templates:
+            expected = _reference_equal_ignore_hash(a, b)
+            assert util.equal_ignore_hash(a, b) is expected, (a, b)
+            equal_pairs += expected
+    assert equal_pairs > len(templates)  # the table holds equal pairs beyond a == a
