@@ -27,6 +27,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Any
 
 from pycm.controller.metrics import ControllerMetrics
 from pycm.kube.errors import Conflict
@@ -118,6 +119,11 @@ class Controller:
         )
         self.max_retries = max_retries
         self._metrics = metrics
+        # The labelled children every reconcile touches, looked up once (a labels() call is a
+        # lock and a dict lookup per metric per reconcile); results by outcome, on first use.
+        self._bound: _BoundMetrics | None = (
+            _BoundMetrics(metrics, name) if metrics is not None else None
+        )
         self._stop_timeout = stop_timeout
         # The newest trigger per key waiting in the queue (a burst of events for one key is one
         # reconcile; it links to the last of them).
@@ -206,10 +212,10 @@ class Controller:
             trigger_trace_id=trigger.trace_id,
             trigger_span_id=trigger.span_id,
         )
-        metrics = self._metrics
+        metrics = self._bound
         self.active_workers += 1
         if metrics is not None:
-            metrics.active_workers.labels(self.name).inc()
+            metrics.active_workers.inc()
         # Read the clock only for the metric: the step times itself.
         start = self._clock.monotonic() if metrics is not None else 0.0
         outcome = ReconcileResult.SUCCESS
@@ -223,7 +229,7 @@ class Controller:
                     queue.drop(key, reason="terminal error")
                     log.error("%s: dropping %s: terminal error: %s", self.name, key, exc)
                     if metrics is not None:
-                        metrics.terminal_errors_total.labels(self.name).inc()
+                        metrics.terminal_errors_total.inc()
                     outcome = ReconcileResult.ERROR
                     step.finish(
                         result=outcome,
@@ -259,13 +265,11 @@ class Controller:
         finally:
             self.active_workers -= 1
             if metrics is not None:
-                metrics.active_workers.labels(self.name).dec()
-                metrics.reconcile_time_seconds.labels(self.name).observe(
-                    self._clock.monotonic() - start
-                )
-                metrics.reconcile_total.labels(self.name, outcome.value).inc()
+                metrics.active_workers.dec()
+                metrics.reconcile_time_seconds.observe(self._clock.monotonic() - start)
+                metrics.reconcile_total(outcome).inc()
                 if outcome is ReconcileResult.ERROR:
-                    metrics.reconcile_errors_total.labels(self.name).inc()
+                    metrics.reconcile_errors_total.inc()
         return outcome
 
     def stalled(self, threshold: float) -> str | None:
@@ -304,6 +308,36 @@ class Controller:
             )
             self.queue.drop(key, reason="max retries")
         return ReconcileResult.ERROR
+
+
+class _BoundMetrics:
+    """One controller's children of the :class:`ControllerMetrics` families."""
+
+    __slots__ = (
+        "_by_outcome",
+        "_families",
+        "_name",
+        "active_workers",
+        "reconcile_errors_total",
+        "reconcile_time_seconds",
+        "terminal_errors_total",
+    )
+
+    def __init__(self, metrics: ControllerMetrics, name: str) -> None:
+        self._families, self._name = metrics, name
+        self.active_workers = metrics.active_workers.labels(name)
+        self.reconcile_time_seconds = metrics.reconcile_time_seconds.labels(name)
+        self.reconcile_errors_total = metrics.reconcile_errors_total.labels(name)
+        self.terminal_errors_total = metrics.terminal_errors_total.labels(name)
+        self._by_outcome: dict[ReconcileResult, Any] = {}
+
+    def reconcile_total(self, outcome: ReconcileResult) -> Any:
+        child = self._by_outcome.get(outcome)
+        if child is None:
+            child = self._by_outcome[outcome] = self._families.reconcile_total.labels(
+                self._name, outcome.value
+            )
+        return child
 
 
 def _is_api_error(exc: Exception) -> bool:
