@@ -19,7 +19,13 @@ import pytest_asyncio
 
 from pycm.sim.server import run_emulator
 from pycm.trace.recorder import read_events
-from tests.support.manager import free_port, poll, start_manager, stop_manager
+from tests.support.manager import (
+    free_port,
+    poll,
+    record_traceparents,
+    start_manager,
+    stop_manager,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -34,14 +40,7 @@ async def cluster(tmp_path: Path) -> AsyncIterator[Any]:
 async def test_manager_serves_health_and_metrics_and_runs_controllers(
     cluster: Any, tmp_path: Path
 ) -> None:
-    traceparents: list[str] = []
-
-    async def record(request: Any) -> None:
-        header = request.headers.get("traceparent")
-        if header:
-            traceparents.append(header)
-
-    cluster.before_request.insert(0, record)
+    traceparents = record_traceparents(cluster)
     manager = start_manager(cluster.kubeconfig_path, tmp_path)
     admin = {"Authorization": f"Bearer {cluster.admin_token}"}
     try:

@@ -21,6 +21,7 @@ import pytest_asyncio
 from pycm.sim.server import run_emulator
 from pycm.trace.recorder import read_events
 from tests.otel.receivers import Received, otlp_grpc_receiver
+from tests.support.manager import record_traceparents
 
 pytestmark = pytest.mark.e2e
 
@@ -110,14 +111,7 @@ def _reconciles(spans: list[Received], controller: str) -> list[Received]:
 
 @pytest.mark.asyncio
 async def test_manager_exports_startup_and_reconcile_traces(cluster: Any, tmp_path: Path) -> None:
-    traceparents: list[str] = []
-
-    async def record(request: Any) -> None:
-        header = request.headers.get("traceparent")
-        if header:
-            traceparents.append(header)
-
-    cluster.before_request.insert(0, record)
+    traceparents = record_traceparents(cluster)
     async with otlp_grpc_receiver() as receiver:
         proc, _, out = _start(cluster, tmp_path, receiver.endpoint, "--trace-sample-ratio", "1")
         try:

@@ -3,7 +3,8 @@
 ``start_manager`` runs the manager against an emulator's kubeconfig with no leader election,
 the secure port on a free 127.0.0.1 port, ``--trace-file`` and its output in a log file;
 ``stop_manager`` sends SIGTERM and waits (bounded) for the exit status. ``poll`` waits for a
-condition with a bound and says what it last saw.
+condition with a bound and says what it last saw. ``record_traceparents`` collects the W3C
+``traceparent`` headers an in-process emulator receives.
 """
 
 from __future__ import annotations
@@ -20,9 +21,29 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-__all__ = ["ManagerProcess", "free_port", "poll", "start_manager", "stop_manager"]
+__all__ = [
+    "ManagerProcess",
+    "free_port",
+    "poll",
+    "record_traceparents",
+    "start_manager",
+    "stop_manager",
+]
 
 STOP_TIMEOUT = 20.0
+
+
+def record_traceparents(emu: Any) -> list[str]:
+    """The ``traceparent`` headers of every request ``emu`` serves from now on, in order."""
+    seen: list[str] = []
+
+    async def record(request: Any) -> None:
+        header = request.headers.get("traceparent")
+        if header:
+            seen.append(header)
+
+    emu.before_request.insert(0, record)
+    return seen
 
 
 def free_port() -> int:
