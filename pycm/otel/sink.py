@@ -186,10 +186,14 @@ class OtelSink:
         # Labelled children resolved once (labels() takes a lock and builds a tuple each call).
         self._spans_dropped = _Labelled(metrics.spans_dropped)
         self._traces_dropped = _Labelled(metrics.traces_dropped)
+        self._traces_exported = _Labelled(metrics.traces_exported)
         # Sampled-out traces (nine in ten reconciles) are counted here and added to the
         # Prometheus counters once per batch (flush_metrics): a counter's inc takes a lock.
         self._sampled_out_traces = 0
         self._sampled_out_spans = 0
+        # Exported spans and traces (by decision) likewise, for the same reason.
+        self._exported_spans = 0
+        self._exported_traces: dict[Decision, int] = {}
 
     # -- events ---------------------------------------------------------------------------
 
@@ -201,14 +205,23 @@ class OtelSink:
         self.flush_metrics()
 
     def flush_metrics(self) -> None:
-        """Add the sampled-out counts gathered since the last call to the Prometheus counters."""
+        """Add the sampled-out and exported counts gathered since the last call to the
+        Prometheus counters."""
         if self._sampled_out_traces:
             self._traces_dropped[_SAMPLED_OUT].inc(self._sampled_out_traces)
             self._spans_dropped[_SAMPLED_OUT].inc(self._sampled_out_spans)
             self._sampled_out_traces = self._sampled_out_spans = 0
+        if self._exported_spans:
+            self.metrics.spans_exported.inc(self._exported_spans)
+            self._exported_spans = 0
+        if self._exported_traces:
+            for decision, n in self._exported_traces.items():
+                self._traces_exported[decision].inc(n)
+            self._exported_traces.clear()
 
     def handle(self, event: Event) -> None:
-        """Fold one trace event in (synchronous and cheap; the subscriber loop calls it)."""
+        """Fold one trace event in (synchronous and cheap; the subscriber loop calls it through
+        ``handle_batch``, which brings the exported and sampled-out counters up to date)."""
         cls = type(event)
         if cls is ReconcileStarted:  # the hot kinds first
             self._begin(event)  # type: ignore[arg-type]
@@ -406,7 +419,8 @@ class OtelSink:
             for child in children:
                 self._export(child)
             self._export(root)
-            self.metrics.traces_exported.labels(decision.value).inc()
+            exported = self._exported_traces
+            exported[decision] = exported.get(decision, 0) + 1
             self._counts["traces_exported"] += 1
         else:
             self._drop_trace(trace_id, decision, children)
@@ -436,7 +450,7 @@ class OtelSink:
 
     def _export(self, record: SpanRecord) -> None:
         self.processor.on_end(to_readable(record, self.resource, self._scope))
-        self.metrics.spans_exported.inc()
+        self._exported_spans += 1
         self._counts["spans_exported"] += 1
 
     def _drop_spans(self, n: int, reason: str) -> None:
