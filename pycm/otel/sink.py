@@ -187,13 +187,10 @@ class OtelSink:
         self._spans_dropped = _Labelled(metrics.spans_dropped)
         self._traces_dropped = _Labelled(metrics.traces_dropped)
         self._traces_exported = _Labelled(metrics.traces_exported)
-        # Sampled-out traces (nine in ten reconciles) are counted here and added to the
-        # Prometheus counters once per batch (flush_metrics): a counter's inc takes a lock.
-        self._sampled_out_traces = 0
-        self._sampled_out_spans = 0
-        # Exported spans and traces (by decision) likewise, for the same reason.
-        self._exported_spans = 0
-        self._exported_traces: dict[Decision, int] = {}
+        # Counter increments not yet added (counter child -> amount): a Prometheus counter's
+        # inc takes a lock, and nine in ten reconciles drop a trace, so every count is
+        # gathered here and added once per drained batch (flush_metrics).
+        self._unflushed: dict[Any, float] = {}
 
     # -- events ---------------------------------------------------------------------------
 
@@ -205,23 +202,20 @@ class OtelSink:
         self.flush_metrics()
 
     def flush_metrics(self) -> None:
-        """Add the sampled-out and exported counts gathered since the last call to the
-        Prometheus counters."""
-        if self._sampled_out_traces:
-            self._traces_dropped[_SAMPLED_OUT].inc(self._sampled_out_traces)
-            self._spans_dropped[_SAMPLED_OUT].inc(self._sampled_out_spans)
-            self._sampled_out_traces = self._sampled_out_spans = 0
-        if self._exported_spans:
-            self.metrics.spans_exported.inc(self._exported_spans)
-            self._exported_spans = 0
-        if self._exported_traces:
-            for decision, n in self._exported_traces.items():
-                self._traces_exported[decision].inc(n)
-            self._exported_traces.clear()
+        """Add the counts gathered since the last call to the Prometheus counters."""
+        unflushed = self._unflushed
+        if unflushed:
+            for counter, amount in unflushed.items():
+                counter.inc(amount)
+            unflushed.clear()
+
+    def _count(self, counter: Any, amount: float = 1) -> None:
+        unflushed = self._unflushed
+        unflushed[counter] = unflushed.get(counter, 0) + amount
 
     def handle(self, event: Event) -> None:
         """Fold one trace event in (synchronous and cheap; the subscriber loop calls it through
-        ``handle_batch``, which brings the exported and sampled-out counters up to date)."""
+        ``handle_batch``, which brings the Prometheus counters up to date)."""
         cls = type(event)
         if cls is ReconcileStarted:  # the hot kinds first
             self._begin(event)  # type: ignore[arg-type]
@@ -394,7 +388,7 @@ class OtelSink:
         if buffer is None:
             if len(pending) >= self.max_traces:
                 _, evicted = pending.popitem(last=False)
-                self.metrics.traces_dropped.labels("evicted").inc()
+                self._count(self._traces_dropped["evicted"])
                 self._counts["traces_dropped"] += 1
                 self._counts["evicted"] += 1
                 self._drop_spans(len(evicted), "evicted")
@@ -419,8 +413,7 @@ class OtelSink:
             for child in children:
                 self._export(child)
             self._export(root)
-            exported = self._exported_traces
-            exported[decision] = exported.get(decision, 0) + 1
+            self._count(self._traces_exported[decision])
             self._counts["traces_exported"] += 1
         else:
             self._drop_trace(trace_id, decision, children)
@@ -437,24 +430,17 @@ class OtelSink:
             decided[trace_id] = decision
             if len(decided) > MAX_DECIDED:
                 decided.popitem(last=False)
-        spans = len(children) + 1
-        counts = self._counts
-        counts["traces_dropped"] += 1
-        if decision is _SAMPLED_OUT:
-            self._sampled_out_traces += 1
-            self._sampled_out_spans += spans
-            counts["spans_dropped"] += spans
-            return
-        self._traces_dropped[decision].inc()
-        self._drop_spans(spans, decision)
+        self._count(self._traces_dropped[decision])
+        self._counts["traces_dropped"] += 1
+        self._drop_spans(len(children) + 1, decision)
 
     def _export(self, record: SpanRecord) -> None:
         self.processor.on_end(to_readable(record, self.resource, self._scope))
-        self._exported_spans += 1
+        self._count(self.metrics.spans_exported)
         self._counts["spans_exported"] += 1
 
     def _drop_spans(self, n: int, reason: str) -> None:
-        self._spans_dropped[reason].inc(n)
+        self._count(self._spans_dropped[reason], n)
         self._counts["spans_dropped"] += n
 
     # -- reporting and the subscriber loop --------------------------------------------------
