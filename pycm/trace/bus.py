@@ -1,10 +1,11 @@
-"""The trace bus: synchronous O(1) ``emit``, a ring that backfills new subscribers, and bounded
-per-subscriber queues that drop their oldest events and say how many they lost.
+"""The trace bus: synchronous O(1) ``emit``, a ring that backfills new subscribers, bounded
+per-subscriber queues that drop their oldest events and say how many they lost, and the steps
+(:class:`Step`) that emit a begin and an end event around a block.
 
 Nothing a subscriber does can slow the emitter: ``emit`` only appends to the ring and to each
-subscriber's bounded deque and, if that subscriber is parked waiting, resolves its future. A
-subscriber that stops reading loses its oldest events; when it reads again it first receives a
-:class:`~pycm.trace.kinds.SubscriberLagged` event with the count.
+subscriber's bounded deque (which drops its oldest event when full) and, if a reader is parked
+waiting, wakes it. A subscriber that stops reading loses its oldest events; when it reads again
+it first receives a :class:`~pycm.trace.kinds.SubscriberLagged` event with the count.
 
 One process has one default bus (:func:`default_bus`); components take a bus by injection and
 tests make their own.
@@ -13,30 +14,77 @@ tests make their own.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from types import TracebackType
+from typing import Any, ClassVar
 
-from pycm.trace.context import Step, _bits, _current, new_trace_id
-from pycm.trace.events import Event, StepBegin
+from pycm.trace.context import (
+    _ONE_SPAN,
+    _ZERO_SPAN,
+    _bits,
+    _current,
+    mark_failed,
+    new_root_ids,
+    new_span_id,
+)
+from pycm.trace.events import ENVELOPE_FIELDS, Event, StepBegin, StepEnd, blank_class
 from pycm.trace.kinds import SubscriberLagged
 from pycm.util.clock import REAL_CLOCK, Clock
 
-__all__ = ["Bus", "Subscription", "default_bus", "set_default_bus"]
+__all__ = ["Bus", "Step", "Subscription", "default_bus", "set_default_bus", "step_class"]
 
 DEFAULT_RING_SIZE = 8192
 DEFAULT_SUBSCRIBER_QUEUE = 4096
 
-_set = object.__setattr__
+
+def _slot_setter(name: str) -> Callable[[Event, Any], None]:
+    """The store into the envelope slot ``name`` of any event, frozen or not: the slot
+    descriptor's own setter, cheaper than object.__setattr__ (which looks the name up first)."""
+    setter: Callable[[Event, Any], None] = Event.__dict__[name].__set__
+    return setter
+
+
+# The bus stamps the envelope into events the emitter has frozen; only these setters may.
+_set_seq = _slot_setter("seq")
+_set_ts = _slot_setter("ts")
+_set_instance = _slot_setter("instance")
+_set_trace_id = _slot_setter("trace_id")
+_set_span_id = _slot_setter("span_id")
+_set_parent_id = _slot_setter("parent_id")
+_set_dur_ns = _slot_setter("dur_ns")
+_set_class: Callable[[object, type], None] = object.__dict__["__class__"].__set__
+
+_get_current = _current.get
+_set_current = _current.set
+_reset_current = _current.reset
 
 
 class Subscription:
     """One consumer's view of the bus: a bounded FIFO, read by ``async for`` or :meth:`drain`.
 
-    Invariant: ``len(_buffer) <= maxsize``; ``_lost`` counts events dropped from the front since
-    the last lag event was handed out.
+    The buffer is a deque with ``maxlen=maxsize``, so appending to a full one drops the oldest
+    event in C. A subscription that takes every kind (``_direct``) is fed by the bus appending
+    to that deque and nothing else; its losses are not counted as they happen but read off the
+    sequence numbers, since it receives every seq in order: the events between the next seq it
+    expected (``_next_seq``) and its oldest buffered one are lost. A filtered subscription is fed
+    through :meth:`_push`, which counts what it drops in ``_lost``. Invariants:
+    ``len(_buffer) <= maxsize``; a direct buffer holds consecutive seqs.
     """
 
-    __slots__ = ("_buffer", "_bus", "_closed", "_kinds", "_lost", "_waiter", "maxsize", "name")
+    __slots__ = (
+        "_buffer",
+        "_bus",
+        "_closed",
+        "_direct",
+        "_kinds",
+        "_lost",
+        "_next_seq",
+        "_waiter",
+        "maxsize",
+        "name",
+    )
 
     def __init__(self, bus: Bus, name: str, maxsize: int, kinds: frozenset[str] | None) -> None:
         if maxsize < 1:
@@ -45,25 +93,36 @@ class Subscription:
         self.name = name
         self.maxsize = maxsize
         self._kinds = kinds
-        self._buffer: deque[Event] = deque()
+        self._direct = kinds is None
+        self._buffer: deque[Event] = deque(maxlen=maxsize)
         self._lost = 0
+        self._next_seq = bus.last_seq + 1
         self._waiter: asyncio.Future[None] | None = None
         self._closed = False
 
     def _push(self, event: Event) -> None:
+        """Deliver one event to a filtered subscription."""
         kinds = self._kinds
         if kinds is not None and event.KIND not in kinds:
             return
         buffer = self._buffer
-        if len(buffer) >= self.maxsize:
-            buffer.popleft()
-            self._lost += 1
+        if len(buffer) == self.maxsize:
+            self._lost += 1  # the append below drops the oldest
         buffer.append(event)
+        self._wake()
+
+    def _wake(self) -> None:
         waiter = self._waiter
         if waiter is not None:
             self._waiter = None
             if not waiter.done():
                 waiter.set_result(None)
+
+    def _unannounced_loss(self) -> int:
+        lost = self._lost
+        if self._direct and self._buffer:
+            lost += self._buffer[0].seq - self._next_seq
+        return lost
 
     @property
     def pending(self) -> int:
@@ -74,8 +133,10 @@ class Subscription:
     def closed(self) -> bool:
         return self._closed
 
-    def _lag_event(self) -> SubscriberLagged:
-        lost, self._lost = self._lost, 0
+    def _lag_event(self, lost: int) -> SubscriberLagged:
+        self._lost = 0
+        if self._buffer:
+            self._next_seq = self._buffer[0].seq
         bus = self._bus
         return SubscriberLagged(
             subscriber=self.name, lost=lost, ts=bus.clock.wall_ns(), instance=bus.instance
@@ -83,33 +144,47 @@ class Subscription:
 
     def get_nowait(self) -> Event | None:
         """The next event (a lag notice first, if any was lost), or None when empty."""
-        if self._lost:
-            return self._lag_event()
+        lost = self._unannounced_loss()
+        if lost:
+            return self._lag_event(lost)
         if self._buffer:
-            return self._buffer.popleft()
+            event = self._buffer.popleft()
+            self._next_seq = event.seq + 1
+            return event
         return None
 
     def drain(self, limit: int | None = None) -> list[Event]:
         """Everything waiting (up to ``limit``), a lag notice first if events were lost."""
-        out: list[Event] = []
-        if self._lost:
-            out.append(self._lag_event())
+        lost = self._unannounced_loss()
+        lag = self._lag_event(lost) if lost else None
         buffer = self._buffer
-        n = len(buffer) if limit is None else min(limit, len(buffer))
-        popleft = buffer.popleft
-        out.extend(popleft() for _ in range(n))
-        return out
+        if limit is None or limit >= len(buffer):
+            taken = list(buffer)
+            buffer.clear()
+        else:
+            popleft = buffer.popleft
+            taken = [popleft() for _ in range(limit)]
+        if taken:
+            self._next_seq = taken[-1].seq + 1
+        if lag is not None:
+            taken.insert(0, lag)
+        return taken
 
     async def wait(self) -> None:
         """Return once an event (or a lag notice) is waiting, or the subscription closed."""
-        while not self._buffer and not self._lost and not self._closed:
+        while not self._buffer and not self._unannounced_loss() and not self._closed:
             waiter = asyncio.get_running_loop().create_future()
             self._waiter = waiter
+            parked = self._bus._parked
+            if self._direct:
+                parked.append(self)
             try:
                 await waiter
             finally:
                 if self._waiter is waiter:
                     self._waiter = None
+                if self in parked:
+                    parked.remove(self)
 
     def __aiter__(self) -> Subscription:
         return self
@@ -129,9 +204,7 @@ class Subscription:
             return
         self._closed = True
         self._bus._unsubscribe(self)
-        waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
+        self._wake()
 
     def __enter__(self) -> Subscription:
         return self
@@ -140,9 +213,249 @@ class Subscription:
         self.close()
 
 
+# --- steps ------------------------------------------------------------------------------------
+
+_FROM_BEGIN: Any = object()
+"""The default of a finish() parameter whose attribute is copied from the begin event."""
+
+_KW_ONLY: Any = object()
+
+# The ids an end event copies from its begin event (``instance`` is the bus's); the rest of the
+# envelope but ``v`` is stamped when the step exits.
+_IDS = ("trace_id", "span_id", "parent_id")
+_STAMPED_AT_EXIT = frozenset({"seq", "ts", "dur_ns"})
+
+
+def shared_fields(begin_cls: type[StepBegin]) -> tuple[str, ...]:
+    """The attributes ``begin_cls`` shares with its END (copied into the end event)."""
+    begin_names = {f.name for f in dataclasses.fields(begin_cls)}
+    return tuple(
+        f.name
+        for f in dataclasses.fields(begin_cls.END)
+        if f.name in begin_names and f.name not in ENVELOPE_FIELDS
+    )
+
+
+class Step:
+    """One traced step: use as ``with bus.step(Begin(...)) as s: ...; s.finish(attr=...)``.
+
+    Without ``finish`` the step ends with ``END`` carrying the attributes it shares with the
+    begin event (outcome ok); an exception ends it with outcome error (or cancelled for
+    ``CancelledError``) and the exception's text, and propagates.
+
+    This class is on every hot path (each reconcile, each API call's parent), so each begin
+    kind gets a generated subclass (:func:`step_class`) and the step works on the bus's
+    internals directly: it stamps and delivers its two events as ``Bus.emit`` does, inline,
+    on the events' mutable twins (plain slot stores, then one ``__class__`` switch freezes
+    them), and its ``finish`` takes END's attributes as parameters (no dict, no keyword call of
+    END's constructor). The end's ``ts`` is the begin's plus the duration, so
+    ``end.ts - begin.ts == end.dur_ns`` exactly.
+    """
+
+    __slots__ = ("_bus", "_end", "_frozen", "_start_ns", "_token", "begin")
+
+    # The generated subclass's kinds: the begin's mutable twin, and END.
+    _BEGIN_BLANK: ClassVar[type]
+    _END: ClassVar[type[StepEnd]]
+
+    _bus: Bus
+    _end: Any  # the end event as its mutable twin once finish() set it, else None
+    _frozen: type[StepEnd]  # the class _end is frozen to at exit
+    _start_ns: int
+    _token: Any
+    begin: StepBegin
+
+    @property
+    def trace_id(self) -> str:
+        return self.begin.trace_id
+
+    @property
+    def span_id(self) -> str:
+        return self.begin.span_id
+
+    @property
+    def parent_id(self) -> str:
+        return self.begin.parent_id
+
+    def __enter__(self) -> Step:
+        begin: Any = self.begin
+        bus = self._bus
+        parent = _get_current()
+        if parent is None:
+            # new_root_ids(), inlined: one draw gives the trace id and (its low half) the span id.
+            trace_id = (_bits(128) or 1).to_bytes(16).hex()
+            span_id = trace_id[16:]
+            ids = (trace_id, _ONE_SPAN if span_id == _ZERO_SPAN else span_id)
+        else:
+            ids = (parent[0], (_bits(64) or 1).to_bytes(8).hex())
+        frozen = type(begin)
+        _set_class(begin, self._BEGIN_BLANK)
+        begin.trace_id, begin.span_id = ids
+        if parent is not None:
+            begin.parent_id = parent[1]
+        # Bus.emit, inlined.
+        bus._seq = seq = bus._seq + 1
+        begin.seq = seq
+        begin.ts = bus._wall_ns()
+        if not begin.instance:
+            begin.instance = bus.instance
+        _set_class(begin, frozen)
+        bus._ring_append(begin)
+        for sink in bus._sinks:
+            sink(begin)
+        if bus._parked:
+            bus._wake_parked()
+        self._token = _set_current(ids)
+        self._start_ns = bus._monotonic_ns()
+        return self
+
+    def finish(self, end: StepEnd | None = None, /, **attrs: Any) -> None:
+        """Set how the step ends (call it inside the block): a ready end event, or ``END``
+        built from ``attrs`` plus the attributes it shares with the begin event (an attribute
+        END does not have is a TypeError here). A ready event is the step's until it exits:
+        the step stamps its ids, duration and seq into it.
+
+        (The generated subclasses replace this with a builder taking END's attributes as
+        parameters; this is the reference it must match.)"""
+        if end is not None:
+            if attrs:
+                raise TypeError("finish() takes an end event or keyword attributes, not both")
+            self._take_ready(end)
+            return
+        begin = self.begin
+        names = shared_fields(type(begin))
+        given = {**{n: getattr(begin, n) for n in names}, **attrs}
+        built = self._END(**given)  # TypeError for an unknown attribute
+        self._take_ready(built)
+
+    def _take_ready(self, end: StepEnd) -> None:
+        self._frozen = type(end)
+        _set_class(end, blank_class(type(end)))
+        twin: Any = end
+        begin = self.begin
+        twin.trace_id = begin.trace_id
+        twin.span_id = begin.span_id
+        twin.parent_id = begin.parent_id
+        if not twin.instance:
+            twin.instance = self._bus.instance
+        self._end = twin
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        bus = self._bus
+        dur_ns = bus._monotonic_ns() - self._start_ns
+        _reset_current(self._token)
+        end = self._end
+        if end is None:
+            self.finish()
+            end = self._end
+        if exc is not None:
+            mark_failed(end, exc)
+        end.dur_ns = dur_ns
+        bus._seq = seq = bus._seq + 1
+        end.seq = seq
+        end.ts = self.begin.ts + dur_ns
+        end.__class__ = self._frozen
+        # Bus.emit's delivery, inlined.
+        bus._ring_append(end)
+        for sink in bus._sinks:
+            sink(end)
+        if bus._parked:
+            bus._wake_parked()
+
+
+# The generated step classes, by begin kind.
+_step_classes: dict[type, type[Step]] = {}
+
+
+def step_class(begin_cls: type[StepBegin]) -> type[Step]:
+    """The :class:`Step` subclass for steps that begin with ``begin_cls``: its kinds' twins as
+    class constants and a generated ``finish``."""
+    known = _step_classes.get(begin_cls)
+    if known is not None:
+        return known
+    end_cls = begin_cls.END
+    shared = set(shared_fields(begin_cls))
+    namespace: dict[str, Any] = {
+        "_END": end_cls,
+        "_END_BLANK": blank_class(end_cls),
+        "_FROM_BEGIN": _FROM_BEGIN,
+        "_KW_ONLY": _KW_ONLY,
+    }
+    params: list[str] = []
+    defaults: list[str] = []  # a test that every parameter is at its default
+    stores: list[str] = []
+    for f in dataclasses.fields(end_cls):
+        name = f.name
+        if name.startswith("_"):  # the generated code's own names start with one
+            raise TypeError(f"{end_cls.__name__}.{name}: a step end's fields start with a letter")
+        if name in _IDS:
+            stores.append(f"    _e.{name} = _b.{name}")
+        elif name in _STAMPED_AT_EXIT:
+            continue
+        elif name == "instance":
+            stores.append("    _e.instance = _s._bus.instance")
+        elif name in ENVELOPE_FIELDS:
+            namespace[f"_d_{name}"] = f.default
+            stores.append(f"    _e.{name} = _d_{name}")
+        elif name in shared:
+            params.append(f"{name}=_FROM_BEGIN")
+            defaults.append(f"{name} is _FROM_BEGIN")
+            stores.append(f"    _e.{name} = _b.{name} if {name} is _FROM_BEGIN else {name}")
+        else:
+            namespace[f"_d_{name}"] = f.default
+            params.append(f"{name}=_d_{name}")
+            defaults.append(f"{name} is _d_{name}")
+            stores.append(f"    _e.{name} = {name}")
+    # Positional-or-keyword parameters (their defaults are filled from a tuple; see
+    # events._frozen_class) behind a hidden positional one that refuses positional attributes.
+    source = (
+        f"def finish(_s, _end=None, _positional=_KW_ONLY, /, {', '.join(params)}):\n"
+        "    if _positional is not _KW_ONLY:\n"
+        "        raise TypeError('finish() takes an end event or keyword attributes')\n"
+        "    if _end is not None:\n"
+        f"        if not ({' and '.join(defaults) or 'True'}):\n"
+        "            raise TypeError(\n"
+        "                'finish() takes an end event or keyword attributes, not both')\n"
+        "        _s._take_ready(_end)\n"
+        "        return\n"
+        "    _b = _s.begin\n"
+        "    _e = _END_BLANK()\n"
+        + "\n".join(stores)
+        + "\n    _s._end = _e\n    _s._frozen = _END\n"
+    )
+    exec(source, namespace)  # generated from dataclass field names only
+    finish = namespace["finish"]
+    qualname = f"{begin_cls.__name__}Step.finish"
+    finish.__qualname__ = qualname
+    finish.__code__ = finish.__code__.replace(co_qualname=qualname)  # named in TypeErrors
+    finish.__doc__ = Step.finish.__doc__
+    cls = type(
+        f"{begin_cls.__name__}Step",
+        (Step,),
+        {
+            "__slots__": (),
+            "__module__": __name__,
+            "__doc__": f"A :class:`Step` that begins with {begin_cls.__name__}.",
+            "_BEGIN_BLANK": blank_class(begin_cls),
+            "_END": end_cls,
+            "finish": finish,
+        },
+    )
+    _step_classes[begin_cls] = cls
+    return cls
+
+
 class Bus:
-    """The process's event bus. Invariant: ``_ring`` holds the last ``ring_size`` events in
-    ``seq`` order, and ``_seq`` is the seq of the newest one (0 before the first emit)."""
+    """The process's event bus. Invariants: ``_ring`` holds the last ``ring_size`` events in
+    ``seq`` order, and ``_seq`` is the seq of the newest one (0 before the first emit);
+    ``_sinks`` holds one callable per open subscription (its buffer's ``append`` when it takes
+    every kind, its ``_push`` otherwise); ``_parked`` the subscriptions of the first kind whose
+    reader waits for the next event."""
 
     def __init__(
         self,
@@ -156,8 +469,11 @@ class Bus:
         self.instance = instance
         self.clock = clock
         self._ring: deque[Event] = deque(maxlen=ring_size)
+        self._ring_append = self._ring.append
         self._seq = 0
         self._subscribers: tuple[Subscription, ...] = ()
+        self._sinks: tuple[Callable[[Event], None], ...] = ()
+        self._parked: list[Subscription] = []
         self._wall_ns = clock.wall_ns
         self._monotonic_ns = clock.monotonic_ns
 
@@ -174,13 +490,20 @@ class Bus:
     def emit(self, event: Event) -> None:
         """Stamp the envelope (seq, ts, and instance if unset) and deliver. O(subscribers)."""
         self._seq = seq = self._seq + 1
-        _set(event, "seq", seq)
-        _set(event, "ts", self._wall_ns())
+        _set_seq(event, seq)
+        _set_ts(event, self._wall_ns())
         if not event.instance:
-            _set(event, "instance", self.instance)
-        self._ring.append(event)
-        for subscriber in self._subscribers:
-            subscriber._push(event)
+            _set_instance(event, self.instance)
+        self._ring_append(event)
+        for sink in self._sinks:
+            sink(event)
+        if self._parked:
+            self._wake_parked()
+
+    def _wake_parked(self) -> None:
+        parked, self._parked = self._parked, []
+        for sub in parked:
+            sub._wake()
 
     def point(self, event: Event, *, dur_ns: int = 0) -> Event:
         """Emit a point event inside the current step: its trace, the step as parent, an id
@@ -190,22 +513,27 @@ class Bus:
         which keeps hot untraced points such as queue adds from informer handlers cheap."""
         parent = _current.get()
         if parent is not None:
-            _set(event, "trace_id", parent[0])
-            _set(event, "parent_id", parent[1])
+            _set_trace_id(event, parent[0])
+            _set_parent_id(event, parent[1])
             if not event.span_id:
-                _set(event, "span_id", f"{_bits(64) or 1:016x}")
+                _set_span_id(event, new_span_id())
         elif dur_ns:
-            trace_id = new_trace_id()
-            _set(event, "trace_id", trace_id)
-            _set(event, "span_id", trace_id[16:])
+            trace_id, span_id = new_root_ids()
+            _set_trace_id(event, trace_id)
+            _set_span_id(event, span_id)
         if dur_ns:
-            _set(event, "dur_ns", dur_ns)
+            _set_dur_ns(event, dur_ns)
         self.emit(event)
         return event
 
     def step(self, begin: StepBegin) -> Step:
         """A step context manager that emits ``begin`` now and its END when the block exits."""
-        return Step(begin, self.emit, self._monotonic_ns, self.instance)
+        # Allocated empty and its slots stored here: a constructor would cost a frame more.
+        step = (_step_classes.get(type(begin)) or step_class(type(begin)))()
+        step.begin = begin
+        step._bus = self
+        step._end = None
+        return step
 
     def recent(self, since: int = 0) -> list[Event]:
         """Events still in the ring with ``seq > since``, oldest first."""
@@ -236,15 +564,28 @@ class Bus:
             backlog = self.recent(since)
             # Events after `since` that the ring no longer holds are lost to this subscriber.
             gone = backlog[0].seq - since - 1 if backlog else 0
-            if gone > 0:
-                sub._lost += gone
-            for event in backlog:
-                sub._push(event)
+            if sub._direct:
+                # The gap and any overflow of the backlog show in the seqs (Subscription).
+                sub._next_seq = min(since, self._seq) + 1
+                sub._buffer.extend(backlog)
+            else:
+                if gone > 0:
+                    sub._lost += gone
+                for event in backlog:
+                    sub._push(event)
         self._subscribers = (*self._subscribers, sub)
+        self._sinks = self._sinks_of(self._subscribers)
         return sub
+
+    @staticmethod
+    def _sinks_of(subs: tuple[Subscription, ...]) -> tuple[Callable[[Event], None], ...]:
+        return tuple(s._buffer.append if s._direct else s._push for s in subs)
 
     def _unsubscribe(self, sub: Subscription) -> None:
         self._subscribers = tuple(s for s in self._subscribers if s is not sub)
+        self._sinks = self._sinks_of(self._subscribers)
+        if sub in self._parked:
+            self._parked.remove(sub)
 
     @property
     def subscribers(self) -> int:

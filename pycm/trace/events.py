@@ -51,6 +51,7 @@ __all__ = [
     "Outcome",
     "StepBegin",
     "StepEnd",
+    "blank_class",
     "event_base",
     "kind",
 ]
@@ -69,6 +70,7 @@ class Outcome(enum.StrEnum):
 
 
 _T = TypeVar("_T", bound=type)
+_E = TypeVar("_E", bound="Event")
 
 
 @dataclass_transform(frozen_default=True, kw_only_default=True)
@@ -174,11 +176,36 @@ def kind(name: str) -> Callable[[_T], _T]:
     return declare
 
 
+_KW_ONLY: Any = object()
+"""The default of a kind constructor's hidden positional parameter: no argument was given."""
+
+
+def _keyword_only(cls: type, value: object) -> TypeError:
+    return TypeError(f"{cls.__name__}() takes keyword arguments only, not {value!r}")
+
+
+# Each kind's mutable twin (see blank_class), by the kind's frozen class.
+_blanks: dict[type, type] = {}
+
+
 def _frozen_class(layout: type[Event], name: str) -> type[Event]:
     """The frozen class users see: ``layout``'s slots, assignment refused, fast construction."""
     fields = dataclasses.fields(layout)
+    # The mutable twin instances are built on: the layout's slots and plain stores, allocated
+    # by calling it (type.__call__ with object's __new__ and __init__ parses no arguments, so
+    # it is cheaper than object.__new__(layout)).
+    blank = type(
+        layout.__name__,
+        (layout,),
+        {"__slots__": (), "__module__": layout.__module__, "__init__": object.__init__},
+    )
+    namespace: dict[str, Any] = {
+        "_blank": blank,
+        "_KW_ONLY": _KW_ONLY,
+        "_keyword_only": _keyword_only,
+    }
     params: list[str] = []
-    namespace: dict[str, Any] = {"_new": object.__new__, "_layout": layout}
+    required: list[str] = []
     for f in fields:
         if f.default is not dataclasses.MISSING:
             namespace[f"_d_{f.name}"] = f.default
@@ -186,16 +213,27 @@ def _frozen_class(layout: type[Event], name: str) -> type[Event]:
         elif f.default_factory is not dataclasses.MISSING:
             raise TypeError(f"{layout.__name__}.{f.name}: event attributes take plain defaults")
         else:
-            params.append(f.name)
-    # Built on the mutable layout class (generic slot stores), then switched to the frozen
-    # class; ``cls`` is the frozen class itself (or a subclass, for dataclasses.replace).
+            required.append(f.name)
+    if required:
+        params += ["*", *required]
+    # The fields are positional-or-keyword parameters, not keyword-only ones: CPython fills a
+    # missing positional default from a tuple but a missing keyword-only one by a dict lookup
+    # each, which costs a 20-field kind more than its slot stores. The hidden positional
+    # parameter catches any positional argument, so the constructor stays keyword-only.
+    # The instance is built on the twin, then switched to ``cls``: the frozen class itself
+    # (or a subclass, for dataclasses.replace).
     source = (
-        f"def __new__(cls, /, *, {', '.join(params)}):\n"
-        "    self = _new(_layout)\n"
+        f"def __new__(cls, _positional=_KW_ONLY, /, {', '.join(params)}):\n"
+        "    if _positional is not _KW_ONLY:\n"
+        "        raise _keyword_only(cls, _positional)\n"
+        "    self = _blank()\n"
         + "".join(f"    self.{f.name} = {f.name}\n" for f in fields)
         + "    self.__class__ = cls\n    return self\n"
     )
     exec(source, namespace)  # generated from dataclass field names only
+    new = namespace["__new__"]
+    new.__qualname__ = f"{layout.__qualname__}.__new__"
+    new.__code__ = new.__code__.replace(co_qualname=new.__qualname__)  # named in TypeErrors
     frozen = type(
         layout.__name__,
         (layout,),
@@ -207,14 +245,27 @@ def _frozen_class(layout: type[Event], name: str) -> type[Event]:
             "KIND": name,
             # orjson serialises a dataclass by looking for this in the type's own dict.
             "__dataclass_fields__": layout.__dataclass_fields__,
-            "__new__": namespace["__new__"],
+            "__new__": new,
             # object.__init__ ignores the arguments because __new__ is overridden.
             "__init__": object.__init__,
             "__setattr__": _frozen_setattr,
             "__delattr__": _frozen_delattr,
         },
     )
+    _blanks[frozen] = blank
     return frozen
+
+
+def blank_class(cls: type[_E]) -> type[_E]:
+    """The mutable twin of the kind ``cls``: the same slots, plain attribute stores.
+
+    For the bus's own hot paths (a step builds its end event on it): ``blank_class(cls)()`` is
+    an empty instance (reading a field not stored yet raises AttributeError); store every
+    field, then assign ``__class__ = cls``, which freezes it. Nobody else may see an instance
+    while it is the twin.
+    """
+    blank: type[_E] = _blanks[cls]
+    return blank
 
 
 def _register(cls: type[Event], name: str) -> None:
