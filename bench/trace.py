@@ -1,6 +1,9 @@
 """The trace spine's costs against the OpenTelemetry SDK, measured in the same run.
 
-Figures (medians of the repeats; each repeat times ``n`` operations after a warm-up):
+Every loop runs once per round, in an order rotated from round to round; values are the
+medians over the rounds and each ratio is the median of the rounds' own ratios, so a slow
+phase of a shared machine cannot favour one side. Figures (each loop times ``n`` operations
+after a warm-up):
 
 - ``trace.emit_0`` / ``trace.emit_1`` / ``trace.emit_10``: events/s through ``Bus.emit`` (event
   construction included) with 0, 1 and 10 subscribers, each drained every 1000 events as a live
@@ -14,13 +17,15 @@ Figures (medians of the repeats; each repeat times ``n`` operations after a warm
   every emit also drops its oldest event); peer: ``trace.emit_0`` of the same run; ratio
   stalled / emit_0 (1.0 means a stalled consumer costs the emitter nothing extra).
 
-The SDK's processor queue is sized to hold a whole repeat, so the peer processes every span
-instead of taking the cheaper drop path of a full queue.
+The SDK's processor queue is sized to hold a whole loop, so the peer processes every span
+instead of taking the cheaper drop path of a full queue, and each peer loop ends with a
+``force_flush`` inside its timing, so the processor's thread never exports during another loop.
 """
 
 from __future__ import annotations
 
 import gc
+import statistics
 import time
 from collections.abc import Callable, Sequence
 
@@ -28,7 +33,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.trace import Tracer
 
-from bench.harness import Figure, median_of
+from bench.harness import Figure
 from pycm.trace.bus import Bus, Subscription
 from pycm.trace.kinds import ItemAdded, ReconcileResult, ReconcileStarted
 
@@ -80,13 +85,16 @@ def _emit_loop(subscribers: int, *, stalled: bool = False) -> Callable[[int], No
     return run
 
 
-def _span_loop(tracer: Tracer) -> Callable[[int], None]:
+def _span_loop(provider: TracerProvider, tracer: Tracer) -> Callable[[int], None]:
     def run(n: int) -> None:
         start_span = tracer.start_span
         for i in range(n):
             start_span(
                 "queue.add", attributes={"queue": "deployment", "key": "default/web", "depth": i}
             ).end()
+        # The processor's thread exports what is queued now, within the timing (as ours drains
+        # its subscribers) and not during the next loop of the round.
+        provider.force_flush()
 
     return run
 
@@ -112,7 +120,7 @@ def _step_loop() -> Callable[[int], None]:
     return run
 
 
-def _otel_step_loop(tracer: Tracer) -> Callable[[int], None]:
+def _otel_step_loop(provider: TracerProvider, tracer: Tracer) -> Callable[[int], None]:
     begin = {
         "controller": "deployment",
         "key": "default/web",
@@ -126,13 +134,35 @@ def _otel_step_loop(tracer: Tracer) -> Callable[[int], None]:
         for _ in range(n):
             with start("reconcile", attributes=begin) as span:
                 span.set_attributes(end)
+        provider.force_flush()
 
     return run
 
 
-def _measure(n: int, repeats: int, run: Callable[[int], None]) -> float:
-    run(min(n, 1000))  # warm-up: caches, generated constructors, the processor's thread
-    return median_of(repeats, lambda: _rate(n, run))
+def _rounds(
+    repeats: int, loops: dict[str, tuple[int, Callable[[int], None]]]
+) -> dict[str, list[float]]:
+    """Rates (operations/s) of every loop in each of ``repeats`` rounds.
+
+    Each round runs every loop once, in an order rotated from round to round, so a slow phase
+    of a shared machine falls on pycm and on the peer alike instead of on whichever was
+    measured then: each round's ratio compares figures measured seconds apart.
+    """
+    for n, run in loops.values():
+        run(min(n, 1000))  # warm-up: caches, generated classes, the processor's thread
+    names = list(loops)
+    rates: dict[str, list[float]] = {name: [] for name in names}
+    for r in range(repeats):
+        shift = r % len(names)
+        for name in names[shift:] + names[:shift]:
+            n, run = loops[name]
+            rates[name].append(_rate(n, run))
+    return rates
+
+
+def _ratios(ours: list[float], peer: list[float]) -> float:
+    """The median of the per-round ratios ours / peer."""
+    return statistics.median(a / b for a, b in zip(ours, peer, strict=True))
 
 
 def run(size: str) -> list[Figure]:
@@ -143,48 +173,54 @@ def run(size: str) -> list[Figure]:
     )
     tracer = provider.get_tracer("bench.trace")
     try:
-        spans_per_s = _measure(n_peer, repeats, _span_loop(tracer))
-        otel_steps_per_s = _measure(n_peer, repeats, _otel_step_loop(tracer))
+        rates = _rounds(
+            repeats,
+            {
+                "span": (n_peer, _span_loop(provider, tracer)),
+                "span_step": (n_peer, _otel_step_loop(provider, tracer)),
+                "emit_0": (n, _emit_loop(0)),
+                "emit_1": (n, _emit_loop(1)),
+                "emit_10": (n, _emit_loop(10)),
+                "stalled": (n, _emit_loop(1, stalled=True)),
+                "step": (n, _step_loop()),
+            },
+        )
     finally:
         provider.shutdown()
-
-    emit = {k: _measure(n, repeats, _emit_loop(k)) for k in (0, 1, 10)}
-    stalled = _measure(n, repeats, _emit_loop(1, stalled=True))
-    step_us = 1e6 / _measure(n, repeats, _step_loop())
-    otel_step_us = 1e6 / otel_steps_per_s
-
+    med = {name: statistics.median(values) for name, values in rates.items()}
     figures = [
         Figure(
             f"trace.emit_{k}",
-            rate,
+            med[f"emit_{k}"],
             "events/s",
             "otel_sdk.span",
-            spans_per_s,
+            med["span"],
             "spans/s",
-            rate / spans_per_s,
+            _ratios(rates[f"emit_{k}"], rates["span"]),
         )
-        for k, rate in emit.items()
+        for k in (0, 1, 10)
     ]
     figures.append(
         Figure(
             "trace.step",
-            step_us,
+            1e6 / med["step"],
             "µs",
             "otel_sdk.span_step",
-            otel_step_us,
+            1e6 / med["span_step"],
             "µs",
-            otel_step_us / step_us,
+            # steps/s ours / peer per round: the peer's cost over ours.
+            _ratios(rates["step"], rates["span_step"]),
         )
     )
     figures.append(
         Figure(
             "trace.emit_stalled",
-            stalled,
+            med["stalled"],
             "events/s",
             "trace.emit_0",
-            emit[0],
+            med["emit_0"],
             "events/s",
-            stalled / emit[0],
+            _ratios(rates["stalled"], rates["emit_0"]),
         )
     )
     return figures
