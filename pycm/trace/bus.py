@@ -29,7 +29,14 @@ from pycm.trace.context import (
     new_root_ids,
     new_span_id,
 )
-from pycm.trace.events import ENVELOPE_FIELDS, Event, StepBegin, StepEnd, blank_class
+from pycm.trace.events import (
+    _KW_ONLY,
+    ENVELOPE_FIELDS,
+    Event,
+    StepBegin,
+    StepEnd,
+    blank_class,
+)
 from pycm.trace.kinds import SubscriberLagged
 from pycm.util.clock import REAL_CLOCK, Clock
 
@@ -101,7 +108,7 @@ class Subscription:
         self._closed = False
 
     def _push(self, event: Event) -> None:
-        """Deliver one event to a filtered subscription."""
+        """Deliver one event through the filter (the bus's path for filtered subscriptions)."""
         kinds = self._kinds
         if kinds is not None and event.KIND not in kinds:
             return
@@ -217,8 +224,6 @@ class Subscription:
 
 _FROM_BEGIN: Any = object()
 """The default of a finish() parameter whose attribute is copied from the begin event."""
-
-_KW_ONLY: Any = object()
 
 # The ids an end event copies from its begin event (``instance`` is the bus's); the rest of the
 # envelope but ``v`` is stamped when the step exits.
@@ -562,13 +567,13 @@ class Bus:
         sub = Subscription(self, name, maxsize, kind_set)
         if since is not None:
             backlog = self.recent(since)
-            # Events after `since` that the ring no longer holds are lost to this subscriber.
-            gone = backlog[0].seq - since - 1 if backlog else 0
             if sub._direct:
-                # The gap and any overflow of the backlog show in the seqs (Subscription).
+                # The ring's gap and any overflow of the backlog show in the seqs (Subscription).
                 sub._next_seq = min(since, self._seq) + 1
                 sub._buffer.extend(backlog)
             else:
+                # Events after `since` that the ring no longer holds are lost to this subscriber.
+                gone = backlog[0].seq - since - 1 if backlog else 0
                 if gone > 0:
                     sub._lost += gone
                 for event in backlog:
