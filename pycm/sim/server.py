@@ -49,6 +49,12 @@ Runnable = Callable[["Emulator"], Awaitable[None]]
 # How long stop() lets uvicorn finish open requests before cancelling them.
 _SHUTDOWN_TIMEOUT = 3.0
 _STARTUP_TIMEOUT = 10.0
+# How long an idle keep-alive connection stays open. kube-apiserver leaves idle connections to
+# the client, and client-go (like pycm.kube) drops its own after 90 s; uvicorn's default of 5 s
+# would close connections that clients still hold, so a request sent on one as it closes fails
+# with a reset (seen as httpx.ReadError on a PUT under load). Longer than any client's expiry,
+# the client always closes first.
+_IDLE_KEEP_ALIVE = 120
 
 
 class EmulatorError(RuntimeError):
@@ -181,6 +187,7 @@ class Emulator:
             lifespan="off",
             proxy_headers=False,  # nothing sits in front of the emulator: trust no X-Forwarded-*
             timeout_graceful_shutdown=int(_SHUTDOWN_TIMEOUT),
+            timeout_keep_alive=_IDLE_KEEP_ALIVE,
             **ssl,
         )
         self._server = server = _Server(config)

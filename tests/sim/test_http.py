@@ -658,3 +658,29 @@ async def test_http_watch_that_falls_behind_is_ended() -> None:
         # The watch ended (its client relists) instead of buffering without bound.
         assert lines == []
         assert emu.store.watcher_count == 0
+
+
+@pytest.mark.asyncio
+async def test_http_idle_keep_alive_connection_outlives_uvicorns_default(emu: Emulator) -> None:
+    """An idle connection stays open past uvicorn's default 5 s keep-alive, so a client that
+    keeps its own for longer (client-go and pycm.kube: 90 s) never sends on one being closed."""
+    host, port = emu.url.removeprefix("http://").rsplit(":", 1)
+    reader, writer = await asyncio.open_connection(host, int(port))
+    request = f"GET /healthz HTTP/1.1\r\nHost: {host}\r\nConnection: keep-alive\r\n\r\n".encode()
+
+    async def get_ok() -> None:
+        writer.write(request)
+        await writer.drain()
+        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)
+        assert head.startswith(b"HTTP/1.1 200")
+        length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
+        assert await reader.readexactly(length) == b"ok"
+
+    try:
+        await get_ok()
+        await asyncio.sleep(6.5)
+        assert not reader.at_eof(), "the server closed an idle keep-alive connection"
+        await get_ok()  # the same connection still serves
+    finally:
+        writer.close()
+        await writer.wait_closed()
