@@ -103,7 +103,7 @@ class Registry:
         if off:
             lines.append(f"Disabled-by-default controllers: {', '.join(sorted(off))}")
         plugins = [
-            f"{name} ({source})"
+            f"{name} from {source}"
             for name, source in sorted(self._source.items())
             if source not in (BUILT_IN, IN_CODE)
         ]

@@ -26,6 +26,7 @@ controllers registered in code, plugins of the entry-point group ``pycm.controll
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import random
 import signal
@@ -198,9 +199,10 @@ class Manager:
         if trace_file:
             self._recorder = Recorder(trace_file)
             # since=0: the ring still holds what came before (FlagsParsed), so it is recorded.
-            sub = self.bus.subscribe(name="recorder", maxsize=16384, since=0)
-            recorder = self._recorder
-            self.groups.add(Group.OBSERVERS, "trace recorder", lambda: recorder.run(sub))
+            recorded = self.bus.subscribe(name="recorder", maxsize=16384, since=0)
+            self.groups.add(
+                Group.OBSERVERS, "trace recorder", functools.partial(self._recorder.run, recorded)
+            )
         try:  # --otlp-endpoint / OTEL_EXPORTER_OTLP_*: None when neither asks for export
             otel = start_otel_sink(self.bus, cfg.tracing, self.identity, self.metrics_registry)
         except ValueError as exc:
