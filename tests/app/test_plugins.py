@@ -8,6 +8,7 @@ discovered exactly as a user's would be.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import subprocess
@@ -290,3 +291,38 @@ async def test_echo_plugin_pycm_run_star_echo_reconciles_and_is_observed(
     ends = [e for e in read_events(manager.trace) if e.KIND == "reconcile.end"]
     actions = {e.action for e in ends if e.controller == "echo"}  # type: ignore[attr-defined]
     assert {"echoed", "cleared"} <= actions
+
+
+@pytest.mark.e2e
+@pytest.mark.asyncio
+async def test_pycm_run_plugin_init_raises_exit_1_names_controller_and_distribution(
+    cluster: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    _dist(
+        site,
+        "pycm-failing-plugin",
+        "pycm_failing_plugin",
+        """
+        from pycm.controller import ControllerDescriptor
+
+        async def init(ctx):
+            raise RuntimeError("missing CRD")
+
+        descriptor = ControllerDescriptor("failing", init)
+        """,
+    )
+    monkeypatch.setenv("PYTHONPATH", str(site))
+    manager = start_manager(cluster.kubeconfig_path, tmp_path, "--controllers=failing")
+    try:
+        code = await asyncio.to_thread(manager.proc.wait, 60)
+    finally:
+        await stop_manager(manager)
+    log = manager.log.read_text()
+    assert code == 1, log
+    assert (
+        "controller 'failing' (distribution pycm-failing-plugin 1.0) failed to start: "
+        "RuntimeError: missing CRD"
+    ) in log
+    assert "Traceback" not in log
