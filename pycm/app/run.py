@@ -264,9 +264,12 @@ class Manager:
             ctx = self.context
             if ctx is None:
                 return None  # not leading (or not yet): nothing to sync
+            # Both factories: a controller (a plugin's, say) may watch metadata only.
+            factories = (ctx.informer_factory, ctx.metadata_informer_factory)
             waiting = [
                 name
-                for name, informer in ctx.informer_factory.informers.items()
+                for factory in factories
+                for name, informer in factory.informers.items()
                 if not informer.has_synced()
             ]
             return f"informers not synced: {waiting}" if waiting else None
