@@ -103,6 +103,17 @@ def run(
     """``pycm run`` with ``argv`` (the arguments after ``run``); returns the exit status."""
     out = stdout if stdout is not None else sys.stdout
     err = stderr if stderr is not None else sys.stderr
+    if known_controllers is None:
+        # The registry is built here, before the flags are parsed: the built-ins, controllers
+        # registered in code, and the plugins; a broken or colliding plugin is a usage error.
+        from pycm.app.controllers import build_registry
+        from pycm.app.registry import RegistryError
+
+        try:
+            known_controllers = build_registry()
+        except RegistryError as exc:
+            err.write(f"Error: {exc}\n")
+            return 2
     options = ControllerManagerOptions(known_controllers)
     command = _CommandOptions()
     global_flags = options.flag_sets.flag_set("Global")

@@ -1,30 +1,34 @@
-"""The controllers pycm can start, registered in the default registry with their init functions.
+"""The built-in controllers' descriptors, and the registry ``pycm run`` builds from them.
 
-An init function receives the :class:`~pycm.app.context.ControllerContext`, builds the
-controller (which registers the informers it needs) and returns the coroutine function that
-runs it; StartControllers runs those only after every controller is built and the informer
-factories are started, as KCM does.
+Built-ins and plugins take one path: a :class:`~pycm.controller.ControllerDescriptor` whose
+init receives the :class:`~pycm.controller.ControllerContext`, builds the controller (which
+registers the informers it needs) and returns the coroutine function that runs it; the
+manager runs those only after every controller is built and the informer factories are
+started, as KCM does.
+
+:func:`build_registry` is called explicitly — by the command before it parses flags, and by
+the manager when it is given none — so importing this module registers nothing anywhere.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine
-from typing import Any
+from collections.abc import Iterable
+from importlib import metadata
 
 from pycm.app.clients import DeploymentClientAdapter, ReplicaSetClientAdapter
-from pycm.app.context import ControllerContext
-from pycm.app.registry import ControllerDescriptor, Registry, default_registry
+from pycm.app.config import CompletedConfig
+from pycm.app.registry import BUILT_IN, IN_CODE, Registry, default_registry, load_plugins
+from pycm.controller import ControllerContext, ControllerDescriptor, Runnable
 from pycm.controllers.deployment.controller import DeploymentController
 from pycm.controllers.replicaset.controller import ReplicaSetController
 from pycm.kube.resources import DEPLOYMENTS, PODS, REPLICASETS
 
-__all__ = ["Runnable", "register_all"]
-
-Runnable = Callable[[], Coroutine[Any, Any, None]]
+__all__ = ["BUILT_INS", "DEPLOYMENT", "REPLICASET", "Runnable", "build_registry"]
 
 
 async def start_replicaset_controller(ctx: ControllerContext) -> Runnable:
     name = "replicaset-controller"
+    config: CompletedConfig = ctx.config
     factory = ctx.informer_factory
     controller = ReplicaSetController(
         rs_informer=factory.informer_for(REPLICASETS),
@@ -36,13 +40,14 @@ async def start_replicaset_controller(ctx: ControllerContext) -> Runnable:
         bus=ctx.bus,
         metrics=ctx.metrics,
     )
-    workers = ctx.config.replicaset_controller.concurrent_rs_syncs
-    ctx.queues["replicaset"] = controller.controller
+    workers = config.replicaset_controller.concurrent_rs_syncs
+    ctx.register_queue("replicaset", controller.controller)
     return lambda: controller.run(workers)
 
 
 async def start_deployment_controller(ctx: ControllerContext) -> Runnable:
     name = "deployment-controller"
+    config: CompletedConfig = ctx.config
     factory = ctx.informer_factory
     controller = DeploymentController(
         deployment_informer=factory.informer_for(DEPLOYMENTS),
@@ -55,25 +60,41 @@ async def start_deployment_controller(ctx: ControllerContext) -> Runnable:
         bus=ctx.bus,
         metrics=ctx.metrics,
     )
-    workers = ctx.config.deployment_controller.concurrent_deployment_syncs
-    ctx.queues["deployment"] = controller.controller
+    workers = config.deployment_controller.concurrent_deployment_syncs
+    ctx.register_queue("deployment", controller.controller)
     return lambda: controller.run(workers)
 
 
-def register_all(registry: Registry) -> Registry:
-    if "deployment" not in registry:
-        registry.register(
-            ControllerDescriptor(
-                "deployment", start_deployment_controller, aliases=("deployment-controller",)
-            )
-        )
-    if "replicaset" not in registry:
-        registry.register(
-            ControllerDescriptor(
-                "replicaset", start_replicaset_controller, aliases=("replicaset-controller",)
-            )
-        )
+DEPLOYMENT = ControllerDescriptor(
+    "deployment",
+    start_deployment_controller,
+    aliases=("deployment-controller",),
+    requires=("deployments.apps", "replicasets.apps", "pods"),
+)
+REPLICASET = ControllerDescriptor(
+    "replicaset",
+    start_replicaset_controller,
+    aliases=("replicaset-controller",),
+    requires=("replicasets.apps", "pods"),
+)
+BUILT_INS = (DEPLOYMENT, REPLICASET)
+
+
+def build_registry(
+    *,
+    plugins: bool = True,
+    entry_points: Iterable[metadata.EntryPoint] | None = None,
+) -> Registry:
+    """A fresh registry: the built-ins, the descriptors registered in code on
+    :func:`~pycm.app.registry.default_registry`, then (``plugins``) those of the entry-point
+    group ``pycm.controllers`` (or of ``entry_points``, for tests). Raises
+    :class:`~pycm.app.registry.RegistryError` / ``PluginError`` on a collision or a broken
+    plugin."""
+    registry = Registry()
+    for descriptor in BUILT_INS:
+        registry.register(descriptor, source=BUILT_IN)
+    for descriptor in default_registry():
+        registry.register(descriptor, source=IN_CODE)
+    if plugins:
+        load_plugins(registry, entry_points)
     return registry
-
-
-register_all(default_registry())

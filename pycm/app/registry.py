@@ -1,9 +1,14 @@
 """The controller registry: every controller pycm can run, by canonical name, with its aliases.
 
-As KCM's controller descriptors: a name, aliases, whether ``*`` enables it, and an init function
-that receives the controller context and returns the running controller (or None: "not
-started"). Registration rejects a duplicate name or alias at once, so a misconfigured build
-fails at import, not at run time.
+As KCM's controller descriptors (:class:`~pycm.controller.descriptor.ControllerDescriptor`):
+a name, aliases, whether ``*`` enables it, and an init function. Registration rejects a
+duplicate name or alias at once, naming where both came from (``built-in``, ``registered in
+code``, or the plugin's distribution).
+
+The registry ``pycm run`` uses is built explicitly, before its flags are parsed
+(:func:`pycm.app.controllers.build_registry`): the built-ins, then the descriptors registered
+in code on :func:`default_registry`, then the plugins found under the entry-point group
+``pycm.controllers`` (:func:`load_plugins`). Nothing registers itself by being imported.
 
 ``--controllers`` is resolved here with KCM's scan (``resolve``): for each controller, the first
 item naming it decides — its name or alias → on, ``-name`` → off; if none names it, ``*``
@@ -12,47 +17,58 @@ anywhere in the list → on when enabled by default; otherwise off. Unknown name
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Iterable, Iterator, Sequence
+from importlib import metadata
 
-__all__ = ["ControllerDescriptor", "Registry", "RegistryError", "default_registry"]
+from pycm.controller.descriptor import ENTRY_POINT_GROUP, ControllerDescriptor, InitFunc
 
-InitFunc = Callable[[Any], Awaitable[Any]]
-"""``async init(context) -> controller | None`` (None: the controller chose not to start)."""
+__all__ = [
+    "BUILT_IN",
+    "IN_CODE",
+    "ControllerDescriptor",
+    "InitFunc",
+    "PluginError",
+    "Registry",
+    "RegistryError",
+    "default_registry",
+    "load_plugins",
+]
+
+BUILT_IN = "built-in"
+IN_CODE = "registered in code"
 
 
 class RegistryError(ValueError):
     """A duplicate registration, or an unknown name in --controllers."""
 
 
-@dataclass(frozen=True, slots=True)
-class ControllerDescriptor:
-    name: str
-    init: InitFunc
-    aliases: tuple[str, ...] = ()
-    enabled_by_default: bool = True
-    # Informer resources the controller needs synced before its workers start (for docs/health).
-    requires: tuple[str, ...] = field(default=())
+class PluginError(RegistryError):
+    """A plugin that cannot be loaded or registered; the message names its distribution."""
 
 
 class Registry:
-    """Descriptors by canonical name. Invariant: every name and alias maps to one descriptor."""
+    """Descriptors by canonical name. Invariant: every name and alias maps to one descriptor,
+    and every descriptor has a source (where it came from, for messages and help)."""
 
     def __init__(self) -> None:
         self._by_name: dict[str, ControllerDescriptor] = {}
         self._canonical: dict[str, str] = {}  # name or alias -> canonical name
+        self._source: dict[str, str] = {}  # canonical name -> built-in / in code / distribution
 
-    def register(self, descriptor: ControllerDescriptor) -> ControllerDescriptor:
+    def register(
+        self, descriptor: ControllerDescriptor, *, source: str = IN_CODE
+    ) -> ControllerDescriptor:
         for label in (descriptor.name, *descriptor.aliases):
-            if not label or label.startswith("-") or label == "*":
+            if not label or label.startswith("-") or label == "*" or "," in label:
                 raise RegistryError(f"invalid controller name or alias {label!r}")
             if label in self._canonical:
+                owner = self._canonical[label]
                 raise RegistryError(
                     f"controller name or alias {label!r} is already registered "
-                    f"(by {self._canonical[label]!r})"
+                    f"(by {owner!r}, {self._source[owner]})"
                 )
         self._by_name[descriptor.name] = descriptor
+        self._source[descriptor.name] = source
         for label in (descriptor.name, *descriptor.aliases):
             self._canonical[label] = descriptor.name
         return descriptor
@@ -60,7 +76,7 @@ class Registry:
     def __contains__(self, name: object) -> bool:
         return name in self._canonical
 
-    def __iter__(self) -> Any:
+    def __iter__(self) -> Iterator[ControllerDescriptor]:
         return iter(self._by_name.values())
 
     def __len__(self) -> int:
@@ -72,8 +88,28 @@ class Registry:
     def names(self) -> list[str]:
         return sorted(self._by_name)
 
+    def source(self, name: str) -> str:
+        """Where the controller ``name`` came from: built-in, in code, or a distribution."""
+        return self._source[self._canonical[name]]
+
     def canonical(self, name: str) -> str | None:
         return self._canonical.get(name)
+
+    def describe(self) -> str:
+        """The --controllers help lines: every controller, then the off-by-default ones and
+        the plugins with their distributions (KCM lists the disabled-by-default ones too)."""
+        lines = [f"All controllers: {', '.join(self.names())}"]
+        off = [d.name for d in self if not d.enabled_by_default]
+        if off:
+            lines.append(f"Disabled-by-default controllers: {', '.join(sorted(off))}")
+        plugins = [
+            f"{name} from {source}"
+            for name, source in sorted(self._source.items())
+            if source not in (BUILT_IN, IN_CODE)
+        ]
+        if plugins:
+            lines.append(f"Plugin controllers: {', '.join(plugins)}")
+        return "\n".join(lines)
 
     def validate(self, items: Sequence[str]) -> list[str]:
         """Every error in a --controllers list (all of them, not the first)."""
@@ -110,9 +146,47 @@ class Registry:
         return enabled
 
 
+def _distribution(entry_point: metadata.EntryPoint) -> str:
+    dist = entry_point.dist
+    if dist is None:
+        return "an unknown distribution"
+    return f"distribution {dist.name} {dist.version}"
+
+
+def load_plugins(
+    registry: Registry, entry_points: Iterable[metadata.EntryPoint] | None = None
+) -> Registry:
+    """Register the descriptor each entry point of group ``pycm.controllers`` names.
+
+    A plugin that fails to import, names something that is not a ControllerDescriptor, or
+    collides with a registered name or alias raises :class:`PluginError` naming its
+    distribution and entry point; the command turns it into a start-up error (exit 2).
+    """
+    found = metadata.entry_points(group=ENTRY_POINT_GROUP) if entry_points is None else entry_points
+    for entry_point in sorted(found, key=lambda ep: ep.name):
+        origin = _distribution(entry_point)
+        where = f"plugin controller {entry_point.name!r} ({entry_point.value}) from {origin}"
+        try:
+            descriptor = entry_point.load()
+        except Exception as exc:  # any import-time failure of third-party code
+            raise PluginError(f"{where} failed to load: {type(exc).__name__}: {exc}") from None
+        if not isinstance(descriptor, ControllerDescriptor):
+            raise PluginError(
+                f"{where} is a {type(descriptor).__name__}, not a "
+                "pycm.controller.ControllerDescriptor"
+            )
+        try:
+            registry.register(descriptor, source=origin)
+        except RegistryError as exc:
+            raise PluginError(f"{where}: {exc}") from None
+    return registry
+
+
 _default = Registry()
 
 
 def default_registry() -> Registry:
-    """The registry the controllers of pycm.controllers register into."""
+    """Controllers registered in code (by a program that embeds pycm before it calls
+    ``pycm.app.command.run``); the registry ``pycm run`` builds includes them beside the
+    built-ins and the plugins."""
     return _default

@@ -13,36 +13,44 @@ Start order (KCM's, and controller-runtime's runnable groups):
    ``--controller-start-interval`` jitter), then both factories started, InformersStarted
    closed, and the controllers' workers run once their caches sync.
 
-Stop (SIGTERM / SIGINT) is the reverse, bounded by ``SHUTDOWN_TIMEOUT``: controllers (and,
-leading, the lease released), informers, servers, recorder. A lost lease is fatal: the process
-exits 1, as KCM's OnStoppedLeading does.
+Each part joins a typed runnable group (:mod:`pycm.app.runnables`: observers, servers, leader
+election, caches, controllers), which is where that order is written. Stop (SIGTERM / SIGINT)
+is the groups' reverse, bounded by ``SHUTDOWN_TIMEOUT``: controllers, informers and event
+recorders, leader election (the lease released), servers, observers. A lost lease is fatal: the
+process exits 1, as KCM's OnStoppedLeading does.
+
+The controllers come from the registry (:func:`pycm.app.controllers.build_registry`: built-ins,
+controllers registered in code, plugins of the entry-point group ``pycm.controllers``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import random
 import signal
 import sys
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from typing import Any, cast
 
 from prometheus_client import CollectorRegistry
 
 from pycm import __version__
-from pycm.app import controllers as _controllers  # noqa: F401  (registers the controllers)
 from pycm.app.clients import EventSinkAdapter, LeaseClientAdapter, ReviewPosterAdapter
 from pycm.app.config import CompletedConfig
 from pycm.app.context import ControllerContext, resync_period
+from pycm.app.controllers import build_registry
 from pycm.app.logs import configure_logging
-from pycm.app.registry import Registry, default_registry
+from pycm.app.registry import Registry
+from pycm.app.runnables import Group, RunnableGroups
 from pycm.app.serviceaccounts import (
     SERVICE_ACCOUNT_NAMESPACE,
     ServiceAccountTokenSource,
     username_for,
 )
 from pycm.cache.factory import MetadataInformerFactory, SharedInformerFactory
+from pycm.controller import Runnable
 from pycm.controller.metrics import ControllerMetrics
 from pycm.kube import Client, ConfigError, load_config
 from pycm.kube.errors import KubeError
@@ -78,7 +86,6 @@ from pycm.trace.kinds import (
 )
 from pycm.trace.recorder import Recorder
 from pycm.util.clock import REAL_CLOCK, Clock
-from pycm.util.tasks import cancel_and_wait, create_guarded_task
 
 __all__ = ["SHUTDOWN_TIMEOUT", "Manager", "run_manager"]
 
@@ -90,8 +97,10 @@ API_SERVER_WAIT = 10.0
 QUEUE_STALL_THRESHOLD = 60.0
 # Reason the manager gave up, kept for the exit status and the ManagerStopped event.
 EXIT_OK, EXIT_FAILED = 0, 1
-# Tasks that watch the bus: stopped after everything else, so they see the shutdown too.
-_OBSERVERS = ("trace recorder", "state reducer", "otel sink")
+# Informer factories get this long to stop their informers.
+INFORMER_STOP_TIMEOUT = 5.0
+# The observers' own budget after the rest stopped: they flush what the shutdown emitted.
+OBSERVER_STOP = 5.0
 
 
 class ManagerError(Exception):
@@ -114,10 +123,13 @@ class Manager:
         if not self.bus.instance:
             self.bus.instance = self.identity
         self.clock = clock
-        self.registry = registry or default_registry()
+        # Built explicitly (never by an import): `pycm run` builds the same one for its flags.
+        self.registry = registry if registry is not None else build_registry()
         self.metrics_registry = metrics_registry or CollectorRegistry()
         self.health = HealthRegistry(bus=self.bus)
-        self._tasks: list[asyncio.Task[Any]] = []
+        self.groups = RunnableGroups(
+            on_failure=lambda name, exc: self._fail(f"{name} failed: {exc}"), clock=clock
+        )
         self._stop = asyncio.Event()
         self._fatal: str | None = None
         self._rng = random.Random()
@@ -162,25 +174,22 @@ class Manager:
             await self._recorder.close()
         return code
 
-    def _spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
-        task: asyncio.Task[Any] = create_guarded_task(
-            coro, name=name, logger=log, on_failure=lambda e: self._fail(f"{name} failed: {e}")
-        )
-        self._tasks.append(task)
-        return task
-
     async def _start(self) -> None:
         cfg = self.config
         self._start_observers()
+        await self.groups.start(Group.OBSERVERS)
         with self.bus.step(StartupBegan(command="run", version=__version__)) as startup:
             self.root = await self._connect()
             await self._wait_for_api_server(self.root)
             self._add_health_checks()
             await self._start_serving(self.root)
+            await self.groups.start(Group.SERVERS)
             if cfg.leader_election.leader_elect:
                 self._start_election(self.root)
+                await self.groups.start(Group.LEADER_ELECTION)
                 startup.finish(controllers_started=0)
             else:
+                await self.groups.start(Group.LEADER_ELECTION)  # none: we lead at once
                 started = await self.start_controllers()
                 startup.finish(controllers_started=started)
 
@@ -190,15 +199,17 @@ class Manager:
         if trace_file:
             self._recorder = Recorder(trace_file)
             # since=0: the ring still holds what came before (FlagsParsed), so it is recorded.
-            sub = self.bus.subscribe(name="recorder", maxsize=16384, since=0)
-            self._spawn(self._recorder.run(sub), "trace recorder")
+            recorded = self.bus.subscribe(name="recorder", maxsize=16384, since=0)
+            self.groups.add(
+                Group.OBSERVERS, "trace recorder", functools.partial(self._recorder.run, recorded)
+            )
         try:  # --otlp-endpoint / OTEL_EXPORTER_OTLP_*: None when neither asks for export
             otel = start_otel_sink(self.bus, cfg.tracing, self.identity, self.metrics_registry)
         except ValueError as exc:
             raise ManagerError(f"invalid OpenTelemetry configuration: {exc}") from None
         if otel is not None:
             self._export_ratio = cfg.tracing.sample_ratio
-            self._spawn(otel.run(), "otel sink")  # cancelled last: it flushes, bounded
+            self.groups.add(Group.OBSERVERS, "otel sink", otel.run)  # it flushes, bounded
         try:
             from pycm.trace.reducer import State
         except ImportError:  # the reducer module is optional for the manager to run
@@ -213,7 +224,7 @@ class Manager:
                     state.apply(event)
 
         self._snapshot = state.snapshot
-        self._spawn(feed(), "state reducer")
+        self.groups.add(Group.OBSERVERS, "state reducer", feed)
 
     async def _connect(self, kubeconfig: str | None = None) -> Client:
         """The root client (or, with ``kubeconfig``, a client for delegated authn/authz)."""
@@ -253,9 +264,12 @@ class Manager:
             ctx = self.context
             if ctx is None:
                 return None  # not leading (or not yet): nothing to sync
+            # Both factories: a controller (a plugin's, say) may watch metadata only.
+            factories = (ctx.informer_factory, ctx.metadata_informer_factory)
             waiting = [
                 name
-                for name, informer in ctx.informer_factory.informers.items()
+                for factory in factories
+                for name, informer in factory.informers.items()
                 if not informer.has_synced()
             ]
             return f"informers not synced: {waiting}" if waiting else None
@@ -276,6 +290,7 @@ class Manager:
         self.health.add("workqueues", workqueues)
 
     async def _start_serving(self, client: Client) -> None:
+        """The servers join the SERVERS group (started when it opens, right after)."""
         cfg = self.config
         routes = build_routes(
             health=self.health,
@@ -327,14 +342,13 @@ class Manager:
                 on_failure=lambda e: self._fail(f"insecure serving failed: {e}"),
             )
             await self._start_server(insecure)
+        # Added last, so stopped first: end the event streams so the servers stop promptly.
+        await self.groups.add_service(Group.SERVERS, "debug streams", _StreamsCloser(self._streams))
 
     async def _start_server(self, server: SecureServer | InsecureServer) -> None:
-        try:
-            host, port = await server.start()
-        except OSError as exc:
-            raise ManagerError(f"failed to start serving: {exc}") from None
         self.servers.append(server)
-        log.info("serving on %s:%d", host, port)
+        name = "secure serving" if isinstance(server, SecureServer) else "insecure serving"
+        await self.groups.add_service(Group.SERVERS, name, _Serving(server))
 
     # -- leader election ------------------------------------------------------------------
 
@@ -378,7 +392,7 @@ class Manager:
             # run() returns only when leadership was lost (cancellation raises instead).
             self._fail(f"leaderelection lost: {elector.lost_reason or 'stopped leading'}")
 
-        self._spawn(elect(), "leader election")
+        self.groups.add(Group.LEADER_ELECTION, "leader election", elect)
 
     # -- StartControllers -----------------------------------------------------------------
 
@@ -415,7 +429,8 @@ class Manager:
                 clock=self.clock,
                 bus=self.bus,
             )
-            self._spawn(recorder.run(), f"event recorder {name}")
+            # With the caches: they stop after the controllers, so the last events are sent.
+            self.groups.add(Group.CACHES, f"event recorder {name}", recorder.run)
             return recorder
 
         return ControllerContext(
@@ -443,7 +458,7 @@ class Manager:
         }
         descriptors = list(self.registry)
         random.shuffle(descriptors)  # KCM starts them in random order
-        runnables: list[tuple[str, Callable[[], Coroutine[Any, Any, None]]]] = []
+        runnables: list[tuple[str, Runnable]] = []
         interval = self.config.controllers.controller_start_interval
         for descriptor in descriptors:
             if descriptor.name not in enabled:
@@ -454,18 +469,32 @@ class Manager:
             if interval > 0:
                 await self.clock.sleep(self._rng.uniform(0, 2 * interval))
             with self.bus.step(ControllerInitBegan(controller=descriptor.name)) as step:
-                runnable = await descriptor.init(ctx)
+                try:
+                    runnable = await descriptor.init(ctx)
+                except Exception as exc:  # a plugin's init is third-party code
+                    source = self.registry.source(descriptor.name)
+                    raise ManagerError(
+                        f"controller {descriptor.name!r} ({source}) failed to start: "
+                        f"{type(exc).__name__}: {exc}"
+                    ) from None
                 step.finish(started=runnable is not None)
             if runnable is not None:
                 runnables.append((descriptor.name, runnable))
         if self._token_sources:
             await self._first_tokens()
-        started = ctx.informer_factory.start() + ctx.metadata_informer_factory.start()
+        informers = _InformerFactories(ctx)
+        await self.groups.add_service(Group.CACHES, "informer factories", informers)
+        await self.groups.start(Group.CACHES)
         ctx.informers_started.set()
-        self.bus.point(InformersStarted(informers=started))
+        self.bus.point(InformersStarted(informers=informers.started))
         for name, runnable in runnables:
-            self._spawn(runnable(), f"controller {name}")
-        self._spawn(self._shutdown_informers_on_cancel(ctx), "informer factories")
+            self.groups.add(Group.CONTROLLERS, f"controller {name}", runnable)
+        # Plugins' own background tasks run with the controllers, added now or later.
+        for name, runnable in ctx.pending_runnables:
+            self.groups.add(Group.CONTROLLERS, name, runnable)
+        ctx.pending_runnables.clear()
+        ctx.on_runnable = lambda name, run: self.groups.add(Group.CONTROLLERS, name, run)
+        await self.groups.start(Group.CONTROLLERS)
         return len(runnables)
 
     async def _service_account_builder(self) -> Callable[[str], Client]:
@@ -518,36 +547,64 @@ class Manager:
             if isinstance(result, BaseException):
                 raise result
 
-    async def _shutdown_informers_on_cancel(self, ctx: ControllerContext) -> None:
-        try:
-            await asyncio.Event().wait()
-        finally:
-            await ctx.informer_factory.shutdown(timeout=5.0)
-            await ctx.metadata_informer_factory.shutdown(timeout=5.0)
-
     # -- shutdown -------------------------------------------------------------------------
 
     async def _shutdown(self) -> None:
-        """Stop in reverse order: election and controllers (leading work), informers,
-        servers, observers — each bounded."""
-        # Newest first: controllers and informers were started after the election.
-        for task in reversed(self._tasks):
-            if task.get_name() in _OBSERVERS:
-                continue
-            task.cancel()
-        workers = [t for t in self._tasks if t.get_name() not in _OBSERVERS]
-        stuck = await cancel_and_wait(workers, timeout=SHUTDOWN_TIMEOUT)
-        for task in stuck:
-            log.error("task %s did not stop within %.0fs", task.get_name(), SHUTDOWN_TIMEOUT)
-        self._streams.close_all()  # end the event streams so the servers stop promptly
-        for server in reversed(self.servers):
-            await server.stop()
+        """Stop the groups in reverse (controllers, caches, election, servers, observers —
+        bounded), then close the API clients."""
+        for name in await self.groups.stop(SHUTDOWN_TIMEOUT, observers_timeout=OBSERVER_STOP):
+            log.error("task %s did not stop within %.0fs", name, SHUTDOWN_TIMEOUT)
         for extra in self._extra_clients:
             await extra.aclose()
         if self.root is not None:
             await self.root.aclose()
-        observers = [t for t in self._tasks if t not in workers]
-        await cancel_and_wait(observers, timeout=5.0)
+
+
+class _Serving:
+    """A server as a SERVERS-group service: a port that cannot be bound is a start-up error."""
+
+    def __init__(self, server: SecureServer | InsecureServer) -> None:
+        self.server = server
+
+    async def start(self) -> None:
+        try:
+            host, port = await self.server.start()
+        except OSError as exc:
+            raise ManagerError(f"failed to start serving: {exc}") from None
+        log.info("serving on %s:%d", host, port)
+
+    async def stop(self) -> None:
+        await self.server.stop()
+
+
+class _StreamsCloser:
+    """Ends the open debug event streams when the servers stop (they would hold them up)."""
+
+    def __init__(self, streams: OpenStreams) -> None:
+        self.streams = streams
+
+    async def start(self) -> None:
+        return None
+
+    async def stop(self) -> None:
+        self.streams.close_all()
+
+
+class _InformerFactories:
+    """Both informer factories as a CACHES-group service: started once every controller is
+    built (so each informer a controller asked for starts at once), shut down after them."""
+
+    def __init__(self, ctx: ControllerContext) -> None:
+        self.ctx = ctx
+        self.started = 0
+
+    async def start(self) -> None:
+        ctx = self.ctx
+        self.started = ctx.informer_factory.start() + ctx.metadata_informer_factory.start()
+
+    async def stop(self) -> None:
+        await self.ctx.informer_factory.shutdown(timeout=INFORMER_STOP_TIMEOUT)
+        await self.ctx.metadata_informer_factory.shutdown(timeout=INFORMER_STOP_TIMEOUT)
 
 
 def run_manager(config: CompletedConfig) -> int:

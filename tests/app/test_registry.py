@@ -2,11 +2,23 @@
 
 from __future__ import annotations
 
+import textwrap
+from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from pycm.app.registry import ControllerDescriptor, Registry, RegistryError
+from pycm.app.registry import (
+    BUILT_IN,
+    IN_CODE,
+    ControllerDescriptor,
+    PluginError,
+    Registry,
+    RegistryError,
+    default_registry,
+    load_plugins,
+)
 
 
 async def _init(_: Any) -> None:
@@ -99,3 +111,110 @@ def test_lookup_by_alias_returns_the_canonical_descriptor() -> None:
     assert registry.canonical("replicaset-controller") == "replicaset"
     assert "deployment-controller" in registry
     assert registry.names() == ["bootstrap", "deployment", "replicaset"]
+
+
+# -- sources, help, plugins, the built registry ----------------------------------------------
+
+
+def test_register_conflict_message_names_both_sources() -> None:
+    registry = Registry()
+    registry.register(ControllerDescriptor("deployment", _init), source=BUILT_IN)
+    with pytest.raises(RegistryError) as caught:
+        registry.register(ControllerDescriptor("mine", _init, aliases=("deployment",)))
+    assert str(caught.value) == (
+        "controller name or alias 'deployment' is already registered (by 'deployment', built-in)"
+    )
+
+
+def test_describe_lists_all_then_off_by_default_then_plugins() -> None:
+    registry = _registry()
+    registry.register(
+        ControllerDescriptor("echo", _init, enabled_by_default=False),
+        source="distribution pycm-echo-controller 0.1.0",
+    )
+    assert registry.describe() == (
+        "All controllers: bootstrap, deployment, echo, replicaset\n"
+        "Disabled-by-default controllers: bootstrap, echo\n"
+        "Plugin controllers: echo from distribution pycm-echo-controller 0.1.0"
+    )
+    assert registry.source("echo") == "distribution pycm-echo-controller 0.1.0"
+
+
+def _installed(site: Path, module: str, source: str, *, entry: str = "mine") -> list[Any]:
+    """The entry points of a distribution really installed (dist-info) under ``site``."""
+    info = site / f"{module}-2.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {module}\nVersion: 2.0\n")
+    (info / "entry_points.txt").write_text(f"[pycm.controllers]\n{entry} = {module}:descriptor\n")
+    (site / f"{module}.py").write_text(textwrap.dedent(source))
+    (dist,) = metadata.distributions(path=[str(site)])
+    return list(dist.entry_points.select(group="pycm.controllers"))
+
+
+_GOOD_PLUGIN = """
+from pycm.controller import ControllerDescriptor
+
+async def init(ctx):
+    return None
+
+descriptor = ControllerDescriptor(
+    "mine", init, aliases=("my-controller",), enabled_by_default=False
+)
+"""
+
+
+def test_load_plugins_registers_descriptor_with_its_distribution(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.syspath_prepend(str(tmp_path))
+    eps = _installed(tmp_path, "pycm_test_plugin_good", _GOOD_PLUGIN)
+    registry = load_plugins(_registry(), eps)
+    assert registry.canonical("my-controller") == "mine"
+    assert registry.source("mine") == "distribution pycm_test_plugin_good 2.0"
+    assert registry.resolve(["*"])["mine"] is False
+    assert registry.resolve(["*", "mine"])["mine"] is True
+
+
+def test_load_plugins_import_error_names_distribution_and_entry_point(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.syspath_prepend(str(tmp_path))
+    eps = _installed(tmp_path, "pycm_test_plugin_raises", "raise RuntimeError('no config')\n")
+    with pytest.raises(PluginError) as caught:
+        load_plugins(_registry(), eps)
+    assert str(caught.value) == (
+        "plugin controller 'mine' (pycm_test_plugin_raises:descriptor) from distribution "
+        "pycm_test_plugin_raises 2.0 failed to load: RuntimeError: no config"
+    )
+
+
+def test_build_registry_builtins_then_in_code_then_plugins(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pycm.app import controllers
+
+    in_code = Registry()
+    in_code.register(ControllerDescriptor("embedded", _init))
+    monkeypatch.setattr(controllers, "default_registry", lambda: in_code)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    eps = _installed(tmp_path, "pycm_test_plugin_built", _GOOD_PLUGIN)
+    registry = controllers.build_registry(entry_points=eps)
+    assert registry.names() == ["deployment", "embedded", "mine", "replicaset"]
+    assert [registry.source(n) for n in registry.names()] == [
+        BUILT_IN,
+        IN_CODE,
+        "distribution pycm_test_plugin_built 2.0",
+        BUILT_IN,
+    ]
+    # Building again gives a fresh registry: nothing accumulates across builds.
+    assert controllers.build_registry(plugins=False).names() == [
+        "deployment",
+        "embedded",
+        "replicaset",
+    ]
+
+
+def test_build_registry_no_plugins_only_builtins_importing_registers_nothing() -> None:
+    import pycm.app.controllers  # noqa: F401 - importing must not register anything
+
+    assert "deployment" not in default_registry()

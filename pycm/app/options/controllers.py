@@ -1,20 +1,18 @@
 """Which controllers run and how they start: --controllers and --controller-start-interval.
 
-The known controllers come from the controller registry (:mod:`pycm.app.registry`), passed in;
-until the controllers issue fills the default registry, :func:`default_known_controllers`
-stands in with the two pycm will have: ``deployment`` (alias ``deployment-controller``) and
-``replicaset`` (alias ``replicaset-controller``).
+The known controllers come from the controller registry (:mod:`pycm.app.registry`), passed in:
+``pycm run`` builds it (built-ins, controllers registered in code, plugins) before it parses
+flags. Without one, :func:`default_known_controllers` builds the same registry.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 from pycm.app.config import Config, ControllersConfig
 from pycm.app.options.flagset import DURATION, STRINGS, FlagSet
-from pycm.app.registry import ControllerDescriptor, Registry, default_registry
 
 __all__ = ["ControllersOptions", "KnownControllers", "default_known_controllers"]
 
@@ -26,31 +24,18 @@ class KnownControllers(Protocol):
 
     def names(self) -> list[str]: ...
 
+    def describe(self) -> str: ...
+
     def validate(self, items: Sequence[str]) -> list[str]: ...
 
     def resolve(self, items: Sequence[str]) -> dict[str, bool]: ...
 
 
-async def _not_landed(_: Any) -> None:
-    raise RuntimeError("this controller has not landed yet: only its name is known")
-
-
-def _stand_in() -> Registry:
-    registry = Registry()
-    registry.register(
-        ControllerDescriptor("deployment", _not_landed, aliases=("deployment-controller",))
-    )
-    registry.register(
-        ControllerDescriptor("replicaset", _not_landed, aliases=("replicaset-controller",))
-    )
-    return registry
-
-
 def default_known_controllers() -> KnownControllers:
-    """The default registry once controllers are registered in it, else the stand-in names
-    (which validate --controllers but cannot start anything)."""
-    registry = default_registry()
-    return registry if len(registry) else _stand_in()
+    """The registry ``pycm run`` uses (built-ins, registered in code, plugins), built now."""
+    from pycm.app.controllers import build_registry  # the controllers import on demand only
+
+    return build_registry()
 
 
 @dataclass
@@ -67,7 +52,7 @@ class ControllersOptions:
             STRINGS,
             "The controllers to run: '*' runs every controller that is on by default, 'foo' "
             "runs the controller named foo, '-foo' does not run it; the first item naming a "
-            f"controller decides.\nAll controllers: {', '.join(self.known.names())}",
+            f"controller decides.\n{self.known.describe()}",
         )
         fs.add(
             self,

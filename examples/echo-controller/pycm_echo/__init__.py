@@ -1,0 +1,1 @@
+"""An example pycm controller plugin: ``echo`` (see docs/controllers.md)."""

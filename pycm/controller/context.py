@@ -1,0 +1,73 @@
+"""The controller context: what the manager hands every controller's init function.
+
+As KCM's ControllerContext. Everything here is shared by every controller of one manager and
+lives while it leads:
+
+- ``client_for(name)`` — a client of the controller's own (user agent ``pycm/<version>
+  (<name>)``; with --use-service-account-credentials, authenticated as kube-system/<name>).
+- ``recorder_for(name)`` — an event recorder whose source component is ``name``; the manager
+  runs and flushes it.
+- ``informer_factory`` / ``metadata_informer_factory`` — the shared informers (full objects,
+  or metadata only), started by the manager after every controller's init.
+- ``informers_started`` — set once the factories are started (KCM's InformersStarted).
+- ``clock``, ``bus`` (the trace bus), ``metrics`` (controller-runtime's families).
+- ``queues`` — controller name → its worker loop, which the manager's ``workqueues`` health
+  check watches; :class:`~pycm.controller.builder.ControllerBuilder` registers there itself.
+- :meth:`ControllerContext.add_runnable` — a background task of the controller's own that
+  runs with the controllers and is stopped with them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
+from typing import Any
+
+from pycm.cache.factory import MetadataInformerFactory, SharedInformerFactory
+from pycm.controller.metrics import ControllerMetrics
+from pycm.controller.worker import Controller
+from pycm.kube.client import Client
+from pycm.record.recorder import EventRecorder
+from pycm.trace.bus import Bus
+from pycm.util.clock import Clock
+
+__all__ = ["ControllerContext", "Runnable"]
+
+Runnable = Callable[[], Coroutine[Any, Any, None]]
+"""``async run()``: runs until cancelled (what an init function returns: the controller)."""
+
+
+@dataclass(kw_only=True)
+class ControllerContext:
+    # The manager's completed configuration (a pycm.app.config.CompletedConfig; typed Any here
+    # because pycm.controller sits below pycm.app in the layers).
+    config: Any
+    bus: Bus
+    clock: Clock
+    client_for: Callable[[str], Client]
+    recorder_for: Callable[[str], EventRecorder]
+    informer_factory: SharedInformerFactory
+    metadata_informer_factory: MetadataInformerFactory
+    metrics: ControllerMetrics | None = None
+    informers_started: asyncio.Event = field(default_factory=asyncio.Event)
+    # Controller name -> its worker loop (for the queue-progress health check).
+    queues: dict[str, Controller] = field(default_factory=dict)
+    # Background tasks added before the manager took them over (see add_runnable).
+    pending_runnables: list[tuple[str, Runnable]] = field(default_factory=list)
+    # Set by the manager once the controllers run: adds a runnable to the running group.
+    on_runnable: Callable[[str, Runnable], None] | None = None
+
+    def add_runnable(self, name: str, run: Runnable) -> None:
+        """Run ``run()`` as a named task beside the controllers: started with them (after the
+        informers), cancelled with them at shutdown or when leadership is lost."""
+        if self.on_runnable is not None:
+            self.on_runnable(name, run)
+        else:
+            self.pending_runnables.append((name, run))
+
+    def register_queue(self, name: str, controller: Controller) -> None:
+        """Put ``controller``'s queue under the ``workqueues`` health check."""
+        if name in self.queues:
+            raise ValueError(f"a controller queue named {name!r} is already registered")
+        self.queues[name] = controller

@@ -1,0 +1,37 @@
+"""A controller descriptor: how the manager knows a controller, built in or plugged in.
+
+As KCM's ``ControllerDescriptor``: a canonical name, aliases, whether ``*`` in --controllers
+enables it, and an init function. ``async init(ctx)`` builds the controller — registering the
+informers it needs — and returns the coroutine function that runs it (or None: "not started");
+the manager runs it only after every controller is built and the informers are started.
+
+A plugin distribution exposes one descriptor per entry point in the group
+``pycm.controllers`` (see docs/controllers.md)::
+
+    [project.entry-points."pycm.controllers"]
+    echo = "pycm_echo.controller:descriptor"
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from pycm.controller.context import ControllerContext, Runnable
+
+__all__ = ["ENTRY_POINT_GROUP", "ControllerDescriptor", "InitFunc"]
+
+ENTRY_POINT_GROUP = "pycm.controllers"
+
+InitFunc = Callable[[ControllerContext], Awaitable[Runnable | None]]
+"""``async init(ctx) -> run | None`` (None: the controller chose not to start)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerDescriptor:
+    name: str
+    init: InitFunc
+    aliases: tuple[str, ...] = ()
+    enabled_by_default: bool = True
+    # Informer resources the controller needs synced before its workers start (for docs).
+    requires: tuple[str, ...] = ()

@@ -1,0 +1,328 @@
+"""Controller plugins: found through importlib.metadata, listed, resolved, run; broken ones
+refused at start-up (exit 2, naming the distribution); controllers registered in code.
+
+The example plugin (examples/echo-controller) is really installed — built offline with the
+project's own hatchling, into a temporary target put on PYTHONPATH — so its entry point is
+discovered exactly as a user's would be.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import pytest_asyncio
+
+from pycm.sim.server import run_emulator
+from pycm.trace.recorder import read_events
+from tests.support.manager import poll, start_manager, stop_manager
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "echo-controller"
+
+
+def _uv() -> str:
+    found = ROOT / ".bootstrap" / "bin" / "uv"
+    if found.exists():
+        return str(found)
+    which = shutil.which("uv")
+    assert which, "uv is needed to install the example plugin (make env bootstraps it)"
+    return which
+
+
+@pytest.fixture(scope="module")
+def echo_target(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """examples/echo-controller installed into a fresh directory (no network: no build
+    isolation, hatchling from the venv, no dependencies)."""
+    tmp = tmp_path_factory.mktemp("echo-plugin")
+    target = tmp / "site"
+    proc = subprocess.run(
+        [
+            _uv(),
+            "pip",
+            "install",
+            "--offline",
+            "--no-deps",
+            "--no-build-isolation",
+            "--cache-dir",
+            str(tmp / "cache"),
+            "--python",
+            sys.executable,
+            "--target",
+            str(target),
+            str(EXAMPLE),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert (target / "pycm_echo" / "controller.py").exists()
+    return target
+
+
+def _pycm_run(args: list[str], pythonpath: Path | None) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "PYTHONPATH")}
+    if pythonpath is not None:
+        env["PYTHONPATH"] = str(pythonpath)
+    return subprocess.run(
+        [sys.executable, "-m", "pycm", "run", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=60,
+    )
+
+
+def _dist(site: Path, name: str, module: str, source: str) -> None:
+    """A minimal installed distribution: dist-info with one pycm.controllers entry point."""
+    info = site / f"{name.replace('-', '_')}-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(f"[pycm.controllers]\nbad = {module}:descriptor\n")
+    (site / f"{module}.py").write_text(textwrap.dedent(source))
+
+
+# -- discovery and help ----------------------------------------------------------------------
+
+
+def test_pycm_run_help_plugin_installed_listed_beside_builtins(echo_target: Path) -> None:
+    proc = _pycm_run(["--help"], echo_target)
+    assert proc.returncode == 0, proc.stderr
+    assert "All controllers: deployment, echo, replicaset" in proc.stdout
+    assert "Disabled-by-default controllers: echo" in proc.stdout
+    assert "Plugin controllers: echo from distribution pycm-echo-controller 0.1.0" in proc.stdout
+
+
+def test_pycm_run_help_no_plugin_only_builtins() -> None:
+    proc = _pycm_run(["--help"], None)
+    assert proc.returncode == 0, proc.stderr
+    assert "All controllers: deployment, replicaset (default [*])\n" in proc.stdout
+    assert "Plugin controllers" not in proc.stdout
+
+
+# -- broken plugins ---------------------------------------------------------------------------
+
+
+def test_pycm_run_plugin_fails_to_import_exit_2_names_distribution(tmp_path: Path) -> None:
+    _dist(tmp_path, "pycm-broken-plugin", "pycm_broken_plugin", "import no_such_module_here\n")
+    proc = _pycm_run(["--controllers=*"], tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr == (
+        "Error: plugin controller 'bad' (pycm_broken_plugin:descriptor) from distribution "
+        "pycm-broken-plugin 1.0 failed to load: ModuleNotFoundError: "
+        "No module named 'no_such_module_here'\n"
+    )
+
+
+def test_pycm_run_plugin_name_collides_with_builtin_exit_2_names_both(tmp_path: Path) -> None:
+    _dist(
+        tmp_path,
+        "pycm-greedy-plugin",
+        "pycm_greedy_plugin",
+        """
+        from pycm.controller import ControllerDescriptor
+
+        async def init(ctx):
+            return None
+
+        descriptor = ControllerDescriptor("mine", init, aliases=("deployment",))
+        """,
+    )
+    proc = _pycm_run(["--controllers=*"], tmp_path)
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr == (
+        "Error: plugin controller 'bad' (pycm_greedy_plugin:descriptor) from distribution "
+        "pycm-greedy-plugin 1.0: controller name or alias 'deployment' is already registered "
+        "(by 'deployment', built-in)\n"
+    )
+
+
+def test_pycm_run_plugin_not_a_descriptor_exit_2(tmp_path: Path) -> None:
+    _dist(tmp_path, "pycm-odd-plugin", "pycm_odd_plugin", "descriptor = 42\n")
+    proc = _pycm_run(["--controllers=*"], tmp_path)
+    assert proc.returncode == 2
+    assert "from distribution pycm-odd-plugin 1.0 is a int, not a" in proc.stderr
+
+
+# -- registered in code (the bug: the built-ins became unknown) --------------------------------
+
+_IN_CODE = """
+import sys
+from pycm.app import command
+from pycm.app.registry import ControllerDescriptor, default_registry
+
+async def init(ctx):
+    return None
+
+default_registry().register(ControllerDescriptor("mine", init))
+
+def runner(config):
+    print(",".join(config.controllers.enabled))
+    return 0
+
+sys.exit(command.run(["--controllers=mine,deployment"], runner=runner))
+"""
+
+
+def test_command_controller_registered_in_code_builtins_stay_known() -> None:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    proc = subprocess.run(
+        [sys.executable, "-c", _IN_CODE],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=60,
+    )
+    assert (proc.returncode, proc.stderr) == (0, "")
+    assert proc.stdout == "deployment,mine\n"
+
+
+# -- the example, end to end ------------------------------------------------------------------
+
+
+@pytest_asyncio.fixture
+async def cluster() -> AsyncIterator[Any]:
+    async with run_emulator(pod_ready_delay=0.0) as emu:
+        yield emu
+
+
+def _configmap(name: str, *, labelled: bool, message: str | None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "namespace": "default"}
+    if labelled:
+        meta["labels"] = {"pycm.dev/echo": "true"}
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": meta,
+        "data": {} if message is None else {"message": message},
+    }
+
+
+def _annotation(cm: dict[str, Any]) -> str | None:
+    return ((cm.get("metadata") or {}).get("annotations") or {}).get("pycm.dev/echo")
+
+
+@pytest.mark.e2e
+@pytest.mark.asyncio
+async def test_echo_plugin_pycm_run_star_echo_reconciles_and_is_observed(
+    echo_target: Path, cluster: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PYTHONPATH", str(echo_target))
+    manager = start_manager(cluster.kubeconfig_path, tmp_path, "--controllers=*,echo")
+    admin = {"Authorization": f"Bearer {cluster.admin_token}"}
+    path = "/api/v1/namespaces/default/configmaps"
+    try:
+        async with (
+            httpx.AsyncClient(base_url=cluster.url, headers=admin) as api,
+            httpx.AsyncClient(verify=False, timeout=5, headers=admin) as http,
+        ):
+
+            async def get(name: str) -> dict[str, Any]:
+                r = await api.get(f"{path}/{name}")
+                assert r.status_code == 200, r.text
+                body: dict[str, Any] = r.json()
+                return body
+
+            for cm in (
+                _configmap("hello", labelled=True, message="hi there"),
+                _configmap("plain", labelled=False, message="not for echo"),
+            ):
+                assert (await api.post(path, json=cm)).status_code == 201
+
+            async def echoed() -> bool:
+                assert manager.proc.poll() is None, manager.log.read_text()
+                return _annotation(await get("hello")) == "hi there"
+
+            await poll(echoed, timeout=30)
+
+            # The key removed: the annotation goes too.
+            removed = await api.patch(
+                f"{path}/hello",
+                json={"data": {"message": None}},
+                headers={"Content-Type": "application/merge-patch+json"},
+            )
+            assert removed.status_code == 200, removed.text
+
+            async def cleared() -> bool:
+                return _annotation(await get("hello")) is None
+
+            await poll(cleared, timeout=30)
+
+            async def events() -> list[dict[str, Any]]:
+                items = (await api.get("/api/v1/namespaces/default/events")).json()["items"]
+                return [e for e in items if e.get("reason") == "Echoed"]
+
+            echoed_events = await poll(events)
+            assert all(e["type"] == "Normal" for e in echoed_events)
+            assert {e["involvedObject"]["name"] for e in echoed_events} == {"hello"}
+            assert _annotation(await get("plain")) is None  # not labelled: ignored
+
+            # Seen like a built-in: in the state snapshot and the metrics.
+            state = (await http.get(f"{manager.url}/debug/pycm/state")).json()
+            echo = [
+                by_name["echo"]
+                for by_name in state["controllers"].values()
+                if isinstance(by_name, dict) and "echo" in by_name
+            ]
+            assert echo and echo[0]["reconciles"] >= 2, state
+            metrics = (await http.get(f"{manager.url}/metrics")).text
+            assert 'controller_runtime_reconcile_total{controller="echo",result="success"}' in (
+                metrics
+            )
+            assert 'workqueue_adds_total{name="echo"}' in metrics
+            verbose = (await http.get(f"{manager.url}/readyz?verbose")).text
+            assert "[+]workqueues ok" in verbose
+    finally:
+        code = await stop_manager(manager)
+    assert code == 0, manager.log.read_text()
+    ends = [e for e in read_events(manager.trace) if e.KIND == "reconcile.end"]
+    actions = {e.action for e in ends if e.controller == "echo"}  # type: ignore[attr-defined]
+    assert {"echoed", "cleared"} <= actions
+
+
+@pytest.mark.e2e
+@pytest.mark.asyncio
+async def test_pycm_run_plugin_init_raises_exit_1_names_controller_and_distribution(
+    cluster: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    _dist(
+        site,
+        "pycm-failing-plugin",
+        "pycm_failing_plugin",
+        """
+        from pycm.controller import ControllerDescriptor
+
+        async def init(ctx):
+            raise RuntimeError("missing CRD")
+
+        descriptor = ControllerDescriptor("failing", init)
+        """,
+    )
+    monkeypatch.setenv("PYTHONPATH", str(site))
+    manager = start_manager(cluster.kubeconfig_path, tmp_path, "--controllers=failing")
+    try:
+        code = await asyncio.to_thread(manager.proc.wait, 60)
+    finally:
+        await stop_manager(manager)
+    log = manager.log.read_text()
+    assert code == 1, log
+    assert (
+        "controller 'failing' (distribution pycm-failing-plugin 1.0) failed to start: "
+        "RuntimeError: missing CRD"
+    ) in log
+    assert "Traceback" not in log

@@ -1,0 +1,65 @@
+"""The manager in-process against the emulator: a controller's background task (add_runnable)
+joins the controllers group — started after the informers, stopped before them."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from pycm.app.options import ControllerManagerOptions
+from pycm.app.registry import ControllerDescriptor, Registry
+from pycm.app.run import Manager
+from pycm.controller import ControllerContext, Runnable
+from pycm.kube.resources import CONFIGMAPS
+from pycm.sim.server import run_emulator
+from pycm.trace.bus import Bus
+
+
+@pytest.mark.asyncio
+async def test_manager_plugin_background_task_runs_with_controllers_stopped_first() -> None:
+    journal: list[str] = []
+    running = asyncio.Event()
+
+    async def init(ctx: ControllerContext) -> Runnable | None:
+        ctx.informer_factory.informer_for(CONFIGMAPS)
+
+        async def background() -> None:
+            journal.append(f"started, informers started: {ctx.informers_started.is_set()}")
+            running.set()
+            try:
+                await asyncio.Event().wait()
+            finally:
+                # Stopped first: the informers are still running when the controllers stop.
+                informers = [
+                    t.get_name()
+                    for t in asyncio.all_tasks()
+                    if t.get_name() == "informer:configmaps" and not t.done()
+                ]
+                journal.append(f"stopped, informers running: {informers}")
+
+        ctx.add_runnable("probe background", background)
+        return None
+
+    registry = Registry()
+    registry.register(ControllerDescriptor("probe", init))
+    async with run_emulator() as emu:
+        options = ControllerManagerOptions(registry)
+        errors = options.parse(
+            [
+                f"--kubeconfig={emu.kubeconfig_path}",
+                "--leader-elect=false",
+                "--secure-port=0",
+                "--controllers=probe",
+            ]
+        )
+        assert errors == [] and options.validate() == []
+        manager = Manager(options.config().complete(), bus=Bus(), registry=registry)
+        run = asyncio.ensure_future(manager.run())
+        await asyncio.wait_for(running.wait(), 30)
+        manager.request_stop()
+        assert await asyncio.wait_for(run, 30) == 0
+    assert journal == [
+        "started, informers started: True",
+        "stopped, informers running: ['informer:configmaps']",
+    ]
