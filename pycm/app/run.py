@@ -36,6 +36,7 @@ from pycm.app.clients import EventSinkAdapter, LeaseClientAdapter, ReviewPosterA
 from pycm.app.config import CompletedConfig
 from pycm.app.context import ControllerContext, resync_period
 from pycm.app.logs import configure_logging
+from pycm.app.options.leaderelection import lease_namespace
 from pycm.app.registry import Registry, default_registry
 from pycm.app.serviceaccounts import (
     SERVICE_ACCOUNT_NAMESPACE,
@@ -340,9 +341,10 @@ class Manager:
 
     def _start_election(self, client: Client) -> None:
         le = self.config.leader_election
+        pod_namespace = client.config.namespace if client.config.in_cluster else ""
         lock = LeaseLock(
             LeaseClientAdapter(client.with_user_agent("pycm/leader-election")),
-            le.resource_namespace,
+            lease_namespace(le.resource_namespace, pod_namespace),
             le.resource_name,
             self.identity,
         )
