@@ -36,6 +36,7 @@ from pycm.app.clients import EventSinkAdapter, LeaseClientAdapter, ReviewPosterA
 from pycm.app.config import CompletedConfig
 from pycm.app.context import ControllerContext, resync_period
 from pycm.app.logs import configure_logging
+from pycm.app.manager_metrics import register_manager_metrics
 from pycm.app.options.leaderelection import lease_namespace
 from pycm.app.registry import Registry, default_registry
 from pycm.app.serviceaccounts import (
@@ -117,6 +118,7 @@ class Manager:
         self.clock = clock
         self.registry = registry or default_registry()
         self.metrics_registry = metrics_registry or CollectorRegistry()
+        register_manager_metrics(self.metrics_registry, self._informers)
         self.health = HealthRegistry(bus=self.bus)
         self._tasks: list[asyncio.Task[Any]] = []
         self._stop = asyncio.Event()
@@ -248,6 +250,11 @@ class Manager:
                     f"failed to wait for apiserver being healthy: {last or 'no answer'}"
                 )
             await self.clock.sleep(1.0)
+
+    def _informers(self) -> dict[Any, Any]:
+        """The running controllers' informers (none while not leading)."""
+        ctx = self.context
+        return ctx.informer_factory.informers if ctx is not None else {}
 
     def _add_health_checks(self) -> None:
         async def informers_synced() -> str | None:
