@@ -381,6 +381,8 @@ async def test_incluster_manager_leads_reconciles_and_uses_exactly_the_manifests
             return seen and await _lease_holder(w, NAMESPACE) == IDENTITY
 
         await w.until("the rotated token in use", renewed_with_second)
+        lease = await w.get(f"/apis/coordination.k8s.io/v1/namespaces/{NAMESPACE}/leases/pycm")
+        assert lease["spec"].get("leaseTransitions", 0) == 0  # it never lost the lease
 
         # /metrics for a scraper: its token is reviewed (TokenReview) and its access checked
         # (SubjectAccessReview) through the API server, with the manager's own credentials.
