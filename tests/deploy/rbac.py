@@ -20,6 +20,8 @@ from tests.deploy.conftest import DEPLOY
 BASE = DEPLOY / "kubernetes" / "base"
 MANAGER_ROLES = (BASE / "clusterrole.yaml", BASE / "leader-election-role.yaml")
 METRICS_READER = BASE / "metrics-reader-clusterrole.yaml"
+# The service-account-credentials overlay's extra Role (kube-system).
+SA_CREDENTIALS_ROLE = DEPLOY / "kubernetes" / "service-account-credentials" / "role.yaml"
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,13 +93,20 @@ def grants(paths: Iterable[Path] = MANAGER_ROLES) -> list[Grant]:
     return out
 
 
-def emulator_policy(user: str, scraper: str) -> dict[str, Any]:
+def emulator_policy(
+    user: str,
+    scraper: str,
+    roles: Iterable[Path] = MANAGER_ROLES,
+    controllers: Iterable[str] = (),
+) -> dict[str, Any]:
     """The emulator's policy (pycm.sim.auth) for the manager's service account, from the same
     rules: what the emulator enforces (403) on the manager's requests, and what it answers to
     the manager's SubjectAccessReviews for the scraper. The emulator's policy has no
-    resourceNames: the replay checks names (see :class:`Grant`)."""
+    resourceNames: the replay checks names (see :class:`Grant`). ``controllers`` are the users of
+    KCM's controller service accounts, given what the cluster's bootstrap roles
+    (system:controller:*) give them, roughly."""
     rules: list[dict[str, Any]] = []
-    for path in MANAGER_ROLES:
+    for path in roles:
         role = load_role(path)
         namespace = role["metadata"].get("namespace") if role["kind"] == "Role" else None
         for rule in role["rules"]:
@@ -110,6 +119,23 @@ def emulator_policy(user: str, scraper: str) -> dict[str, Any]:
             if namespace:
                 entry["namespaces"] = [namespace]
             rules.append(entry)
+    for controller in controllers:
+        rules.append(
+            {
+                "users": [controller],
+                "verbs": ["*"],
+                "apiGroups": ["", "apps"],
+                "resources": ["pods", "events", "deployments/*", "replicasets/*"],
+            }
+        )
+        rules.append(
+            {
+                "users": [controller],
+                "verbs": ["*"],
+                "apiGroups": ["apps"],
+                "resources": ["deployments", "replicasets"],
+            }
+        )
     for rule in load_role(METRICS_READER)["rules"]:
         rules.append(
             {"users": [scraper], "verbs": rule["verbs"], "nonResourceURLs": rule["nonResourceURLs"]}

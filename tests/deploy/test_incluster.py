@@ -13,6 +13,10 @@ rollout (create, two image updates with revision history 1, scale, a released po
 ReplicaSet adopted), pick up a rotated token after the old one is revoked, and serve /metrics to
 a scraper whose token it reviews. Every API call the manager made is then replayed against the
 RBAC rules: nothing used that is not granted, nothing granted that is not used.
+
+A second run applies the service-account-credentials overlay (its flag and its kube-system
+Role): the controllers then write as KCM's controller service accounts, and pycm's own calls
+use the overlay's Role entirely and need nothing beyond base and overlay.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ import secrets
 import shutil
 import subprocess
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,7 +41,14 @@ from pycm.sim.auth import ADMIN_GROUP, UserInfo
 from pycm.sim.requestinfo import request_info
 from pycm.sim.server import Emulator, run_emulator
 from tests.deploy.conftest import DEPLOY
-from tests.deploy.rbac import Call, check_rbac, emulator_policy, grants
+from tests.deploy.rbac import (
+    MANAGER_ROLES,
+    SA_CREDENTIALS_ROLE,
+    Call,
+    check_rbac,
+    emulator_policy,
+    grants,
+)
 from tests.support.manager import ManagerProcess, free_port, poll, stop_manager
 
 NAMESPACE = "pycm-system"  # the pod's namespace (the manifests')
@@ -58,9 +69,11 @@ STEP_TIMEOUT = 30.0
 class Recorded:
     """The manager's requests to the emulator (recorded by a before_request hook)."""
 
-    calls: list[Call] = field(default_factory=list)
+    calls: list[Call] = field(default_factory=list)  # the manager's own (its tokens)
     non_resource: list[str] = field(default_factory=list)
     tokens_seen: set[str] = field(default_factory=set)
+    # Every other authenticated user's resource requests (controllers' service accounts).
+    by_user: dict[str, list[Call]] = field(default_factory=dict)
 
 
 def _record(emu: Emulator, tokens: set[str]) -> Recorded:
@@ -68,15 +81,22 @@ def _record(emu: Emulator, tokens: set[str]) -> Recorded:
 
     async def hook(request: Any) -> None:
         scheme, _, token = request.headers.get("authorization", "").partition(" ")
-        if scheme.lower() != "bearer" or token.strip() not in tokens:
+        token = token.strip()
+        if scheme.lower() != "bearer" or not token:
             return
-        recorded.tokens_seen.add(token.strip())
         info = request_info(request.method, request.url.path, dict(request.query_params))
+        resource = f"{info.resource}/{info.subresource}" if info.subresource else info.resource
+        call = Call(info.verb, info.api_group, resource, info.namespace, info.name)
+        if token not in tokens:
+            user = emu.authenticator.authenticate(token)
+            if user is not None and info.is_resource_request:
+                recorded.by_user.setdefault(user.name, []).append(call)
+            return
+        recorded.tokens_seen.add(token)
         if not info.is_resource_request:
             recorded.non_resource.append(f"{info.verb} {info.path}")
             return
-        resource = f"{info.resource}/{info.subresource}" if info.subresource else info.resource
-        recorded.calls.append(Call(info.verb, info.api_group, resource, info.namespace, info.name))
+        recorded.calls.append(call)
 
     emu.before_request.insert(0, hook)
     return recorded
@@ -88,7 +108,9 @@ def _manifest_args() -> list[str]:
     return args
 
 
-def _start_in_cluster(emu: Emulator, tmp: Path, run_dir: Path) -> ManagerProcess:
+def _start_in_cluster(
+    emu: Emulator, tmp: Path, run_dir: Path, extra: Sequence[str] = ()
+) -> ManagerProcess:
     """``pycm run`` with the Deployment's args, in a private mount namespace where
     ``run_dir`` is /run."""
     if os.geteuid() != 0 or shutil.which("unshare") is None:
@@ -111,6 +133,7 @@ def _start_in_cluster(emu: Emulator, tmp: Path, run_dir: Path) -> ManagerProcess
         "--kube-api-burst=1000",
         "--trace-file",
         str(tmp / "trace.jsonl"),
+        *extra,
     ]
     mount_at = os.path.realpath("/var/run")
     env = {
@@ -192,9 +215,15 @@ class World:
 
 
 @contextlib.asynccontextmanager
-async def world(tmp: Path) -> AsyncIterator[World]:
+async def world(
+    tmp: Path,
+    *,
+    extra: Sequence[str] = (),
+    roles: Sequence[Path] = MANAGER_ROLES,
+    controllers: Sequence[str] = (),
+) -> AsyncIterator[World]:
     policy = tmp / "policy.yaml"
-    policy.write_text(yaml.safe_dump(emulator_policy(SA_USER, SCRAPER)))
+    policy.write_text(yaml.safe_dump(emulator_policy(SA_USER, SCRAPER, roles, controllers)))
     async with run_emulator(
         tls=True,
         kubelet=True,
@@ -225,7 +254,7 @@ async def world(tmp: Path) -> AsyncIterator[World]:
             base_url=emu.url, headers=headers, timeout=10, verify=False
         ) as api:
             await api.post("/api/v1/namespaces", json={"metadata": {"name": NAMESPACE}})
-            manager = _start_in_cluster(emu, tmp, run_dir)
+            manager = _start_in_cluster(emu, tmp, run_dir, extra)
             w = World(emu, api, manager, recorded, sa_dir, revoked, manager_tokens, scraper_token)
             try:
                 yield w
@@ -406,3 +435,53 @@ async def test_incluster_manager_leads_reconciles_and_uses_exactly_the_manifests
 def _check_rbac(calls: list[Call]) -> None:
     """Every call allowed by some grant; every grant used by some call."""
     check_rbac(calls, grants())
+
+
+# KCM's controller service accounts, which --use-service-account-credentials makes pycm use.
+CONTROLLER_USERS = tuple(
+    f"system:serviceaccount:kube-system:{name}"
+    for name in ("deployment-controller", "replicaset-controller")
+)
+
+
+def _overlay_flag() -> str:
+    patch = yaml.safe_load(
+        (DEPLOY / "kubernetes" / "service-account-credentials" / "args.yaml").read_text()
+    )
+    (op,) = patch
+    value: str = op["value"]
+    return value
+
+
+@pytest.mark.asyncio
+async def test_incluster_service_account_credentials_overlay_role_is_used_and_enough(
+    tmp_path: Path,
+) -> None:
+    """The optional overlay: pycm gets or creates the controllers' service accounts and requests
+    their tokens with exactly the overlay's Role; the controllers' writes are theirs."""
+    flag = _overlay_flag()
+    assert flag == "--use-service-account-credentials"
+    roles = (*MANAGER_ROLES, SA_CREDENTIALS_ROLE)
+    async with world(tmp_path, extra=[flag], roles=roles, controllers=CONTROLLER_USERS) as w:
+        await w.until("lease held", lambda: _lease_holder(w, NAMESPACE), timeout=START_TIMEOUT)
+        await w.send("POST", DEPLOYMENTS, _deployment("web", "nginx:1.25", replicas=2))
+        await w.until("web rolled out", lambda: _rolled_out(w, "web", "nginx:1.25", 2))
+        calls = list(w.recorded.calls)
+        by_user = dict(w.recorded.by_user)
+    # The controllers wrote as their own accounts: the ReplicaSet and its pods.
+    deployment_controller, replicaset_controller = CONTROLLER_USERS
+    assert Call("create", "apps", "replicasets", NS) in by_user[deployment_controller]
+    assert Call("create", "", "pods", NS) in by_user[replicaset_controller]
+    assert not [c for c in calls if c.verb in ("create", "delete") and c.namespace == NS]
+    # pycm's own calls: all granted (base and overlay), except that it looks for the kube-system
+    # namespace when an account is missing and tolerates being refused (pycm.app.serviceaccounts).
+    # (A namespace's own path puts its name in both places, as kube's RequestInfo does.)
+    tolerated = {Call("get", "", "namespaces", "kube-system", "kube-system")}
+    rules = grants(roles)
+    refused = sorted(
+        str(c) for c in calls if c not in tolerated and not any(g.allows(c) for g in rules)
+    )
+    assert not refused, f"used but not granted: {refused}"
+    overlay = grants([SA_CREDENTIALS_ROLE])
+    unused = [str(g) for g in overlay if not any(g.allows(c) for c in calls)]
+    assert not unused, f"the overlay grants what pycm never uses: {unused}"
