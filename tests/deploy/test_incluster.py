@@ -253,7 +253,8 @@ async def world(
         async with httpx.AsyncClient(
             base_url=emu.url, headers=headers, timeout=10, verify=False
         ) as api:
-            await api.post("/api/v1/namespaces", json={"metadata": {"name": NAMESPACE}})
+            r = await api.post("/api/v1/namespaces", json={"metadata": {"name": NAMESPACE}})
+            assert r.status_code == 201, r.text
             manager = _start_in_cluster(emu, tmp, run_dir, extra)
             w = World(emu, api, manager, recorded, sa_dir, revoked, manager_tokens, scraper_token)
             try:
