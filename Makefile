@@ -9,7 +9,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 export UV_PROJECT_ENVIRONMENT := $(abspath $(VENV))
 
-.PHONY: all env lint typecheck contracts unit test demo bench bench-tiny events-doc clean
+.PHONY: all env lint typecheck contracts unit test demo bench bench-tiny events-doc image clean
 
 all: test
 
@@ -48,6 +48,22 @@ bench: env
 
 events-doc: env
 	$(BIN)/pycm trace kinds --markdown > docs/events.md
+
+# `make image`: the container image from deploy/Containerfile, with docker or else podman
+# (CONTAINER_ENGINE=... to choose); tagged localhost/pycm:<version>, the tag deploy/kubernetes
+# names. IMAGE=... to tag it otherwise.
+VERSION := $(shell sed -n 's/^version = "\(.*\)"$$/\1/p' pyproject.toml)
+IMAGE ?= localhost/pycm:$(VERSION)
+CONTAINER_ENGINE ?= $(shell command -v docker 2>/dev/null || command -v podman 2>/dev/null)
+
+image:
+	@if [ -z "$(CONTAINER_ENGINE)" ]; then \
+		echo "make image: neither docker nor podman is installed; install one, or build" \
+			"deploy/Containerfile with another OCI image builder" >&2; \
+		exit 1; \
+	fi
+	@echo "make image: $(notdir $(CONTAINER_ENGINE)) build -t $(IMAGE) -f deploy/Containerfile ."
+	$(CONTAINER_ENGINE) build -t $(IMAGE) -f deploy/Containerfile .
 
 clean:
 	rm -rf $(VENV) $(BOOT) .mypy_cache .ruff_cache

@@ -42,6 +42,8 @@ from pycm.app.config import CompletedConfig
 from pycm.app.context import ControllerContext, resync_period
 from pycm.app.controllers import build_registry
 from pycm.app.logs import configure_logging
+from pycm.app.manager_metrics import register_manager_metrics
+from pycm.app.options.leaderelection import lease_namespace
 from pycm.app.registry import Registry
 from pycm.app.runnables import Group, RunnableGroups
 from pycm.app.serviceaccounts import (
@@ -126,6 +128,7 @@ class Manager:
         # Built explicitly (never by an import): `pycm run` builds the same one for its flags.
         self.registry = registry if registry is not None else build_registry()
         self.metrics_registry = metrics_registry or CollectorRegistry()
+        register_manager_metrics(self.metrics_registry, self._informers)
         self.health = HealthRegistry(bus=self.bus)
         self.groups = RunnableGroups(
             on_failure=lambda name, exc: self._fail(f"{name} failed: {exc}"), clock=clock
@@ -259,6 +262,11 @@ class Manager:
                 )
             await self.clock.sleep(1.0)
 
+    def _informers(self) -> dict[Any, Any]:
+        """The running controllers' informers (none while not leading)."""
+        ctx = self.context
+        return ctx.informer_factory.informers if ctx is not None else {}
+
     def _add_health_checks(self) -> None:
         async def informers_synced() -> str | None:
             ctx = self.context
@@ -354,9 +362,10 @@ class Manager:
 
     def _start_election(self, client: Client) -> None:
         le = self.config.leader_election
+        pod_namespace = client.config.namespace if client.config.in_cluster else ""
         lock = LeaseLock(
             LeaseClientAdapter(client.with_user_agent("pycm/leader-election")),
-            le.resource_namespace,
+            lease_namespace(le.resource_namespace, pod_namespace),
             le.resource_name,
             self.identity,
         )

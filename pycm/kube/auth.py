@@ -2,8 +2,11 @@
 
 A token file is re-read at most once per :data:`TOKEN_REFRESH_PERIOD` (client-go's cached
 file token source re-reads it every minute), and an exec plugin's refresh hook is called at
-most that often; both blocking reads run in a thread. A read that fails keeps the last good
-token (the file may be mid-rotation), and only fails the request when there never was one.
+most that often; both blocking reads run in a thread. A 401 from the server drops the cached
+value, so the next request reads the file (or calls the hook) at once — client-go's resettable
+token source, which is how a rotated-and-revoked bound service-account token is picked up
+without waiting out the minute. A read that fails keeps the last good token (the file may be
+mid-rotation), and only fails the request when there never was one.
 A :class:`~pycm.kube.config.TokenSource` (service-account credentials) is asked on every
 request; it caches and refreshes by itself.
 """
@@ -55,10 +58,12 @@ class Authenticator:
         return self._header
 
     def unauthorized(self) -> None:
-        """The server answered 401: a token source's cached token is dropped so the next
-        request fetches a fresh one (static tokens and files are what they are)."""
+        """The server answered 401: the cached token (a token source's, or the one last read
+        from the file or the exec hook) is dropped so the next request fetches a fresh one; a
+        static token is what it is."""
         if self._config.token_source is not None:
             self._config.token_source.reset()
+        self._read_at = None
 
     def _load(self) -> str | None:
         if self._config.token_file:

@@ -196,6 +196,7 @@ class Client:
         clock: Clock = REAL_CLOCK,
         max_retries: int = MAX_RETRIES,
         _http: httpx.AsyncClient | None = None,
+        _auth: Authenticator | None = None,
     ) -> None:
         self.config = config
         self._clock = clock
@@ -209,7 +210,9 @@ class Client:
         self._bus = bus
         self._registry = registry
         self._metrics: ClientMetrics = client_metrics(registry)
-        self._auth = Authenticator(config, clock)
+        # Shared with the clients made by with_user_agent: one token cache, so a rotated token
+        # found after one client's 401 serves them all (none has to fail a request first).
+        self._auth = _auth or Authenticator(config, clock)
         self._max_retries = max_retries
         self._trace_sampled = TraceIdRatio(config.trace_sample_ratio).sampled
         self.host = httpx.URL(config.server).netloc.decode("ascii")
@@ -235,6 +238,7 @@ class Client:
             clock=self._clock,
             max_retries=self._max_retries,
             _http=self._http,
+            _auth=self._auth,
         )
 
     async def aclose(self) -> None:

@@ -13,7 +13,8 @@
 
 The loaders block (they read files and may run exec plugins), so they run in a thread.
 Token files (a kubeconfig user's ``tokenFile``, the service-account token) are re-read by the
-client every minute, so rotated tokens are picked up (client-go's cached file token source).
+client every minute and after a 401, so rotated tokens are picked up (client-go's cached,
+resettable file token source; see :mod:`pycm.kube.auth`).
 """
 
 from __future__ import annotations
@@ -93,6 +94,9 @@ class ClientConfig:
     # exports nothing by ratio, so the flag is 00 and a parent-based apiserver records nothing.
     trace_sample_ratio: float = 0.0
     namespace: str = ""  # the context's (or the service account's) namespace, "" if unset
+    # Loaded from the pod's service account (no kubeconfig, no --master): ``namespace`` is then
+    # the pod's own, the default namespace of its Lease.
+    in_cluster: bool = False
 
     def with_overrides(self, **changes: Any) -> ClientConfig:
         return replace(self, **changes)
@@ -295,4 +299,5 @@ def load_incluster_config(
         ca_file=str(ca_path),
         token_file=str(token_path),
         namespace=namespace,
+        in_cluster=True,
     )

@@ -33,7 +33,7 @@ import random
 from collections.abc import Awaitable
 from typing import Any, TypeVar
 
-from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge
+from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram
 
 from pycm.leaderelection.config import JITTER_FACTOR, LeaderElectionConfig
 from pycm.leaderelection.record import LeaderElectionRecord
@@ -61,8 +61,13 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
+# Renew rounds last from a few ms up to --leader-elect-renew-deadline (10 s by default).
+_RENEW_ROUND_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 3, 5, 7.5, 10, 15, 30)
+
+
 class LeaderMetrics:
-    """client-go's leader-election metrics on a Prometheus registry."""
+    """client-go's leader-election metrics on a Prometheus registry, plus pycm's renew round
+    (how close a renew came to the deadline: the alert "renew latency near the deadline")."""
 
     def __init__(self, registry: CollectorRegistry = REGISTRY) -> None:
         self.master_status = Gauge(
@@ -75,6 +80,20 @@ class LeaderMetrics:
         self.slowpath_total = Counter(
             "leader_election_slowpath_total",
             "Total number of slow path exercised in renewing leader leases.",
+            ["name"],
+            registry=registry,
+        )
+        self.renew_round = Histogram(
+            "pycm_leader_election_renew_round_seconds",
+            "Time from the start of a renew round to the leader's successful renew, every "
+            "attempt of the round included; the round fails at the renew deadline.",
+            ["name"],
+            buckets=_RENEW_ROUND_BUCKETS,
+            registry=registry,
+        )
+        self.renew_deadline = Gauge(
+            "pycm_leader_election_renew_deadline_seconds",
+            "The leader's --leader-elect-renew-deadline, to compare renew rounds against.",
             ["name"],
             registry=registry,
         )
@@ -115,6 +134,8 @@ class LeaderElector:
         self._metrics = metrics
         self._name = config.name or config.lock.describe()
         self._lease = config.lock.describe()
+        if metrics is not None:
+            metrics.renew_deadline.labels(self._name).set(config.renew_deadline)
         # The last record seen or written, its bytes, and the local monotonic time it was seen.
         self._observed = LeaderElectionRecord()
         self._observed_raw = b""
@@ -330,6 +351,11 @@ class LeaderElector:
                 self._maybe_report_transition()
                 latency_ms = (clock.monotonic() - t0) * 1000
                 if attempt.ok:
+                    if self._metrics is not None:
+                        started = deadline - cfg.renew_deadline
+                        self._metrics.renew_round.labels(self._name).observe(
+                            clock.monotonic() - started
+                        )
                     self._bus.point(
                         LeaseRenewed(
                             lease=self._lease,

@@ -214,6 +214,29 @@ def _build() -> Registry:
         )
     )
     add(Resource("coordination.k8s.io", "v1", "leases", "Lease", "lease", True))
+    # Stored as given, for manifests (kubectl apply of deploy/kubernetes): no behaviour.
+    add(Resource("", "v1", "services", "Service", "service", True, short_names=("svc",)))
+    add(
+        Resource(
+            "policy",
+            "v1",
+            "poddisruptionbudgets",
+            "PodDisruptionBudget",
+            "poddisruptionbudget",
+            True,
+            short_names=("pdb",),
+            subresources=("status",),
+        )
+    )
+    rbac = "rbac.authorization.k8s.io"
+    add(Resource(rbac, "v1", "clusterroles", "ClusterRole", "clusterrole", False))
+    add(
+        Resource(
+            rbac, "v1", "clusterrolebindings", "ClusterRoleBinding", "clusterrolebinding", False
+        )
+    )
+    add(Resource(rbac, "v1", "roles", "Role", "role", True))
+    add(Resource(rbac, "v1", "rolebindings", "RoleBinding", "rolebinding", True))
     add(
         Resource(
             "authentication.k8s.io",

@@ -29,6 +29,7 @@ from pycm.app.options.flagset import (
     parse,
 )
 from pycm.app.options.help import flag_usages
+from pycm.app.options.leaderelection import lease_namespace
 from pycm.app.registry import ControllerDescriptor, Registry
 from pycm.util.durations import DurationError, parse_duration
 
@@ -66,11 +67,8 @@ def test_config_defaults_no_flags_kcm_values() -> None:
         10,
         2,
     )
-    assert (le.resource_lock, le.resource_name, le.resource_namespace) == (
-        "leases",
-        "pycm",
-        "kube-system",
-    )
+    # The namespace is decided once the client configuration is known (lease_namespace).
+    assert (le.resource_lock, le.resource_name, le.resource_namespace) == ("leases", "pycm", "")
     assert c.deployment_controller.concurrent_deployment_syncs == 5
     assert c.replicaset_controller.concurrent_rs_syncs == 5
     assert (c.secure_serving.port, c.secure_serving.bind_address) == (10257, "0.0.0.0")
@@ -341,10 +339,7 @@ def _validate(argv: list[str], known: Registry | None = None) -> list[str]:
         ),
         pytest.param(
             ["--leader-elect-resource-name=", "--leader-elect-resource-namespace="],
-            [
-                "leader-elect-resource-name must not be empty",
-                "leader-elect-resource-namespace must not be empty",
-            ],
+            ["leader-elect-resource-name must not be empty"],
             id="empty-lock-names",
         ),
         pytest.param(
@@ -736,3 +731,18 @@ def test_flag_usages_columns_wraps_under_usage_column() -> None:
     assert len(lines) > 1
     assert all(len(line) <= 60 for line in lines)
     assert all(line.startswith(" " * 22 + "word") for line in lines[1:])
+
+
+@pytest.mark.parametrize(
+    ("given", "pod_namespace", "want"),
+    [
+        pytest.param("", "", "kube-system", id="out-of-cluster-kcm-default"),
+        pytest.param("", "pycm-system", "pycm-system", id="in-cluster-pod-namespace"),
+        pytest.param("kube-system", "pycm-system", "kube-system", id="flag-wins-in-cluster"),
+        pytest.param("leases", "", "leases", id="flag-wins-out-of-cluster"),
+    ],
+)
+def test_lease_namespace_flag_then_pod_namespace_then_kube_system(
+    given: str, pod_namespace: str, want: str
+) -> None:
+    assert lease_namespace(given, pod_namespace) == want

@@ -133,7 +133,7 @@ def _flag_block(out: str, left: str) -> str:
         pytest.param(
             "      --leader-elect-resource-namespace string",
             "Leader election",
-            '"kube-system"',
+            None,
             id="namespace",
         ),
         pytest.param("      --identity string", "Leader election", None, id="identity"),

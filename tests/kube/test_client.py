@@ -25,6 +25,7 @@ from pycm.kube import (
     Timeout,
     TooManyRequests,
     TransportError,
+    Unauthorized,
 )
 from pycm.kube.client import ACCEPT_METADATA, ACCEPT_METADATA_LIST, MAX_RETRIES
 from pycm.trace.bus import Bus
@@ -656,3 +657,24 @@ async def test_client_unreadable_token_file_fails_request_and_records_error(
     assert recorder.requests == []
     (event,) = api_events(bus)
     assert (event.code, event.error.split(":")[0]) == (0, "ConfigError")
+
+
+@pytest.mark.asyncio
+async def test_client_with_user_agent_shares_the_token_cache_so_a_401_refreshes_all(
+    make_client: MakeClient, recorder: Recorder, tmp_path: Any
+) -> None:
+    # A rotated service-account token whose predecessor was revoked: one client's 401 makes the
+    # next request of every client derived from the same root read the new token.
+    token = tmp_path / "token"
+    token.write_text("old")
+    root = make_client(token=None, token_file=str(token))
+    controller = root.with_user_agent("pycm/test (controller)")
+    await _get(root)
+    await _get(controller)
+    token.write_text("new")
+    recorder.responses.append(status(401, "Unauthorized"))
+    with pytest.raises(Unauthorized):
+        await _get(root)
+    await _get(controller)
+    sent = [r.headers["authorization"] for r in recorder.requests]
+    assert sent == ["Bearer old", "Bearer old", "Bearer old", "Bearer new"]

@@ -213,6 +213,7 @@ async def test_load_config_in_cluster_reads_env_and_service_account(
     assert config.token_file == str(sa / "token")
     assert config.ca_file == str(sa / "ca.crt")
     assert config.namespace == "kube-system"
+    assert config.in_cluster
     assert await Authenticator(config).header() == "Bearer sa-token-1"
 
 
@@ -241,6 +242,32 @@ async def test_authenticator_token_file_rotation_is_picked_up_after_a_minute(
     assert await auth.header() == "Bearer one"
     clock.advance(1)
     assert await auth.header() == "Bearer two"
+
+
+@pytest.mark.asyncio
+async def test_authenticator_token_file_is_re_read_at_once_after_a_401(tmp_path: Path) -> None:
+    # A bound token rotated and the old one revoked: the 401 drops the cached token (client-go's
+    # resettable cached token source), so the next request reads the file without waiting.
+    token = tmp_path / "token"
+    token.write_text("one")
+    clock = AutoClock()
+    auth = Authenticator(ClientConfig(server="http://127.0.0.1:1", token_file=str(token)), clock)
+    assert await auth.header() == "Bearer one"
+    token.write_text("two")
+    clock.advance(1)
+    assert await auth.header() == "Bearer one"
+    auth.unauthorized()
+    assert await auth.header() == "Bearer two"
+    token.write_text("three")
+    clock.advance(1)
+    assert await auth.header() == "Bearer two"  # and then cached for a minute again
+
+
+@pytest.mark.asyncio
+async def test_authenticator_static_token_is_kept_after_a_401() -> None:
+    auth = Authenticator(ClientConfig(server="http://127.0.0.1:1", token="static"), AutoClock())
+    auth.unauthorized()
+    assert await auth.header() == "Bearer static"
 
 
 @pytest.mark.asyncio

@@ -391,3 +391,27 @@ def test_config_validation_requires_an_identity_and_callbacks() -> None:
     assert "Lock identity is empty" in errors
     assert "OnStartedLeading callback must not be nil" in errors
     assert "OnStoppedLeading callback must not be nil" in errors
+
+
+@pytest.mark.asyncio
+async def test_renew_round_metric_spans_every_attempt_of_the_round(h: Harness) -> None:
+    elector, _ = h.elector("a", metrics=True)
+    task = asyncio.create_task(elector.run(), name="a")
+    await h.settle()
+    deadline = h.registry.get_sample_value(
+        "pycm_leader_election_renew_deadline_seconds", {"name": "pycm"}
+    )
+    assert deadline == 10
+    await h.advance(2.0)  # rounds whose first attempt renews: ~0 s
+    h.server.fail("update", 2)  # the next round's first attempt fails (fast and slow path)
+    await h.advance(2.0 + 2.0)  # ... and its second, a retry period later, renews: 2 s
+    labels = {"name": "pycm"}
+    count = h.registry.get_sample_value("pycm_leader_election_renew_round_seconds_count", labels)
+    total = h.registry.get_sample_value("pycm_leader_election_renew_round_seconds_sum", labels)
+    assert count == 3  # the renew right after acquiring, then the two rounds above
+    assert total == pytest.approx(2.0, abs=0.15)
+    within_1s = h.registry.get_sample_value(
+        "pycm_leader_election_renew_round_seconds_bucket", {"name": "pycm", "le": "1.0"}
+    )
+    assert within_1s == 2
+    await _cancel(task)

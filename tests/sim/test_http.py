@@ -89,6 +89,8 @@ async def test_http_discovery_lists_what_kubectl_needs(http: httpx.AsyncClient) 
         "coordination.k8s.io",
         "authentication.k8s.io",
         "authorization.k8s.io",
+        "policy",  # stored only, for manifests (deploy/kubernetes)
+        "rbac.authorization.k8s.io",
     }
     assert (await http.get("/api")).json()["versions"] == ["v1"]
     for path in ("/openapi/v2", "/openapi/v3", "/apis/nope/v1"):

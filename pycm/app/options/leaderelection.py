@@ -14,11 +14,19 @@ from pycm.app.config import Config, LeaderElectionConfig
 from pycm.app.options.flagset import BOOL, DURATION, STRING, FlagSet, go_quote
 from pycm.util.durations import format_duration
 
-__all__ = ["JITTER_FACTOR", "LeaderElectionOptions"]
+__all__ = ["DEFAULT_LEASE_NAMESPACE", "JITTER_FACTOR", "LeaderElectionOptions", "lease_namespace"]
 
 _D = LeaderElectionConfig()
 JITTER_FACTOR = 1.2  # client-go leaderelection.JitterFactor
 _LOCK_TYPES = ("leases",)
+DEFAULT_LEASE_NAMESPACE = "kube-system"  # KCM's, where no pod namespace applies
+
+
+def lease_namespace(given: str, pod_namespace: str) -> str:
+    """The Lease's namespace: --leader-elect-resource-namespace when given; otherwise, running
+    in-cluster, the pod's own namespace (``pod_namespace``, from its service account; "" when
+    not in-cluster), where the manifests' leader-election Role is; otherwise kube-system."""
+    return given or pod_namespace or DEFAULT_LEASE_NAMESPACE
 
 
 @dataclass
@@ -29,7 +37,8 @@ class LeaderElectionOptions:
     retry_period: float = _D.retry_period
     resource_lock: str = _D.resource_lock
     resource_name: str = _D.resource_name
-    resource_namespace: str = _D.resource_namespace
+    # "": decided when the client configuration is known (lease_namespace).
+    resource_namespace: str = ""
     identity: str = _D.identity
 
     def add_flags(self, fs: FlagSet) -> None:
@@ -83,7 +92,8 @@ class LeaderElectionOptions:
             "resource_namespace",
             "leader-elect-resource-namespace",
             STRING,
-            "The namespace of the Lease object that holds the lock.",
+            "The namespace of the Lease object that holds the lock; empty means the pod's own "
+            f"namespace when running in-cluster, else {DEFAULT_LEASE_NAMESPACE}.",
         )
         fs.add(
             self,
@@ -127,8 +137,6 @@ class LeaderElectionOptions:
             )
         if not self.resource_name:
             errors.append("leader-elect-resource-name must not be empty")
-        if not self.resource_namespace:
-            errors.append("leader-elect-resource-namespace must not be empty")
         return errors
 
     def apply_to(self, config: Config) -> None:

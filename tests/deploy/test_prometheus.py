@@ -1,0 +1,343 @@
+"""deploy/prometheus and deploy/grafana against the real thing: promtool checks and unit-tests the
+rules, and Debian's Prometheus scrapes a running `pycm run` over HTTPS with a bearer token.
+
+The manager leads (short election timings), reconciles a Deployment, and serves /metrics behind
+delegated authentication and authorization: the emulator reviews the scraper's token and allows
+it GET /metrics by the manifests' pycm:metrics-reader rule. Prometheus (127.0.0.1 only, a
+temporary data directory, a free port, bounded waits) loads rules.yaml and scrapes with the
+token (one job) and without it (another, which must be refused). The metric names rules.yaml and
+pycm.json use are checked against the families a live /metrics declares.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import yaml
+
+from pycm.sim.auth import UserInfo
+from pycm.sim.server import run_emulator
+from tests.deploy.conftest import DEPLOY
+from tests.deploy.rbac import emulator_policy
+from tests.support.manager import free_port, poll, start_manager, stop_manager
+
+RULES = DEPLOY / "prometheus" / "rules.yaml"
+RULES_TEST = DEPLOY / "prometheus" / "rules_test.yaml"
+DASHBOARD = DEPLOY / "grafana" / "pycm.json"
+SCRAPER = "system:serviceaccount:monitoring:prometheus"
+BOUND = 30.0  # seconds for any one wait on a process or a series
+# Families the rules and the dashboard use are named with these prefixes (pycm's own, client-go's,
+# controller-runtime's, and the process collector's).
+METRIC = re.compile(
+    r"\b((?:workqueue|controller_runtime|rest_client|leader_election|pycm|process)_[a-z0-9_]+)\b"
+)
+SELECTOR = re.compile(r"([a-zA-Z_:][a-zA-Z0-9_:]*)\{")
+
+
+def _tool(name: str) -> str:
+    path = shutil.which(name)
+    if path is None:
+        pytest.fail(f"{name} not found: install Debian's prometheus package (.ci/run does)")
+    return path
+
+
+def _run(*argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+
+
+def test_prometheus_rules_pass_promtool_check_and_unit_tests() -> None:
+    promtool = _tool("promtool")
+    check = _run(promtool, "check", "rules", str(RULES))
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert "SUCCESS" in check.stdout
+    tested = _run(promtool, "test", "rules", str(RULES_TEST))
+    assert tested.returncode == 0, tested.stdout + tested.stderr
+    assert "SUCCESS" in tested.stdout
+
+
+def test_prometheus_rules_test_fires_every_alert_and_checks_the_p99_record() -> None:
+    rules = yaml.safe_load(RULES.read_text())
+    alerts = {r["alert"] for g in rules["groups"] for r in g["rules"] if "alert" in r}
+    records = {r["record"] for g in rules["groups"] for r in g["rules"] if "record" in r}
+    assert len(alerts) >= 8
+    tests = yaml.safe_load(RULES_TEST.read_text())["tests"]
+    fired = {
+        case["alertname"]
+        for test in tests
+        for case in test.get("alert_rule_test", [])
+        if case.get("exp_alerts")
+    }
+    quiet = {
+        case["alertname"]
+        for test in tests
+        for case in test.get("alert_rule_test", [])
+        if not case.get("exp_alerts")
+    }
+    assert fired == alerts, f"alerts never shown firing: {sorted(alerts - fired)}"
+    assert quiet == alerts, f"alerts never shown quiet: {sorted(alerts - quiet)}"
+    exprs = {c["expr"] for t in tests for c in t.get("promql_expr_test", [])}
+    assert "controller:controller_runtime_reconcile_time_seconds:p99_rate5m" in exprs
+    assert "controller:controller_runtime_reconcile_time_seconds:p99_rate5m" in records
+
+
+def _exported(metrics_text: str) -> set[str]:
+    """The sample names each declared family can have (families with no samples yet count)."""
+    names = set()
+    for line in metrics_text.splitlines():
+        if not line.startswith("# TYPE "):
+            continue
+        _, _, name, kind = line.split(maxsplit=3)
+        if kind in ("histogram", "summary"):
+            names |= {f"{name}_bucket", f"{name}_count", f"{name}_sum"}
+        names.add(name)
+    return names
+
+
+def _used_in_rules() -> set[str]:
+    rules = yaml.safe_load(RULES.read_text())
+    recorded = {r["record"] for g in rules["groups"] for r in g["rules"] if "record" in r}
+    used = set()
+    for group in rules["groups"]:
+        for rule in group["rules"]:
+            expr = rule["expr"]
+            used |= set(METRIC.findall(expr)) | set(SELECTOR.findall(expr))
+    return used - recorded
+
+
+def _used_in_dashboard() -> set[str]:
+    dashboard = json.loads(DASHBOARD.read_text())
+    exprs = [t["expr"] for p in dashboard["panels"] for t in p.get("targets", [])]
+    exprs += [v["definition"] for v in dashboard["templating"]["list"] if "definition" in v]
+    used = set()
+    for expr in exprs:
+        used |= set(METRIC.findall(expr)) | set(SELECTOR.findall(expr))
+    return used
+
+
+def test_dashboard_has_the_five_rows_and_every_panel_queries() -> None:
+    dashboard = json.loads(DASHBOARD.read_text())
+    rows = [p["title"] for p in dashboard["panels"] if p["type"] == "row"]
+    assert rows == [
+        "Leader election and lease",
+        "Controllers",
+        "Work queues",
+        "REST client",
+        "Process",
+    ]
+    for panel in dashboard["panels"]:
+        if panel["type"] != "row":
+            assert panel["targets"] and all(t["expr"] for t in panel["targets"]), panel["title"]
+    assert len({p["id"] for p in dashboard["panels"]}) == len(dashboard["panels"])
+
+
+def _prometheus_config(tmp: Path, target: str, token_file: Path) -> Path:
+    def job(name: str, authorization: dict[str, str] | None) -> dict[str, Any]:
+        config: dict[str, Any] = {
+            "job_name": name,
+            "scheme": "https",
+            "tls_config": {"insecure_skip_verify": True},  # pycm's self-signed serving cert
+            "static_configs": [{"targets": [target]}],
+        }
+        if authorization:
+            config["authorization"] = authorization
+        return config
+
+    config = {
+        "global": {"scrape_interval": "1s", "scrape_timeout": "900ms", "evaluation_interval": "1s"},
+        "rule_files": [str(RULES)],
+        "scrape_configs": [
+            job("pycm", {"type": "Bearer", "credentials_file": str(token_file)}),
+            job("pycm-no-token", None),
+        ],
+    }
+    path = tmp / "prometheus.yml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+@pytest.fixture
+def prometheus_port() -> int:
+    return free_port()
+
+
+def _start_prometheus(tmp: Path, config: Path, port: int) -> subprocess.Popen[bytes]:
+    with (tmp / "prometheus.log").open("wb") as log:  # the child keeps its own descriptor
+        return subprocess.Popen(
+            [
+                _tool("prometheus"),
+                f"--config.file={config}",
+                f"--storage.tsdb.path={tmp / 'data'}",
+                f"--web.listen-address=127.0.0.1:{port}",
+                "--storage.tsdb.retention.time=1h",
+                "--log.level=warn",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=tmp,
+        )
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=BOUND)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.fixture
+def stopped() -> Iterator[list[subprocess.Popen[bytes]]]:
+    procs: list[subprocess.Popen[bytes]] = []
+    yield procs
+    for proc in procs:
+        if proc.poll() is None:
+            _stop(proc)
+
+
+@pytest.mark.asyncio
+async def test_prometheus_scrapes_pycm_over_https_with_a_bearer_token(
+    tmp_path: Path, prometheus_port: int, stopped: list[subprocess.Popen[bytes]]
+) -> None:
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(yaml.safe_dump(emulator_policy("nobody", SCRAPER)))
+    async with run_emulator(
+        kubelet=True, pod_ready_delay=0.0, nodes=1, authz_policy_file=str(policy)
+    ) as emu:
+        token = "prometheus-token"
+        emu.authenticator.add(token, UserInfo(SCRAPER, "uid-prom", ()))
+        token_file = tmp_path / "token"
+        token_file.write_text(token)
+        manager = start_manager(
+            emu.kubeconfig_path,
+            tmp_path,
+            "--leader-elect=true",
+            "--leader-elect-lease-duration=4s",
+            "--leader-elect-renew-deadline=3s",
+            "--leader-elect-retry-period=500ms",
+        )
+        try:
+            admin = {"Authorization": f"Bearer {emu.admin_token}"}
+            async with httpx.AsyncClient(base_url=emu.url, headers=admin, timeout=10) as api:
+                deployment = {
+                    "metadata": {"name": "web"},
+                    "spec": {
+                        "replicas": 1,
+                        "selector": {"matchLabels": {"app": "web"}},
+                        "template": {
+                            "metadata": {"labels": {"app": "web"}},
+                            "spec": {"containers": [{"name": "app", "image": "nginx"}]},
+                        },
+                    },
+                }
+                r = await api.post("/apis/apps/v1/namespaces/default/deployments", json=deployment)
+                assert r.status_code == 201, r.text
+            target = manager.url.removeprefix("https://")
+            config = _prometheus_config(tmp_path, target, token_file)
+            prometheus = _start_prometheus(tmp_path, config, prometheus_port)
+            stopped.append(prometheus)
+            base = f"http://127.0.0.1:{prometheus_port}"
+            async with httpx.AsyncClient(base_url=base, timeout=5) as prom:
+
+                async def ready() -> bool:
+                    assert prometheus.poll() is None, (tmp_path / "prometheus.log").read_text()
+                    try:
+                        return (await prom.get("/-/ready")).status_code == 200
+                    except httpx.TransportError:
+                        return False
+
+                await poll(ready, timeout=BOUND, interval=0.1)
+
+                async def series(query: str) -> list[dict[str, Any]]:
+                    r = await prom.get("/api/v1/query", params={"query": query})
+                    assert r.status_code == 200, r.text
+                    result: list[dict[str, Any]] = r.json()["data"]["result"]
+                    return result
+
+                async def reconciled() -> list[dict[str, Any]]:
+                    return await series(
+                        'controller_runtime_reconcile_total{job="pycm",controller="deployment"}'
+                    )
+
+                found = await poll(reconciled, timeout=BOUND, interval=0.2)
+                assert float(found[0]["value"][1]) >= 1
+                leader = await poll(
+                    lambda: series('leader_election_master_status{job="pycm",name="pycm"}'),
+                    timeout=BOUND,
+                )
+                assert leader[0]["value"][1] == "1"
+                for query in (
+                    'workqueue_depth{job="pycm",name="deployment"}',
+                    'pycm_informer_synced{job="pycm",resource="pods"}',
+                    'process_resident_memory_bytes{job="pycm"}',
+                    'rest_client_requests_total{job="pycm"}',
+                    'pycm_leader_election_renew_round_seconds_count{job="pycm"}',
+                ):
+                    assert await poll(lambda q=query: series(q), timeout=BOUND), query
+
+                async def no_token_refused() -> list[dict[str, Any]]:
+                    r = await prom.get("/api/v1/targets")
+                    return [
+                        t
+                        for t in r.json()["data"]["activeTargets"]
+                        if t["labels"]["job"] == "pycm-no-token" and t["health"] == "down"
+                    ]
+
+                # Without a token the request is anonymous, and system:anonymous may not read
+                # /metrics (KCM answers the same).
+                (refused,) = await poll(no_token_refused, timeout=BOUND)
+                assert "403" in refused["lastError"]
+                assert (await series('up{job="pycm"}'))[0]["value"][1] == "1"
+                # The rules load on a real server, as written.
+                r = await prom.get("/api/v1/rules")
+                loaded = {rule["name"] for g in r.json()["data"]["groups"] for rule in g["rules"]}
+                alerts = {
+                    rule["alert"]
+                    for g in yaml.safe_load(RULES.read_text())["groups"]
+                    for rule in g["rules"]
+                    if "alert" in rule
+                }
+                assert alerts <= loaded
+
+            # Every metric name the rules and the dashboard use is one pycm declares.
+            async with httpx.AsyncClient(verify=False, timeout=10) as http:
+                auth = {"Authorization": f"Bearer {token}"}
+                r = await http.get(f"{manager.url}/metrics", headers=auth)
+                assert r.status_code == 200, r.text
+            exported = _exported(r.text)
+            for source, used in (
+                ("rules.yaml", _used_in_rules()),
+                ("pycm.json", _used_in_dashboard()),
+            ):
+                assert used, source
+                unknown = sorted(used - exported)
+                assert not unknown, f"{source} uses metrics pycm does not export: {unknown}"
+        finally:
+            for proc in stopped:
+                _stop(proc)
+            code = await stop_manager(manager)
+        assert code == 0, manager.log.read_text()[-3000:]
+
+
+def test_used_metric_names_extraction_sees_selectors_and_bare_names() -> None:
+    # The check above is only as good as its extraction: a made-up name is caught either way.
+    expr = 'rate(made_up_total{job="pycm"}[5m]) + workqueue_made_up_seconds'
+    assert set(METRIC.findall(expr)) | set(SELECTOR.findall(expr)) == {
+        "made_up_total",
+        "workqueue_made_up_seconds",
+    }
+    assert _exported("# TYPE a_seconds histogram\n# TYPE b_total counter\n") == {
+        "a_seconds",
+        "a_seconds_bucket",
+        "a_seconds_count",
+        "a_seconds_sum",
+        "b_total",
+    }
