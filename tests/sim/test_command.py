@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -111,12 +113,24 @@ def test_command_is_a_pycm_subcommand(tmp_path: Path) -> None:
     assert result.returncode == 2 and "must be at least 1" in result.stderr
 
 
-def test_command_sigterm_ends_open_watches_and_exits_zero(tmp_path: Path) -> None:
-    sim = start_sim(["--tls=false", "--kubelet=off"], tmp_path)
-    token = yaml.safe_load(sim.kubeconfig.read_text())["users"][0]["user"]["token"]
+@pytest.mark.parametrize(
+    "args",
+    [
+        pytest.param(["--tls=false", "--kubelet=off"], id="plain-http"),
+        pytest.param([], id="defaults-tls-and-kubelet"),
+    ],
+)
+def test_command_sigterm_ends_open_watches_and_exits_zero(tmp_path: Path, args: list[str]) -> None:
+    sim = start_sim(args, tmp_path)
+    kubeconfig = yaml.safe_load(sim.kubeconfig.read_text())
+    token = kubeconfig["users"][0]["user"]["token"]
     headers = {"Authorization": f"Bearer {token}"}
+    verify: ssl.SSLContext | bool = True
+    ca = kubeconfig["clusters"][0]["cluster"].get("certificate-authority-data")
+    if ca is not None:
+        verify = ssl.create_default_context(cadata=base64.b64decode(ca).decode())
     with (
-        httpx.Client(base_url=sim.url, headers=headers, timeout=10) as c,
+        httpx.Client(base_url=sim.url, headers=headers, timeout=10, verify=verify) as c,
         c.stream("GET", "/api/v1/namespaces?watch=1") as response,
     ):
         lines = response.iter_lines()
