@@ -33,6 +33,7 @@ from bench.replicaset import cluster, wait_until, writes_between
 from pycm.cache.listwatch import FakeListWatch
 from pycm.cache.shared_informer import SharedIndexInformer
 from pycm.controller import Result
+from pycm.controllers.deployment import util
 from pycm.controllers.deployment.controller import DeploymentController
 from pycm.trace.bus import Bus
 
@@ -187,7 +188,8 @@ def settled_controller(n: int) -> tuple[DeploymentController, _SettlingClient, l
     keys = []
     for i in range(n):
         namespace = f"ns{i // _PER_NAMESPACE}"
-        d = _deployment(f"d{i}", namespace)
+        # Straight into the cache, past any API server: defaulted here as one would default it.
+        d = util.with_api_defaults(_deployment(f"d{i}", namespace))
         d["metadata"].update(uid=f"d-{i}", generation=1, resourceVersion="1")
         informers[0].indexer.add(d)
         keys.append(f"{namespace}/d{i}")

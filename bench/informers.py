@@ -1,6 +1,7 @@
 """Informers: listing, watching and holding pods, against the ``kubernetes`` client, in one run.
 
-The emulator runs in its own process (``python -m pycm sim --port 0``); pods are seeded through
+The emulator runs in its own process (``python -m pycm sim --port 0 --tls=false
+--kubelet=off``: plain HTTP, pods as written); pods are seeded through
 its HTTP API: realistic pods (two containers with env, probes, resources and mounts, volumes,
 tolerations, affinity, owner reference, ~2 KB of managedFields — about 5 KB of JSON), stamped
 from 10 templates as Deployments would. pycm's side is ``SharedIndexInformer`` over
@@ -79,6 +80,8 @@ class EmulatorProcess:
                 "sim",
                 "--port",
                 "0",
+                "--tls=false",
+                "--kubelet=off",
                 "--nodes",
                 "1",
                 "--watch-window",

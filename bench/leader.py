@@ -73,7 +73,7 @@ class Bench:
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
         self.started = 0
         kubeconfig = tmp / "kubeconfig"
-        argv = [sys.executable, "-m", "pycm", "sim", "--port", "0", "--kubelet=off"]
+        argv = [sys.executable, "-m", "pycm", "sim", "--port", "0", "--tls=false", "--kubelet=off"]
         self.emu = subprocess.Popen(
             [*argv, "--kubeconfig-out", str(kubeconfig)],
             stdout=subprocess.PIPE,

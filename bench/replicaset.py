@@ -1,7 +1,7 @@
 """The ReplicaSet controller scaling one ReplicaSet from 0 to ``n`` ready pods, end to end.
 
-The emulator runs in its own process (``python -m pycm sim --port 0 --kubelet on
---pod-ready-delay 0``: the kubelet binds and readies a pod in one write, so the figure is the
+The emulator runs in its own process (``python -m pycm sim --port 0 --tls=false --kubelet
+on --pod-ready-delay 0``: the kubelet binds and readies a pod in one write, so the figure is the
 manager's and the API's cost, not a simulated start-up) and ``pycm run`` in another
 (``--controllers replicaset``, no leader election, ``--trace-file``). The manager's client
 limits are raised (``--kube-api-qps 5000 --kube-api-burst 5000``): at KCM's default 20 qps the
@@ -93,7 +93,17 @@ def cluster(controllers: str) -> Iterator[Cluster]:
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         env.pop("KUBECONFIG", None)
         kubeconfig = tmp / "kubeconfig"
-        sim_argv = [sys.executable, "-m", "pycm", "sim", "--port", "0", "--kubelet", "on"]
+        sim_argv = [
+            sys.executable,
+            "-m",
+            "pycm",
+            "sim",
+            "--port",
+            "0",
+            "--tls=false",
+            "--kubelet",
+            "on",
+        ]
         sim_argv += ["--pod-ready-delay", "0s", "--pod-terminate-delay", "0s", "--nodes", "4"]
         sim_argv += ["--watch-window", "1000000", "--kubeconfig-out", str(kubeconfig)]
         sim = subprocess.Popen(

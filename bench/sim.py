@@ -1,8 +1,8 @@
 """The emulator's serving costs, over HTTP on 127.0.0.1, against in-process peers of the same run.
 
-The emulator runs in its own process (``python -m pycm sim --port 0 --kubelet=off``; its printed
-line gives the URL and kubeconfig; SIGTERM stops it), so the client's work is not counted
-against the server. Figures:
+The emulator runs in its own process (``python -m pycm sim --port 0 --tls=false
+--kubelet=off``; its printed line gives the URL and kubeconfig; SIGTERM stops it), so the
+client's work is not counted against the server. Figures:
 
 - ``sim.create``: pod creates/s (``n`` pods, ``_CONCURRENCY`` requests in flight). Peer: gets/s
   of the same pods with the same concurrency; ratio creates / gets.
@@ -53,7 +53,7 @@ def _emulator() -> Iterator[tuple[str, str]]:
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         env.pop("KUBECONFIG", None)
         kubeconfig = Path(tmp) / "kubeconfig"
-        argv = [sys.executable, "-m", "pycm", "sim", "--port", "0", "--kubelet=off"]
+        argv = [sys.executable, "-m", "pycm", "sim", "--port", "0", "--tls=false", "--kubelet=off"]
         argv += ["--watch-window", "100000", "--kubeconfig-out", str(kubeconfig)]
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, env=env, cwd=tmp)
         try:

@@ -1,12 +1,13 @@
 """The demo's composition: emulator → replicas → their event streams → workload → verdict.
 
-Start order: a private temp dir → the emulator (``python -m pycm sim``, its own process; we
-read its one ``serving`` line) → three ``pycm run`` replicas (free secure ports on 127.0.0.1,
-``--cert-dir`` and ``--trace-file`` in the temp dir, short election timings) → one event stream
-per replica → once some replica has acquired the lease, the workload (a Deployment) and a
-watch that prints its rollout. Stop order is the reverse: streams and the workload watch are
-cancelled, the replicas get SIGTERM together (they release the lease: ReleaseOnCancel), then
-the emulator; each child is SIGKILLed if it outlives its bound; the temp dir is removed.
+Start order: a private temp dir → the emulator (``python -m pycm sim --tls=false
+--kubelet=on``, its own process; we read its one ``serving`` line) → three ``pycm run``
+replicas (free secure ports on 127.0.0.1, ``--cert-dir`` and ``--trace-file`` in the temp dir,
+short election timings) → one event stream per replica → once some replica has acquired the
+lease, the workload (a Deployment) and a watch that prints its rollout. Stop order is the
+reverse: streams and the workload watch are cancelled, the replicas get SIGTERM together (they
+release the lease: ReleaseOnCancel), then the emulator; each child is SIGKILLed if it outlives
+its bound; the temp dir is removed.
 
 The verdict (the exit status of ``--duration``): 0 when a leader was elected and no child
 exited unexpectedly; otherwise 1 and the reasons, one line each.
@@ -150,9 +151,18 @@ class Orchestrator:
 
     async def _start_emulator(self) -> str:
         kubeconfig = self._dir / "kubeconfig"
-        # The simulated kubelet makes the workload's pods Ready (the emulator runs none by
-        # default), so the rollout completes on screen.
-        argv = [self.options.python, "-m", "pycm", "sim", "--port", "0", "--kubelet=on"]
+        # Stated, not defaulted: the simulated kubelet makes the workload's pods Ready, so the
+        # rollout completes on screen; plain HTTP, as the demo has always served.
+        argv = [
+            self.options.python,
+            "-m",
+            "pycm",
+            "sim",
+            "--port",
+            "0",
+            "--tls=false",
+            "--kubelet=on",
+        ]
         argv += ["--kubeconfig-out", str(kubeconfig), "--pod-ready-delay"]
         argv += [self.options.pod_ready_delay]
         self.emulator = Child("emulator", argv, self._dir / "emulator.log")

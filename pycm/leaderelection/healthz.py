@@ -34,7 +34,9 @@ class LeaderHealthzAdaptor:
             return None
         since = self._clock.monotonic() - elector.observed_time
         if since > elector.config.lease_duration + self.tolerance:
-            return f"failed election to renew leadership on lease {elector.config.lock.describe()}"
+            # client-go's Check names the lease by config.Name (KCM: the lease's name).
+            name = elector.config.name or elector.config.lock.describe()
+            return f"failed election to renew leadership on lease {name}"
         return None
 
     async def __call__(self) -> str | None:

@@ -34,7 +34,9 @@ either way, or one named in the module that makes it):
   are immutable; the rest of the spec may change). Admission is NamespaceLifecycle only.
 - Pods with a grace period are removed at once unless ``graceful_pod_deletion`` is on (then
   they wait for :meth:`Store.finalize_pod_deletion`, the kubelet's confirmation).
-- kubectl needs ``--tls``: client-go sends kubeconfig credentials only over TLS.
+- Its defaults are a cluster's: HTTPS (client-go, so kubectl, sends kubeconfig credentials only
+  over TLS) and the simulated kubelet; ``tls=False`` / ``kubelet=False`` (``--insecure-http``,
+  ``--kubelet off``) turn them off, and tests state both.
 
 Module map: resources (the registry of kinds), store, watch, gc, selectors, validation,
 defaults, shape, patch, scale, history, tables, discovery, negotiation, requestinfo, handlers,

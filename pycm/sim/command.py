@@ -1,13 +1,17 @@
 """``pycm sim``: serve the emulator until SIGINT or SIGTERM.
 
 It prints exactly one line, ``pycm sim: serving <url> (kubeconfig: <path>)``, once the server
-accepts connections and the kubeconfig is written. Exit statuses: 0 after a signal, 2 for a bad
-flag (argparse and option validation), 1 when it cannot start (port in use, unreadable token or
-policy file, unwritable kubeconfig) — always one error line, never a traceback.
+accepts connections and the kubeconfig is written. Exit statuses: 0 after a signal (it stops
+serving, ends every open watch and exits), 2 for a bad flag (argparse and option validation), 1
+when it cannot start (port in use, unreadable token or policy file, unwritable kubeconfig) —
+always one error line, never a traceback.
 
-kubectl (client-go) sends a kubeconfig's bearer token only over TLS, and every API request
-needs the token: serve with ``--tls`` for kubectl. The ``kubernetes`` Python client sends it
-over plain HTTP too.
+The defaults behave like a real cluster, so a first ``pycm sim`` then ``kubectl --kubeconfig
+<path> create deployment web --image=nginx`` works: HTTPS with a throwaway CA written into the
+kubeconfig (kubectl, like all of client-go, sends a kubeconfig's bearer token only over TLS),
+and the simulated kubelet, which makes pods Ready. ``--tls=false`` (or ``--insecure-http``)
+serves plain HTTP; ``--kubelet off`` leaves pods Pending. The defaults are
+:class:`~pycm.sim.options.EmulatorOptions`'.
 """
 
 from __future__ import annotations
@@ -83,9 +87,20 @@ def add_subcommand(subparsers: Any) -> None:
     serving.add_argument("--port", type=_port, default=0, help="port (0: any free port)")
     serving.add_argument(
         "--tls",
-        action="store_true",
-        help="serve HTTPS with a throwaway CA (kubectl needs it: client-go sends tokens only "
-        "over TLS)",
+        type=_on_off,
+        nargs="?",
+        const=True,
+        default=None,  # EmulatorOptions' (not imported here: starlette costs every command)
+        metavar="true|false",
+        help="serve HTTPS with a throwaway CA, written into the kubeconfig (default true: "
+        "kubectl, like all of client-go, sends the kubeconfig's token only over TLS)",
+    )
+    serving.add_argument(
+        "--insecure-http",
+        dest="tls",
+        action="store_false",
+        help="serve plain HTTP, the same as --tls=false (the kubernetes Python client sends "
+        "tokens over it; kubectl does not)",
     )
     serving.add_argument("--kubeconfig-out", metavar="PATH", help="write the kubeconfig here")
     cluster = parser.add_argument_group("cluster")
@@ -100,10 +115,12 @@ def add_subcommand(subparsers: Any) -> None:
     cluster.add_argument(
         "--kubelet",
         type=_on_off,
-        default=False,
+        nargs="?",
+        const=True,
+        default=None,  # EmulatorOptions'
         metavar="on|off",
         help="run the simulated kubelet: bind pods, make them Ready, confirm deletions "
-        "(default off)",
+        "(default on; off leaves pods Pending as they were written)",
     )
     cluster.add_argument(
         "--unready-fraction",
@@ -146,13 +163,17 @@ def add_subcommand(subparsers: Any) -> None:
 def options_from_args(args: argparse.Namespace) -> EmulatorOptions:
     from pycm.sim.options import EmulatorOptions
 
+    # A flag left out keeps EmulatorOptions' default (one place says what the defaults are).
+    stated = {
+        name: value
+        for name, value in (("tls", args.tls), ("kubelet", args.kubelet))
+        if value is not None
+    }
     return EmulatorOptions(
         host=args.host,
         port=args.port,
-        tls=args.tls,
         nodes=args.nodes,
         pod_ready_delay=args.pod_ready_delay,
-        kubelet=args.kubelet,
         unready_fraction=args.unready_fraction,
         crashloop_fraction=args.crashloop_fraction,
         pod_terminate_delay=args.pod_terminate_delay,
@@ -160,6 +181,7 @@ def options_from_args(args: argparse.Namespace) -> EmulatorOptions:
         token_auth_file=args.token_auth_file,
         authz_policy_file=args.authz_policy_file,
         kubeconfig_out=args.kubeconfig_out,
+        **stated,
     )
 
 

@@ -6,6 +6,11 @@ a pod spec's (and every pod template's) restartPolicy, terminationGracePeriodSec
 schedulerName, securityContext and each container's imagePullPolicy, terminationMessage* and
 resources; a Namespace's ``kubernetes`` finalizer and phase. A controller that hashes templates
 therefore sees the same defaulted template it would see from a real cluster.
+
+A field that is absent or ``null`` is defaulted (kube decodes ``null`` into a nil pointer, and
+its defaulting fills nil pointers); so is an empty strategy type, restart policy or pull policy
+(kube's defaulting compares those strings with ""). A Deployment created without a strategy
+thus rolls with maxSurge and maxUnavailable 25% each, as on a real cluster.
 """
 
 from __future__ import annotations
@@ -17,29 +22,44 @@ from pycm.sim.objects import Obj
 __all__ = ["apply_defaults"]
 
 
+def _default(obj: dict[str, Any], key: str, value: Any) -> Any:
+    """Set ``obj[key]`` to ``value`` when it is absent or null; return what it holds then."""
+    if obj.get(key) is None:
+        obj[key] = value
+    return obj[key]
+
+
 def _container(container: dict[str, Any]) -> None:
     image = str(container.get("image") or "")
     last = image.rsplit("/", 1)[-1]
     tagged = ":" in last and not last.endswith(":latest")
     if "@" in last:
         tagged = True
-    container.setdefault("imagePullPolicy", "IfNotPresent" if tagged else "Always")
-    container.setdefault("terminationMessagePath", "/dev/termination-log")
-    container.setdefault("terminationMessagePolicy", "File")
-    container.setdefault("resources", {})
+    for key, value in (
+        ("imagePullPolicy", "IfNotPresent" if tagged else "Always"),
+        ("terminationMessagePath", "/dev/termination-log"),
+        ("terminationMessagePolicy", "File"),
+    ):
+        if not container.get(key):
+            container[key] = value
+    _default(container, "resources", {})
     for port in container.get("ports") or []:
-        if isinstance(port, dict):
-            port.setdefault("protocol", "TCP")
+        if isinstance(port, dict) and not port.get("protocol"):
+            port["protocol"] = "TCP"
 
 
 def pod_spec(spec: Any) -> None:
     if not isinstance(spec, dict):
         return
-    spec.setdefault("restartPolicy", "Always")
-    spec.setdefault("terminationGracePeriodSeconds", 30)
-    spec.setdefault("dnsPolicy", "ClusterFirst")
-    spec.setdefault("schedulerName", "default-scheduler")
-    spec.setdefault("securityContext", {})
+    for key, value in (
+        ("restartPolicy", "Always"),
+        ("dnsPolicy", "ClusterFirst"),
+        ("schedulerName", "default-scheduler"),
+    ):
+        if not spec.get(key):
+            spec[key] = value
+    _default(spec, "terminationGracePeriodSeconds", 30)
+    _default(spec, "securityContext", {})
     for group in ("initContainers", "containers"):
         for container in spec.get(group) or []:
             if isinstance(container, dict):
@@ -50,18 +70,20 @@ def _workload(obj: Obj, deployment: bool) -> None:
     spec = obj.get("spec")
     if not isinstance(spec, dict):
         return
-    spec.setdefault("replicas", 1)
+    _default(spec, "replicas", 1)
     if deployment:
-        strategy = spec.setdefault("strategy", {})
+        # SetDefaults_Deployment: type RollingUpdate; for a rolling update both numbers 25%.
+        strategy = _default(spec, "strategy", {})
         if isinstance(strategy, dict):
-            strategy.setdefault("type", "RollingUpdate")
+            if not strategy.get("type"):
+                strategy["type"] = "RollingUpdate"
             if strategy["type"] == "RollingUpdate":
-                rolling = strategy.setdefault("rollingUpdate", {})
+                rolling = _default(strategy, "rollingUpdate", {})
                 if isinstance(rolling, dict):
-                    rolling.setdefault("maxUnavailable", "25%")
-                    rolling.setdefault("maxSurge", "25%")
-        spec.setdefault("revisionHistoryLimit", 10)
-        spec.setdefault("progressDeadlineSeconds", 600)
+                    _default(rolling, "maxUnavailable", "25%")
+                    _default(rolling, "maxSurge", "25%")
+        _default(spec, "revisionHistoryLimit", 10)
+        _default(spec, "progressDeadlineSeconds", 600)
     template = spec.get("template")
     if isinstance(template, dict):
         template.setdefault("metadata", {})

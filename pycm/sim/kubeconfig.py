@@ -1,8 +1,8 @@
 """The kubeconfig the emulator writes: one cluster, the admin token, namespace ``default``.
 
 It works unchanged with the ``kubernetes`` Python client and with kubectl
-(certificate-authority-data inline under ``--tls``; kubectl needs ``--tls``, as client-go puts
-a kubeconfig's credentials only on TLS connections).
+(certificate-authority-data inline when serving TLS, the default; kubectl needs TLS, as
+client-go puts a kubeconfig's credentials only on TLS connections).
 """
 
 from __future__ import annotations

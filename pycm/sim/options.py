@@ -1,4 +1,10 @@
-"""The emulator's options: what ``pycm sim`` flags set and ``run_emulator(**options)`` takes."""
+"""The emulator's options: what ``pycm sim`` flags set and ``run_emulator(**options)`` takes.
+
+The defaults behave like a real cluster, for ``pycm sim`` and in-process alike: HTTPS with a
+throwaway CA (client-go, so kubectl, sends a kubeconfig's token only over TLS) and a kubelet
+that binds pods and makes them Ready. Tests and benchmarks state what they rely on (``tls=False``
+for plain HTTP, ``kubelet=False`` to see pods exactly as written) instead of taking defaults.
+"""
 
 from __future__ import annotations
 
@@ -16,11 +22,11 @@ __all__ = ["EmulatorOptions"]
 class EmulatorOptions:
     host: str = "127.0.0.1"
     port: int = 0  # 0: any free port
-    tls: bool = False  # serve HTTPS with a fresh self-signed CA (its data in the kubeconfig)
+    tls: bool = True  # serve HTTPS with a fresh self-signed CA (its data in the kubeconfig)
     nodes: int = 1  # Ready nodes sim-node-0.. in the fresh cluster
-    # The simulated kubelet (pycm.sim.kubelet): off by default in-process, so a test sees pods
-    # exactly as it wrote them; on, it binds pods, makes them Ready and confirms deletions.
-    kubelet: bool = False
+    # The simulated kubelet (pycm.sim.kubelet): it binds pods, makes them Ready and confirms
+    # deletions, as a cluster's nodes do. Off, pods stay Pending exactly as they were written.
+    kubelet: bool = True
     # How long a scheduled pod takes to become Ready (0: at once, "instant" mode).
     pod_ready_delay: float = 1.0
     unready_fraction: float = 0.0  # pods that never become Ready

@@ -2,7 +2,7 @@
 
 In tests::
 
-    async with run_emulator(nodes=2, watch_window=50) as emu:
+    async with run_emulator(tls=False, kubelet=False, nodes=2, watch_window=50) as emu:
         emu.url, emu.kubeconfig_path, emu.admin_token, emu.store
 
 Start order: build the store and seed the fresh cluster → bind the socket (a port in use fails

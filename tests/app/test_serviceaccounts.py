@@ -58,7 +58,7 @@ class Rig:
 @pytest_asyncio.fixture
 async def rig() -> AsyncIterator[Rig]:
     clock = FakeClock()
-    async with run_emulator(clock=clock) as emu:
+    async with run_emulator(clock=clock, tls=False, kubelet=False) as emu:
         requests: list[tuple[str, str]] = []
 
         async def record(request: Request) -> Response | None:

@@ -38,7 +38,9 @@ def _pod(name: str, color: str) -> dict[str, Any]:
 
 @pytest_asyncio.fixture
 async def emulator() -> AsyncIterator[Any]:
-    async with run_emulator(nodes=1, watch_window=20, bookmark_interval=0.2) as emu:
+    async with run_emulator(
+        tls=False, kubelet=False, nodes=1, watch_window=20, bookmark_interval=0.2
+    ) as emu:
         yield emu
 
 

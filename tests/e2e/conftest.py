@@ -242,7 +242,7 @@ def _free_port() -> int:
 
 @pytest_asyncio.fixture
 async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
-    async with run_emulator() as emu:
+    async with run_emulator(tls=False, kubelet=False) as emu:
         cluster = Cluster(emu, tmp_path)
         config = await load_config(str(cluster.kubeconfig_for("observer")))
         async with await Client.connect(config) as client:

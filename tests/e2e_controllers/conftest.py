@@ -145,7 +145,13 @@ async def _streams(cluster: Cluster) -> bool:
 
 @pytest.fixture
 def emulator_options() -> dict[str, Any]:
-    return {"kubelet": True, "pod_ready_delay": 0.0, "pod_terminate_delay": 0.0, "nodes": 2}
+    return {
+        "tls": False,
+        "kubelet": True,
+        "pod_ready_delay": 0.0,
+        "pod_terminate_delay": 0.0,
+        "nodes": 2,
+    }
 
 
 @pytest.fixture
@@ -163,6 +169,9 @@ def start_manager(emu: Emulator, tmp: Path, extra: list[str]) -> ManagerProcess:
 async def cluster(
     tmp_path: Path, emulator_options: dict[str, Any], manager_args: list[str]
 ) -> AsyncIterator[Cluster]:
+    # Every module states the emulator's TLS and kubelet (their defaults are a real cluster's).
+    unstated = {"tls", "kubelet"} - emulator_options.keys()
+    assert not unstated, f"emulator_options must state {sorted(unstated)}"
     async with run_emulator(**emulator_options) as emu:
         manager = start_manager(emu, tmp_path, manager_args)
         admin = {"Authorization": f"Bearer {emu.admin_token}"}

@@ -42,6 +42,7 @@ HASH = "pod-template-hash"
 def emulator_options() -> dict[str, Any]:
     # A short ready delay, so a rollout takes a few steps; deleted pods terminate at once.
     return {
+        "tls": False,
         "kubelet": True,
         "pod_ready_delay": 0.15,
         "pod_terminate_delay": 0.0,
@@ -262,7 +263,15 @@ async def test_recreate_never_runs_old_and_new_pods_together(cluster: Cluster) -
 
 @pytest.mark.parametrize(
     "emulator_options",
-    [{"kubelet": True, "pod_ready_delay": 0.5, "pod_terminate_delay": 0.0, "nodes": 2}],
+    [
+        {
+            "tls": False,
+            "kubelet": True,
+            "pod_ready_delay": 0.5,
+            "pod_terminate_delay": 0.0,
+            "nodes": 2,
+        }
+    ],
 )
 @pytest.mark.asyncio
 async def test_rollover_mid_rollout_moves_straight_to_the_newest_template(

@@ -97,7 +97,7 @@ async def test_each_controller_writes_as_its_own_service_account(cluster: Cluste
 
 @pytest.mark.asyncio
 async def test_a_cluster_that_cannot_issue_tokens_stops_the_manager(tmp_path: Path) -> None:
-    async with run_emulator() as emu:
+    async with run_emulator(tls=False, kubelet=False) as emu:
         emu.faults.add(kind="error", status=500, duration=60, resource="serviceaccounts/token")
         manager = start_manager(emu, tmp_path, ["--use-service-account-credentials"])
         for _ in range(400):  # the four attempts back off 0.5 + 1 + 2 s

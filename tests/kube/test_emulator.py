@@ -50,7 +50,9 @@ def _deployment(name: str, replicas: int = 1) -> dict[str, Any]:
 
 @pytest_asyncio.fixture
 async def emu() -> AsyncIterator[Emulator]:
-    async with run_emulator(watch_window=20, bookmark_interval=0.2, nodes=1) as e:
+    async with run_emulator(
+        tls=False, kubelet=False, watch_window=20, bookmark_interval=0.2, nodes=1
+    ) as e:
         yield e
 
 
@@ -181,7 +183,7 @@ async def test_emulator_metadata_only_returns_partial_object_metadata(kube: Clie
 
 @pytest.mark.asyncio
 async def test_emulator_over_tls_with_kubeconfig_ca() -> None:
-    async with run_emulator(tls=True) as emu:
+    async with run_emulator(tls=True, kubelet=False) as emu:
         config = await load_config(str(emu.kubeconfig_path), qps=-1)
         assert config.server.startswith("https://127.0.0.1")
         assert config.insecure_skip_tls_verify is False

@@ -338,7 +338,7 @@ async def test_healthz_watchdog_fails_a_leader_that_stops_renewing(h: Harness) -
     clock.advance(35.0)
     assert watchdog.check() is None  # exactly lease + tolerance is still healthy
     clock.advance(0.1)
-    assert watchdog.check() == "failed election to renew leadership on lease kube-system/pycm"
+    assert watchdog.check() == "failed election to renew leadership on lease pycm"
     await elector.try_acquire_or_renew()
     assert watchdog.check() is None
     standby, _ = h.elector("b")

@@ -55,7 +55,9 @@ async def emulator(tmp_path: Path) -> AsyncIterator[Emulator]:
     tokens, policy = tmp_path / "tokens.csv", tmp_path / "policy.yaml"
     tokens.write_text(TOKENS)
     policy.write_text(POLICY)
-    async with run_emulator(token_auth_file=str(tokens), authz_policy_file=str(policy)) as emu:
+    async with run_emulator(
+        tls=False, kubelet=False, token_auth_file=str(tokens), authz_policy_file=str(policy)
+    ) as emu:
         yield emu
 
 

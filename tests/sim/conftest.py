@@ -73,6 +73,8 @@ def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimProcess]:
     (tmp / "tokens.csv").write_text(TOKENS)
     process = start_sim(
         [
+            "--tls=false",
+            "--kubelet=off",
             "--kubeconfig-out",
             str(tmp / "kubeconfig"),
             "--nodes",
@@ -107,7 +109,9 @@ def namespace(api: client.ApiClient) -> Iterator[str]:
 
 @pytest_asyncio.fixture
 async def emu() -> AsyncIterator[Emulator]:
-    async with run_emulator(watch_window=50, bookmark_interval=0.2, nodes=2) as emulator:
+    async with run_emulator(
+        tls=False, kubelet=False, watch_window=50, bookmark_interval=0.2, nodes=2
+    ) as emulator:
         yield emulator
 
 

@@ -336,7 +336,7 @@ def test_token_review_and_subject_access_review(api: client.ApiClient) -> None:
 
 
 def test_watch_too_old_version_raises_410_through_the_client(tmp_path: Path) -> None:
-    sim = start_sim(["--watch-window", "3"], tmp_path)
+    sim = start_sim(["--tls=false", "--kubelet=off", "--watch-window", "3"], tmp_path)
     api = config.new_client_from_config(config_file=str(sim.kubeconfig))
     try:
         core = client.CoreV1Api(api)

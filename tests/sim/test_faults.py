@@ -33,7 +33,10 @@ def cm(name: str) -> dict[str, Any]:
 async def femu(tmp_path: Path) -> AsyncIterator[Emulator]:
     (tmp_path / "tokens.csv").write_text(TOKENS)
     async with run_emulator(
-        kubelet=True, pod_ready_delay=0.0, token_auth_file=str(tmp_path / "tokens.csv")
+        tls=False,
+        kubelet=True,
+        pod_ready_delay=0.0,
+        token_auth_file=str(tmp_path / "tokens.csv"),
     ) as emulator:
         yield emulator
     assert emulator.failures == []
@@ -350,7 +353,7 @@ async def test_faults_pause_kubelet_duration_expires_and_resume_action(
 
 @pytest.mark.asyncio
 async def test_faults_python_api_add_and_clear() -> None:
-    async with run_emulator() as emu:
+    async with run_emulator(tls=False, kubelet=False) as emu:
         fault = emu.faults.add(kind="error", status=429, retry_after=2, count=1)
         assert [f.id for f in emu.faults.active] == [fault.id]
         assert (
@@ -369,7 +372,9 @@ async def test_faults_python_api_add_and_clear() -> None:
 @pytest.fixture(scope="module")
 def proc(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimProcess]:
     tmp = tmp_path_factory.mktemp("faults")
-    process = start_sim(["--kubeconfig-out", str(tmp / "kubeconfig")], tmp)
+    process = start_sim(
+        ["--tls=false", "--kubelet=off", "--kubeconfig-out", str(tmp / "kubeconfig")], tmp
+    )
     yield process
     assert stop_sim(process) == 0
 

@@ -499,7 +499,7 @@ class _Tag:
 @pytest.mark.asyncio
 async def test_http_middleware_slot_wraps_the_app() -> None:
     async with (
-        run_emulator(middleware=[Middleware(_Tag)]) as emu,
+        run_emulator(middleware=[Middleware(_Tag)], tls=False, kubelet=False) as emu,
         httpx.AsyncClient(base_url=emu.url) as c,
     ):
         assert (await c.get("/healthz")).headers["x-sim-tag"] == "1"
@@ -518,6 +518,8 @@ async def test_http_policy_file_enforces_and_answers_reviews(tmp_path: Path) -> 
         run_emulator(
             token_auth_file=str(tmp_path / "tokens.csv"),
             authz_policy_file=str(tmp_path / "policy.yaml"),
+            tls=False,
+            kubelet=False,
         ) as emu,
         httpx.AsyncClient(base_url=emu.url) as c,
     ):
@@ -571,7 +573,7 @@ async def test_http_tls_serves_with_the_kubeconfig_ca() -> None:
 
     import yaml
 
-    async with run_emulator(tls=True) as emu:
+    async with run_emulator(tls=True, kubelet=False) as emu:
         assert emu.url.startswith("https://127.0.0.1:")
         cfg = yaml.safe_load(emu.kubeconfig_path.read_text())
         assert cfg["clusters"][0]["cluster"]["certificate-authority-data"]
@@ -601,7 +603,7 @@ async def test_emulator_runnables_start_after_serving_and_stop_first() -> None:
         finally:
             seen.append("cancelled")
 
-    async with run_emulator(runnables={"kubelet": kubelet}) as emu:
+    async with run_emulator(runnables={"kubelet": kubelet}, tls=False, kubelet=False) as emu:
         for _ in range(200):
             if seen:
                 break
@@ -644,7 +646,10 @@ async def test_http_namespace_lifecycle(http: httpx.AsyncClient, emu: Emulator) 
 
 @pytest.mark.asyncio
 async def test_http_watch_that_falls_behind_is_ended() -> None:
-    async with run_emulator(watch_queue_size=5) as emu, asyncio.timeout(5):
+    async with (
+        run_emulator(watch_queue_size=5, tls=False, kubelet=False) as emu,
+        asyncio.timeout(5),
+    ):
         headers = {"Authorization": f"Bearer {emu.admin_token}"}
         cms = emu.store.resource("configmaps")
         rv = emu.store.resource_version

@@ -280,7 +280,7 @@ async def test_kubelet_heartbeat_renews_node_conditions_and_leases(
 
 @pytest.mark.asyncio
 async def test_kubelet_in_the_emulator_over_real_time() -> None:
-    async with run_emulator(kubelet=True, pod_ready_delay=0.05, nodes=1) as emu:
+    async with run_emulator(tls=False, kubelet=True, pod_ready_delay=0.05, nodes=1) as emu:
         pods = emu.store.resource("pods")
         emu.store.create(pods, pod("a"), "default")
         loop = asyncio.get_running_loop()

@@ -104,7 +104,7 @@ async def test_a_tokens_account_deleted_or_replaced_revokes_it(
 @pytest_asyncio.fixture
 async def clocked() -> AsyncIterator[tuple[Emulator, FakeClock]]:
     clock = FakeClock()
-    async with run_emulator(clock=clock) as emulator:
+    async with run_emulator(clock=clock, tls=False, kubelet=False) as emulator:
         yield emulator, clock
 
 

@@ -1,8 +1,13 @@
 """The deployment controller's pure maths (KCM pkg/controller/deployment/util), over plain dicts.
 
 Nothing here does I/O or reads a clock: time comes in as ``now`` (Unix seconds). Names follow
-KCM's in snake_case. Int-or-percent values are ints or strings such as ``"25%"``; a missing
-maxSurge / maxUnavailable means the API default, 25%.
+KCM's in snake_case. Int-or-percent values are ints or strings such as ``"25%"``.
+
+Objects are read as KCM reads them: already defaulted by the API server, which sets a
+Deployment's strategy type (RollingUpdate), maxSurge and maxUnavailable (25% each) and replicas
+(1). A missing maxSurge / maxUnavailable therefore means 0 here, as in KCM's
+``ResolveFenceposts``; a caller holding a deployment that never went through an API server (a
+manifest, a fixture) defaults it first with :func:`with_api_defaults`.
 """
 
 from __future__ import annotations
@@ -56,6 +61,7 @@ __all__ = [
     "revision",
     "round_half_away",
     "set_condition",
+    "with_api_defaults",
 ]
 
 Obj = Mapping[str, Any]
@@ -141,14 +147,43 @@ def _rolling(deployment: Obj) -> Mapping[str, Any]:
 
 
 def is_rolling_update(deployment: Obj) -> bool:
+    """The strategy type is RollingUpdate (IsRollingUpdate; a missing type is the API's to
+    default, see :func:`with_api_defaults`)."""
     strategy = (deployment.get("spec") or {}).get("strategy") or {}
-    return bool(strategy.get("type", "RollingUpdate") == "RollingUpdate")
+    return bool(strategy.get("type") == "RollingUpdate")
+
+
+def with_api_defaults(deployment: Obj) -> dict[str, Any]:
+    """``deployment`` as kube-apiserver's defaulting leaves it, for a caller holding one that
+    never went through an API server (a manifest, a test fixture): replicas 1, strategy type
+    RollingUpdate, and for a rolling update maxSurge and maxUnavailable 25% each. ``null``
+    counts as absent, as a nil pointer does in Go. A copy where anything changes; the input
+    (maybe a cached object) is never modified.
+
+    Objects read from an API server are defaulted already and need no call."""
+    spec: dict[str, Any] = dict(deployment.get("spec") or {})
+    if spec.get("replicas") is None:
+        spec["replicas"] = 1
+    strategy: dict[str, Any] = dict(spec.get("strategy") or {})
+    if not strategy.get("type"):
+        strategy["type"] = "RollingUpdate"
+    if strategy["type"] == "RollingUpdate":
+        rolling: dict[str, Any] = dict(strategy.get("rollingUpdate") or {})
+        if rolling.get("maxUnavailable") is None:
+            rolling["maxUnavailable"] = DEFAULT_MAX_UNAVAILABLE
+        if rolling.get("maxSurge") is None:
+            rolling["maxSurge"] = DEFAULT_MAX_SURGE
+        strategy["rollingUpdate"] = rolling
+    spec["strategy"] = strategy
+    return {**deployment, "spec": spec}
 
 
 def resolve_fenceposts(
     max_surge_value: int | str | None, max_unavailable_value: int | str | None, desired: int
 ) -> tuple[int, int]:
-    """(surge, unavailable): surge rounds up, unavailable down; both 0 → unavailable 1.
+    """(surge, unavailable): surge rounds up, unavailable down; both 0 → unavailable 1. A
+    missing (None) value counts as 0, as KCM's nil pointer does (``ValueOrDefault(…, 0)``):
+    the 25% defaults are the API server's, applied before a controller reads the object.
 
     Pure in its values, and every sync asks it for the same few: remembered per value."""
     try:
@@ -160,13 +195,9 @@ def resolve_fenceposts(
 def _resolve_fenceposts(
     max_surge_value: int | str | None, max_unavailable_value: int | str | None, desired: int
 ) -> tuple[int, int]:
-    surge = int_or_percent(
-        DEFAULT_MAX_SURGE if max_surge_value is None else max_surge_value, desired, True
-    )
+    surge = int_or_percent(0 if max_surge_value is None else max_surge_value, desired, True)
     unavailable = int_or_percent(
-        DEFAULT_MAX_UNAVAILABLE if max_unavailable_value is None else max_unavailable_value,
-        desired,
-        False,
+        0 if max_unavailable_value is None else max_unavailable_value, desired, False
     )
     if surge == 0 and unavailable == 0:
         # Validation forbids both zero; a 0/0 from rounding still has to make progress.
@@ -261,11 +292,13 @@ def get_replica_set_fraction(rs: Obj, deployment: Obj) -> int:
         return -replicas_of(rs)
     deployment_replicas = replicas_of(deployment) + max_surge(deployment)
     annotated = annotated_replicas(rs, MAX_REPLICAS_ANNOTATION)
-    if annotated is None:
-        # No annotation (an RS adopted mid-rollout): use the deployment's observed size.
+    if not annotated:
+        # No usable annotation — missing (an RS adopted mid-rollout), unreadable, or set to 0
+        # by a third party: fall back to the deployment's observed size, as KCM does; only
+        # when that is 0 too is there nothing to scale in proportion to.
         annotated = int((deployment.get("status") or {}).get("replicas") or 0)
-    if annotated <= 0:
-        return 0
+        if annotated == 0:
+            return 0
     new_size = replicas_of(rs) * deployment_replicas / annotated
     return round_half_away(new_size) - replicas_of(rs)
 

@@ -135,7 +135,7 @@ def _deployment(defaults: bool) -> Obj:
             revisionHistoryLimit=10,
             progressDeadlineSeconds=600,
         )
-    return {
+    body = {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
         "metadata": {
@@ -147,6 +147,9 @@ def _deployment(defaults: bool) -> Obj:
         },
         "spec": spec,
     }
+    # Bare: no history limit or progress deadline (KCM reads both as optional); the strategy
+    # the controller cannot do without is defaulted as the API server would.
+    return body if defaults else util.with_api_defaults(body)
 
 
 class Settled:

@@ -71,7 +71,12 @@ def _rs(
         pytest.param("1%", "1%", 10, (1, 0), id="tiny-percent"),
         pytest.param(2, 1, 10, (2, 1), id="absolute"),
         pytest.param("50%", "50%", 3, (2, 1), id="odd-halves"),
-        pytest.param(None, None, 4, (1, 1), id="defaults-25"),
+        # KCM's ResolveFenceposts takes a nil pointer as 0 (ValueOrDefault(…, 0)): the 25%
+        # defaults are the API server's, applied before any controller reads the object.
+        pytest.param(None, None, 4, (0, 1), id="none-none-is-zero-zero-then-one"),
+        pytest.param(None, "25%", 10, (0, 2), id="none-surge-is-zero"),
+        pytest.param("25%", None, 10, (3, 0), id="none-unavailable-is-zero"),
+        pytest.param(None, 0, 10, (0, 1), id="none-and-zero-unavailable-one"),
         pytest.param("100%", "0", 7, (7, 0), id="string-int"),
     ],
 )
@@ -136,10 +141,89 @@ def test_new_rs_new_replicas(deployment: Obj, old: list[int], new: int, expected
         ),
         pytest.param(_rs(4), _d(20, status_replicas=8), 9, id="no-annotation-uses-status"),
         pytest.param(_rs(4), _d(20, status_replicas=0), 0, id="no-size-known"),
+        # An annotation a third party set to 0 falls back to status.replicas (current KCM).
+        pytest.param(
+            _rs(4, max_replicas=0), _d(20, status_replicas=8), 9, id="zero-annotation-uses-status"
+        ),
+        pytest.param(
+            _rs(4, max_replicas=0), _d(20, status_replicas=0), 0, id="zero-annotation-zero-status"
+        ),
+        pytest.param(
+            _rs(4, max_replicas=10), _d(20, status_replicas=0), 6, id="annotation-wins-over-status"
+        ),
     ],
 )
 def test_get_replica_set_fraction(rs: Obj, deployment: Obj, expected: int) -> None:
     assert util.get_replica_set_fraction(rs, deployment) == expected
+
+
+def test_get_replica_set_fraction_unparsable_annotation_uses_status() -> None:
+    rs = _rs(4)
+    rs["metadata"]["annotations"][util.MAX_REPLICAS_ANNOTATION] = "many"
+    assert util.get_replica_set_fraction(rs, _d(20, status_replicas=8)) == 9
+
+
+def _bare(replicas: int | None = 4, **spec: Any) -> Obj:
+    """A deployment as a manifest states it, before any API server defaulted it."""
+    body: Obj = {"metadata": {"name": "web"}, "spec": {**spec}}
+    if replicas is not None:
+        body["spec"]["replicas"] = replicas
+    return body
+
+
+def test_max_surge_and_unavailable_of_an_undefaulted_deployment_read_it_as_kcm_does() -> None:
+    # Without a strategy type the deployment is not a rolling update to KCM (IsRollingUpdate
+    # compares the type): no surge, no unavailability allowance.
+    bare = _bare(10)
+    assert util.is_rolling_update(bare) is False
+    assert (util.max_surge(bare), util.max_unavailable(bare)) == (0, 0)
+    # A rolling update without its two numbers: nil means 0, then 0/0 gives unavailable 1.
+    rolling = _bare(10, strategy={"type": "RollingUpdate"})
+    assert (util.max_surge(rolling), util.max_unavailable(rolling)) == (0, 1)
+
+
+@pytest.mark.parametrize(
+    ("deployment", "surge", "unavailable"),
+    [
+        pytest.param(_bare(10), 3, 2, id="no-strategy-rolls-25-25"),
+        pytest.param(_bare(10, strategy=None), 3, 2, id="null-strategy"),
+        pytest.param(
+            _bare(10, strategy={"type": "RollingUpdate", "rollingUpdate": None}), 3, 2, id="null-ru"
+        ),
+        pytest.param(
+            _bare(10, strategy={"rollingUpdate": {"maxSurge": 1, "maxUnavailable": None}}),
+            1,
+            2,
+            id="only-surge-given",
+        ),
+        pytest.param(_bare(10, strategy={"type": "Recreate"}), 0, 0, id="recreate-untouched"),
+        pytest.param(_bare(None), 1, 0, id="replicas-default-one"),
+    ],
+)
+def test_with_api_defaults_applies_kube_apiserver_deployment_defaults(
+    deployment: Obj, surge: int, unavailable: int
+) -> None:
+    before = copy.deepcopy(deployment)
+    defaulted = util.with_api_defaults(deployment)
+    assert deployment == before  # the input (maybe a cached object) is never changed
+    assert (util.max_surge(defaulted), util.max_unavailable(defaulted)) == (surge, unavailable)
+
+
+def test_with_api_defaults_agrees_with_the_emulators_defaulting() -> None:
+    from pycm.sim.defaults import apply_defaults  # the test may compare the two peers
+
+    for spec in (
+        {},
+        {"strategy": None},
+        {"strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 2}}},
+        {"strategy": {"type": "Recreate"}},
+        {"replicas": None},
+    ):
+        served = {"metadata": {"name": "web"}, "spec": copy.deepcopy(spec)}
+        apply_defaults("Deployment", served)
+        ours = util.with_api_defaults({"metadata": {"name": "web"}, "spec": spec})
+        assert ours["spec"]["replicas"] == served["spec"]["replicas"]
+        assert ours["spec"]["strategy"] == served["spec"]["strategy"], spec
 
 
 def test_round_half_away_from_zero() -> None:
