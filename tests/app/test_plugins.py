@@ -195,7 +195,7 @@ def test_command_controller_registered_in_code_builtins_stay_known() -> None:
 
 @pytest_asyncio.fixture
 async def cluster() -> AsyncIterator[Any]:
-    async with run_emulator(pod_ready_delay=0.0) as emu:
+    async with run_emulator(tls=False, kubelet=False, pod_ready_delay=0.0) as emu:
         yield emu
 
 

@@ -43,7 +43,7 @@ async def test_manager_plugin_background_task_runs_with_controllers_stopped_firs
 
     registry = Registry()
     registry.register(ControllerDescriptor("probe", init))
-    async with run_emulator() as emu:
+    async with run_emulator(tls=False, kubelet=False) as emu:
         options = ControllerManagerOptions(registry)
         errors = options.parse(
             [

@@ -210,7 +210,7 @@ async def test_prometheus_scrapes_pycm_over_https_with_a_bearer_token(
     policy = tmp_path / "policy.yaml"
     policy.write_text(yaml.safe_dump(emulator_policy("nobody", SCRAPER)))
     async with run_emulator(
-        kubelet=True, pod_ready_delay=0.0, nodes=1, authz_policy_file=str(policy)
+        tls=False, kubelet=True, pod_ready_delay=0.0, nodes=1, authz_policy_file=str(policy)
     ) as emu:
         token = "prometheus-token"
         emu.authenticator.add(token, UserInfo(SCRAPER, "uid-prom", ()))
