@@ -24,8 +24,8 @@ $(VENV)/.synced: uv.lock pyproject.toml | $(UV)
 env: $(VENV)/.synced
 
 lint: env
-	$(BIN)/ruff check pycm tui web tests bench
-	$(BIN)/ruff format --check pycm tui web tests bench
+	$(BIN)/ruff check pycm tui web tests bench examples
+	$(BIN)/ruff format --check pycm tui web tests bench examples
 
 typecheck: env
 	$(BIN)/mypy
