@@ -21,6 +21,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 from pycm.sim import errors, validation
 from pycm.sim.defaults import apply_defaults
 from pycm.sim.gc import (
@@ -32,7 +34,7 @@ from pycm.sim.gc import (
     GarbageCollector,
     ObjectRef,
 )
-from pycm.sim.history import History
+from pycm.sim.history import DEFAULT_HISTORY_BYTES, History
 from pycm.sim.objects import Obj, copy_value, deep_copy, generate_name, meta, new_uid, rfc3339
 from pycm.sim.patch import apply_patch
 from pycm.sim.resources import REGISTRY, Registry, Resource, ResourceKey
@@ -40,6 +42,7 @@ from pycm.sim.scale import scale_of, scale_replicas
 from pycm.sim.selectors import FieldSelector, LabelSelector
 from pycm.sim.shape import check_shape
 from pycm.sim.tokens import encode_continue
+from pycm.sim.versions import parse_resource_version
 from pycm.sim.watch import ADDED, DELETED, MODIFIED, StoreEvent, Watcher
 from pycm.util.clock import REAL_CLOCK, Clock
 
@@ -90,6 +93,7 @@ class Store:
         watch_window: int = 10_000,
         watch_queue_size: int = 1_000,
         graceful_pod_deletion: bool = False,
+        watch_history_bytes: int = DEFAULT_HISTORY_BYTES,
     ) -> None:
         if watch_window < 1:
             raise ValueError("watch_window must be at least 1")
@@ -104,7 +108,7 @@ class Store:
         self._sorted_keys_cache: dict[ResourceKey, list[tuple[str, str]]] = {}
         self._gc = GarbageCollector(self)
         self._rv = 0
-        self._history = History(watch_window)
+        self._history = History(watch_window, watch_history_bytes)
         self._watchers: set[Watcher] = set()
 
     # ---------------------------------------------------------------- reading
@@ -228,6 +232,10 @@ class Store:
         after: tuple[str, str] | None = None
         if continue_from is not None:
             token_rv, ns, name = continue_from
+            if token_rv > self._rv:
+                raise errors.bad_request(
+                    "continue key is not valid: the resource version is in the future"
+                )
             self._history.check(
                 token_rv,
                 "The provided continue parameter is too old to display a consistent list "
@@ -281,7 +289,8 @@ class Store:
             self._by_uid[str(m.get("uid"))] = ref
             self._gc.index.add(ref, obj)
         event = StoreEvent(type_, res.key, obj, old, self._rv)
-        self._history.append(event)
+        # The encoded size stands for the object's memory (a dict holds a few times more).
+        self._history.append(event, len(orjson.dumps(obj)))
         for watcher in list(self._watchers):
             watcher.offer(event)
         return obj
@@ -313,12 +322,7 @@ class Store:
             for _, obj in self._select(res, watcher.namespace, watcher.labels, watcher.fields):
                 watcher.add_initial(ADDED, obj)
         else:
-            try:
-                since = int(str(resource_version))
-            except ValueError:
-                raise errors.bad_request(
-                    f"invalid resource version: {resource_version!r}"
-                ) from None
+            since = parse_resource_version(resource_version) or 0
             for event in self._history.since(since):
                 seen = watcher.translate(event)
                 if seen is not None:
