@@ -35,6 +35,7 @@ from pycm.sim.streaming import error_stream, watch_stream
 from pycm.sim.tables import partial_metadata, table
 from pycm.sim.tokens import decode_continue
 from pycm.sim.versions import parse_resource_version
+from pycm.util.escape import escape_control
 
 __all__ = ["APIContext", "BeforeRequest", "error_response", "serve"]
 
@@ -100,7 +101,9 @@ async def serve(request: Request) -> Response:
     except asyncio.CancelledError:
         raise
     except Exception as err:  # a bug in the emulator is a 500, never a dropped connection
-        log.exception("internal error serving %s %s", request.method, request.url.path)
+        log.exception(  # the path is the client's text: escaped
+            "internal error serving %s %s", request.method, escape_control(request.url.path)
+        )
         return error_response(errors.internal(repr(err)))
 
 

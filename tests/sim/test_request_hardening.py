@@ -6,6 +6,7 @@ watch history bounded in bytes as well as in events."""
 from __future__ import annotations
 
 import base64
+import logging
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -289,3 +290,35 @@ def test_store_history_bounded_in_bytes_under_large_objects() -> None:
         store.create(cms, {"metadata": {"name": f"c{i}"}, "data": {"k": "x" * 50_000}}, "default")
     assert store._history.bytes <= 1_000_000
     assert 15 <= len(store._history) <= 20
+
+
+# ---------------------------------------------------------------- object size, logged text
+
+
+@pytest.mark.asyncio
+async def test_sim_configmap_over_1mib_is_invalid(http: httpx.AsyncClient) -> None:
+    big = _configmap("mib", data={"a": "x" * (600 * 1024), "b": "y" * (600 * 1024)})
+    status = _status(await http.post(CMS, json=big), 422, "Invalid")
+    assert status["details"]["causes"] == [
+        {
+            "reason": "FieldValueTooLong",
+            "message": "Too long: may not be more than 1048576 bytes",
+            "field": "[]",
+        }
+    ]
+    assert (await http.post(CMS, json=_configmap("ok", data={"a": "x" * 1000}))).status_code == 201
+
+
+@pytest.mark.asyncio
+async def test_sim_fault_log_line_escapes_client_text(
+    http: httpx.AsyncClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    from pycm.sim.faults import FAULTS_PATH
+
+    spec = {"kind": "latency", "seconds": 0.01, "count": 1, "user": "eve\nI1203 forged\x1b[2J"}
+    with caplog.at_level(logging.INFO, logger="pycm.sim"):
+        r = await http.post(FAULTS_PATH, json=spec)
+        assert r.status_code == 201, r.text
+    added = [r.getMessage() for r in caplog.records if "fault" in r.getMessage()]
+    assert added and all("\n" not in m and "\x1b" not in m for m in added)
+    assert any("user eve\\nI1203 forged\\x1b[2J" in m for m in added)
