@@ -347,7 +347,11 @@ async def _resource(
         if patch is None:
             raise errors.bad_request("the body of the request was empty: a patch is required")
         content_type = request.headers.get("content-type", "")
-        return _json(store.patch(res, ns, name, content_type, patch, sub))
+        dropped: list[str] = []
+        patched = store.patch(
+            res, ns, name, content_type, patch, sub, query.get("fieldValidation"), dropped
+        )
+        return _warn(_json(patched), dropped)
     if verb == "delete":
         options = await _delete_options(request, query)
         obj, removed = store.delete(res, ns, name, options)

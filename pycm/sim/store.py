@@ -16,6 +16,7 @@ Invariants:
 
 from __future__ import annotations
 
+import builtins
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -37,6 +38,7 @@ from pycm.sim.gc import (
 from pycm.sim.history import DEFAULT_HISTORY_BYTES, History
 from pycm.sim.objects import Obj, copy_value, deep_copy, generate_name, meta, new_uid, rfc3339
 from pycm.sim.patch import apply_patch
+from pycm.sim.pruning import prune_unknown_fields
 from pycm.sim.resources import REGISTRY, Registry, Resource, ResourceKey
 from pycm.sim.scale import scale_of, scale_replicas
 from pycm.sim.selectors import FieldSelector, LabelSelector
@@ -517,8 +519,13 @@ class Store:
         patch_type: str,
         patch: Any,
         subresource: str = "",
+        field_validation: str | None = None,
+        pruned: builtins.list[str] | None = None,
     ) -> Obj:
-        """PATCH (merge, strategic merge or JSON patch) the object or its status / scale."""
+        """PATCH (merge, strategic merge or JSON patch) the object or its status / scale.
+
+        Fields the patch adds that the kind does not declare are pruned as a create's are
+        (``field_validation``, see :mod:`pycm.sim.pruning`); their paths go to ``pruned``."""
         if subresource == "scale":
             scale = self.get_scale(res, namespace, name)
             patched = apply_patch(patch_type, scale, patch)
@@ -528,6 +535,9 @@ class Store:
         patched = apply_patch(patch_type, current, patch)
         if not isinstance(patched, dict):
             raise errors.bad_request("the patch did not produce an object")
+        dropped = prune_unknown_fields(res.kind, patched, field_validation)
+        if pruned is not None:
+            pruned.extend(dropped)
         pm = meta(patched)
         if pm.get("name") != name:
             raise errors.bad_request(

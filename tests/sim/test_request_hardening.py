@@ -322,3 +322,18 @@ async def test_sim_fault_log_line_escapes_client_text(
     added = [r.getMessage() for r in caplog.records if "fault" in r.getMessage()]
     assert added and all("\n" not in m and "\x1b" not in m for m in added)
     assert any("user eve\\nI1203 forged\\x1b[2J" in m for m in added)
+
+
+@pytest.mark.asyncio
+async def test_sim_patch_adding_unknown_fields_prunes_them(http: httpx.AsyncClient) -> None:
+    await http.post(CMS, json=_configmap("p", data={"a": "b"}))
+    merge = {"Content-Type": "application/merge-patch+json"}
+    r = await http.patch(f"{CMS}/p", content=b'{"bogus": 1, "data": {"c": "d"}}', headers=merge)
+    assert r.status_code == 200, r.text
+    assert r.headers.get_list("warning") == ['299 - "unknown field \\"bogus\\""']
+    stored = (await http.get(f"{CMS}/p")).json()
+    assert "bogus" not in stored and stored["data"] == {"a": "b", "c": "d"}
+    strict = await http.patch(
+        f"{CMS}/p", content=b'{"bogus": 2}', headers=merge, params={"fieldValidation": "Strict"}
+    )
+    _status(strict, 400, "BadRequest")
