@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import builtins
 from bisect import bisect_left, bisect_right
+from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -87,6 +88,10 @@ def _typed(res: Resource, obj: Obj) -> Obj:
     return {"apiVersion": res.api_version, "kind": res.kind, **rest}
 
 
+# kube-apiserver's --event-ttl default.
+EVENT_TTL = 3600.0
+
+
 class Store:
     def __init__(
         self,
@@ -96,6 +101,7 @@ class Store:
         watch_queue_size: int = 1_000,
         graceful_pod_deletion: bool = False,
         watch_history_bytes: int = DEFAULT_HISTORY_BYTES,
+        event_ttl: float = EVENT_TTL,
     ) -> None:
         if watch_window < 1:
             raise ValueError("watch_window must be at least 1")
@@ -111,6 +117,12 @@ class Store:
         self._gc = GarbageCollector(self)
         self._rv = 0
         self._history = History(watch_window, watch_history_bytes)
+        # core/v1 Events expire ``event_ttl`` seconds after their last write (kube-apiserver's
+        # --event-ttl, an etcd lease per write): (deadline, namespace, name, rv) in deadline
+        # order; an entry whose Event was written again since is stale and skipped.
+        self.event_ttl = event_ttl
+        self._event_deadlines: deque[tuple[float, str, str, str]] = deque()
+        self._expiring = False
         self._watchers: set[Watcher] = set()
 
     # ---------------------------------------------------------------- reading
@@ -295,7 +307,30 @@ class Store:
         self._history.append(event, len(orjson.dumps(obj)))
         for watcher in list(self._watchers):
             watcher.offer(event)
+        if res.kind == "Event" and type_ != DELETED:
+            deadline = self.clock.monotonic() + self.event_ttl
+            self._event_deadlines.append((deadline, ref[1], ref[2], str(self._rv)))
+        self._expire_events()
         return obj
+
+    def _expire_events(self) -> None:
+        """Delete the Events whose TTL has run out since their last write (checked on every
+        write: an idle store holds what it held)."""
+        if self._expiring or not self._event_deadlines:
+            return
+        now = self.clock.monotonic()
+        deadlines = self._event_deadlines
+        self._expiring = True
+        try:
+            while deadlines and deadlines[0][0] <= now:
+                _, ns, name, rv = deadlines.popleft()
+                res = self.resource("events")
+                current = self._objects[res.key].get((ns, name))
+                if current is None or current["metadata"].get("resourceVersion") != rv:
+                    continue  # deleted, or written again (a later entry holds its deadline)
+                self.delete(res, ns or None, name)
+        finally:
+            self._expiring = False
 
     def watch(
         self,

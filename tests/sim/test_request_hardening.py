@@ -337,3 +337,35 @@ async def test_sim_patch_adding_unknown_fields_prunes_them(http: httpx.AsyncClie
         f"{CMS}/p", content=b'{"bogus": 2}', headers=merge, params={"fieldValidation": "Strict"}
     )
     _status(strict, 400, "BadRequest")
+
+
+# ---------------------------------------------------------------- event TTL
+
+
+def _k8s_event(name: str) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name},
+        "involvedObject": {"kind": "Pod", "namespace": "default", "name": "p"},
+        "reason": "Test",
+        "message": "m",
+        "type": "Normal",
+    }
+
+
+def test_store_events_expire_event_ttl_after_their_last_write() -> None:
+    clock = FakeClock()
+    store = Store(clock=clock, event_ttl=60.0)
+    seed_cluster(store, 1)
+    events, cms = store.resource("events"), store.resource("configmaps")
+    store.create(events, _k8s_event("old"), "default")
+    clock.advance(50)
+    store.create(events, _k8s_event("kept"), "default")
+    touched = store.create(events, _k8s_event("touched"), "default")
+    clock.advance(11)  # "old" is 61 s old; the other two 11 s
+    store.update(events, {**touched, "count": 2}, "default")  # a write restarts its TTL
+    assert store.peek(events, "default", "old") is None
+    assert store.peek(events, "default", "kept") is not None
+    clock.advance(55)  # "kept" 66 s after its write; "touched" 55 s after its last
+    store.create(cms, {"metadata": {"name": "tick"}}, "default")
+    assert store.peek(events, "default", "kept") is None
+    assert store.peek(events, "default", "touched") is not None
