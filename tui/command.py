@@ -86,7 +86,8 @@ def add_subcommand(subparsers: Any) -> None:
 
 
 def _fail(message: str) -> int:
-    sys.stderr.write(f"Error: {message}\n")
+    # One line whatever the message holds (a YAML parser's error spans several).
+    sys.stderr.write("Error: " + " ".join(message.split()) + "\n")
     return 2
 
 

@@ -1,17 +1,34 @@
-"""Logging for ``pycm run``: text (klog-like) or JSON lines, with the trace context when inside
-a step, so a log line can be found in Jaeger by its trace id."""
+"""Logging for ``pycm run`` (``--log-format``): text (klog-like) or JSON lines, with the trace
+context when inside a step, so a log line can be found in Jaeger by its trace id.
+
+One record is one line, whoever logged it: in both formats the message passes
+:func:`pycm.util.escape.escape_control` (a CR, LF, NUL or ESC that a client smuggled into a path
+or a name shows as ``\\n``, ``\\x00``, ``\\x1b``) and :func:`pycm.util.redact.redact_text` (a URL's
+userinfo password shows as ``xxxxx``). The request logging escapes its fields at the source as
+well; this is the guarantee for every other logger, third-party ones included. A traceback is
+the one multi-line part of a text record, and it follows the escaped message.
+"""
 
 from __future__ import annotations
 
 import logging
 import sys
 import time
+from typing import TextIO
 
 import orjson
 
 from pycm.trace.context import current_span
+from pycm.util.escape import escape_control
+from pycm.util.redact import redact_text
 
-__all__ = ["configure_logging"]
+__all__ = ["configure_logging", "safe_message"]
+
+
+def safe_message(record: logging.LogRecord) -> str:
+    """The record's message as it may be written: control characters escaped, URL passwords
+    masked."""
+    return escape_control(redact_text(record.getMessage()))
 
 
 class _TraceContext(logging.Filter):
@@ -21,6 +38,15 @@ class _TraceContext(logging.Filter):
         return True
 
 
+class _TextFormatter(logging.Formatter):
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        record.message = safe_message(record)
+        return super().formatMessage(record)
+
+    def formatException(self, ei: logging._SysExcInfoType) -> str:
+        return redact_text(super().formatException(ei))
+
+
 class _JSONFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         out = {
@@ -28,25 +54,26 @@ class _JSONFormatter(logging.Formatter):
             + f".{int(record.msecs):03d}Z",
             "level": record.levelname.lower(),
             "logger": record.name,
-            "msg": record.getMessage(),
+            "msg": safe_message(record),
         }
         if getattr(record, "trace_id", ""):
             out["trace_id"] = record.trace_id  # type: ignore[attr-defined]
             out["span_id"] = record.span_id  # type: ignore[attr-defined]
         if record.exc_info:
-            out["error"] = self.formatException(record.exc_info)
+            out["error"] = redact_text(self.formatException(record.exc_info))
         return orjson.dumps(out).decode()
 
 
-def configure_logging(fmt: str = "text", verbosity: int = 0) -> None:
-    """Install one stderr handler on the root logger (replacing earlier ones)."""
-    handler = logging.StreamHandler(sys.stderr)
+def configure_logging(fmt: str = "text", verbosity: int = 0, stream: TextIO | None = None) -> None:
+    """Install one handler on the root logger (replacing earlier ones), writing to ``stream``
+    (stderr by default)."""
+    handler = logging.StreamHandler(sys.stderr if stream is None else stream)
     handler.addFilter(_TraceContext())
     if fmt == "json":
         handler.setFormatter(_JSONFormatter())
     else:
         handler.setFormatter(
-            logging.Formatter("%(levelname).1s%(asctime)s %(name)s] %(message)s", "%m%d %H:%M:%S")
+            _TextFormatter("%(levelname).1s%(asctime)s %(name)s] %(message)s", "%m%d %H:%M:%S")
         )
     root = logging.getLogger()
     for old in list(root.handlers):

@@ -98,7 +98,7 @@ API_SERVER_WAIT = 10.0
 # A queue with keys waiting and no worker progress for this long fails the workqueues check.
 QUEUE_STALL_THRESHOLD = 60.0
 # Reason the manager gave up, kept for the exit status and the ManagerStopped event.
-EXIT_OK, EXIT_FAILED = 0, 1
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 # Informer factories get this long to stop their informers.
 INFORMER_STOP_TIMEOUT = 5.0
 # The observers' own budget after the rest stopped: they flush what the shutdown emitted.
@@ -106,7 +106,13 @@ OBSERVER_STOP = 5.0
 
 
 class ManagerError(Exception):
-    """A start-up failure with a message fit for the user (no traceback)."""
+    """A start-up failure with a message fit for the user (no traceback); ``exit_code`` 2 when
+    the user's configuration is at fault (a kubeconfig found bad only at start-up, such as one
+    named by KUBECONFIG), as for a bad flag."""
+
+    def __init__(self, message: str, *, exit_code: int = EXIT_FAILED) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
 
 
 class Manager:
@@ -162,14 +168,16 @@ class Manager:
 
     async def run(self) -> int:
         """Start, run until a signal or a fatal error, stop. Returns the exit status."""
+        failed = EXIT_FAILED
         try:
             await self._start()
             await self._stop.wait()
         except ManagerError as exc:
             self._fatal = str(exc)
+            failed = exc.exit_code
         finally:
             await asyncio.shield(self._shutdown())
-        code = EXIT_FAILED if self._fatal else EXIT_OK
+        code = failed if self._fatal else EXIT_OK
         if self._fatal:
             log.error("%s", self._fatal)
         self.bus.point(ManagerStopped(reason=self._fatal or "stopped", exit_code=code))
@@ -241,7 +249,9 @@ class Manager:
                 user_agent="pycm",
             )
         except ConfigError as exc:
-            raise ManagerError(f"invalid client configuration: {exc}") from None
+            raise ManagerError(
+                f"invalid client configuration: {exc}", exit_code=EXIT_USAGE
+            ) from None
         client_config = client_config.with_overrides(trace_sample_ratio=self._export_ratio)
         return await Client.connect(
             client_config, bus=self.bus, registry=self.metrics_registry, clock=self.clock

@@ -38,6 +38,7 @@ __all__ = [
     "ClientConfig",
     "ConfigError",
     "TokenSource",
+    "check_kubeconfig_file",
     "load_config",
     "load_incluster_config",
     "load_kubeconfig",
@@ -158,7 +159,7 @@ def load_kubeconfig(
     if not existing:
         raise ConfigError(f"no kubeconfig file found at {source}")
     for path in existing:
-        _check_kubeconfig_file(path)
+        check_kubeconfig_file(path)
     try:
         merged = KubeConfigMerger(os.pathsep.join(existing)).config
     except (OSError, yaml.YAMLError, ConfigException, TypeError, KeyError, AttributeError) as e:
@@ -222,7 +223,9 @@ def _module(name: str) -> Any:
     return importlib.import_module(name)
 
 
-def _check_kubeconfig_file(path: str) -> None:
+def check_kubeconfig_file(path: str) -> None:
+    """Read ``path`` and check it is a kubeconfig's shape (YAML mapping; clusters, contexts and
+    users lists of named entries); :class:`ConfigError` with the reason otherwise."""
     try:
         with open(os.path.expanduser(path), encoding="utf-8") as f:
             doc = yaml.safe_load(f)

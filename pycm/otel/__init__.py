@@ -33,6 +33,7 @@ from prometheus_client import CollectorRegistry
 
 from pycm.otel.settings import ExportSettings, resolve_settings
 from pycm.trace.bus import Bus, Subscription
+from pycm.util.redact import redact_url
 
 if TYPE_CHECKING:
     from pycm.otel.sink import OtelSink, SpanProcessorLike
@@ -112,5 +113,5 @@ def start_otel_sink(
         bus=bus,
     )
     sub = bus.subscribe(name="otel", maxsize=16384, since=0)
-    log.info("exporting spans to %s (%s)", settings.endpoint, settings.protocol)
+    log.info("exporting spans to %s (%s)", redact_url(settings.endpoint), settings.protocol)
     return OtelHandle(sink, sub, settings)

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from pycm.util.redact import without_userinfo
+
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace.export import SpanExporter
 
@@ -83,7 +85,10 @@ def build_exporter(settings: ExportSettings, *, timeout: float = EXPORT_TIMEOUT)
         )
 
         insecure = urlsplit(settings.endpoint).scheme != "https"
-        return GrpcExporter(endpoint=settings.endpoint, insecure=insecure, timeout=timeout)
+        # gRPC takes no credentials from a URL, and the SDK logs its target on every failed
+        # export: userinfo is dropped here, never sent or logged (headers carry credentials).
+        endpoint = without_userinfo(settings.endpoint)
+        return GrpcExporter(endpoint=endpoint, insecure=insecure, timeout=timeout)
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
         OTLPSpanExporter as HttpExporter,
     )

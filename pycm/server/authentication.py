@@ -29,6 +29,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from pycm.server.responses import send_status
 from pycm.server.tokenreview import TokenReviewer, TokenReviewError
 from pycm.server.user import ANONYMOUS, UserInfo, with_authenticated_group
+from pycm.util.escape import escape_control
 
 __all__ = [
     "STATE_KEY",
@@ -171,11 +172,12 @@ class AuthenticationMiddleware:
         try:
             user = await self.authenticator.authenticate(scope)
         except AuthenticationError as exc:
+            path = escape_control(str(scope.get("path", "")))  # the client's text
             _log.info(
                 "unable to authenticate the request to %s: %s",
-                scope.get("path", ""),
-                exc,
-                extra={"http_path": scope.get("path", "")},
+                path,
+                escape_control(str(exc)),
+                extra={"http_path": path},
             )
             await send_status(send, 401, "Unauthorized", "Unauthorized")
             return

@@ -32,6 +32,7 @@ from pycm.server.subjectaccessreview import (
     Decision,
     RequestAttributes,
 )
+from pycm.util.escape import escape_control
 
 __all__ = ["AuthorizationMiddleware", "PathMatcher", "forbidden_message"]
 
@@ -118,18 +119,25 @@ class AuthorizationMiddleware:
             try:
                 decision = await self.authorizer.authorize(attrs)
             except AuthorizationError as exc:
-                _log.error("authorization of %s %s failed: %s", user.name, info.path, exc)
+                _log.error(
+                    "authorization of %s %s failed: %s",
+                    escape_control(user.name),
+                    escape_control(info.path),
+                    escape_control(str(exc)),
+                )
                 await send_text(send, 500, "Internal Server Error")
                 return
         if decision.allowed:
             await self.app(scope, receive, send)
             return
+        # The path and the user name are the client's text: escaped before they are logged.
+        path, name = escape_control(info.path), escape_control(user.name)
         _log.info(
             "forbidden: %s %s %s: %s",
-            user.name,
-            info.verb,
-            info.path,
-            decision.reason,
-            extra={"http_path": info.path, "user": user.name},
+            name,
+            escape_control(info.verb),
+            path,
+            escape_control(decision.reason),
+            extra={"http_path": path, "user": name},
         )
         await send_status(send, 403, "Forbidden", forbidden_message(attrs, decision.reason))

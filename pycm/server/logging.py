@@ -1,11 +1,15 @@
-"""Request logging (apiserver ``httplog``): one structured record per request — method, path,
-status, duration and user — on the ``pycm.server.http`` logger.
+"""Request logging (apiserver ``httplog``): one structured record per request — method, path
+(with its query), status, duration, user and user agent — on the ``pycm.server.http`` logger.
 
 Responses below 500 are logged at DEBUG (a scraper every few seconds is not news); 5xx at INFO.
-The fields are also on the record (``extra``): ``http_method``, ``http_path``, ``http_status``,
-``duration_ms``, ``user``. The user is read after the inner layers ran, so it is the one
-authentication found. An exception from inside is logged as status 500 and re-raised for the
-panic layer.
+The fields are also on the record (``extra``): ``http_method``, ``http_path``, ``http_query``,
+``http_status``, ``duration_ms``, ``user``, ``user_agent``. The user is read after the inner
+layers ran, so it is the one authentication found. An exception from inside is logged as status
+500 and re-raised for the panic layer.
+
+Every field a client controls is escaped (:func:`pycm.util.escape.escape_control`) before it is
+logged, in the message and in ``extra`` alike: ``GET /metrics%0aE1203 …`` is one line with a
+visible ``\\n``, never a forged second record.
 """
 
 from __future__ import annotations
@@ -16,10 +20,28 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from pycm.server.authentication import get_user
 from pycm.util.clock import REAL_CLOCK, Clock
+from pycm.util.escape import escape_control
 
-__all__ = ["RequestLoggingMiddleware"]
+__all__ = ["RequestLoggingMiddleware", "request_fields"]
 
 _log = logging.getLogger("pycm.server.http")
+
+
+def request_fields(scope: Scope) -> tuple[str, str, str]:
+    """Method, path and query of a request, escaped for a log line or an event attribute."""
+    query = scope.get("query_string", b"")
+    return (
+        escape_control(str(scope.get("method", ""))),
+        escape_control(str(scope.get("path", ""))),
+        escape_control(query.decode("latin-1") if isinstance(query, bytes) else str(query)),
+    )
+
+
+def _user_agent(scope: Scope) -> str:
+    for name, value in scope.get("headers", ()):
+        if name.lower() == b"user-agent":
+            return escape_control(value.decode("latin-1"))
+    return ""
 
 
 class RequestLoggingMiddleware:
@@ -57,20 +79,25 @@ class RequestLoggingMiddleware:
         level = logging.INFO if status >= 500 else logging.DEBUG
         if not self.logger.isEnabledFor(level):
             return
-        method, path, user = scope.get("method", ""), scope.get("path", ""), get_user(scope).name
+        method, path, query = request_fields(scope)
+        user, agent = escape_control(get_user(scope).name), _user_agent(scope)
         self.logger.log(
             level,
-            "%s %s %d %.3fms user=%s",
+            '%s %s%s %d %.3fms user=%s agent="%s"',
             method,
             path,
+            "?" + query if query else "",
             status,
             duration_ms,
             user,
+            agent,
             extra={
                 "http_method": method,
                 "http_path": path,
+                "http_query": query,
                 "http_status": status,
                 "duration_ms": duration_ms,
                 "user": user,
+                "user_agent": agent,
             },
         )

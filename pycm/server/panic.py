@@ -12,6 +12,7 @@ import logging
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from pycm.server.logging import request_fields
 from pycm.server.responses import send_text
 
 __all__ = ["PanicRecoveryMiddleware"]
@@ -41,12 +42,12 @@ class PanicRecoveryMiddleware:
         try:
             await self.app(scope, receive, send_tracking)
         except Exception:
-            path = scope.get("path", "")
+            method, path, _ = request_fields(scope)  # the client's text, escaped
             self.logger.exception(
                 "panic serving %s %s",
-                scope.get("method", ""),
+                method,
                 path,
-                extra={"http_method": scope.get("method", ""), "http_path": path},
+                extra={"http_method": method, "http_path": path},
             )
             if not started:
                 await send_text(send, 500, "Internal Server Error")

@@ -19,6 +19,7 @@ from starlette.routing import BaseRoute, Route, Router
 
 from pycm.server.healthz import HealthRegistry
 from pycm.server.metrics import metrics_route
+from pycm.util.redact import redact_mapping
 
 __all__ = ["build_routes", "configz_route"]
 
@@ -27,11 +28,13 @@ Configz = Mapping[str, Any] | Callable[[], Mapping[str, Any]]
 
 def configz_route(configz: Configz, path: str = "/configz") -> Route:
     """``/configz``: the JSON of a mapping (read at each request, so later entries show), or of
-    what a callable returns. KCM's shape is ``{"<component>": {...config...}}``."""
+    what a callable returns. KCM's shape is ``{"<component>": {...config...}}``. Every string
+    in it passes the one redaction rule (:func:`pycm.util.redact.redact_mapping`, by the name of
+    its key) whatever the caller put there, so a secret never leaves through /configz."""
 
     async def handle(request: Request) -> Response:
         value = configz() if callable(configz) else configz
-        body = orjson.dumps(dict(value), default=str, option=orjson.OPT_SORT_KEYS)
+        body = orjson.dumps(redact_mapping(dict(value)), default=str, option=orjson.OPT_SORT_KEYS)
         return Response(body, media_type="application/json")
 
     return Route(path, handle, methods=["GET"])

@@ -12,6 +12,8 @@ object with kube-apiserver's code, reason and message shape::
      ├── already_exists       409 AlreadyExists
      ├── conflict             409 Conflict
      ├── expired              410 Expired
+     ├── too_large            413 RequestEntityTooLarge
+     ├── unsupported_media    415 UnsupportedMediaType
      ├── invalid              422 Invalid (details.causes)
      ├── too_many_requests    429 TooManyRequests (Retry-After)
      └── internal             500 InternalError
@@ -34,8 +36,10 @@ __all__ = [
     "method_not_allowed",
     "not_found",
     "status_object",
+    "too_large",
     "too_many_requests",
     "unauthorized",
+    "unsupported_media",
 ]
 
 Cause = dict[str, str]
@@ -139,6 +143,19 @@ def conflict(resource: str, name: str, group: str, why: str) -> APIError:
 
 def expired(message: str) -> APIError:
     return APIError(410, "Expired", message)
+
+
+def too_large(limit: int) -> APIError:
+    return APIError(413, "RequestEntityTooLarge", f"Request entity too large: limit is {limit}")
+
+
+def unsupported_media(accepted: str) -> APIError:
+    return APIError(
+        415,
+        "UnsupportedMediaType",
+        "the body of the request was in an unknown format - accepted media types include: "
+        + accepted,
+    )
 
 
 def invalid(kind: str, name: str, causes: list[Cause], group: str = "") -> APIError:

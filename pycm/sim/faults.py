@@ -47,6 +47,7 @@ from pycm.sim.kubelet import Kubelet
 from pycm.sim.requestinfo import request_info
 from pycm.sim.store import Store
 from pycm.util.clock import REAL_CLOCK, Clock
+from pycm.util.escape import escape_control
 
 __all__ = ["FAULTS_PATH", "Fault", "Faults"]
 
@@ -237,7 +238,7 @@ class Faults:
         fault = self._parse(merged)
         if fault.kind in _ACTIONS:
             fault.result = self._act(fault)
-            log.info("pycm sim: fault %s done: %s", fault.id, fault.describe())
+            log.info("pycm sim: fault %s done: %s", fault.id, escape_control(fault.describe()))
             return fault
         if fault.duration is not None:
             fault.expires_at = self.clock.monotonic() + fault.duration
@@ -249,7 +250,7 @@ class Faults:
                 del self._active[fault.id]
                 raise _invalid("the emulator runs no kubelet (--kubelet=off)")
             kubelet.pause()
-        log.info("pycm sim: fault %s added: %s", fault.id, fault.describe())
+        log.info("pycm sim: fault %s added: %s", fault.id, escape_control(fault.describe()))
         return fault
 
     def clear(self, fault_id: str | None = None) -> int:
@@ -297,7 +298,9 @@ class Faults:
             kubelet = self._kubelet()
             if kubelet is not None:
                 kubelet.resume()
-        log.info("pycm sim: fault %s ended (%s): %s", fault.id, why, fault.describe())
+        log.info(
+            "pycm sim: fault %s ended (%s): %s", fault.id, why, escape_control(fault.describe())
+        )
 
     def _use(self, fault: Fault) -> None:
         fault.hits += 1

@@ -10,20 +10,21 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
-import yaml
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response, StreamingResponse
 
 from pycm.sim import discovery, errors
 from pycm.sim.auth import Attributes, Authorizer, TokenAuthenticator, UserInfo
+from pycm.sim.bodies import OBJECT_TYPES, PATCH_TYPES, decode_body
 from pycm.sim.gc import BACKGROUND, ORPHAN
 from pycm.sim.negotiation import METADATA, TABLE, Output, negotiate
 from pycm.sim.objects import Obj
+from pycm.sim.pruning import prune_unknown_fields, warning_headers
 from pycm.sim.requestinfo import RequestInfo, request_info
 from pycm.sim.resources import Resource
 from pycm.sim.reviews import subject_access_review, token_review
@@ -33,6 +34,8 @@ from pycm.sim.store import DeleteOptions, Store
 from pycm.sim.streaming import error_stream, watch_stream
 from pycm.sim.tables import partial_metadata, table
 from pycm.sim.tokens import decode_continue
+from pycm.sim.versions import parse_resource_version
+from pycm.util.escape import escape_control
 
 __all__ = ["APIContext", "BeforeRequest", "error_response", "serve"]
 
@@ -65,6 +68,13 @@ def _json(body: Any, status: int = 200, headers: dict[str, str] | None = None) -
     return Response(orjson.dumps(body), status, headers, media_type="application/json")
 
 
+def _warn(response: Response, pruned: list[str]) -> Response:
+    """``response`` with a Warning header for each unknown field dropped from the body."""
+    for name, value in warning_headers(pruned):
+        response.headers.append(name, value)
+    return response
+
+
 def error_response(err: errors.APIError) -> Response:
     headers = {"Retry-After": str(err.retry_after)} if err.retry_after is not None else None
     return _json(err.status(), err.code, headers)
@@ -91,7 +101,9 @@ async def serve(request: Request) -> Response:
     except asyncio.CancelledError:
         raise
     except Exception as err:  # a bug in the emulator is a 500, never a dropped connection
-        log.exception("internal error serving %s %s", request.method, request.url.path)
+        log.exception(  # the path is the client's text: escaped
+            "internal error serving %s %s", request.method, escape_control(request.url.path)
+        )
         return error_response(errors.internal(repr(err)))
 
 
@@ -167,17 +179,8 @@ def _non_resource(ctx: APIContext, request: Request, path: str) -> Response:
 # ---------------------------------------------------------------- bodies and options
 
 
-async def _body(request: Request) -> Any:
-    raw = await request.body()
-    if not raw.strip():
-        return None
-    media = request.headers.get("content-type", "application/json").split(";")[0].strip()
-    try:
-        if media in ("application/yaml", "application/x-yaml", "text/yaml"):
-            return yaml.safe_load(raw)
-        return orjson.loads(raw)
-    except (orjson.JSONDecodeError, yaml.YAMLError) as err:
-        raise errors.bad_request(f"the body of the request could not be decoded: {err}") from None
+async def _body(request: Request, accepted: Mapping[str, str] = OBJECT_TYPES) -> Any:
+    return await decode_body(request, accepted)
 
 
 async def _object_body(request: Request, res: Resource, info: RequestInfo) -> Obj:
@@ -312,9 +315,13 @@ async def _resource(
             return _json(subject_access_review(ctx.authorizer, body), 201)
         if res.namespaced and not ns:
             raise errors.method_not_allowed(request.method, info.path)
-        return _json(store.create(res, body, ns), 201)
+        pruned = prune_unknown_fields(res.kind, body, query.get("fieldValidation"))
+        return _warn(_json(store.create(res, body, ns), 201), pruned)
     if verb in ("get", "list", "watch"):
         out = negotiate(request.headers.get("accept"))
+        # Checked for every read (kube parses it before serving from the cache or storage);
+        # a get or list serves the current state whatever version it names.
+        parse_resource_version(query.get("resourceVersion"))
         if verb == "get":
             if sub == "scale":
                 return _json(store.get_scale(res, ns, name))
@@ -331,15 +338,20 @@ async def _resource(
         body.setdefault("metadata", {}).setdefault("name", name)
         if sub == "scale":
             return _json(store.update_scale(res, ns, name, body))
+        pruned = prune_unknown_fields(res.kind, body, query.get("fieldValidation"))
         if sub == "status":
-            return _json(store.update_status(res, body, ns))
-        return _json(store.update(res, body, ns))
+            return _warn(_json(store.update_status(res, body, ns)), pruned)
+        return _warn(_json(store.update(res, body, ns)), pruned)
     if verb == "patch":
-        patch = await _body(request)
+        patch = await _body(request, PATCH_TYPES)
         if patch is None:
             raise errors.bad_request("the body of the request was empty: a patch is required")
         content_type = request.headers.get("content-type", "")
-        return _json(store.patch(res, ns, name, content_type, patch, sub))
+        dropped: list[str] = []
+        patched = store.patch(
+            res, ns, name, content_type, patch, sub, query.get("fieldValidation"), dropped
+        )
+        return _warn(_json(patched), dropped)
     if verb == "delete":
         options = await _delete_options(request, query)
         obj, removed = store.delete(res, ns, name, options)

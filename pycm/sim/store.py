@@ -16,10 +16,14 @@ Invariants:
 
 from __future__ import annotations
 
+import builtins
 from bisect import bisect_left, bisect_right
+from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
+
+import orjson
 
 from pycm.sim import errors, validation
 from pycm.sim.defaults import apply_defaults
@@ -32,14 +36,16 @@ from pycm.sim.gc import (
     GarbageCollector,
     ObjectRef,
 )
-from pycm.sim.history import History
+from pycm.sim.history import DEFAULT_HISTORY_BYTES, History
 from pycm.sim.objects import Obj, copy_value, deep_copy, generate_name, meta, new_uid, rfc3339
 from pycm.sim.patch import apply_patch
+from pycm.sim.pruning import prune_unknown_fields
 from pycm.sim.resources import REGISTRY, Registry, Resource, ResourceKey
 from pycm.sim.scale import scale_of, scale_replicas
 from pycm.sim.selectors import FieldSelector, LabelSelector
 from pycm.sim.shape import check_shape
 from pycm.sim.tokens import encode_continue
+from pycm.sim.versions import parse_resource_version
 from pycm.sim.watch import ADDED, DELETED, MODIFIED, StoreEvent, Watcher
 from pycm.util.clock import REAL_CLOCK, Clock
 
@@ -82,6 +88,10 @@ def _typed(res: Resource, obj: Obj) -> Obj:
     return {"apiVersion": res.api_version, "kind": res.kind, **rest}
 
 
+# kube-apiserver's --event-ttl default.
+EVENT_TTL = 3600.0
+
+
 class Store:
     def __init__(
         self,
@@ -90,6 +100,8 @@ class Store:
         watch_window: int = 10_000,
         watch_queue_size: int = 1_000,
         graceful_pod_deletion: bool = False,
+        watch_history_bytes: int = DEFAULT_HISTORY_BYTES,
+        event_ttl: float = EVENT_TTL,
     ) -> None:
         if watch_window < 1:
             raise ValueError("watch_window must be at least 1")
@@ -104,7 +116,13 @@ class Store:
         self._sorted_keys_cache: dict[ResourceKey, list[tuple[str, str]]] = {}
         self._gc = GarbageCollector(self)
         self._rv = 0
-        self._history = History(watch_window)
+        self._history = History(watch_window, watch_history_bytes)
+        # core/v1 Events expire ``event_ttl`` seconds after their last write (kube-apiserver's
+        # --event-ttl, an etcd lease per write): (deadline, namespace, name, rv) in deadline
+        # order; an entry whose Event was written again since is stale and skipped.
+        self.event_ttl = event_ttl
+        self._event_deadlines: deque[tuple[float, str, str, str]] = deque()
+        self._expiring = False
         self._watchers: set[Watcher] = set()
 
     # ---------------------------------------------------------------- reading
@@ -228,6 +246,10 @@ class Store:
         after: tuple[str, str] | None = None
         if continue_from is not None:
             token_rv, ns, name = continue_from
+            if token_rv > self._rv:
+                raise errors.bad_request(
+                    "continue key is not valid: the resource version is in the future"
+                )
             self._history.check(
                 token_rv,
                 "The provided continue parameter is too old to display a consistent list "
@@ -281,10 +303,34 @@ class Store:
             self._by_uid[str(m.get("uid"))] = ref
             self._gc.index.add(ref, obj)
         event = StoreEvent(type_, res.key, obj, old, self._rv)
-        self._history.append(event)
+        # The encoded size stands for the object's memory (a dict holds a few times more).
+        self._history.append(event, len(orjson.dumps(obj)))
         for watcher in list(self._watchers):
             watcher.offer(event)
+        if res.kind == "Event" and type_ != DELETED:
+            deadline = self.clock.monotonic() + self.event_ttl
+            self._event_deadlines.append((deadline, ref[1], ref[2], str(self._rv)))
+        self._expire_events()
         return obj
+
+    def _expire_events(self) -> None:
+        """Delete the Events whose TTL has run out since their last write (checked on every
+        write: an idle store holds what it held)."""
+        if self._expiring or not self._event_deadlines:
+            return
+        now = self.clock.monotonic()
+        deadlines = self._event_deadlines
+        self._expiring = True
+        try:
+            while deadlines and deadlines[0][0] <= now:
+                _, ns, name, rv = deadlines.popleft()
+                res = self.resource("events")
+                current = self._objects[res.key].get((ns, name))
+                if current is None or current["metadata"].get("resourceVersion") != rv:
+                    continue  # deleted, or written again (a later entry holds its deadline)
+                self.delete(res, ns or None, name)
+        finally:
+            self._expiring = False
 
     def watch(
         self,
@@ -313,12 +359,7 @@ class Store:
             for _, obj in self._select(res, watcher.namespace, watcher.labels, watcher.fields):
                 watcher.add_initial(ADDED, obj)
         else:
-            try:
-                since = int(str(resource_version))
-            except ValueError:
-                raise errors.bad_request(
-                    f"invalid resource version: {resource_version!r}"
-                ) from None
+            since = parse_resource_version(resource_version) or 0
             for event in self._history.since(since):
                 seen = watcher.translate(event)
                 if seen is not None:
@@ -513,8 +554,13 @@ class Store:
         patch_type: str,
         patch: Any,
         subresource: str = "",
+        field_validation: str | None = None,
+        pruned: builtins.list[str] | None = None,
     ) -> Obj:
-        """PATCH (merge, strategic merge or JSON patch) the object or its status / scale."""
+        """PATCH (merge, strategic merge or JSON patch) the object or its status / scale.
+
+        Fields the patch adds that the kind does not declare are pruned as a create's are
+        (``field_validation``, see :mod:`pycm.sim.pruning`); their paths go to ``pruned``."""
         if subresource == "scale":
             scale = self.get_scale(res, namespace, name)
             patched = apply_patch(patch_type, scale, patch)
@@ -524,6 +570,9 @@ class Store:
         patched = apply_patch(patch_type, current, patch)
         if not isinstance(patched, dict):
             raise errors.bad_request("the patch did not produce an object")
+        dropped = prune_unknown_fields(res.kind, patched, field_validation)
+        if pruned is not None:
+            pruned.extend(dropped)
         pm = meta(patched)
         if pm.get("name") != name:
             raise errors.bad_request(

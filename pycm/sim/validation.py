@@ -24,6 +24,7 @@ _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9
 _LABEL_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 _CONFIG_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
+MAX_CONFIGMAP_BYTES = 1024 * 1024  # corev1.MaxSecretSize, which ConfigMaps share
 
 
 def required(field: str) -> Cause:
@@ -325,6 +326,17 @@ def _configmap_causes(obj: Mapping[str, Any]) -> list[Cause]:
                         "or '.'",
                     )
                 )
+    # kube's ValidateConfigMap: the data, and binaryData's decoded bytes, at most 1 MiB.
+    size = sum(len(str(v).encode()) for v in (obj.get("data") or {}).values())
+    size += sum(len(str(v)) * 3 // 4 for v in (obj.get("binaryData") or {}).values())
+    if size > MAX_CONFIGMAP_BYTES:
+        causes.append(
+            {
+                "reason": "FieldValueTooLong",
+                "message": f"Too long: may not be more than {MAX_CONFIGMAP_BYTES} bytes",
+                "field": "[]",
+            }
+        )
     return causes
 
 

@@ -5,6 +5,8 @@
 - :mod:`pycm.util.backoff` — jittered exponential backoff (client-go ``wait.Backoff``) and the
   reflector's backoff manager.
 - :mod:`pycm.util.tasks` — named, guarded asyncio tasks, and cancelling them within a timeout.
+- :mod:`pycm.util.escape` — control characters of client text escaped before it is logged.
+- :mod:`pycm.util.redact` — the one redaction rule for secrets in flags and configuration.
 
 Exceptions::
 
@@ -17,10 +19,13 @@ Test doubles shipped here: :class:`FakeClock`.
 from pycm.util.backoff import Backoff, BackoffTimer, ExponentialBackoffManager, jittered
 from pycm.util.clock import REAL_CLOCK, Clock, FakeClock, RealClock
 from pycm.util.durations import DurationError, duration_arg, format_duration, parse_duration
+from pycm.util.escape import escape_control
+from pycm.util.redact import WITHHELD, redact_text, redact_value
 from pycm.util.tasks import cancel_and_wait, create_guarded_task
 
 __all__ = [
     "REAL_CLOCK",
+    "WITHHELD",
     "Backoff",
     "BackoffTimer",
     "Clock",
@@ -31,7 +36,10 @@ __all__ = [
     "cancel_and_wait",
     "create_guarded_task",
     "duration_arg",
+    "escape_control",
     "format_duration",
     "jittered",
     "parse_duration",
+    "redact_text",
+    "redact_value",
 ]

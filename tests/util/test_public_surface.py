@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pycm.util
-from pycm.util import backoff, clock, durations, tasks
+from pycm.util import backoff, clock, durations, escape, redact, tasks
 
 
 def test_util_all_names_are_reexported_from_their_modules() -> None:
-    modules = [backoff, clock, durations, tasks]
+    modules = [backoff, clock, durations, escape, redact, tasks]
     for name in pycm.util.__all__:
         owners = [m for m in modules if name in m.__all__]
         assert len(owners) == 1, name

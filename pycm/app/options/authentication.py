@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pycm.app.config import AuthenticationConfig, Config
-from pycm.app.options.checks import readable_file
+from pycm.app.options.checks import kubeconfig_file, readable_file
 from pycm.app.options.flagset import STRING, FlagSet
 
 __all__ = ["AuthenticationOptions"]
@@ -38,7 +38,7 @@ class AuthenticationOptions:
 
     def validate(self) -> list[str]:
         errors = [
-            readable_file("authentication-kubeconfig", self.kubeconfig),
+            kubeconfig_file("authentication-kubeconfig", self.kubeconfig),
             readable_file("client-ca-file", self.client_ca_file),
         ]
         return [e for e in errors if e]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from pycm.app.config import AuthorizationConfig, Config
-from pycm.app.options.checks import readable_file
+from pycm.app.options.checks import kubeconfig_file
 from pycm.app.options.flagset import STRING, STRINGS, FlagSet, go_quote
 
 __all__ = ["AuthorizationOptions"]
@@ -41,7 +41,7 @@ class AuthorizationOptions:
             for path in self.always_allow_paths
             if not path.startswith("/")
         ]
-        unreadable = readable_file("authorization-kubeconfig", self.kubeconfig)
+        unreadable = kubeconfig_file("authorization-kubeconfig", self.kubeconfig)
         if unreadable:
             errors.append(unreadable)
         return errors

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pycm.util.durations import DurationError, format_duration, parse_duration
+from pycm.util.redact import WITHHELD, is_secret_name, redact_value
 
 __all__ = [
     "BOOL",
@@ -152,22 +153,15 @@ STRINGS = FlagType(
 DURATION = FlagType("duration", _parse_duration, format_duration, "0s")
 IP = FlagType("ip", _parse_ip, str, "<nil>")
 
-# Name segments that mark a flag's value as a secret, unless the flag names a path.
-_SECRET_WORDS = frozenset({"token", "password", "passwd", "secret", "credential"})
-_PATH_SUFFIXES = ("-file", "-dir", "-path", "-kubeconfig")
-
 
 def is_secret_flag(name: str) -> bool:
-    """The rule for withholding a value from FlagsParsed and logs: a flag whose name has a
-    segment ``token``, ``password``, ``passwd``, ``secret`` or ``credential`` (or its plural),
-    unless the flag names a path (``-file``, ``-dir``, ``-path``, ``-kubeconfig``: the path is
-    not the secret). :class:`Flag` also exempts bools (``--use-service-account-credentials`` is
-    a switch, not a credential) and takes an explicit ``secret=`` over the rule."""
-    if name.endswith(_PATH_SUFFIXES):
-        return False
-    return any(
-        word in _SECRET_WORDS or word.rstrip("s") in _SECRET_WORDS for word in name.split("-")
-    )
+    """The rule for withholding a value from FlagsParsed, /configz and logs: the one rule of
+    :func:`pycm.util.redact.is_secret_name` (a segment ``token``, ``password``, ``passwd``,
+    ``secret`` or ``credential``, or its plural, unless the flag names a path: ``-file``,
+    ``-dir``, ``-path``, ``-kubeconfig``). :class:`Flag` also exempts bools
+    (``--use-service-account-credentials`` is a switch, not a credential) and takes an explicit
+    ``secret=`` over the rule."""
+    return is_secret_name(name)
 
 
 class Flag:
@@ -214,6 +208,11 @@ class Flag:
         """The current value as Go prints it (a duration as "15s", a list as "[a,b]")."""
         return self.type.format(self.get())
 
+    def shown(self, text: str) -> str:
+        """``text`` (a value of this flag) as it may be shown: withheld for a secret flag, else
+        by the one redaction rule (:func:`pycm.util.redact.redact_value`)."""
+        return WITHHELD if self.secret and text else redact_value(self.name, text)
+
     @property
     def display(self) -> str:
         """The flag as error messages name it: ``--name`` or ``-v, --v``."""
@@ -226,7 +225,8 @@ class Flag:
             value = self.type.parse(text)
         except FlagValueError as err:
             raise FlagValueError(
-                f"invalid argument {go_quote(text)} for {go_quote(self.display)} flag: {err}"
+                f"invalid argument {go_quote(self.shown(text))} for {go_quote(self.display)} "
+                f"flag: {err}"
             ) from None
         if append and self.type.accumulates:
             value = [*self.get(), *value]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pycm.app.config import Config, MiscConfig
-from pycm.app.options.checks import readable_file
+from pycm.app.options.checks import kubeconfig_file
 from pycm.app.options.flagset import STRING, FlagSet
 
 __all__ = ["MiscOptions"]
@@ -47,7 +47,7 @@ class MiscOptions:
 
     def validate(self) -> list[str]:
         # --config is read (and its problems reported) before validation, by the loader.
-        error = readable_file("kubeconfig", self.kubeconfig)
+        error = kubeconfig_file("kubeconfig", self.kubeconfig)
         return [error] if error else []
 
     def apply_to(self, config: Config) -> None:

@@ -36,6 +36,7 @@ from pycm.app.options.misc import MiscOptions
 from pycm.app.options.replicaset import ReplicaSetControllerOptions
 from pycm.app.options.secure_serving import SecureServingOptions
 from pycm.app.options.tracing import TracingOptions
+from pycm.util.redact import WITHHELD
 
 __all__ = ["SECTIONS", "WITHHELD", "ControllerManagerOptions"]
 
@@ -54,7 +55,6 @@ SECTIONS = (
     "Misc",
     "Global",
 )
-WITHHELD = "(withheld)"  # the value FlagsParsed shows for a secret flag
 
 
 class ControllerManagerOptions:
@@ -126,7 +126,7 @@ class ControllerManagerOptions:
         for _, group in self._groups():
             group.apply_to(config)
         config.changed = {
-            flag.name: WITHHELD if flag.secret else flag.value_text()
+            flag.name: flag.shown(flag.value_text())
             for flag in self.flag_sets
             if flag.name not in exclude and flag.value_text() != flag.default
         }

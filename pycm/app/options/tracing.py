@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass
 
 from pycm.app.config import Config, TracingConfig
-from pycm.app.options.checks import one_of
+from pycm.app.options.checks import one_of, otlp_endpoint, writable_file
 from pycm.app.options.flagset import DURATION, FLOAT32, STRING, FlagSet
 
 __all__ = ["OTLP_PROTOCOLS", "TracingOptions"]
@@ -71,6 +71,12 @@ class TracingOptions:
         protocol = one_of("otlp-protocol", self.otlp_protocol, OTLP_PROTOCOLS)
         if protocol:
             errors.append(protocol)
+        for problem in (
+            writable_file("trace-file", self.trace_file),
+            otlp_endpoint("otlp-endpoint", self.otlp_endpoint),
+        ):
+            if problem:
+                errors.append(problem)
         if not (math.isfinite(self.sample_ratio) and 0 <= self.sample_ratio <= 1):
             errors.append(f"--trace-sample-ratio {self.sample_ratio:g} must be between 0 and 1")
         return errors
