@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -12,7 +13,6 @@ import uvicorn
 
 from pycm.trace import kinds as k
 from pycm.trace.events import Event
-from tests.support.manager import free_port
 
 S = 1_000_000_000
 T0 = 1_790_000_000 * S
@@ -49,12 +49,19 @@ def parse_frames(data: bytes) -> list[tuple[str, str, Any]]:
 
 
 @contextlib.asynccontextmanager
-async def serving(app: Any) -> AsyncIterator[str]:
-    """``app`` served by uvicorn on a free 127.0.0.1 port; yields its base URL."""
-    port = free_port()
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off")
+async def serving(app: Any, *, send_buffer: int | None = None) -> AsyncIterator[str]:
+    """``app`` served by uvicorn on a free 127.0.0.1 port; yields its base URL. ``send_buffer``
+    fixes the connections' kernel send buffer (accepted sockets inherit it from the listening
+    one), so a client that stops reading pushes back within kilobytes, not megabytes."""
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if send_buffer is not None:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, send_buffer)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    config = uvicorn.Config(app, log_level="warning", lifespan="off")
     server = uvicorn.Server(config)
-    task = asyncio.create_task(server.serve(), name="test uvicorn")
+    task = asyncio.create_task(server.serve(sockets=[sock]), name="test uvicorn")
     try:
         for _ in range(400):
             if server.started:
@@ -68,3 +75,4 @@ async def serving(app: Any) -> AsyncIterator[str]:
         server.should_exit = True
         server.force_exit = True
         await asyncio.wait_for(task, 10)
+        sock.close()
