@@ -10,7 +10,7 @@ import time
 import pytest
 from starlette.applications import Starlette
 
-from tests.web.conftest import added, parse_frames, serving
+from tests.web.streams import added, parse_frames, serving
 from web.fanout import Broadcast, Viewer, lagged_frame, sse_frame
 from web.hub import Hub
 from web.live import live_routes

@@ -11,7 +11,7 @@ import pytest
 from pycm.trace import kinds as k
 from pycm.trace.events import Outcome
 from pycm.trace.reducer import State
-from tests.web.conftest import T0, S, added, parse_frames
+from tests.web.streams import T0, S, added, parse_frames
 from web.fanout import Broadcast
 from web.hub import DashboardConfig, Hub, event_json, series_sample
 
