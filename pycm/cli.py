@@ -55,6 +55,15 @@ def _launch_top(
     )
 
 
+def _read_kubeconfig(path: str, context: str) -> Any:
+    """The token and CA of a kubeconfig, for ``pycm dashboard`` (the parser is the TUI's)."""
+    from tui.credentials import from_kubeconfig
+    from web.command import KubeconfigCredentials
+
+    creds = from_kubeconfig(path, context)
+    return KubeconfigCredentials(token=creds.token, verify=creds.verify())
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="pycm",
@@ -93,6 +102,11 @@ def build_parser() -> argparse.ArgumentParser:
     from tui import command as top_command
 
     top_command.add_subcommand(subparsers)
+
+    from web import command as dashboard_command
+
+    dashboard_command.add_subcommand(subparsers)
+    dashboard_command.set_kubeconfig_reader(_read_kubeconfig)
     return parser
 
 
