@@ -64,6 +64,14 @@ def _read_kubeconfig(path: str, context: str) -> Any:
     return KubeconfigCredentials(token=creds.token, verify=creds.verify())
 
 
+def _mount_dashboard(**lent: Any) -> Any:
+    """The web dashboard ``pycm run`` mounts on its secure port (see
+    :data:`pycm.app.command.DashboardMounter`). Imports the web app only when used."""
+    from web.mount import live_dashboard
+
+    return live_dashboard(**lent)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="pycm",
@@ -94,6 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
     from pycm.app import command as run_command
 
     run_command.add_subcommand(subparsers)
+    run_command.set_dashboard_mounter(_mount_dashboard)
 
     from pycm.leaderelection import watch as lease_command
 

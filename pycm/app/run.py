@@ -29,10 +29,12 @@ from collections.abc import Callable, Coroutine
 from typing import Any, cast
 
 from prometheus_client import CollectorRegistry
+from starlette.routing import BaseRoute, Mount
 
 from pycm import __version__
 from pycm.app import controllers as _controllers  # noqa: F401  (registers the controllers)
 from pycm.app.clients import EventSinkAdapter, LeaseClientAdapter, ReviewPosterAdapter
+from pycm.app.command import dashboard_mounter
 from pycm.app.config import CompletedConfig
 from pycm.app.context import ControllerContext, resync_period
 from pycm.app.logs import configure_logging
@@ -67,7 +69,10 @@ from pycm.server import (
     SecureServingConfig,
     build_routes,
 )
-from pycm.server.debug import OpenStreams, debug_routes
+from pycm.server.debug import EVENTS_PATH, OpenStreams, debug_routes
+from pycm.server.subjectaccessreview import RequestAttributes
+from pycm.server.tokenreview import TokenReviewer
+from pycm.server.user import UserInfo
 from pycm.trace.bus import Bus, default_bus
 from pycm.trace.kinds import (
     ControllerDisabled,
@@ -134,6 +139,7 @@ class Manager:
         self._export_ratio = 0.0
         self._controller_metrics = ControllerMetrics(self.metrics_registry)
         self._snapshot: Callable[[], dict[str, Any]] | None = None
+        self._dashboard: Any = None  # the web dashboard mounted on the secure port, if any
 
     # -- lifetime -------------------------------------------------------------------------
 
@@ -293,10 +299,12 @@ class Manager:
             if cfg.authorization.kubeconfig:
                 authz_client = await self._connect(cfg.authorization.kubeconfig)
                 self._extra_clients.append(authz_client)
+            reviewer = DelegatingTokenReviewer(ReviewPosterAdapter(authn_client), clock=self.clock)
             authenticator = DelegatingAuthenticator(
-                DelegatingTokenReviewer(ReviewPosterAdapter(authn_client), clock=self.clock),
-                client_certificates=bool(cfg.authentication.client_ca_file),
+                reviewer, client_certificates=bool(cfg.authentication.client_ca_file)
             )
+            authorizer = DelegatingAuthorizer(ReviewPosterAdapter(authz_client), clock=self.clock)
+            routes.routes.extend(self._mount_dashboard(reviewer, authorizer))
             server = SecureServer(
                 routes,
                 SecureServingConfig(
@@ -308,9 +316,7 @@ class Manager:
                     client_ca_file=cfg.authentication.client_ca_file or None,
                 ),
                 authenticator=authenticator,
-                authorizer=DelegatingAuthorizer(
-                    ReviewPosterAdapter(authz_client), clock=self.clock
-                ),
+                authorizer=authorizer,
                 always_allow_paths=cfg.authorization.always_allow_paths,
                 bus=self.bus,
                 clock=self.clock,
@@ -327,6 +333,38 @@ class Manager:
                 on_failure=lambda e: self._fail(f"insecure serving failed: {e}"),
             )
             await self._start_server(insecure)
+
+    def _mount_dashboard(
+        self, reviewer: TokenReviewer, authorizer: DelegatingAuthorizer
+    ) -> list[BaseRoute]:
+        """The web dashboard at /dashboard, when pycm.cli installed one: its logins are checked
+        as /debug/pycm/* requests are (TokenReview, then SubjectAccessReview get on the events
+        path), and it reads this manager's own reducer and bus."""
+        mounter = dashboard_mounter()
+        if mounter is None:
+            return []
+
+        async def review_token(token: str) -> tuple[str, str, tuple[str, ...]] | None:
+            user = await reviewer.review(token)
+            return None if user is None else (user.name, user.uid, tuple(user.groups))
+
+        async def authorize(name: str, uid: str, groups: tuple[str, ...]) -> tuple[bool, str]:
+            user = UserInfo(name=name, uid=uid, groups=groups)
+            decision = await authorizer.authorize(RequestAttributes(user, "get", EVENTS_PATH))
+            return decision.allowed, decision.reason
+
+        le = self.config.leader_election
+        self._dashboard = mounter(
+            bus=self.bus,
+            identity=self.identity,
+            snapshot=self._snapshot,
+            review_token=review_token,
+            authorize=authorize,
+            renew_deadline_s=le.renew_deadline,
+            lease_duration_s=le.lease_duration,
+        )
+        self._spawn(self._dashboard.run(), "dashboard")
+        return [Mount("/dashboard", app=self._dashboard.app)]
 
     async def _start_server(self, server: SecureServer | InsecureServer) -> None:
         try:
@@ -540,6 +578,8 @@ class Manager:
         for task in stuck:
             log.error("task %s did not stop within %.0fs", task.get_name(), SHUTDOWN_TIMEOUT)
         self._streams.close_all()  # end the event streams so the servers stop promptly
+        if self._dashboard is not None:
+            self._dashboard.close()
         for server in reversed(self.servers):
             await server.stop()
         for extra in self._extra_clients:
