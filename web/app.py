@@ -59,8 +59,9 @@ def _bearer(headers: Headers) -> str | None:
 
 
 class _ApiGuard:
-    """The session check in front of the api routes: who (cookie, else bearer token), then
-    may they (the injected authorization). No credentials → 401."""
+    """The session check in front of the api routes: who (the session cookie, else the user
+    the outer server authenticated, else a bearer token), then may they (the injected
+    authorization). No credentials → 401."""
 
     def __init__(self, app: ASGIApp, auth: DashboardAuth) -> None:
         self.app = app
@@ -70,14 +71,14 @@ class _ApiGuard:
         request = Request(scope)
         session_id = request.cookies.get(COOKIE_NAME)
         token = _bearer(request.headers)
+        known = self.auth.request_viewer(scope)
+        verdict = Verdict(None, 401, "log in first")
         if session_id:
             verdict = await self.auth.check_session(session_id)
-            if verdict.status == 401 and token:
-                verdict = await self.auth.check_token(token)
-        elif token:
+        if verdict.status == 401 and known is not None:
+            verdict = await self.auth.check_viewer(known)
+        elif verdict.status == 401 and token:
             verdict = await self.auth.check_token(token)
-        else:
-            verdict = Verdict(None, 401, "log in first")
         if not verdict.ok:
             await PlainTextResponse(verdict.message, status_code=verdict.status)(
                 scope, receive, send

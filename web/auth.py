@@ -5,6 +5,8 @@
 - ``check_token(token) -> Viewer | None`` — who a bearer token belongs to (None: not a valid
   token; raise :class:`CheckFailed` when no answer can be had). For the dashboard mounted in
   ``pycm run`` it is the manager's TokenReview; for ``pycm dashboard`` the caller decides.
+- ``request_viewer(scope) -> Viewer | None`` (optional) — who the server the dashboard is
+  mounted on already authenticated the request as (it consumed the bearer header);
 - ``authorize(viewer) -> Access`` — may this viewer see the stream: for the mounted dashboard
   a SubjectAccessReview ``get`` on ``/debug/pycm/events`` (the same rule as the manager's own
   stream), asked on every api request (the manager's reviews are cached), so access revoked
@@ -18,6 +20,9 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Protocol
+
+from starlette.types import Scope
 
 from pycm.util.clock import REAL_CLOCK, Clock
 from web.sessions import DEFAULT_SESSION_TTL, LoginCodes, SessionStore, Viewer
@@ -28,7 +33,9 @@ __all__ = [
     "Access",
     "CheckFailed",
     "DashboardAuth",
+    "ManagerDoor",
     "Verdict",
+    "manager_auth",
 ]
 
 AUTHORIZED_PATH = "/debug/pycm/events"  # the dashboard shows what this stream shows
@@ -75,12 +82,14 @@ class DashboardAuth:
         check_token: TokenCheck,
         *,
         authorize: AccessCheck | None = None,
+        request_viewer: Callable[[Scope], Viewer | None] | None = None,
         code_viewer: Viewer = CODE_VIEWER,
         session_ttl: float = DEFAULT_SESSION_TTL,
         clock: Clock = REAL_CLOCK,
     ) -> None:
         self._check_token = check_token
         self._authorize = authorize or _allow_all
+        self._request_viewer = request_viewer
         self._code_viewer = code_viewer
         self.sessions = SessionStore(ttl=session_ttl, clock=clock)
         self.codes = LoginCodes(clock=clock)
@@ -111,6 +120,11 @@ class DashboardAuth:
             return Verdict(viewer, 403, message)
         return Verdict(viewer, 200)
 
+    def request_viewer(self, scope: Scope) -> Viewer | None:
+        """Who the server this dashboard is mounted on already authenticated the request as
+        (a client certificate, a bearer token it reviewed), if it says."""
+        return None if self._request_viewer is None else self._request_viewer(scope)
+
     async def check_session(self, session_id: str) -> Verdict:
         viewer = self.sessions.lookup(session_id)
         if viewer is None:
@@ -122,3 +136,68 @@ class DashboardAuth:
         if viewer is None:
             return Verdict(None, 401, "this login link was already used or has expired")
         return await self.check_viewer(viewer)
+
+
+class _Reviewed(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def uid(self) -> str: ...
+    @property
+    def groups(self) -> tuple[str, ...]: ...
+
+
+class _Decided(Protocol):
+    @property
+    def allowed(self) -> bool: ...
+    @property
+    def reason(self) -> str: ...
+
+
+class ManagerDoor(Protocol):
+    """The manager's reviews lent to a mounted dashboard (pycm.server.DashboardDoor)."""
+
+    def request_user(self, scope: Scope) -> _Reviewed | None: ...
+
+    async def review(self, token: str) -> _Reviewed | None: ...
+
+    async def may_view(self, name: str, uid: str, groups: tuple[str, ...]) -> _Decided: ...
+
+
+def manager_auth(
+    door: ManagerDoor,
+    *,
+    code_viewer: Viewer = CODE_VIEWER,
+    session_ttl: float = DEFAULT_SESSION_TTL,
+    clock: Clock = REAL_CLOCK,
+) -> DashboardAuth:
+    """The dashboard's auth for ``pycm run``: tokens by the manager's TokenReview, access by its
+    SubjectAccessReview of ``get /debug/pycm/events``; a review that cannot be had is a
+    :class:`CheckFailed` (503 at the door), whatever the server's exception was."""
+
+    async def check_token(token: str) -> Viewer | None:
+        try:
+            user = await door.review(token)
+        except Exception as exc:  # the door's review errors: no answer, not a denial
+            raise CheckFailed(str(exc)) from exc
+        return None if user is None else Viewer(user.name, user.uid, tuple(user.groups))
+
+    async def authorize(viewer: Viewer) -> Access:
+        try:
+            decision = await door.may_view(viewer.name, viewer.uid, viewer.groups)
+        except Exception as exc:
+            raise CheckFailed(str(exc)) from exc
+        return Access(decision.allowed, decision.reason)
+
+    def request_viewer(scope: Scope) -> Viewer | None:
+        user = door.request_user(scope)
+        return None if user is None else Viewer(user.name, user.uid, tuple(user.groups))
+
+    return DashboardAuth(
+        check_token,
+        authorize=authorize,
+        request_viewer=request_viewer,
+        code_viewer=code_viewer,
+        session_ttl=session_ttl,
+        clock=clock,
+    )
