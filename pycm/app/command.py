@@ -63,11 +63,12 @@ _runner: Runner | None = None
 
 
 DashboardMounter = Callable[..., Any]
-"""``mounter(bus=, identity=, snapshot=, review_token=, authorize=, renew_deadline_s=,
-lease_duration_s=)`` builds the web dashboard the manager mounts at ``/dashboard`` on its
-secure port: an object with ``app`` (ASGI), ``async run()`` and ``close()``
-(:func:`web.mount.live_dashboard`). ``pycm.cli`` installs it (pycm.app must not import web);
-without one, ``pycm run`` serves no dashboard."""
+"""``mounter(bus=, identity=, snapshot=, door=, renew_deadline_s=, lease_duration_s=)`` builds
+the web dashboard the manager mounts at ``/dashboard`` on its secure port, behind ``door``
+(:class:`pycm.server.DashboardDoor`): an object with ``app`` (ASGI), ``async run()``,
+``close()`` and ``session_user(session_id)`` (:func:`web.mount.live_dashboard`).
+``pycm.cli`` installs it (pycm.app must not import web); without one, ``pycm run`` serves no
+dashboard."""
 
 _dashboard_mounter: DashboardMounter | None = None
 

@@ -69,10 +69,8 @@ from pycm.server import (
     SecureServingConfig,
     build_routes,
 )
-from pycm.server.debug import EVENTS_PATH, OpenStreams, debug_routes
-from pycm.server.subjectaccessreview import RequestAttributes
-from pycm.server.tokenreview import TokenReviewer
-from pycm.server.user import UserInfo
+from pycm.server.dashboard_door import DASHBOARD_PATHS, DASHBOARD_PREFIX, DashboardDoor
+from pycm.server.debug import OpenStreams, debug_routes
 from pycm.trace.bus import Bus, default_bus
 from pycm.trace.kinds import (
     ControllerDisabled,
@@ -300,11 +298,18 @@ class Manager:
                 authz_client = await self._connect(cfg.authorization.kubeconfig)
                 self._extra_clients.append(authz_client)
             reviewer = DelegatingTokenReviewer(ReviewPosterAdapter(authn_client), clock=self.clock)
-            authenticator = DelegatingAuthenticator(
-                reviewer, client_certificates=bool(cfg.authentication.client_ca_file)
-            )
             authorizer = DelegatingAuthorizer(ReviewPosterAdapter(authz_client), clock=self.clock)
-            routes.routes.extend(self._mount_dashboard(reviewer, authorizer))
+            routes.routes.extend(self._mount_dashboard(DashboardDoor(reviewer, authorizer)))
+            always_allow = tuple(cfg.authorization.always_allow_paths)
+            if self._dashboard is not None:
+                # The dashboard is its own door (401/403 from its checks); its session cookie is
+                # a credential for /debug/pycm/* too.
+                always_allow += DASHBOARD_PATHS
+            authenticator = DelegatingAuthenticator(
+                reviewer,
+                client_certificates=bool(cfg.authentication.client_ca_file),
+                session_users=self._dashboard.session_user if self._dashboard else None,
+            )
             server = SecureServer(
                 routes,
                 SecureServingConfig(
@@ -317,7 +322,7 @@ class Manager:
                 ),
                 authenticator=authenticator,
                 authorizer=authorizer,
-                always_allow_paths=cfg.authorization.always_allow_paths,
+                always_allow_paths=always_allow,
                 bus=self.bus,
                 clock=self.clock,
                 on_failure=lambda e: self._fail(f"secure serving failed: {e}"),
@@ -334,37 +339,23 @@ class Manager:
             )
             await self._start_server(insecure)
 
-    def _mount_dashboard(
-        self, reviewer: TokenReviewer, authorizer: DelegatingAuthorizer
-    ) -> list[BaseRoute]:
-        """The web dashboard at /dashboard, when pycm.cli installed one: its logins are checked
-        as /debug/pycm/* requests are (TokenReview, then SubjectAccessReview get on the events
-        path), and it reads this manager's own reducer and bus."""
+    def _mount_dashboard(self, door: DashboardDoor) -> list[BaseRoute]:
+        """The web dashboard at /dashboard, when pycm.cli installed one: it reads this
+        manager's own reducer and bus, and lets in whom ``door`` says may read the events."""
         mounter = dashboard_mounter()
         if mounter is None:
             return []
-
-        async def review_token(token: str) -> tuple[str, str, tuple[str, ...]] | None:
-            user = await reviewer.review(token)
-            return None if user is None else (user.name, user.uid, tuple(user.groups))
-
-        async def authorize(name: str, uid: str, groups: tuple[str, ...]) -> tuple[bool, str]:
-            user = UserInfo(name=name, uid=uid, groups=groups)
-            decision = await authorizer.authorize(RequestAttributes(user, "get", EVENTS_PATH))
-            return decision.allowed, decision.reason
-
         le = self.config.leader_election
         self._dashboard = mounter(
             bus=self.bus,
             identity=self.identity,
             snapshot=self._snapshot,
-            review_token=review_token,
-            authorize=authorize,
+            door=door,
             renew_deadline_s=le.renew_deadline,
             lease_duration_s=le.lease_duration,
         )
         self._spawn(self._dashboard.run(), "dashboard")
-        return [Mount("/dashboard", app=self._dashboard.app)]
+        return [Mount(DASHBOARD_PREFIX, app=self._dashboard.app)]
 
     async def _start_server(self, server: SecureServer | InsecureServer) -> None:
         try:

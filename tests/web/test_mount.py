@@ -29,7 +29,7 @@ async def test_mount_serves_the_managers_own_events_and_state_and_stops_with_str
     emulator: Any, tmp_path: Path
 ) -> None:
     manager = start_manager(emulator.kubeconfig_path, tmp_path, identity="mounted")
-    admin = {"Authorization": f"Bearer {emulator.admin_token}"}
+    admin: dict[str, str] = {"Authorization": f"Bearer {emulator.admin_token}"}
     stopped = False
     try:
         async with httpx.AsyncClient(verify=False, timeout=10) as http:
@@ -43,23 +43,24 @@ async def test_mount_serves_the_managers_own_events_and_state_and_stops_with_str
                 return r.status_code == 200
 
             await poll(serving, timeout=60)
-            # The handler chain guards /dashboard as it guards /debug/pycm/*: anonymous is
-            # refused, a bad token too.
-            assert (await http.get(f"{manager.url}/dashboard/api/state")).status_code in (401, 403)
+            # The dashboard is its own door behind the chain: no credentials → 401, a bad
+            # token → 401 (the chain), the admin's bearer token → in.
+            assert (await http.get(f"{manager.url}/dashboard/api/state")).status_code == 401
             bad = {"Authorization": "Bearer nope"}
             assert (
                 await http.get(f"{manager.url}/dashboard/api/state", headers=bad)
             ).status_code == 401
-            # Log in with the token (the manager's TokenReview and SubjectAccessReview decide);
-            # the chain strips the bearer header it checked, so the dashboard's own door sees
-            # the session cookie.
+            assert (
+                await http.get(f"{manager.url}/dashboard/api/state", headers=admin)
+            ).status_code == 200
+            # A login with the token (TokenReview, then SubjectAccessReview) gives a session
+            # cookie that is enough on its own from then on.
             login = await http.post(
-                f"{manager.url}/dashboard/login",
-                data={"token": emulator.admin_token},
-                headers=admin,
+                f"{manager.url}/dashboard/login", data={"token": emulator.admin_token}
             )
             assert login.status_code == 303, login.text
             assert "pycm_session" in http.cookies  # https: the Secure cookie is sent from now on
+            admin = {}
 
             async def informers_synced() -> dict[str, Any] | None:
                 r = await http.get(f"{manager.url}/dashboard/api/state", headers=admin)
