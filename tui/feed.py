@@ -3,7 +3,7 @@
 Sources push into a bounded buffer (a burst beyond :data:`MAX_BUFFER` drops the oldest and is
 counted in ``dropped``: the UI must not grow without bound when a stream outruns it). The app
 calls :meth:`Feed.drain` on its refresh tick, which folds up to ``limit`` events into the one
-reducer (:class:`pycm.trace.reducer.State`) and into the ring of recent events the Events view
+state (:class:`pycm.trace.state.State`) and into the ring of recent events the Events view
 lists. Snapshots merge per instance (see :meth:`Feed.push_snapshot`).
 """
 
@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pycm.trace import Event
-from pycm.trace.reducer import State
+from pycm.trace.state import State
 
 __all__ = ["MAX_BUFFER", "RECENT", "Feed"]
 

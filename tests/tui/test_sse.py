@@ -12,7 +12,7 @@ import pytest
 
 from pycm.trace import Bus, Event, UnknownEvent, encode
 from pycm.trace import kinds as k
-from pycm.trace.reducer import State
+from pycm.trace.state import State
 from pycm.util.backoff import Backoff
 from tui.feed import Feed
 from tui.sources import SseSource
