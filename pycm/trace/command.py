@@ -2,6 +2,8 @@
 
 - ``pycm trace kinds`` lists every kind (wire name, role, class); ``--markdown`` prints the text
   of docs/events.md (``make events-doc`` writes it).
+- ``pycm trace schema`` prints docs/state.md, the state snapshot's fields (``make state-doc``
+  writes it).
 - ``pycm trace cat FILE [--kind K ...] [--rotated]`` prints a recording one event a line: time
   (UTC), instance, kind and the attributes that differ from their defaults. ``K`` is a wire name
   or a shell-style pattern (``lease.*``). Lines that are not events are reported on stderr with
@@ -42,6 +44,11 @@ def add_subcommand(subparsers: Any) -> None:
     )
     kinds.set_defaults(func=_kinds)
 
+    schema = commands.add_parser(
+        "schema", help="print the state snapshot's reference (docs/state.md)"
+    )
+    schema.set_defaults(func=_schema)
+
     cat = commands.add_parser("cat", help="print a recording (--trace-file), one event a line")
     cat.add_argument("file", metavar="FILE", help="a JSON-lines recording")
     cat.add_argument(
@@ -73,6 +80,13 @@ def kinds_text() -> str:
 
 def _kinds(args: argparse.Namespace) -> int:
     sys.stdout.write(render_markdown() if args.markdown else kinds_text())
+    return 0
+
+
+def _schema(args: argparse.Namespace) -> int:
+    from pycm.trace.state.doc import render_markdown as render_state
+
+    sys.stdout.write(render_state())
     return 0
 
 
