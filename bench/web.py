@@ -37,7 +37,7 @@ from bench.harness import Figure
 from pycm.trace import kinds as k
 from pycm.trace.bus import Bus
 from pycm.trace.events import Event
-from pycm.trace.reducer import State
+from pycm.trace.state import State
 from web.busfeed import BusFeed
 from web.fanout import Broadcast
 from web.hub import Hub

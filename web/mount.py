@@ -12,7 +12,7 @@ SubjectAccessReview ``get`` on ``/debug/pycm/events``.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from starlette.types import ASGIApp
@@ -56,7 +56,7 @@ def live_dashboard(
     *,
     bus: Bus,
     identity: str,
-    snapshot: Callable[[], dict[str, Any]] | None,
+    snapshot: Callable[[], Mapping[str, Any]] | None,
     door: ManagerDoor,
     renew_deadline_s: float = 10.0,
     lease_duration_s: float = 15.0,

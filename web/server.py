@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
-import importlib
 import signal
 import socket
 import sys
@@ -25,6 +24,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Mount, Route
 
+from pycm.trace.stream import StreamClient
 from web.app import build_dashboard
 from web.auth import DashboardAuth
 from web.command import DashboardPlan
@@ -37,11 +37,6 @@ __all__ = ["PREFIX", "TOKEN_VIEWER", "build_app", "serve"]
 
 PREFIX = "/dashboard"
 TOKEN_VIEWER = Viewer("pycm-dashboard:token")
-
-
-def _stream_client() -> Any:
-    """The stream client class (``pycm.trace.stream``), looked up when a fan-in starts."""
-    return importlib.import_module("pycm.trace.stream").StreamClient
 
 
 def _token_check(token: str) -> Callable[[str], Coroutine[Any, Any, Viewer | None]]:
@@ -88,10 +83,9 @@ async def serve(
         player = ReplayPlayer(hub, events or [], speed=plan.speed)
         runners.append(("dashboard replay", player.run()))
     else:
-        client_class = _stream_client()
         for name, url in plan.servers:
             hub.add_source(name)
-            client = client_class(
+            client = StreamClient(
                 url,
                 name=name,
                 # A token file is handed on, so a rotated token is read again on reconnect.

@@ -70,7 +70,7 @@ from pycm.server import (
     build_routes,
 )
 from pycm.server.dashboard_door import DASHBOARD_PATHS, DASHBOARD_PREFIX, DashboardDoor
-from pycm.server.debug import OpenStreams, debug_routes
+from pycm.server.debug import OpenStreams, Snapshot, debug_routes
 from pycm.trace.bus import Bus, default_bus
 from pycm.trace.kinds import (
     ControllerDisabled,
@@ -136,7 +136,7 @@ class Manager:
         # The share of traces exported by ratio (0 without an exporter): the traceparent flag.
         self._export_ratio = 0.0
         self._controller_metrics = ControllerMetrics(self.metrics_registry)
-        self._snapshot: Callable[[], dict[str, Any]] | None = None
+        self._snapshot: Snapshot | None = None
         self._dashboard: Any = None  # the web dashboard mounted on the secure port, if any
 
     # -- lifetime -------------------------------------------------------------------------
@@ -204,7 +204,7 @@ class Manager:
             self._export_ratio = cfg.tracing.sample_ratio
             self._spawn(otel.run(), "otel sink")  # cancelled last: it flushes, bounded
         try:
-            from pycm.trace.reducer import State
+            from pycm.trace.state import State
         except ImportError:  # the reducer module is optional for the manager to run
             return
         state = State()
