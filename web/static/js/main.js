@@ -122,4 +122,7 @@ document.addEventListener("keydown", (e) => {
 $("#help-button").addEventListener("click", () => $("#help-dialog").showModal());
 $("#window-select").addEventListener("change", () => { drawnVersion = -1; });
 
+// For the browser tests and the curious at the console: the model, read-only by convention.
+window.pycmDashboard = Object.freeze({ model });
+
 connect();
