@@ -53,7 +53,8 @@ export class LogPanel {
     const mark = `${model.logVersion}`;
     if (mark === this.drawn) return;
     this.drawn = mark;
-    const entries = model.recent(SHOWN, this.accept);
+    // Arrival order interleaves sources by batch: list by time instead.
+    const entries = model.recent(SHOWN, this.accept).sort((a, b) => (a.ev.ts || 0) - (b.ev.ts || 0));
     const rows = entries.map(({ source, ev }) => {
       const error = ev.error || (ev.outcome && ev.outcome !== "ok");
       return el("li", { class: error ? "error" : "", "data-seq": `${source}:${ev.seq}` },
