@@ -9,7 +9,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 export UV_PROJECT_ENVIRONMENT := $(abspath $(VENV))
 
-.PHONY: all env lint typecheck contracts unit test demo bench bench-tiny events-doc clean
+.PHONY: all env lint typecheck contracts unit test demo bench bench-tiny events-doc state-doc clean
 
 all: test
 
@@ -48,6 +48,9 @@ bench: env
 
 events-doc: env
 	$(BIN)/pycm trace kinds --markdown > docs/events.md
+
+state-doc: env
+	$(BIN)/pycm trace schema > docs/state.md
 
 clean:
 	rm -rf $(VENV) $(BOOT) .mypy_cache .ruff_cache

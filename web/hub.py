@@ -7,7 +7,7 @@ recording (``--replay``) — with the three calls of the stream client's ``Strea
 ``push(source, events)``, ``push_snapshot(source, snapshot)`` and ``set_status(source,
 status)``. Each source keeps, separately and labelled:
 
-- the reducer's :class:`~pycm.trace.reducer.State` of that source (or, mounted, the manager's
+- the reducer's :class:`~pycm.trace.state.State` of that source (or, mounted, the manager's
   own state read through its ``snapshot`` function: the manager folds every event once);
 - ``last_seq``, the seq of the newest event applied: an event at or below it is a duplicate and
   is dropped, so a reconnect that resumes with ``since=`` can never count an event twice;
@@ -41,11 +41,11 @@ from typing import Any, Protocol
 import orjson
 
 from pycm.trace.codec import UnknownEvent, encode
-from pycm.trace.command import format_event
 from pycm.trace.events import Event
+from pycm.trace.format import format_event
 from pycm.trace.incidents import DEFAULT_SLOW_RECONCILE_MS, Incident, Incidents
 from pycm.trace.kinds import SubscriberLagged
-from pycm.trace.reducer import State
+from pycm.trace.state import State
 from web.fanout import Broadcast, sse_frame
 
 __all__ = [
@@ -217,7 +217,7 @@ class SourceRecord:
         self,
         name: str,
         *,
-        snapshot: Callable[[], dict[str, Any]] | None = None,
+        snapshot: Callable[[], Mapping[str, Any]] | None = None,
         slow_reconcile_ms: float = DEFAULT_SLOW_RECONCILE_MS,
     ) -> None:
         self.name = name
@@ -240,7 +240,7 @@ class SourceRecord:
     def samples_itself(self) -> bool:
         return self.state is not None
 
-    def snapshot(self) -> dict[str, Any]:
+    def snapshot(self) -> Mapping[str, Any]:
         if self._external is not None:
             return self._external()
         assert self.state is not None
@@ -294,7 +294,7 @@ class Hub:
     # -- sources ---------------------------------------------------------------------------
 
     def add_source(
-        self, name: str, *, snapshot: Callable[[], dict[str, Any]] | None = None
+        self, name: str, *, snapshot: Callable[[], Mapping[str, Any]] | None = None
     ) -> SourceRecord:
         """A new source named ``name``; with ``snapshot``, its state is read from there (the
         manager's reducer) instead of being folded here."""

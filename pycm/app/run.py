@@ -29,10 +29,12 @@ from collections.abc import Callable, Coroutine
 from typing import Any, cast
 
 from prometheus_client import CollectorRegistry
+from starlette.routing import BaseRoute, Mount
 
 from pycm import __version__
 from pycm.app import controllers as _controllers  # noqa: F401  (registers the controllers)
 from pycm.app.clients import EventSinkAdapter, LeaseClientAdapter, ReviewPosterAdapter
+from pycm.app.command import dashboard_mounter
 from pycm.app.config import CompletedConfig
 from pycm.app.context import ControllerContext, resync_period
 from pycm.app.logs import configure_logging
@@ -67,7 +69,8 @@ from pycm.server import (
     SecureServingConfig,
     build_routes,
 )
-from pycm.server.debug import OpenStreams, debug_routes
+from pycm.server.dashboard_door import DASHBOARD_PATHS, DASHBOARD_PREFIX, DashboardDoor
+from pycm.server.debug import OpenStreams, Snapshot, debug_routes
 from pycm.trace.bus import Bus, default_bus
 from pycm.trace.kinds import (
     ControllerDisabled,
@@ -133,7 +136,8 @@ class Manager:
         # The share of traces exported by ratio (0 without an exporter): the traceparent flag.
         self._export_ratio = 0.0
         self._controller_metrics = ControllerMetrics(self.metrics_registry)
-        self._snapshot: Callable[[], dict[str, Any]] | None = None
+        self._snapshot: Snapshot | None = None
+        self._dashboard: Any = None  # the web dashboard mounted on the secure port, if any
 
     # -- lifetime -------------------------------------------------------------------------
 
@@ -200,7 +204,7 @@ class Manager:
             self._export_ratio = cfg.tracing.sample_ratio
             self._spawn(otel.run(), "otel sink")  # cancelled last: it flushes, bounded
         try:
-            from pycm.trace.reducer import State
+            from pycm.trace.state import State
         except ImportError:  # the reducer module is optional for the manager to run
             return
         state = State()
@@ -293,9 +297,18 @@ class Manager:
             if cfg.authorization.kubeconfig:
                 authz_client = await self._connect(cfg.authorization.kubeconfig)
                 self._extra_clients.append(authz_client)
+            reviewer = DelegatingTokenReviewer(ReviewPosterAdapter(authn_client), clock=self.clock)
+            authorizer = DelegatingAuthorizer(ReviewPosterAdapter(authz_client), clock=self.clock)
+            routes.routes.extend(self._mount_dashboard(DashboardDoor(reviewer, authorizer)))
+            always_allow = tuple(cfg.authorization.always_allow_paths)
+            if self._dashboard is not None:
+                # The dashboard is its own door (401/403 from its checks); its session cookie is
+                # a credential for /debug/pycm/* too.
+                always_allow += DASHBOARD_PATHS
             authenticator = DelegatingAuthenticator(
-                DelegatingTokenReviewer(ReviewPosterAdapter(authn_client), clock=self.clock),
+                reviewer,
                 client_certificates=bool(cfg.authentication.client_ca_file),
+                session_users=self._dashboard.session_user if self._dashboard else None,
             )
             server = SecureServer(
                 routes,
@@ -308,10 +321,8 @@ class Manager:
                     client_ca_file=cfg.authentication.client_ca_file or None,
                 ),
                 authenticator=authenticator,
-                authorizer=DelegatingAuthorizer(
-                    ReviewPosterAdapter(authz_client), clock=self.clock
-                ),
-                always_allow_paths=cfg.authorization.always_allow_paths,
+                authorizer=authorizer,
+                always_allow_paths=always_allow,
                 bus=self.bus,
                 clock=self.clock,
                 on_failure=lambda e: self._fail(f"secure serving failed: {e}"),
@@ -327,6 +338,24 @@ class Manager:
                 on_failure=lambda e: self._fail(f"insecure serving failed: {e}"),
             )
             await self._start_server(insecure)
+
+    def _mount_dashboard(self, door: DashboardDoor) -> list[BaseRoute]:
+        """The web dashboard at /dashboard, when pycm.cli installed one: it reads this
+        manager's own reducer and bus, and lets in whom ``door`` says may read the events."""
+        mounter = dashboard_mounter()
+        if mounter is None:
+            return []
+        le = self.config.leader_election
+        self._dashboard = mounter(
+            bus=self.bus,
+            identity=self.identity,
+            snapshot=self._snapshot,
+            door=door,
+            renew_deadline_s=le.renew_deadline,
+            lease_duration_s=le.lease_duration,
+        )
+        self._spawn(self._dashboard.run(), "dashboard")
+        return [Mount(DASHBOARD_PREFIX, app=self._dashboard.app)]
 
     async def _start_server(self, server: SecureServer | InsecureServer) -> None:
         try:
@@ -540,6 +569,8 @@ class Manager:
         for task in stuck:
             log.error("task %s did not stop within %.0fs", task.get_name(), SHUTDOWN_TIMEOUT)
         self._streams.close_all()  # end the event streams so the servers stop promptly
+        if self._dashboard is not None:
+            self._dashboard.close()
         for server in reversed(self.servers):
             await server.stop()
         for extra in self._extra_clients:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from typing import Any
 
 import orjson
@@ -10,7 +11,7 @@ import pytest
 
 from pycm.trace import kinds as k
 from pycm.trace.events import Outcome
-from pycm.trace.reducer import State
+from pycm.trace.state import State
 from tests.web.streams import T0, S, added, parse_frames
 from web.fanout import Broadcast
 from web.hub import DashboardConfig, Hub, event_json, series_sample
@@ -88,7 +89,7 @@ def test_hub_duplicates_within_a_connection_are_not_a_restart() -> None:
 def _snapshot_of(events: list[Any]) -> dict[str, Any]:
     state = State()
     state.apply_all(events)
-    return state.snapshot()
+    return dict(state.snapshot())
 
 
 def test_hub_first_snapshot_is_adopted_and_events_it_holds_are_not_applied_again() -> None:
@@ -235,7 +236,7 @@ def test_hub_sample_appends_a_series_point_and_a_snapshot_frame_while_watched() 
 def test_hub_source_with_the_managers_state_is_sampled_only_while_watched() -> None:
     calls = []
 
-    def snapshot() -> dict[str, Any]:
+    def snapshot() -> Mapping[str, Any]:
         calls.append(1)
         return _snapshot_of([added(1)])
 

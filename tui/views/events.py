@@ -14,7 +14,8 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import DataTable, Static
 
-from pycm.trace import Event, UnknownEvent, to_dict
+from pycm.trace import Event, to_dict
+from pycm.trace.format import kind_of, summary
 from tui.feed import Feed
 from tui.views.base import View
 
@@ -22,32 +23,6 @@ __all__ = ["SHOWN", "EventsView", "event_filter"]
 
 SHOWN = 300  # rows listed: the newest matching events
 _KEYED = ("key", "resource", "lease", "controller", "queue")
-
-
-def _summary(event: Event) -> str:
-    if isinstance(event, UnknownEvent):
-        return f"(unknown kind) {event.raw[:80]}"
-    parts = []
-    for name in (
-        "controller",
-        "queue",
-        "resource",
-        "lease",
-        "key",
-        "identity",
-        "result",
-        "reason",
-        "outcome",
-        "error",
-    ):
-        value = getattr(event, name, None)
-        if value not in (None, "") and not (name == "outcome" and str(value) == "ok"):
-            parts.append(f"{name}={value}")
-    return " ".join(parts)
-
-
-def _kind(event: Event) -> str:
-    return event.kind if isinstance(event, UnknownEvent) else event.KIND
 
 
 def event_filter(text: str) -> Callable[[Event], bool]:
@@ -69,7 +44,7 @@ def event_filter(text: str) -> Callable[[Event], bool]:
             words.append(term.lower())
 
     def accept(event: Event) -> bool:
-        kind = _kind(event)
+        kind = kind_of(event)
         for k in kinds:
             if not (kind.startswith(k[:-1]) if k.endswith("*") else kind == k):
                 return False
@@ -154,7 +129,7 @@ class EventsView(View):
         table.clear()
         for i, event in enumerate(rows):
             table.add_row(
-                str(event.seq), event.instance, _kind(event), _summary(event)[:120], key=str(i)
+                str(event.seq), event.instance, kind_of(event), summary(event)[:120], key=str(i)
             )
         if self.follow and rows:
             table.move_cursor(row=len(rows) - 1, animate=False)
@@ -179,7 +154,7 @@ class EventsView(View):
         self.selected = event
         attrs = to_dict(event)
         text = Text()
-        text.append(f"{_kind(event)}", style="bold")
+        text.append(f"{kind_of(event)}", style="bold")
         text.append(f"   trace id {event.trace_id or '-'}  (c copies)\n", style="cyan")
         for name, value in attrs.items():
             text.append(f"{name}: ", style="dim")

@@ -1,4 +1,5 @@
-"""The SSE parser, and SseSource against an httpx MockTransport server that drops the stream."""
+"""The stream client: its SSE parser, resume and backoff against an httpx MockTransport server that
+drops the stream, and against pycm's real debug route."""
 
 from __future__ import annotations
 
@@ -12,11 +13,15 @@ import pytest
 
 from pycm.trace import Bus, Event, UnknownEvent, encode
 from pycm.trace import kinds as k
-from pycm.trace.reducer import State
+from pycm.trace.state import State
+from pycm.trace.stream import (
+    SourceState,
+    SourceStatus,
+    SseMessage,
+    SseParser,
+    StreamClient,
+)
 from pycm.util.backoff import Backoff
-from tui.feed import Feed
-from tui.sources import SseSource
-from tui.sse import SseMessage, SseParser
 
 
 def parse(lines: list[str]) -> list[SseMessage]:
@@ -117,18 +122,38 @@ class Server:
         return httpx.Response(503, content=b"")
 
 
+class Sink:
+    """A :class:`~pycm.trace.stream.StreamSink` that records everything and folds the events."""
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+        self.snapshots: list[dict[str, Any]] = []
+        self.statuses: list[SourceStatus] = []
+        self.names: set[str] = set()
+        self.state = State()
+
+    def push(self, source: str, events: Any) -> None:
+        self.names.add(source)
+        self.events.extend(events)
+        self.state.apply_all(events)
+
+    def push_snapshot(self, source: str, snapshot: Any) -> None:
+        self.names.add(source)
+        self.snapshots.append(dict(snapshot))
+
+    def set_status(self, source: str, status: SourceStatus) -> None:
+        self.names.add(source)
+        self.statuses.append(status)
+
+    @property
+    def states(self) -> list[SourceState]:
+        return [s.state for s in self.statuses]
+
+
 @pytest.mark.asyncio
-async def test_sse_source_reconnects_after_a_drop_and_resumes_since_last_seq() -> None:
+async def test_stream_client_reconnects_after_a_drop_and_resumes_since_last_seq() -> None:
     server = Server()
-    feed = Feed()
-    statuses: list[str] = []
-    original = feed.set_status
-
-    def record(source: Any, status: str) -> None:
-        statuses.append(status)
-        original(source, status)
-
-    feed.set_status = record  # type: ignore[method-assign]
+    sink = Sink()
     delays: list[float] = []
     third_sleep = asyncio.Event()
 
@@ -136,16 +161,16 @@ async def test_sse_source_reconnects_after_a_drop_and_resumes_since_last_seq() -
         delays.append(delay)
         if len(delays) >= 3:
             third_sleep.set()
-            await asyncio.Future()  # park: the test cancels the source
+            await asyncio.Future()  # park: the test cancels the client
 
-    source = SseSource(
+    client = StreamClient(
         "https://replica-a:10257",
         token="s3cret",
         transport=httpx.MockTransport(server.handler),
         backoff=Backoff(1.0, factor=2.0),
         sleep=sleep,
     )
-    task = asyncio.create_task(source.run(feed), name="sse source")
+    task = asyncio.create_task(client.run(sink), name="stream client")
     await asyncio.wait_for(third_sleep.wait(), 5)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -156,42 +181,121 @@ async def test_sse_source_reconnects_after_a_drop_and_resumes_since_last_seq() -
     assert server.requests[0].url.path == "/debug/pycm/events"
     # backoff resets after a connection that delivered: 1 s, 1 s, then 2 s after the 503
     assert delays == [1.0, 1.0, 2.0]
-    assert statuses[:2] == ["connecting", "live"]
-    assert statuses[2].startswith("reconnecting in 1.0s (RemoteProtocolError")
-    assert statuses[-1] == "reconnecting in 2.0s (HTTP 503)"
-    assert source.malformed == 1 and source.last_seq == 3
-    assert feed.snapshots == 1
-    feed.drain()
-    state = feed.state
-    assert state.leases["kube-system/pycm"].transitions == 3  # from the snapshot
+    assert sink.names == {"replica-a:10257"}
+    assert sink.states[:3] == [
+        SourceState.CONNECTING,
+        SourceState.CONNECTED,
+        SourceState.RECONNECTING,
+    ]
+    assert sink.statuses[2].reason.startswith("RemoteProtocolError")
+    assert sink.statuses[2].reason.endswith("; retrying in 1.0s")
+    assert sink.statuses[-1] == SourceStatus(SourceState.RECONNECTING, "HTTP 503; retrying in 2.0s")
+    assert client.malformed == 1 and client.last_seq == 3
+    assert len(sink.snapshots) == 1
+    assert sink.snapshots[0]["leases"]["kube-system/pycm"]["transitions"] == 3
+    state = sink.state
     assert state.leases["kube-system/pycm"].holders["pycm-a"].renews == 3
     assert state.unknown == {"from.the.future": 1}
-    assert isinstance(feed.recent[2], UnknownEvent)
+    assert isinstance(sink.events[2], UnknownEvent)
 
 
-def test_feed_overflow_drops_oldest_and_counts() -> None:
-    feed = Feed(max_buffer=3)
-    feed.push(None, [renewed(i) for i in range(1, 6)])
-    assert feed.dropped == 2
-    assert feed.drain() == 3
-    assert [e.seq for e in feed.recent] == [3, 4, 5]
+@pytest.mark.parametrize(
+    ("code", "state"),
+    [
+        pytest.param(401, SourceState.UNAUTHORIZED, id="401"),
+        pytest.param(403, SourceState.FORBIDDEN, id="403"),
+        pytest.param(500, SourceState.RECONNECTING, id="500"),
+    ],
+)
+@pytest.mark.asyncio
+async def test_stream_client_http_error_is_a_typed_status_and_retried(
+    code: int, state: SourceState
+) -> None:
+    calls: list[httpx.Request] = []
 
+    def handler(request: httpx.Request) -> httpx.Response:
+        calls.append(request)
+        return httpx.Response(code, text="Unauthorized" if code == 401 else "")
 
-def test_feed_snapshot_merge_keeps_known_instances() -> None:
-    feed = Feed()
-    feed.push(None, [renewed(1)])
-    feed.drain()
-    other = State()
-    other.apply(
-        k.LeaseRenewed(lease="kube-system/pycm", identity="pycm-a", seq=9, ts=9, instance="pycm-a")
+    sink = Sink()
+    sleeps: list[float] = []
+
+    async def sleep(delay: float) -> None:
+        sleeps.append(delay)
+        if len(sleeps) >= 2:
+            await asyncio.Future()
+
+    client = StreamClient(
+        "https://a:1", transport=httpx.MockTransport(handler), backoff=Backoff(1.0), sleep=sleep
     )
-    other.apply(
-        k.ControllerStarted(controller="deployment", workers=2, seq=1, ts=9, instance="pycm-b")
+    task = asyncio.create_task(client.run(sink), name="stream client")
+    async with asyncio.timeout(5):
+        while len(sleeps) < 2:
+            await asyncio.sleep(0)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert len(calls) == 2  # it keeps trying: a token may be fixed
+    assert sink.states == [SourceState.CONNECTING, state, SourceState.CONNECTING, state]
+    assert sink.statuses[1].reason.startswith(f"HTTP {code}")
+
+
+@pytest.mark.asyncio
+async def test_stream_client_token_file_read_before_every_attempt(tmp_path: Any) -> None:
+    token = tmp_path / "token"
+    seen: list[str] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request.headers.get("authorization", ""))
+        token.write_text("second\n")  # rotated after the first attempt
+        return httpx.Response(401)
+
+    sink = Sink()
+    sleeps: list[float] = []
+
+    async def sleep(delay: float) -> None:
+        sleeps.append(delay)
+        if len(sleeps) >= 3 and len(seen) >= 2:
+            await asyncio.Future()
+
+    client = StreamClient(
+        "https://a:1",
+        token_file=str(token),
+        transport=httpx.MockTransport(handler),
+        backoff=Backoff(1.0),
+        sleep=sleep,
     )
-    feed.push_snapshot(None, other.snapshot())
-    assert feed.state.instances["pycm-a"].last_seq == 1  # ours kept
-    assert ("pycm-b", "deployment") in feed.state.controllers  # theirs adopted
-    feed.push_snapshot(None, {"instances": "garbage"})  # not fatal
+    task = asyncio.create_task(client.run(sink), name="stream client")
+    async with asyncio.timeout(5):
+        while len(sleeps) < 1:
+            await asyncio.sleep(0)
+        token.write_text("first\n")
+        while len(seen) < 2 or len(sleeps) < 3:
+            await asyncio.sleep(0)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    # no file yet: FAILED without a request; then the first token, then the rotated one
+    assert sink.statuses[1].state is SourceState.FAILED
+    assert "token file" in sink.statuses[1].reason
+    assert seen == ["Bearer first", "Bearer second"]
+
+
+def test_source_status_wire_form_uses_the_enum_values() -> None:
+    assert SourceStatus(SourceState.TLS_ERROR, "bad cert").to_dict() == {
+        "state": "tls_error",
+        "reason": "bad cert",
+    }
+    assert [s.value for s in SourceState] == [
+        "connecting",
+        "connected",
+        "reconnecting",
+        "unauthorized",
+        "forbidden",
+        "tls_error",
+        "failed",
+        "ended",
+    ]
 
 
 class _Limit(httpx.AsyncBaseTransport):
@@ -209,7 +313,7 @@ class _Limit(httpx.AsyncBaseTransport):
 
 
 @pytest.mark.asyncio
-async def test_sse_source_against_pycm_debug_route_resumes_without_gaps_or_duplicates() -> None:
+async def test_stream_client_against_pycm_debug_route_resumes_without_gaps_or_duplicates() -> None:
     from starlette.applications import Starlette
 
     from pycm.server.debug import debug_routes
@@ -221,7 +325,7 @@ async def test_sse_source_against_pycm_debug_route_resumes_without_gaps_or_dupli
     )
     app = Starlette(routes=debug_routes(bus, server_state.snapshot))
     transport = _Limit(httpx.ASGITransport(app=app))
-    feed = Feed()
+    sink = Sink()
     sleeps: list[float] = []
     parked = asyncio.Event()
 
@@ -231,10 +335,10 @@ async def test_sse_source_against_pycm_debug_route_resumes_without_gaps_or_dupli
             parked.set()
             await asyncio.Future()
 
-    source = SseSource(
+    client = StreamClient(
         "http://pycm-a:10257", transport=transport, sleep=sleep, backoff=Backoff(0.5)
     )
-    task = asyncio.create_task(source.run(feed), name="sse source")
+    task = asyncio.create_task(client.run(sink), name="stream client")
     try:
         async with asyncio.timeout(5):
             while bus.subscribers == 0:  # live from the first connection on: since=None
@@ -248,8 +352,8 @@ async def test_sse_source_against_pycm_debug_route_resumes_without_gaps_or_dupli
         with pytest.raises(asyncio.CancelledError):
             await task
     assert transport.since == [None, "2", "4"]
-    feed.drain()
-    assert [e.seq for e in feed.recent] == [1, 2, 3, 4, 5, 6]
-    assert feed.snapshots == 1  # adopted once: the later ones name an instance already known
-    assert feed.state.queues[("pycm-a", "deployment")].depth == 6
-    assert ("pycm-a", "deployment") in feed.state.controllers  # from the snapshot
+    assert [e.seq for e in sink.events] == [1, 2, 3, 4, 5, 6]
+    assert len(sink.snapshots) == 3  # one first on every connection
+    assert sink.state.queues[("pycm-a", "deployment")].depth == 6
+    assert "deployment" in sink.snapshots[0]["controllers"]["pycm-a"]
+    assert client.restarts == 0 and client.duplicates == 0
