@@ -1,8 +1,6 @@
-"""The browser suite's set-up: the emulator, three real ``pycm run`` replicas, and a fan-in
-dashboard over them — the hub (web/hub.py) fed by each replica's ``/debug/pycm/events`` (the
-demo's stream reader), the live routes and the page (web/app.py) served by uvicorn — all on a
-loop in a background thread, so the tests drive Debian's chromium with Playwright's sync API.
-Logins are checked by the emulator's TokenReview and SubjectAccessReview, as in ``pycm run``.
+"""The browser suite's set-up: the emulator, three real ``pycm run`` replicas and a real
+``pycm dashboard --server … ×3`` over them (the emulator and the replicas' supervision on a loop
+in a background thread), so the tests drive Debian's chromium with Playwright's sync API.
 
 One set-up for the whole module (a replica start costs seconds): the tests run in file order
 and later ones build on what earlier ones did (the leader killed, then restarted).
@@ -23,16 +21,10 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
-import uvicorn
 from playwright.sync_api import Browser, ConsoleMessage, Page, sync_playwright
-from starlette.applications import Starlette
-from starlette.routing import Mount
 
-import pycm.demo.stream as demo_stream
-from pycm.demo.stream import ReplicaStream
+from pycm.demo.orchestrator import _deployment
 from pycm.kube import DEPLOYMENTS, Client, load_config
-from pycm.server import DashboardDoor, DelegatingAuthorizer, DelegatingTokenReviewer
-from pycm.server.kube_poster import ClientReviewPoster
 from pycm.sim.server import run_emulator
 from tests.e2e.conftest import (
     LEASE,
@@ -44,11 +36,6 @@ from tests.e2e.conftest import (
     Cluster,
     Replica,
 )
-from web.app import build_dashboard
-from web.auth import manager_auth
-from web.hub import DashboardConfig, Hub
-from web.live import live_routes
-from web.sessions import Viewer
 
 CHROMIUM = "/usr/bin/chromium"
 REPLICAS = ("replica-a", "replica-b", "replica-c")
@@ -113,8 +100,57 @@ class BrowserCluster(Cluster):
         await replica.process.wait()
 
 
+class CuttableProxy:
+    """A TCP proxy on 127.0.0.1 in front of the dashboard: ``cut()`` drops every open
+    connection (a network blip, a proxy's idle timeout) while it keeps listening, so the page's
+    EventSource reconnects to the same server with its session intact."""
+
+    def __init__(self, target_port: int) -> None:
+        self.target_port = target_port
+        self.port = 0
+        self.cuts = 0
+        self._writers: set[asyncio.StreamWriter] = set()
+        self._server: asyncio.Server | None = None
+
+    async def start(self) -> None:
+        self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
+        self.port = int(self._server.sockets[0].getsockname()[1])
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
+        except OSError:
+            writer.close()
+            return
+        self._writers |= {writer, up_writer}
+
+        async def pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+            with contextlib.suppress(OSError, asyncio.CancelledError):
+                while data := await src.read(65536):
+                    dst.write(data)
+                    await dst.drain()
+            dst.close()
+
+        try:
+            await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+        finally:
+            self._writers -= {writer, up_writer}
+
+    def cut(self) -> None:
+        self.cuts += 1
+        for writer in list(self._writers):
+            writer.transport.abort()
+
+    async def stop(self) -> None:
+        self.cut()
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+
+
 class Stack:
-    """Everything the page talks to, on its own event loop in a thread."""
+    """Everything the page talks to, on its own event loop in a thread: the emulator and the
+    replicas in process, ``pycm dashboard`` as a real process."""
 
     def __init__(self, tmp: Path) -> None:
         self.tmp = tmp
@@ -123,19 +159,13 @@ class Stack:
         self.thread.start()
         self.exit = contextlib.AsyncExitStack()
         self.tasks: list[asyncio.Task[Any]] = []
-        self.port = _free_port()
-        self.server: uvicorn.Server | None = None
-        self.server_task: asyncio.Task[Any] | None = None
+        self.login_url = ""  # the one-time URL pycm dashboard printed
+        self.base = ""  # http://127.0.0.1:PORT/dashboard
+        self.token = ""  # the token the dashboard uses; it may log in with it too
+        self.dashboard: asyncio.subprocess.Process | None = None
 
     def run(self, coro: Coroutine[Any, Any, _T], timeout: float = 90.0) -> _T:
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
-
-    @property
-    def base(self) -> str:
-        return f"http://127.0.0.1:{self.port}/dashboard"
-
-    def login_url(self) -> str:
-        return f"{self.base}/login?code={self.auth.new_login_code()}"
 
     async def start(self) -> None:
         emu = await self.exit.enter_async_context(run_emulator())
@@ -146,92 +176,65 @@ class Stack:
         self._spawn(self.cluster.leases.run(self.client), "lease-recorder")
         await self.cluster.start_all(*REPLICAS)
         await self.cluster.leases.wait_for(bool, timeout=60)
-
-        self.hub = Hub(
-            "fanin",
-            DashboardConfig(
-                jaeger_url=JAEGER, renew_deadline_s=RENEW_DEADLINE, lease_duration_s=LEASE_DURATION
-            ),
-        )
+        self.token = emu.admin_token
+        token_file = self.tmp / "token"
+        token_file.write_text(self.token)
+        argv = [sys.executable, "-m", "pycm", "dashboard", "--token-file", str(token_file)]
         for identity in REPLICAS:
-            self._feed(identity)
-        self._spawn(self.hub.run(), "hub")
-        poster = ClientReviewPoster(self.client)
-        door = DashboardDoor(DelegatingTokenReviewer(poster), DelegatingAuthorizer(poster))
-        # The printed code stands for the operator who started the dashboard.
-        self.auth = manager_auth(door, code_viewer=Viewer("operator", groups=("system:masters",)))
-        self.app = Starlette(
-            routes=[Mount("/dashboard", app=build_dashboard(live_routes(self.hub), self.auth))]
-        )
-        await self.serve()
+            argv += ["--server", self.cluster.replicas[identity].url]
+        # Each replica serves a self-signed certificate of its own: one CA flag cannot trust
+        # all three, so the test (loopback only) skips verification.
+        argv += ["--insecure-skip-tls-verify", "--listen", "127.0.0.1:0"]
+        argv += ["--renew-deadline", f"{RENEW_DEADLINE}s", "--lease-duration", f"{LEASE_DURATION}s"]
+        argv += ["--jaeger-url", JAEGER]
+        with (self.tmp / "dashboard.log").open("wb") as log:
+            self.dashboard = await asyncio.create_subprocess_exec(
+                *argv,
+                cwd=ROOT,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=log,
+            )
+        self.exit.push_async_callback(self._stop_dashboard)
+        assert self.dashboard.stdout is not None
+        async with asyncio.timeout(60):
+            line = (await self.dashboard.stdout.readline()).decode()
+        prefix = "pycm dashboard: serving "
+        assert line.startswith(prefix), line + (self.tmp / "dashboard.log").read_text()
+        # The page goes through a proxy the tests can cut (see CuttableProxy).
+        served = line[len(prefix) :].strip()
+        port = int(served.split("://", 1)[1].split("/", 1)[0].rsplit(":", 1)[1])
+        self.proxy = CuttableProxy(port)
+        await self.proxy.start()
+        self.exit.push_async_callback(self.proxy.stop)
+        self.login_url = served.replace(f":{port}/", f":{self.proxy.port}/", 1)
+        self.base = self.login_url.split("/login?", 1)[0]
+        self._spawn(self._drain(self.dashboard.stdout), "dashboard stdout")
         # A workload, so the controllers have something to reconcile.
-        from pycm.demo.orchestrator import _deployment
-
         await self.client.create(DEPLOYMENTS, _deployment("web", 3), namespace="default")
 
-    def _feed(self, identity: str) -> None:
-        """The replica's stream into the hub, reporting each new connection as the stream
-        client does (the hub needs it to tell a restarted replica from a resumed stream)."""
-        connects = [0]
-        hub = self.hub
+    @staticmethod
+    async def _drain(stream: asyncio.StreamReader) -> None:
+        while await stream.readline():
+            pass
 
-        def on_event(name: str, event: Any) -> None:
-            if stream.connects != connects[0]:
-                connects[0] = stream.connects
-                hub.set_status(name, "reconnecting")
-                hub.set_status(name, "connected")
-            hub.push(name, [event])
-
-        stream = ReplicaStream(
-            identity,
-            self.cluster.replicas[identity].url,
-            self.tmp / f"certs-{identity}" / "pycm.crt",
-            self.cluster.emu.admin_token,
-            on_event,
-            lambda: self.cluster.generations[identity],
-        )
-        self._spawn(stream.run(), f"stream {identity}")
-
-    async def serve(self) -> None:
-        self.server = uvicorn.Server(
-            uvicorn.Config(
-                self.app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="off"
-            )
-        )
-        self.server_task = asyncio.create_task(self.server.serve(), name="dashboard-server")
-        async with asyncio.timeout(20):
-            while not self.server.started:
-                await asyncio.sleep(0.05)
-
-    async def restart_server(self) -> None:
-        """Stop serving (every open stream ends) and serve again on the same port."""
-        assert self.server is not None and self.server_task is not None
-        self.server.should_exit = True
-        self.server.force_exit = True
-        await self.server_task
-        # The open streams outlive a stopped uvicorn on a loop that keeps running (a process
-        # exiting would end them): end them as the process's end would.
-        self.hub.broadcast.close_all()
-        await self.serve()
+    async def _stop_dashboard(self) -> None:
+        if self.dashboard is not None and self.dashboard.returncode is None:
+            self.dashboard.send_signal(signal.SIGTERM)
+            try:
+                await asyncio.wait_for(self.dashboard.wait(), 20)
+            except TimeoutError:
+                self.dashboard.kill()
+                await self.dashboard.wait()
 
     def _spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> None:
         self.tasks.append(asyncio.create_task(coro, name=name))
 
     async def stop(self) -> None:
-        if self.server is not None and self.server_task is not None:
-            self.server.should_exit = True
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(self.server_task, 10)
         for task in self.tasks:
             task.cancel()
         await asyncio.gather(*self.tasks, return_exceptions=True)
         await self.exit.aclose()
-        # Whatever is left (a stream's handler after its server stopped) ends here too.
-        me = asyncio.current_task()
-        rest = [t for t in asyncio.all_tasks() if t is not me]
-        for task in rest:
-            task.cancel()
-        await asyncio.gather(*rest, return_exceptions=True)
         await asyncio.get_running_loop().shutdown_asyncgens()
 
     def close(self) -> None:
@@ -248,16 +251,12 @@ class Stack:
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     if not Path(CHROMIUM).exists() or shutil.which("chromium") is None:
         pytest.skip(f"{CHROMIUM} is not installed (.ci/run installs it)")
-    # Every kind, not only the ones the demo prints: the page shows them all.
-    saved = demo_stream.KINDS
-    demo_stream.KINDS = ""
     stack = Stack(tmp_path_factory.mktemp("browser"))
     try:
-        stack.run(stack.start(), timeout=120)
+        stack.run(stack.start(), timeout=150)
         yield stack
     finally:
         stack.close()
-        demo_stream.KINDS = saved
 
 
 @pytest.fixture(scope="module")
@@ -278,6 +277,7 @@ class Console:
 
     def __init__(self, page: Page) -> None:
         self.messages: list[str] = []
+        self.expected: list[str] = []  # errors a test caused on purpose (a cut connection)
         page.on("console", self._console)
         page.on("pageerror", lambda error: self.messages.append(f"pageerror: {error}"))
 
@@ -286,7 +286,11 @@ class Console:
 
     @property
     def errors(self) -> list[str]:
-        return [m for m in self.messages if m.startswith(("error", "pageerror"))]
+        return [
+            m
+            for m in self.messages
+            if m.startswith(("error", "pageerror")) and not any(e in m for e in self.expected)
+        ]
 
 
 def poll(

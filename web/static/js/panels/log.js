@@ -59,7 +59,7 @@ export class LogPanel {
       const error = ev.error || (ev.outcome && ev.outcome !== "ok");
       return el("li", { class: error ? "error" : "", "data-seq": `${source}:${ev.seq}` },
         el("span", { class: "time", text: `${fmtTime(ev.ts || 0)} ` }),
-        el("span", { class: "src", text: `${source} ` }),
+        el("span", { class: "src", title: source, text: `${ev.instance || source} ` }),
         el("span", { class: "kind", text: `${ev.kind} ` }),
         el("span", { class: "line", text: attributes(ev) }));
     });

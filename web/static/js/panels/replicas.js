@@ -24,9 +24,16 @@ export function leaderOf(model) {
   return best;
 }
 
-function instanceOf(s) {
-  const names = Object.keys(s.snapshot.instances || {});
-  return names.includes(s.name) ? s.name : names[0] || s.name;
+// The replica a source is: its own name if an instance has it, else the instance that emitted
+// most (events before the identity was known carry an empty instance name).
+export function instanceOf(s) {
+  const instances = s.snapshot.instances || {};
+  if (instances[s.name]) return s.name;
+  let best = "";
+  for (const [name, inst] of Object.entries(instances)) {
+    if (name && (!best || (inst.events || 0) > (instances[best].events || 0))) best = name;
+  }
+  return best || s.name;
 }
 
 export function renderReplicas(model, host, nowNs) {
@@ -67,9 +74,9 @@ export function renderReplicas(model, host, nowNs) {
     }
     const state = (s.status && s.status.state) || "connecting";
     cards.push(
-      el("article", { class: `card${isLeader ? " leader" : ""}`, "data-source": s.name, "data-role": role },
+      el("article", { class: `card${isLeader ? " leader" : ""}`, "data-source": s.name, "data-identity": identity, "data-role": role },
         el("div", { class: "row" },
-          el("span", { class: "name", text: identity }),
+          el("span", { class: "name", title: s.name, text: identity }),
           el("span", { class: "role", text: role })),
         gauge,
         el("div", { class: "row" },
