@@ -29,7 +29,7 @@ export class InformersPanel {
         }
       }
       for (const [instance, rec] of Object.entries(s.snapshot.instances || {})) {
-        if (Object.keys(rec.steps || {}).length) instances.push({ label: `${s.name}: ${instance}`, instance, rec });
+        if (Object.keys(rec.steps || {}).length) instances.push({ label: instance, instance, rec });
       }
     }
     this.tbody.replaceChildren(...rows);
@@ -60,7 +60,14 @@ export class InformersPanel {
       bar.style.left = pct(((s.start_ts - t0) / span) * 100);
       bar.style.width = pct(((s.dur_ns || 0) / span) * 100);
       const ms = el("span", { class: "ms", text: `${fmtNum((s.dur_ns || 0) / 1e6)} ms` });
-      ms.style.left = pct(Math.min(88, ((s.start_ts + (s.dur_ns || 0) - t0) / span) * 100 + 1));
+      // The duration after the bar, or inside its right end when the bar reaches the edge.
+      const end = ((s.start_ts + (s.dur_ns || 0) - t0) / span) * 100;
+      if (end > 85) {
+        ms.style.right = pct(100 - end + 1);
+        ms.classList.add("inside");
+      } else {
+        ms.style.left = pct(end + 1);
+      }
       return el("div", { class: "step" }, el("span", { class: "label", text: name }), bar, ms);
     });
     this.waterfall.replaceChildren(...rows);

@@ -40,8 +40,8 @@ export function renderReplicas(model, host, nowNs) {
   const cfg = model.config;
   const leader = leaderOf(model);
   const cards = [];
-  for (const s of [...model.sources.values()].sort((a, b) => a.name.localeCompare(b.name))) {
-    const identity = instanceOf(s);
+  const ordered = [...model.sources.values()].map((s) => [instanceOf(s), s]).sort((a, b) => a[0].localeCompare(b[0]));
+  for (const [identity, s] of ordered) {
     const inst = (s.snapshot.instances || {})[identity] || {};
     const isLeader = leader && leader.name === identity;
     const role = isLeader ? "leader" : inst.role === "leader" ? "was leader" : inst.role || "unknown";
