@@ -184,6 +184,27 @@ async def test_post_from_another_origin_is_403(dashboard: Dashboard, origin: str
     assert dashboard.auth.sessions.lookup(session) is not None, "the session survived"
 
 
+@pytest.mark.parametrize(
+    ("headers", "status"),
+    [
+        pytest.param({"Origin": "null", "Sec-Fetch-Site": "same-origin"}, 303, id="null-same"),
+        pytest.param({"Origin": "null", "Sec-Fetch-Site": "cross-site"}, 403, id="null-cross"),
+        pytest.param({"Origin": ORIGIN, "Sec-Fetch-Site": "same-site"}, 403, id="same-site"),
+        pytest.param({"Sec-Fetch-Site": "same-origin"}, 303, id="fetch-site-only"),
+    ],
+)
+async def test_login_post_origin_rules_under_no_referrer(
+    dashboard: Dashboard, headers: dict[str, str], status: int
+) -> None:
+    """No-referrer pages post their forms with ``Origin: null``: Sec-Fetch-Site decides."""
+    answer = await dashboard.client.post(
+        "/dashboard/login",
+        content="token=good",
+        headers={"Content-Type": "application/x-www-form-urlencoded", **headers},
+    )
+    assert answer.status_code == status
+
+
 async def test_post_with_cookie_and_no_origin_is_403(dashboard: Dashboard) -> None:
     session = await _login(dashboard)
     answer = await dashboard.client.post("/dashboard/logout", headers=_cookie(session))

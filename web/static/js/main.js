@@ -25,8 +25,17 @@ let drawnVersion = -1;
 let lastWall = 0;
 let pending = false;
 
-function windowNs() {
-  return Number($("#window-select").value) * 60e9;
+// The timelines' span: the chosen window, or less while the sources are younger than it (so a
+// fresh start is not squeezed into the right edge of 15 empty minutes).
+function windowNs(now) {
+  const chosen = Number($("#window-select").value) * 60e9;
+  let first = now;
+  for (const s of model.sources.values()) {
+    for (const inst of Object.values(s.snapshot.instances || {})) {
+      if (inst.first_ts) first = Math.min(first, inst.first_ts);
+    }
+  }
+  return Math.max(60e9, Math.min(chosen, (now - first) * 1.05));
 }
 
 function setStreamState(state) {
@@ -49,10 +58,11 @@ function render() {
     $("#leader-name").textContent = leader ? leader.name : "—";
     $("#mode").textContent = model.mode;
     const jaeger = model.config.jaeger_url || (jaegerMeta && jaegerMeta.content) || "";
-    panels.lease.render(model, now, windowNs());
-    panels.incidents.render(model, now, windowNs());
-    panels.controllers.render(model, now, windowNs(), jaeger);
-    panels.informers.render(model);
+    const span = windowNs(now);
+    panels.lease.render(model, now, span);
+    panels.incidents.render(model, now, span);
+    panels.controllers.render(model, now, span, jaeger);
+    panels.informers.render(model, leader ? leader.name : "");
   }
   panels.log.render(model);
   frames++;
@@ -121,5 +131,8 @@ document.addEventListener("keydown", (e) => {
 });
 $("#help-button").addEventListener("click", () => $("#help-dialog").showModal());
 $("#window-select").addEventListener("change", () => { drawnVersion = -1; });
+
+// For the browser tests and the curious at the console: the model, read-only by convention.
+window.pycmDashboard = Object.freeze({ model });
 
 connect();

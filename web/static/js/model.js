@@ -12,6 +12,7 @@ export class Model {
     this.sources = new Map(); // name -> Source
     this.replay = null;
     this.stream = "connecting"; // the EventSource's own state
+    this.connects = 0; // hellos received: 1 + the reconnects
     this.log = new Array(LOG_CAPACITY); // ring of log entries
     this.logNext = 0; // index of the next write; total written so far
     this.duplicatesDropped = 0;
@@ -34,6 +35,7 @@ export class Model {
   // hello: a complete picture; the page resets to it but keeps each source's last seq, so the
   // events that follow a reconnect are not shown twice.
   hello(msg) {
+    this.connects++;
     this.mode = msg.mode || "live";
     this.config = { ...this.config, ...(msg.config || {}) };
     this.replay = msg.replay || null;

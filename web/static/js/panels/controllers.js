@@ -50,7 +50,7 @@ export class ControllersPanel {
             el("td", { class: "num", text: fmtNum(sample.p99_ms ?? latency.p99) }),
             el("td", { class: `num${errors ? " bad" : ""}`, text: fmtNum(errors ?? 0, 0) }),
             el("td", { class: "num", text: fmtNum(sample.retries ?? queue.retries ?? 0, 0) })));
-          records.push({ label: `${s.name}: ${id}`, rec, source: s.name, id });
+          records.push({ label: id, rec, source: s.name, id });
         }
       }
       // Time series: one x axis (the longest source's samples), others aligned by index from
@@ -60,8 +60,8 @@ export class ControllersPanel {
       const ids = new Set();
       for (const p of samples) for (const id of Object.keys(p.controllers || {})) ids.add(id);
       for (const id of [...ids].sort()) {
-        depthLines.push({ label: `${s.name}: ${id}`, samples, pick: (p) => (p.controllers[id] || {}).depth ?? null });
-        syncLines.push({ label: `${s.name}: ${id}`, samples, pick: (p) => (p.controllers[id] || {}).syncs_per_s ?? null });
+        depthLines.push({ label: id, samples, pick: (p) => (p.controllers[id] || {}).depth ?? null });
+        syncLines.push({ label: id, samples, pick: (p) => (p.controllers[id] || {}).syncs_per_s ?? null });
       }
     }
     this.tbody.replaceChildren(...rows);
@@ -94,8 +94,9 @@ export class ControllersPanel {
       this.histogram.replaceChildren(el("span", { class: "muted", text: "no reconciles yet" }));
       return;
     }
-    const first = buckets[0][0];
-    const lastIndex = buckets[buckets.length - 1][0];
+    // At least ~a decade around the samples, so one busy bucket reads as a bar, not a wall.
+    const first = Math.max(0, buckets[0][0] - 8);
+    const lastIndex = buckets[buckets.length - 1][0] + 8;
     const counts = new Map(buckets.map(([i, n]) => [i, n]));
     const top = Math.max(...buckets.map(([, n]) => n));
     const bars = [];
@@ -124,7 +125,7 @@ export class ControllersPanel {
       const slowest = list(rec.slowest).sort((a, b) => (b.dur_ns || 0) - (a.dur_ns || 0)).slice(0, 5);
       for (const k of [...failing.slice(-5), ...slowest]) {
         rows.push(el("tr", { class: k.failing ? "bad" : "" },
-          el("td", { text: `${source}: ${id}` }),
+          el("td", { title: source, text: id }),
           el("td", { class: "key", title: k.key, text: k.key }),
           el("td", { class: "num", text: fmtNum((k.dur_ns || 0) / 1e6) }),
           el("td", { text: k.failing ? `failing ×${k.count || 1}: ${k.error || k.result}` : k.result || k.outcome || "" }),

@@ -7,9 +7,11 @@ export class InformersPanel {
     this.tbody = root.querySelector("#informers-table tbody");
     this.waterfall = root.querySelector("#waterfall");
     this.select = root.querySelector("#waterfall-select");
+    this.chosen = false; // the user picked one: keep it; else follow the leader
+    this.select.addEventListener("change", () => { this.chosen = true; });
   }
 
-  render(model) {
+  render(model, leader) {
     const rows = [];
     const instances = [];
     for (const s of [...model.sources.values()].sort((a, b) => a.name.localeCompare(b.name))) {
@@ -27,7 +29,7 @@ export class InformersPanel {
         }
       }
       for (const [instance, rec] of Object.entries(s.snapshot.instances || {})) {
-        if (Object.keys(rec.steps || {}).length) instances.push({ label: `${s.name}: ${instance}`, rec });
+        if (Object.keys(rec.steps || {}).length) instances.push({ label: instance, instance, rec });
       }
     }
     this.tbody.replaceChildren(...rows);
@@ -35,9 +37,11 @@ export class InformersPanel {
     if (labels.join("|") !== [...this.select.options].map((o) => o.value).join("|")) {
       const chosen = this.select.value;
       this.select.replaceChildren(...labels.map((l) => el("option", { value: l, text: l })));
-      const leaderish = instances.find((i) => i.rec.role === "leader");
-      this.select.value = labels.includes(chosen) ? chosen : leaderish ? leaderish.label : labels[0] || "";
+      this.select.value = labels.includes(chosen) ? chosen : labels[0] || "";
     }
+    // Default: the leader's start-up (the one that got as far as starting controllers).
+    const leaderish = instances.find((i) => i.instance === leader);
+    if (!this.chosen && leaderish && this.select.value !== leaderish.label) this.select.value = leaderish.label;
     const chosen = instances.find((i) => i.label === this.select.value);
     this.renderWaterfall(chosen ? chosen.rec.steps : {});
   }
@@ -56,7 +60,14 @@ export class InformersPanel {
       bar.style.left = pct(((s.start_ts - t0) / span) * 100);
       bar.style.width = pct(((s.dur_ns || 0) / span) * 100);
       const ms = el("span", { class: "ms", text: `${fmtNum((s.dur_ns || 0) / 1e6)} ms` });
-      ms.style.left = pct(Math.min(88, ((s.start_ts + (s.dur_ns || 0) - t0) / span) * 100 + 1));
+      // The duration after the bar, or inside its right end when the bar reaches the edge.
+      const end = ((s.start_ts + (s.dur_ns || 0) - t0) / span) * 100;
+      if (end > 85) {
+        ms.style.right = pct(100 - end + 1);
+        ms.classList.add("inside");
+      } else {
+        ms.style.left = pct(end + 1);
+      }
       return el("div", { class: "step" }, el("span", { class: "label", text: name }), bar, ms);
     });
     this.waterfall.replaceChildren(...rows);

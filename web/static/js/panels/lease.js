@@ -67,8 +67,14 @@ export class LeasePanel {
     const x = (ts) => pct(((ts - start) / windowNs) * 100);
     const { name, changes, renews } = leaseHistory(model);
     this.name.textContent = name;
-    const replicas = new Set([...model.sources.keys()]);
-    for (const s of model.sources.values()) for (const i of Object.keys(s.snapshot.instances || {})) replicas.add(i);
+    // One lane per replica identity (a source is named by its URL in fan-in; its snapshot
+    // names the instance).
+    const replicas = new Set();
+    for (const s of model.sources.values()) {
+      const names = Object.keys(s.snapshot.instances || {}).filter(Boolean);
+      if (names.length) names.forEach((i) => replicas.add(i));
+      else replicas.add(s.name);
+    }
     for (const c of changes) if (c.new) replicas.add(c.new);
     const lanes = [];
     for (const replica of [...replicas].sort()) {

@@ -4,6 +4,22 @@ import { el, fmtTime } from "../dom.js";
 import { eventFilter } from "../filter.js";
 
 export const SHOWN = 300;
+const ENVELOPE = new Set(["kind", "v", "seq", "ts", "instance", "trace_id", "span_id", "parent_id", "line"]);
+
+// The event's own attributes, `name=value`, as `pycm top` lists them (the envelope is in the
+// columns before).
+function attributes(ev) {
+  const parts = [];
+  for (const [name, value] of Object.entries(ev)) {
+    if (ENVELOPE.has(name) || value === "" || value === null || value === undefined) continue;
+    if (name === "dur_ns") {
+      if (value) parts.push(`took=${(value / 1e6).toFixed(1)}ms`);
+      continue;
+    }
+    parts.push(`${name}=${typeof value === "number" && !Number.isInteger(value) ? value.toFixed(2) : value}`);
+  }
+  return parts.join(" ");
+}
 
 export class LogPanel {
   constructor(root) {
@@ -22,29 +38,33 @@ export class LogPanel {
   }
 
   togglePause() {
+    // Pausing keeps exactly what is on screen; following again redraws at the next frame.
     this.paused = !this.paused;
     this.button.textContent = this.paused ? "Follow (p)" : "Pause (p)";
     this.button.setAttribute("aria-pressed", String(this.paused));
-    this.drawn = -1;
+    if (!this.paused) this.drawn = -1;
   }
 
   render(model) {
-    if (this.paused && this.drawn !== -1) return;
-    const mark = `${model.logVersion}:${this.paused}`;
+    if (this.paused) {
+      this.count.textContent = `paused · ${model.logNext} received`;
+      return;
+    }
+    const mark = `${model.logVersion}`;
     if (mark === this.drawn) return;
     this.drawn = mark;
-    const entries = model.recent(SHOWN, this.accept);
+    // Arrival order interleaves sources by batch: list by time instead.
+    const entries = model.recent(SHOWN, this.accept).sort((a, b) => (a.ev.ts || 0) - (b.ev.ts || 0));
     const rows = entries.map(({ source, ev }) => {
       const error = ev.error || (ev.outcome && ev.outcome !== "ok");
       return el("li", { class: error ? "error" : "", "data-seq": `${source}:${ev.seq}` },
         el("span", { class: "time", text: `${fmtTime(ev.ts || 0)} ` }),
-        el("span", { class: "src", text: `${source} ` }),
+        el("span", { class: "src", title: source, text: `${ev.instance || source} ` }),
         el("span", { class: "kind", text: `${ev.kind} ` }),
-        el("span", { class: "line", text: ev.line || "" }));
+        el("span", { class: "line", text: attributes(ev) }));
     });
-    const atBottom = this.list.scrollTop + this.list.clientHeight >= this.list.scrollHeight - 4;
     this.list.replaceChildren(...rows);
-    if (atBottom || !this.paused) this.list.scrollTop = this.list.scrollHeight;
-    this.count.textContent = `${entries.length} shown · ${model.logNext} received${this.paused ? " · paused" : ""}`;
+    this.list.scrollTop = this.list.scrollHeight; // following: the newest stays in view
+    this.count.textContent = `${entries.length} shown · ${model.logNext} received`;
   }
 }

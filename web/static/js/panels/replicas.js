@@ -24,17 +24,24 @@ export function leaderOf(model) {
   return best;
 }
 
-function instanceOf(s) {
-  const names = Object.keys(s.snapshot.instances || {});
-  return names.includes(s.name) ? s.name : names[0] || s.name;
+// The replica a source is: its own name if an instance has it, else the instance that emitted
+// most (events before the identity was known carry an empty instance name).
+export function instanceOf(s) {
+  const instances = s.snapshot.instances || {};
+  if (instances[s.name]) return s.name;
+  let best = "";
+  for (const [name, inst] of Object.entries(instances)) {
+    if (name && (!best || (inst.events || 0) > (instances[best].events || 0))) best = name;
+  }
+  return best || s.name;
 }
 
 export function renderReplicas(model, host, nowNs) {
   const cfg = model.config;
   const leader = leaderOf(model);
   const cards = [];
-  for (const s of [...model.sources.values()].sort((a, b) => a.name.localeCompare(b.name))) {
-    const identity = instanceOf(s);
+  const ordered = [...model.sources.values()].map((s) => [instanceOf(s), s]).sort((a, b) => a[0].localeCompare(b[0]));
+  for (const [identity, s] of ordered) {
     const inst = (s.snapshot.instances || {})[identity] || {};
     const isLeader = leader && leader.name === identity;
     const role = isLeader ? "leader" : inst.role === "leader" ? "was leader" : inst.role || "unknown";
@@ -67,9 +74,9 @@ export function renderReplicas(model, host, nowNs) {
     }
     const state = (s.status && s.status.state) || "connecting";
     cards.push(
-      el("article", { class: `card${isLeader ? " leader" : ""}`, "data-source": s.name, "data-role": role },
+      el("article", { class: `card${isLeader ? " leader" : ""}`, "data-source": s.name, "data-identity": identity, "data-role": role },
         el("div", { class: "row" },
-          el("span", { class: "name", text: identity }),
+          el("span", { class: "name", title: s.name, text: identity }),
           el("span", { class: "role", text: role })),
         gauge,
         el("div", { class: "row" },
