@@ -40,10 +40,9 @@ from typing import Any, Protocol
 
 import orjson
 
-from pycm.trace.codec import UnknownEvent, encode
+from pycm.trace.codec import encode
 from pycm.trace.events import Event
 from pycm.trace.incidents import DEFAULT_SLOW_RECONCILE_MS, Incident, Incidents
-from pycm.trace.kinds import SubscriberLagged
 from pycm.trace.state import State
 from web.fanout import Broadcast, sse_frame
 from web.lines import line_of
@@ -329,14 +328,14 @@ class Hub:
         new_incidents: list[Incident] = []
         applied = 0
         for event in events:
+            # An event without a seq (a lag notice, a hand-written recording) is never a
+            # duplicate: there is nothing to compare.
             seq = event.seq
             if seq:
                 if seq <= last_seq:
                     record.duplicates += 1
                     continue
                 last_seq = seq
-            elif not isinstance(event, SubscriberLagged | UnknownEvent):
-                pass  # an event without a seq (hand-written recording): nothing to dedupe
             if state is not None:
                 state.apply(event)
             incident = fold(event)

@@ -284,3 +284,14 @@ def test_series_sample_tolerates_a_malformed_snapshot() -> None:
 def test_hub_unknown_mode_is_refused() -> None:
     with pytest.raises(ValueError):
         Hub("other", broadcast=Broadcast())
+
+
+def test_hub_lag_notice_without_a_seq_is_applied_and_keeps_last_seq() -> None:
+    hub = Hub("fanin")
+    hub.push("r1", [added(1), added(2)])
+    lag = k.SubscriberLagged(subscriber="sse", lost=5, ts=T0, instance="r1")
+    hub.push("r1", [lag, added(3)])
+    record = hub.sources["r1"]
+    assert (record.last_seq, record.duplicates) == (3, 0)
+    snap = hub.state()["sources"][0]["snapshot"]
+    assert snap["counters"]["lost"] == 5
