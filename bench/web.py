@@ -15,6 +15,12 @@ Viewers are real: raw HTTP/1.1 connections on 127.0.0.1, all in one separate pro
   Peer: the same with no viewer; ratio with / without, the median of paired passes (aim
   >= 0.90). Each sync yields to the loop once, as a worker does at its queue, so the
   dashboard's tasks and the viewers' writes run between syncs.
+
+What a watched dashboard costs is mostly bytes: every event (its codec JSON and its line,
+~500 bytes) goes to every viewer, so at the no-op syncs' ~10k events/s 100 viewers are ~0.5 GB/s
+of socket writes on loopback, which no per-event saving removes; the work per event (the line,
+the encoding) is done once, whatever the number of viewers. Served over plain HTTP here; the
+mounted dashboard is behind TLS, which adds an encryption per viewer.
 """
 
 from __future__ import annotations
