@@ -54,7 +54,13 @@ def line_of(event: Event) -> str:
     for name, default, always in spec:
         value = getattr(event, name)
         if value != default or always:
-            parts.append(f"{name}={value_text(value)}")
+            # value_text's common cases inline (plain str and int; the rest through it)
+            cls_ = value.__class__
+            plain = cls_ is str and value and " " not in value and value.isprintable()
+            if plain or cls_ is int:
+                parts.append(f"{name}={value}")
+            else:
+                parts.append(f"{name}={value_text(value)}")
     if event.dur_ns:
         parts.append(f"dur={duration_text(event.dur_ns)}")
     return " ".join(parts)
