@@ -9,7 +9,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 export UV_PROJECT_ENVIRONMENT := $(abspath $(VENV))
 
-.PHONY: all env lint typecheck contracts unit test demo bench bench-tiny events-doc image clean
+.PHONY: all env lint typecheck contracts unit test demo bench bench-tiny events-doc state-doc image clean
 
 all: test
 
@@ -48,6 +48,9 @@ bench: env
 
 events-doc: env
 	$(BIN)/pycm trace kinds --markdown > docs/events.md
+
+state-doc: env
+	$(BIN)/pycm trace schema > docs/state.md
 
 # `make image`: the container image from deploy/Containerfile, with docker or else podman
 # (CONTAINER_ENGINE=... to choose); tagged localhost/pycm:<version>, the tag deploy/kubernetes

@@ -16,6 +16,11 @@ after a warm-up):
 - ``trace.emit_stalled``: events/s with one subscriber that never reads (its queue full, so
   every emit also drops its oldest event); peer: ``trace.emit_0`` of the same run; ratio
   stalled / emit_0 (1.0 means a stalled consumer costs the emitter nothing extra).
+- ``trace.reduce``: events/s through ``State.apply`` (:mod:`pycm.trace.state`) of a busy
+  manager's mix (per reconcile: queue add/get/done, reconcile begin/end, two API requests;
+  renews and watch closes between), a fresh state per loop. Peer: the reducer as it was before
+  the state was split by domain (a frozen copy, bench/_old_reducer.py) on the same events;
+  ratio ours / peer (>= 1: the split costs nothing).
 
 The SDK's processor queue is sized to hold a whole loop, so the peer processes every span
 instead of taking the cheaper drop path of a full queue, and each peer loop ends with a
@@ -33,9 +38,23 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.trace import Tracer
 
+from bench._old_reducer import State as OldState
 from bench.harness import Figure
 from pycm.trace.bus import Bus, Subscription
-from pycm.trace.kinds import ItemAdded, ReconcileResult, ReconcileStarted
+from pycm.trace.events import Event
+from pycm.trace.kinds import (
+    ApiRequestCompleted,
+    ItemAdded,
+    ItemDone,
+    ItemTaken,
+    LeaseRenewed,
+    ReconcileFinished,
+    ReconcileResult,
+    ReconcileStarted,
+    WatchClosed,
+    WatchCloseReason,
+)
+from pycm.trace.state import State
 
 _SIZES = {
     # size: (operations per repeat for pycm, for the OTel peer, repeats)
@@ -139,6 +158,60 @@ def _otel_step_loop(provider: TracerProvider, tracer: Tracer) -> Callable[[int],
     return run
 
 
+def reduce_events(n: int) -> list[Event]:
+    """``n`` events of a busy manager of three replicas, stamped as a bus would stamp them."""
+    events: list[Event] = []
+    seqs = {"r1": 0, "r2": 0, "r3": 0}
+    ts = 1_700_000_000_000_000_000
+    ok = ReconcileResult.SUCCESS
+    i = 0
+    while len(events) < n:
+        i += 1
+        instance = ("r1", "r2", "r3")[i % 3]
+        controller = ("deployment", "replicaset")[i % 2]
+        key = f"ns{i % 7}/obj{i % 500}"
+        span = f"{i:016x}"
+        trace = f"{i:032x}"
+        ts += 200_000  # 5k reconciles/s of event time
+        batch: list[Event] = [
+            ItemAdded(queue=controller, key=key, depth=i % 40),
+            ItemTaken(queue=controller, key=key, depth=i % 40, wait_ms=1.5),
+            ReconcileStarted(controller=controller, key=key, span_id=span, trace_id=trace),
+            ApiRequestCompleted(verb="get", resource="pods", code=200, dur_ns=900_000),
+            ApiRequestCompleted(verb="update", resource="replicasets", code=200, dur_ns=2_000_000),
+            ReconcileFinished(
+                controller=controller,
+                key=key,
+                result=ok if i % 50 else ReconcileResult.REQUEUE,
+                span_id=span,
+                trace_id=trace,
+                dur_ns=3_000_000 + (i % 97) * 10_000,
+            ),
+            ItemDone(queue=controller, key=key, depth=i % 40, work_ms=3.0),
+        ]
+        if i % 20 == 0:
+            batch.append(LeaseRenewed(lease="kube-system/pycm", identity=instance, latency_ms=4.0))
+        if i % 100 == 0:
+            batch.append(WatchClosed(resource="pods", reason=WatchCloseReason.TIMEOUT, events=9))
+        for event in batch:
+            seqs[instance] += 1
+            object.__setattr__(event, "seq", seqs[instance])
+            object.__setattr__(event, "ts", ts)
+            object.__setattr__(event, "instance", instance)
+        events.extend(batch)
+    return events[:n]
+
+
+def _reduce_loop(state_class: Callable[[], object], events: list[Event]) -> Callable[[int], None]:
+    def run(n: int) -> None:
+        state = state_class()
+        apply = state.apply  # type: ignore[attr-defined]
+        for i in range(n):
+            apply(events[i])
+
+    return run
+
+
 def _rounds(
     repeats: int, loops: dict[str, tuple[int, Callable[[int], None]]]
 ) -> dict[str, list[float]]:
@@ -167,6 +240,7 @@ def _ratios(ours: list[float], peer: list[float]) -> float:
 
 def run(size: str) -> list[Figure]:
     n, n_peer, repeats = _SIZES[size]
+    events = reduce_events(n)
     provider = TracerProvider()
     provider.add_span_processor(
         BatchSpanProcessor(_DiscardingExporter(), max_queue_size=n_peer + 2048)
@@ -183,6 +257,8 @@ def run(size: str) -> list[Figure]:
                 "emit_10": (n, _emit_loop(10)),
                 "stalled": (n, _emit_loop(1, stalled=True)),
                 "step": (n, _step_loop()),
+                "reduce": (n, _reduce_loop(State, events)),
+                "reduce_old": (n, _reduce_loop(OldState, events)),
             },
         )
     finally:
@@ -221,6 +297,17 @@ def run(size: str) -> list[Figure]:
             med["emit_0"],
             "events/s",
             _ratios(rates["stalled"], rates["emit_0"]),
+        )
+    )
+    figures.append(
+        Figure(
+            "trace.reduce",
+            med["reduce"],
+            "events/s",
+            "trace.reduce_old_reducer",
+            med["reduce_old"],
+            "events/s",
+            _ratios(rates["reduce"], rates["reduce_old"]),
         )
     )
     return figures

@@ -19,7 +19,7 @@ import time
 from bench.harness import Figure, median_of
 from pycm.trace import Event
 from pycm.trace import kinds as k
-from pycm.trace.reducer import State
+from pycm.trace.state import State
 from tui.app import TopApp
 
 _SIZES = {

@@ -55,6 +55,33 @@ def _launch_top(
     )
 
 
+def _read_kubeconfig(path: str, context: str) -> Any:
+    """The token and CA of a kubeconfig, for ``pycm dashboard`` (the parser is the TUI's)."""
+    from tui.credentials import from_kubeconfig
+    from web.command import KubeconfigCredentials
+
+    creds = from_kubeconfig(path, context)
+    return KubeconfigCredentials(token=creds.token, verify=creds.verify())
+
+
+async def _launch_dashboard(
+    replicas: Sequence[tuple[str, str, str, Any]], token: str, **options: Any
+) -> int:
+    """The web dashboard of ``pycm demo``'s replicas (see
+    :data:`pycm.demo.command.DashboardLauncher`). Imports the web app only when used."""
+    from web.server import serve_replicas
+
+    return await serve_replicas(replicas, token, **options)
+
+
+def _mount_dashboard(**lent: Any) -> Any:
+    """The web dashboard ``pycm run`` mounts on its secure port (see
+    :data:`pycm.app.command.DashboardMounter`). Imports the web app only when used."""
+    from web.mount import live_dashboard
+
+    return live_dashboard(**lent)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="pycm",
@@ -73,6 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     demo_command.add_subcommand(subparsers)
     demo_command.set_tui_launcher(_launch_top)
+    demo_command.set_dashboard_launcher(_launch_dashboard)
 
     from pycm.trace import command as trace_command
 
@@ -85,6 +113,7 @@ def build_parser() -> argparse.ArgumentParser:
     from pycm.app import command as run_command
 
     run_command.add_subcommand(subparsers)
+    run_command.set_dashboard_mounter(_mount_dashboard)
 
     from pycm.leaderelection import watch as lease_command
 
@@ -93,6 +122,11 @@ def build_parser() -> argparse.ArgumentParser:
     from tui import command as top_command
 
     top_command.add_subcommand(subparsers)
+
+    from web import command as dashboard_command
+
+    dashboard_command.add_subcommand(subparsers)
+    dashboard_command.set_kubeconfig_reader(_read_kubeconfig)
     return parser
 
 

@@ -1,6 +1,6 @@
-"""`pycm top`: the Textual app. One reducer (in the :class:`~tui.feed.Feed`) fed by every source;
+"""`pycm top`: the Textual app. One state (in the :class:`~tui.feed.Feed`) fed by every source;
 a refresh tick (at most :data:`REFRESH_HZ` a second) drains the feed in one batch and shows the
-snapshot in the active view only, so a 20k events/s stream costs a few reducer batches a second,
+snapshot in the active view only, so a 20k events/s stream costs a few state batches a second,
 not a UI update per event.
 
 The app is the mediator: sources push into the feed, views get ``show(snapshot)`` calls and post
@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import datetime as dt
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from rich.text import Text
 from textual.app import App, ComposeResult
@@ -22,8 +22,10 @@ from textual.binding import Binding, BindingType
 from textual.reactive import reactive
 from textual.widgets import Footer, Input, Static, TabbedContent, TabPane
 
+from pycm.trace.state import Snapshot
+from pycm.trace.stream import SourceState, SourceStatus
 from tui.actions import Action
-from tui.feed import Feed
+from tui.feed import Feed, status_text
 from tui.screens import ControllerScreen, HelpScreen
 from tui.sources import Playback, Source
 from tui.views import (
@@ -50,6 +52,18 @@ VIEWS: tuple[tuple[str, str, type[View]], ...] = (
 )
 
 
+_STATUS_STYLE = {
+    SourceState.CONNECTING: "yellow",
+    SourceState.CONNECTED: "green",
+    SourceState.ENDED: "green",
+    SourceState.RECONNECTING: "red",
+    SourceState.UNAUTHORIZED: "red",
+    SourceState.FORBIDDEN: "red",
+    SourceState.TLS_ERROR: "red",
+    SourceState.FAILED: "red",
+}
+
+
 class StatusLine(Static):
     """One line: each source's connection state, the event-time clock, counters."""
 
@@ -57,29 +71,27 @@ class StatusLine(Static):
     StatusLine { height: auto; max-height: 3; background: $boost; padding: 0 1; }
     """
 
-    def show(self, feed: Feed, snapshot: dict[str, Any], paused: bool) -> None:
+    def show(self, feed: Feed, snapshot: Snapshot, paused: bool) -> None:
         text = Text()
         if paused:
             text.append(" PAUSED ", style="bold black on yellow")
             text.append(" ")
-        for name, status in feed.statuses.items():
-            style = (
-                "green" if status == "live" or status.startswith(("done", "playing")) else "yellow"
-            )
-            if status.startswith(("reconnecting", "failed", "cannot")):
-                style = "red"
+        for name, status in feed.status.items():
+            style = _STATUS_STYLE[status.state]
+            if status.state is SourceState.CONNECTED and status.reason.startswith("paused"):
+                style = "yellow"  # a paused replay
             text.append(f"{name}: ", style="bold")
-            text.append(status, style=style)
+            text.append(status_text(status), style=style)
             text.append("  ")
-        now = snapshot.get("now_ts", 0)
+        now = snapshot["now_ts"]
         if now:
             at = dt.datetime.fromtimestamp(now / 1e9, tz=dt.UTC).strftime("%H:%M:%S UTC")
             text.append(f"at {at}  ", style="dim")
-        counters = snapshot.get("counters", {})
-        text.append(f"{counters.get('applied', 0):,} events", style="dim")
+        counters = snapshot["counters"]
+        text.append(f"{counters['applied']:,} events", style="dim")
         if feed.dropped:
             text.append(f"  {feed.dropped:,} dropped by the UI", style="red")
-        if counters.get("lost"):
+        if counters["lost"]:
             text.append(f"  {counters['lost']:,} lost upstream", style="red")
         self.update(text)
 
@@ -130,7 +142,7 @@ class TopApp(App[int]):
         self.sources = list(sources)
         self.feed = feed or Feed()
         self.refresh_hz = refresh_hz
-        self.snapshot: dict[str, Any] = self.feed.state.snapshot()
+        self.snapshot: Snapshot = self.feed.state.snapshot()
         self.frames = 0  # refreshes that showed a new snapshot
         self._generation = self.feed.generation
 
@@ -186,7 +198,10 @@ class TopApp(App[int]):
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            self.feed.set_status(source, f"failed: {type(exc).__name__}: {exc}")
+            self.feed.set_status(
+                source.name,
+                SourceStatus(SourceState.FAILED, f"failed: {type(exc).__name__}: {exc}"),
+            )
 
     # --- the refresh tick ---------------------------------------------------------------------
 

@@ -3,24 +3,36 @@
 Sources push into a bounded buffer (a burst beyond :data:`MAX_BUFFER` drops the oldest and is
 counted in ``dropped``: the UI must not grow without bound when a stream outruns it). The app
 calls :meth:`Feed.drain` on its refresh tick, which folds up to ``limit`` events into the one
-reducer (:class:`pycm.trace.reducer.State`) and into the ring of recent events the Events view
+state (:class:`pycm.trace.state.State`) and into the ring of recent events the Events view
 lists. Snapshots merge per instance (see :meth:`Feed.push_snapshot`).
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pycm.trace import Event
-from pycm.trace.reducer import State
+from pycm.trace.state import State
+from pycm.trace.stream import SourceState, SourceStatus
 
-__all__ = ["MAX_BUFFER", "RECENT", "Feed"]
+__all__ = ["MAX_BUFFER", "RECENT", "Feed", "status_text"]
 
 MAX_BUFFER = 200_000  # ~10 s of a very busy manager; beyond, the UI is behind anyway
 RECENT = 5_000  # events the Events view can list and filter
 DRAIN_LIMIT = 50_000  # per tick: bounds a frame's work (at 10 ticks/s, 500k events/s)
+
+
+def status_text(status: SourceStatus) -> str:
+    """How the status line shows a source's status: a connected stream is "live", a replay its
+    position, a broken one its state and why."""
+    state, reason = status.state, status.reason
+    if state in (SourceState.CONNECTED, SourceState.ENDED, SourceState.FAILED):
+        return reason or ("live" if state is SourceState.CONNECTED else state.value)
+    if state is SourceState.CONNECTING:
+        return reason or state.value
+    return f"{state.value} ({reason})" if reason else state.value
 
 
 class Feed:
@@ -32,15 +44,20 @@ class Feed:
         self.buffer: deque[Event] = deque()
         self.max_buffer = max_buffer
         self.recent: deque[Event] = deque(maxlen=recent)
-        self.statuses: dict[str, str] = {}
+        self.status: dict[str, SourceStatus] = {}  # source name -> its latest status
         self.dropped = 0
         self.snapshots = 0  # snapshots that contributed at least one instance
         self.generation = 0  # bumped by reset: views holding old rows start over
         self.dirty = False  # something changed since the last drain returned
 
-    # --- the Sink protocol (called by sources) ------------------------------------------------
+    @property
+    def statuses(self) -> dict[str, str]:
+        """Each source's status as the status line shows it."""
+        return {name: status_text(status) for name, status in self.status.items()}
 
-    def push(self, source: Any, events: Sequence[Event]) -> None:
+    # --- the ReplaySink protocol (called by sources, with their names) --------------------------
+
+    def push(self, source: str, events: Sequence[Event]) -> None:
         buffer = self.buffer
         buffer.extend(events)
         over = len(buffer) - self.max_buffer
@@ -49,8 +66,8 @@ class Feed:
             for _ in range(over):
                 buffer.popleft()
 
-    def push_snapshot(self, source: Any, snapshot: dict[str, Any]) -> None:
-        """Adopt from a manager's reducer snapshot what this state does not know yet.
+    def push_snapshot(self, source: str, snapshot: Mapping[str, Any]) -> None:
+        """Adopt from a manager's state snapshot what this state does not know yet.
 
         Each manager's snapshot describes that manager (and the leases it saw); a viewer of
         three replicas gets three. Records of an instance (or lease) this state already has are
@@ -58,7 +75,7 @@ class Feed:
         other sources contributed.
         """
         try:
-            other = State.restore(snapshot)
+            other = State.restore(dict(snapshot))
         except (TypeError, ValueError, KeyError, AttributeError):
             return
         # Events pushed before this snapshot are part of what it describes: apply them first,
@@ -88,12 +105,12 @@ class Feed:
             self.snapshots += 1  # snapshots that contributed an instance
             self.dirty = True
 
-    def set_status(self, source: Any, status: str) -> None:
-        if self.statuses.get(source.name) != status:
-            self.statuses[source.name] = status
+    def set_status(self, source: str, status: SourceStatus) -> None:
+        if self.status.get(source) != status:
+            self.status[source] = status
             self.dirty = True
 
-    def reset(self, source: Any) -> None:
+    def reset(self, source: str) -> None:
         self.state = State()
         self.buffer.clear()
         self.recent.clear()

@@ -34,7 +34,17 @@ from pycm.app.options.flagset import BOOL
 from pycm.trace import Bus, default_bus
 from pycm.trace.kinds import FlagsParsed
 
-__all__ = ["LONG", "USE_LINE", "Runner", "add_subcommand", "run", "set_runner"]
+__all__ = [
+    "LONG",
+    "USE_LINE",
+    "DashboardMounter",
+    "Runner",
+    "add_subcommand",
+    "dashboard_mounter",
+    "run",
+    "set_dashboard_mounter",
+    "set_runner",
+]
 
 Runner = Callable[[CompletedConfig], int]
 """Starts the manager with the completed config and returns the exit status."""
@@ -50,6 +60,26 @@ NOT_LANDED = "pycm run: the manager start-up has not landed yet"
 _RUNNER_MODULE = "pycm.app.run"
 
 _runner: Runner | None = None
+
+
+DashboardMounter = Callable[..., Any]
+"""``mounter(bus=, identity=, snapshot=, door=, renew_deadline_s=, lease_duration_s=)`` builds
+the web dashboard the manager mounts at ``/dashboard`` on its secure port, behind ``door``
+(:class:`pycm.server.DashboardDoor`): an object with ``app`` (ASGI), ``async run()``,
+``close()`` and ``session_user(session_id)`` (:func:`web.mount.live_dashboard`).
+``pycm.cli`` installs it (pycm.app must not import web); without one, ``pycm run`` serves no
+dashboard."""
+
+_dashboard_mounter: DashboardMounter | None = None
+
+
+def set_dashboard_mounter(mounter: DashboardMounter | None) -> None:
+    global _dashboard_mounter
+    _dashboard_mounter = mounter
+
+
+def dashboard_mounter() -> DashboardMounter | None:
+    return _dashboard_mounter
 
 
 def set_runner(fn: Runner | None) -> None:

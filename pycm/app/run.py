@@ -35,9 +35,11 @@ from collections.abc import Callable
 from typing import Any, cast
 
 from prometheus_client import CollectorRegistry
+from starlette.routing import BaseRoute, Mount
 
 from pycm import __version__
 from pycm.app.clients import EventSinkAdapter, LeaseClientAdapter, ReviewPosterAdapter
+from pycm.app.command import dashboard_mounter
 from pycm.app.config import CompletedConfig
 from pycm.app.context import ControllerContext, resync_period
 from pycm.app.controllers import build_registry
@@ -77,7 +79,8 @@ from pycm.server import (
     SecureServingConfig,
     build_routes,
 )
-from pycm.server.debug import OpenStreams, debug_routes
+from pycm.server.dashboard_door import DASHBOARD_PATHS, DASHBOARD_PREFIX, DashboardDoor
+from pycm.server.debug import OpenStreams, Snapshot, debug_routes
 from pycm.trace.bus import Bus, default_bus
 from pycm.trace.kinds import (
     ControllerDisabled,
@@ -154,7 +157,8 @@ class Manager:
         # The share of traces exported by ratio (0 without an exporter): the traceparent flag.
         self._export_ratio = 0.0
         self._controller_metrics = ControllerMetrics(self.metrics_registry)
-        self._snapshot: Callable[[], dict[str, Any]] | None = None
+        self._snapshot: Snapshot | None = None
+        self._dashboard: Any = None  # the web dashboard mounted on the secure port, if any
 
     # -- lifetime -------------------------------------------------------------------------
 
@@ -222,7 +226,7 @@ class Manager:
             self._export_ratio = cfg.tracing.sample_ratio
             self.groups.add(Group.OBSERVERS, "otel sink", otel.run)  # it flushes, bounded
         try:
-            from pycm.trace.reducer import State
+            from pycm.trace.state import State
         except ImportError:  # the reducer module is optional for the manager to run
             return
         state = State()
@@ -326,9 +330,18 @@ class Manager:
             if cfg.authorization.kubeconfig:
                 authz_client = await self._connect(cfg.authorization.kubeconfig)
                 self._extra_clients.append(authz_client)
+            reviewer = DelegatingTokenReviewer(ReviewPosterAdapter(authn_client), clock=self.clock)
+            authorizer = DelegatingAuthorizer(ReviewPosterAdapter(authz_client), clock=self.clock)
+            routes.routes.extend(self._mount_dashboard(DashboardDoor(reviewer, authorizer)))
+            always_allow = tuple(cfg.authorization.always_allow_paths)
+            if self._dashboard is not None:
+                # The dashboard is its own door (401/403 from its checks); its session cookie is
+                # a credential for /debug/pycm/* too.
+                always_allow += DASHBOARD_PATHS
             authenticator = DelegatingAuthenticator(
-                DelegatingTokenReviewer(ReviewPosterAdapter(authn_client), clock=self.clock),
+                reviewer,
                 client_certificates=bool(cfg.authentication.client_ca_file),
+                session_users=self._dashboard.session_user if self._dashboard else None,
             )
             server = SecureServer(
                 routes,
@@ -341,10 +354,8 @@ class Manager:
                     client_ca_file=cfg.authentication.client_ca_file or None,
                 ),
                 authenticator=authenticator,
-                authorizer=DelegatingAuthorizer(
-                    ReviewPosterAdapter(authz_client), clock=self.clock
-                ),
-                always_allow_paths=cfg.authorization.always_allow_paths,
+                authorizer=authorizer,
+                always_allow_paths=always_allow,
                 bus=self.bus,
                 clock=self.clock,
                 on_failure=lambda e: self._fail(f"secure serving failed: {e}"),
@@ -361,7 +372,28 @@ class Manager:
             )
             await self._start_server(insecure)
         # Added last, so stopped first: end the event streams so the servers stop promptly.
-        await self.groups.add_service(Group.SERVERS, "debug streams", _StreamsCloser(self._streams))
+        await self.groups.add_service(
+            Group.SERVERS, "debug streams", _StreamsCloser(self._streams, self._dashboard)
+        )
+
+    def _mount_dashboard(self, door: DashboardDoor) -> list[BaseRoute]:
+        """The web dashboard at /dashboard, when pycm.cli installed one: it reads this
+        manager's own reducer and bus, and lets in whom ``door`` says may read the events."""
+        mounter = dashboard_mounter()
+        if mounter is None:
+            return []
+        le = self.config.leader_election
+        self._dashboard = mounter(
+            bus=self.bus,
+            identity=self.identity,
+            snapshot=self._snapshot,
+            door=door,
+            renew_deadline_s=le.renew_deadline,
+            lease_duration_s=le.lease_duration,
+        )
+        # It folds the bus like the other observers, so it stops with them (last).
+        self.groups.add(Group.OBSERVERS, "dashboard", self._dashboard.run)
+        return [Mount(DASHBOARD_PREFIX, app=self._dashboard.app)]
 
     async def _start_server(self, server: SecureServer | InsecureServer) -> None:
         self.servers.append(server)
@@ -599,14 +631,17 @@ class _Serving:
 class _StreamsCloser:
     """Ends the open debug event streams when the servers stop (they would hold them up)."""
 
-    def __init__(self, streams: OpenStreams) -> None:
+    def __init__(self, streams: OpenStreams, dashboard: Any = None) -> None:
         self.streams = streams
+        self.dashboard = dashboard  # the mounted dashboard's viewer streams end here too
 
     async def start(self) -> None:
         return None
 
     async def stop(self) -> None:
         self.streams.close_all()
+        if self.dashboard is not None:
+            self.dashboard.close()
 
 
 class _InformerFactories:

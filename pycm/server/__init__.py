@@ -14,7 +14,10 @@ Public surface:
   both over a :class:`ReviewPoster` (the one method of an API client they use) —
   :class:`ClientReviewPoster` is it on a ``pycm.kube.Client``, :func:`delegating_pair` builds both;
   :class:`DelegatingAuthenticator` (client cert, then bearer token),
-  :class:`AnonymousAuthenticator`, :class:`AlwaysAllowAuthorizer`.
+  :class:`AnonymousAuthenticator`, :class:`AlwaysAllowAuthorizer`;
+- a mounted dashboard: :class:`DashboardDoor` (the reviews lent to it) and
+  :data:`DASHBOARD_PATHS` (always allowed: the dashboard is its own door); the dashboard's
+  session cookie is a credential when :class:`DelegatingAuthenticator` gets ``session_users``.
 
 Exceptions::
 
@@ -41,6 +44,7 @@ from pycm.server.chain import (
     build_handler_chain,
     build_insecure_handler_chain,
 )
+from pycm.server.dashboard_door import DASHBOARD_PATHS, DashboardDoor
 from pycm.server.healthz import HealthCheckFn, HealthRegistry
 from pycm.server.kube_poster import ClientReviewPoster, delegating_pair
 from pycm.server.request_info import RequestInfo, get_request_info
@@ -64,6 +68,7 @@ from pycm.server.user import ANONYMOUS, UserInfo
 
 __all__ = [
     "ANONYMOUS",
+    "DASHBOARD_PATHS",
     "DEFAULT_ALWAYS_ALLOW_GROUPS",
     "DEFAULT_ALWAYS_ALLOW_PATHS",
     "LAYERS",
@@ -73,6 +78,7 @@ __all__ = [
     "AuthorizationError",
     "Authorizer",
     "ClientReviewPoster",
+    "DashboardDoor",
     "Decision",
     "DelegatingAuthenticator",
     "DelegatingAuthorizer",

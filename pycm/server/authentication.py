@@ -8,6 +8,10 @@ Who is asking, tried in kube's order — the first that succeeds wins:
    pycm's uvicorn protocol fills in (see :mod:`pycm.server.tls_extension`).
 2. ``Authorization: Bearer <token>``, reviewed by a :class:`TokenReviewer` (a TokenReview,
    cached).
+3. the dashboard's session cookie (``pycm_session``), when a ``session_users`` lookup is given
+   (a mounted dashboard): the session's user. A session the lookup does not know (expired,
+   logged out, from before a restart) is no credential — the request is anonymous — since a
+   browser sends a stale cookie without meaning to present anything.
 
 A request with neither is the anonymous user (``system:anonymous``) and goes on to
 authorization. A request whose credentials were presented but are invalid (a token the
@@ -20,6 +24,7 @@ goes further in, as kube does.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from cryptography import x509
@@ -32,6 +37,7 @@ from pycm.server.user import ANONYMOUS, UserInfo, with_authenticated_group
 from pycm.util.escape import escape_control
 
 __all__ = [
+    "SESSION_COOKIE",
     "STATE_KEY",
     "AnonymousAuthenticator",
     "AuthenticationError",
@@ -39,11 +45,27 @@ __all__ = [
     "DelegatingAuthenticator",
     "RequestAuthenticator",
     "bearer_token",
+    "cookie_value",
     "get_user",
     "user_from_certificate",
 ]
 
 STATE_KEY = "pycm.user"
+SESSION_COOKIE = "pycm_session"  # the dashboard's (web/app.py COOKIE_NAME)
+
+
+class SessionUser(Protocol):
+    """Who a dashboard session stands for (web's Viewer fits: web cannot import UserInfo)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def uid(self) -> str: ...
+    @property
+    def groups(self) -> tuple[str, ...]: ...
+
+
+SessionUsers = Callable[[str], SessionUser | None]
 
 _log = logging.getLogger("pycm.server.authentication")
 
@@ -68,13 +90,19 @@ class AnonymousAuthenticator:
 
 class DelegatingAuthenticator:
     """Client certificates (when the server asked for them), then bearer tokens (when a
-    reviewer is given) — KCM's delegating authenticator without the request-header proxy."""
+    reviewer is given) — KCM's delegating authenticator without the request-header proxy —
+    then the dashboard's session cookie (when ``session_users`` is given)."""
 
     def __init__(
-        self, token_reviewer: TokenReviewer | None = None, *, client_certificates: bool = True
+        self,
+        token_reviewer: TokenReviewer | None = None,
+        *,
+        client_certificates: bool = True,
+        session_users: SessionUsers | None = None,
     ) -> None:
         self._reviewer = token_reviewer
         self._client_certificates = client_certificates
+        self._session_users = session_users
 
     async def authenticate(self, scope: Scope) -> UserInfo | None:
         errors: list[str] = []
@@ -100,6 +128,11 @@ class DelegatingAuthenticator:
                 errors.append("invalid bearer token")
         if errors:
             raise AuthenticationError("; ".join(errors))
+        if self._session_users is not None:
+            session_id = cookie_value(scope, SESSION_COOKIE)
+            found = self._session_users(session_id) if session_id else None
+            if found is not None:
+                return UserInfo(name=found.name, uid=found.uid, groups=tuple(found.groups))
         return None
 
 
@@ -111,6 +144,18 @@ def bearer_token(scope: Scope) -> str | None:
             if len(parts) < 2 or parts[0].lower() != "bearer" or not parts[1]:
                 return None
             return str(parts[1])
+    return None
+
+
+def cookie_value(scope: Scope, name: str) -> str | None:
+    """The value of cookie ``name`` in the request's Cookie headers, or None."""
+    for header, value in scope.get("headers", ()):
+        if header.lower() != b"cookie":
+            continue
+        for pair in value.decode("latin-1").split(";"):
+            key, sep, found = pair.strip().partition("=")
+            if sep and key == name:
+                return str(found).strip().strip('"')
     return None
 
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable
-from typing import Any
 
 import orjson
 from sse_starlette.event import ServerSentEvent
@@ -31,6 +30,7 @@ from starlette.routing import Route
 
 from pycm.trace.bus import Bus, Subscription
 from pycm.trace.codec import encode
+from pycm.trace.state import Snapshot as StateSnapshot
 
 __all__ = ["EVENTS_PATH", "STATE_PATH", "OpenStreams", "debug_routes"]
 
@@ -40,7 +40,7 @@ SUBSCRIBER_QUEUE = 8192
 BATCH = 512
 PING_INTERVAL = 15.0  # an idle stream sends a comment so proxies keep it open
 
-Snapshot = Callable[[], dict[str, Any]]
+Snapshot = Callable[[], StateSnapshot]  # the typed, versioned state (docs/state.md)
 
 
 def _bad_request(message: str) -> Response:

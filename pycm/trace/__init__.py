@@ -6,7 +6,7 @@ Public surface:
   :class:`StepBegin`, :class:`StepEnd`; :class:`Outcome`.
 - emitting: :class:`Bus` (``emit``, ``point``, ``step``, ``subscribe``), :func:`default_bus`.
 - reading: :class:`Subscription` (``async for``, ``drain``), the codec (:func:`encode`,
-  :func:`decode`), the reducer (:mod:`pycm.trace.reducer`), the recorder and reader
+  :func:`decode`), the state (:mod:`pycm.trace.state`), the recorder and reader
   (:mod:`pycm.trace.recorder`).
 """
 

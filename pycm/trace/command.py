@@ -2,6 +2,8 @@
 
 - ``pycm trace kinds`` lists every kind (wire name, role, class); ``--markdown`` prints the text
   of docs/events.md (``make events-doc`` writes it).
+- ``pycm trace schema`` prints docs/state.md, the state snapshot's fields (``make state-doc``
+  writes it).
 - ``pycm trace cat FILE [--kind K ...] [--rotated]`` prints a recording one event a line: time
   (UTC), instance, kind and the attributes that differ from their defaults. ``K`` is a wire name
   or a shell-style pattern (``lease.*``). Lines that are not events are reported on stderr with
@@ -14,17 +16,13 @@ dependencies, because :mod:`pycm.cli` imports it for every command.
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import datetime
-import enum
 import fnmatch
 import os
 import sys
 from typing import Any, TextIO
 
-from pycm.trace.codec import UnknownEvent
 from pycm.trace.eventdoc import documented_kinds, render_markdown
-from pycm.trace.events import ENVELOPE_FIELDS, Event, StepEnd
+from pycm.trace.format import format_event, kind_of
 from pycm.trace.recorder import BadLine, read_events
 
 __all__ = ["add_subcommand", "format_event", "kinds_text"]
@@ -41,6 +39,11 @@ def add_subcommand(subparsers: Any) -> None:
         "--markdown", action="store_true", help="print the full reference (docs/events.md)"
     )
     kinds.set_defaults(func=_kinds)
+
+    schema = commands.add_parser(
+        "schema", help="print the state snapshot's reference (docs/state.md)"
+    )
+    schema.set_defaults(func=_schema)
 
     cat = commands.add_parser("cat", help="print a recording (--trace-file), one event a line")
     cat.add_argument("file", metavar="FILE", help="a JSON-lines recording")
@@ -76,45 +79,11 @@ def _kinds(args: argparse.Namespace) -> int:
     return 0
 
 
-def _value_text(value: object) -> str:
-    if isinstance(value, enum.Enum):
-        value = value.value
-    if isinstance(value, str):
-        return value if value and value.isprintable() and " " not in value else repr(value)
-    if isinstance(value, float):
-        return f"{value:g}"
-    return str(value)
+def _schema(args: argparse.Namespace) -> int:
+    from pycm.trace.state.doc import render_markdown as render_state
 
-
-def _duration_text(ns: int) -> str:
-    if ns >= 1_000_000_000:
-        return f"{ns / 1e9:.3g}s"
-    if ns >= 1_000_000:
-        return f"{ns / 1e6:.3g}ms"
-    return f"{ns / 1e3:.3g}µs"
-
-
-def format_event(event: Event) -> str:
-    """``time instance kind attr=value …``: the attributes away from their defaults (a step end
-    always shows its outcome), then its duration."""
-    seconds, ns = divmod(event.ts, 1_000_000_000)  # integers: a float would misround the ms
-    when = datetime.datetime.fromtimestamp(seconds, tz=datetime.UTC)
-    stamp = f"{when:%Y-%m-%dT%H:%M:%S}.{ns // 1_000_000:03d}Z"
-    parts = [stamp, event.instance or "-"]
-    if isinstance(event, UnknownEvent):
-        parts.append(f"{event.kind}?")
-        parts.append(event.raw)
-    else:
-        parts.append(event.KIND)
-        for f in dataclasses.fields(event):
-            if f.name in ENVELOPE_FIELDS:
-                continue
-            value = getattr(event, f.name)
-            if value != f.default or (f.name == "outcome" and isinstance(event, StepEnd)):
-                parts.append(f"{f.name}={_value_text(value)}")
-    if event.dur_ns:
-        parts.append(f"dur={_duration_text(event.dur_ns)}")
-    return " ".join(parts)
+    sys.stdout.write(render_state())
+    return 0
 
 
 def _cat(args: argparse.Namespace) -> int:
@@ -131,7 +100,7 @@ def _cat(args: argparse.Namespace) -> int:
     out: TextIO = sys.stdout
     try:
         for event in read_events(path, rotated=args.rotated, on_bad_line=report):
-            kind = event.kind if isinstance(event, UnknownEvent) else event.KIND
+            kind = kind_of(event)
             if patterns and not any(fnmatch.fnmatchcase(kind, p) for p in patterns):
                 continue
             out.write(format_event(event) + "\n")

@@ -28,7 +28,7 @@ def test_formatter_line_has_time_replica_kind_and_attributes() -> None:
     assert (replica, kind, attrs) == (
         "replica-a",
         "lease.acquired",
-        ["identity=replica-a", "waited_ms=21.0"],
+        ["identity=replica-a", "waited_ms=21.04"],
     )
 
 

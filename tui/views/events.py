@@ -14,7 +14,9 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import DataTable, Static
 
-from pycm.trace import Event, UnknownEvent, to_dict
+from pycm.trace import Event, to_dict
+from pycm.trace.format import kind_of, summary
+from pycm.trace.state import Snapshot
 from tui.feed import Feed
 from tui.views.base import View
 
@@ -22,32 +24,6 @@ __all__ = ["SHOWN", "EventsView", "event_filter"]
 
 SHOWN = 300  # rows listed: the newest matching events
 _KEYED = ("key", "resource", "lease", "controller", "queue")
-
-
-def _summary(event: Event) -> str:
-    if isinstance(event, UnknownEvent):
-        return f"(unknown kind) {event.raw[:80]}"
-    parts = []
-    for name in (
-        "controller",
-        "queue",
-        "resource",
-        "lease",
-        "key",
-        "identity",
-        "result",
-        "reason",
-        "outcome",
-        "error",
-    ):
-        value = getattr(event, name, None)
-        if value not in (None, "") and not (name == "outcome" and str(value) == "ok"):
-            parts.append(f"{name}={value}")
-    return " ".join(parts)
-
-
-def _kind(event: Event) -> str:
-    return event.kind if isinstance(event, UnknownEvent) else event.KIND
 
 
 def event_filter(text: str) -> Callable[[Event], bool]:
@@ -69,7 +45,7 @@ def event_filter(text: str) -> Callable[[Event], bool]:
             words.append(term.lower())
 
     def accept(event: Event) -> bool:
-        kind = _kind(event)
+        kind = kind_of(event)
         for k in kinds:
             if not (kind.startswith(k[:-1]) if k.endswith("*") else kind == k):
                 return False
@@ -133,7 +109,7 @@ class EventsView(View):
             self._refill(self._feed)
         self._status()
 
-    def show(self, snapshot: dict[str, Any], feed: Feed) -> None:
+    def show(self, snapshot: Snapshot, feed: Feed) -> None:
         self._feed = feed
         mark = (feed.generation, feed.state.applied)
         if self.follow and mark != self._mark:
@@ -154,7 +130,7 @@ class EventsView(View):
         table.clear()
         for i, event in enumerate(rows):
             table.add_row(
-                str(event.seq), event.instance, _kind(event), _summary(event)[:120], key=str(i)
+                str(event.seq), event.instance, kind_of(event), summary(event)[:120], key=str(i)
             )
         if self.follow and rows:
             table.move_cursor(row=len(rows) - 1, animate=False)
@@ -179,7 +155,7 @@ class EventsView(View):
         self.selected = event
         attrs = to_dict(event)
         text = Text()
-        text.append(f"{_kind(event)}", style="bold")
+        text.append(f"{kind_of(event)}", style="bold")
         text.append(f"   trace id {event.trace_id or '-'}  (c copies)\n", style="cyan")
         for name, value in attrs.items():
             text.append(f"{name}: ", style="dim")

@@ -1,4 +1,10 @@
-"""The reducer: ``state.apply(event)`` folds any event stream into one snapshot.
+"""A frozen copy of the reducer as it was before the split into pycm/trace/state/ (issue 14):
+the peer of ``trace.reduce`` in bench/trace.py, so the new State is measured against it in the
+same run. Not used anywhere else; do not change it.
+
+The original docstring follows.
+
+The reducer: ``state.apply(event)`` folds any event stream into one snapshot.
 
 TUI, web and tests use this one reducer; nothing re-derives state elsewhere. It is pure: no
 I/O and no clock — time comes only from events' ``ts`` (rates are computed against the newest
@@ -57,6 +63,21 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+from bench._old_records import (
+    FAILING_KEYS,
+    SLOWEST_KEYS,
+    ApiRecord,
+    ControllerRecord,
+    HolderRecord,
+    InformerRecord,
+    InstanceRecord,
+    KeyRecord,
+    LeaseRecord,
+    QueueRecord,
+    StepRecord,
+    bump,
+    evict_least_recent,
+)
 from pycm.trace import codec
 from pycm.trace.events import Event, Outcome, StepBegin, StepEnd
 from pycm.trace.kinds import (
@@ -103,21 +124,6 @@ from pycm.trace.kinds import (
     WatchClosed,
     WatchCloseReason,
     WatchOpened,
-)
-from pycm.trace.records import (
-    FAILING_KEYS,
-    SLOWEST_KEYS,
-    ApiRecord,
-    ControllerRecord,
-    HolderRecord,
-    InformerRecord,
-    InstanceRecord,
-    KeyRecord,
-    LeaseRecord,
-    QueueRecord,
-    StepRecord,
-    bump,
-    evict_least_recent,
 )
 
 __all__ = ["SNAPSHOT_VERSION", "State"]

@@ -1,4 +1,6 @@
-"""The typed records the reducer (:mod:`pycm.trace.reducer`) folds events into.
+"""A frozen copy of pycm/trace/records.py for bench/_old_reducer.py (the ``trace.reduce`` peer).
+
+The typed records the reducer (:mod:`pycm.trace.reducer`) folds events into.
 
 Each record is a slotted dataclass whose fields are scalars, plain dicts/lists of scalars, a
 :class:`~pycm.trace.histogram.Histogram`, a :class:`RateWindow`, a bounded deque, or a dict of

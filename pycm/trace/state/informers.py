@@ -1,0 +1,219 @@
+"""Informers: each (instance, resource)'s list/watch lifecycle and cache size."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Annotated, Any, TypedDict
+
+from pycm.trace.events import Outcome
+from pycm.trace.kinds import (
+    HandlerLagged,
+    InformerBackedOff,
+    InformerListBegan,
+    InformerListFinished,
+    InformerRelisted,
+    InformersStarted,
+    InformerStarted,
+    InformerSynced,
+    WatchClosed,
+    WatchCloseReason,
+    WatchOpened,
+)
+from pycm.trace.state.record import BoundedTable, Record, bump, ms_to_ns, text_key
+from pycm.trace.state.registry import handles
+from pycm.trace.state.startup import bar_begin, bar_end, bar_point
+from pycm.trace.state.steps import close_step, open_step
+
+if TYPE_CHECKING:
+    from pycm.trace.state.core import State
+    from pycm.trace.state.startup import InstanceRecord
+
+__all__ = ["InformerRecord", "InformerSnapshot", "dump", "load", "new_table"]
+
+MAX_INFORMERS = 1024  # (instance, resource) pairs
+_MS = 1e-6
+_OK = Outcome.OK
+_ERROR = Outcome.ERROR
+
+
+class InformerSnapshot(TypedDict):
+    """One informer (instance + resource)."""
+
+    instance: Annotated[str, "the instance running it"]
+    resource: Annotated[str, "its resource (pods, apps/v1/deployments, ...)"]
+    started: Annotated[bool, "it was started"]
+    metadata_only: Annotated[bool, "a metadata informer"]
+    resync_s: Annotated[float, "its resync period"]
+    synced: Annotated[bool, "its cache synced"]
+    synced_ts: Annotated[int, "when (Unix ns)"]
+    sync_duration_ms: Annotated[float, "start to synced"]
+    objects: Annotated[int, "objects in the cache (at sync or the last list)"]
+    lists: Annotated[int, "lists done"]
+    list_errors: Annotated[int, "lists that failed"]
+    list_items: Annotated[int, "items of the last list"]
+    list_bytes: Annotated[int, "bytes of the last list"]
+    list_pages: Annotated[int, "pages of the last list"]
+    list_ms: Annotated[float, "duration of the last list"]
+    watch_opens: Annotated[int, "watches opened"]
+    watch_closes: Annotated[dict[str, int], "watches closed, by reason"]
+    watch_events: Annotated[int, "watch events received"]
+    relists: Annotated[int, "relists"]
+    relist_reasons: Annotated[dict[str, int], "relists by reason"]
+    backoffs: Annotated[int, "backoffs"]
+    last_backoff_ms: Annotated[float, "the last backoff delay"]
+    resource_version: Annotated[str, "the newest resourceVersion seen"]
+    last_error: Annotated[str, "the last list or watch error"]
+    last_error_ts: Annotated[int, "when (Unix ns)"]
+    handler_lost: Annotated[int, "notifications its handlers lost"]
+    touched: Annotated[int, "recency for eviction"]
+
+
+@dataclass(slots=True)
+class InformerRecord(Record):
+    """One informer (instance + resource): list/watch lifecycle and cache size."""
+
+    instance: str = ""
+    resource: str = ""
+    started: bool = False
+    metadata_only: bool = False
+    resync_s: float = 0.0
+    synced: bool = False
+    synced_ts: int = 0
+    sync_duration_ms: float = 0.0
+    objects: int = 0
+    lists: int = 0
+    list_errors: int = 0
+    list_items: int = 0
+    list_bytes: int = 0
+    list_pages: int = 0
+    list_ms: float = 0.0
+    watch_opens: int = 0
+    watch_closes: dict[str, int] = field(default_factory=dict)  # reason -> count
+    watch_events: int = 0
+    relists: int = 0
+    relist_reasons: dict[str, int] = field(default_factory=dict)
+    backoffs: int = 0
+    last_backoff_ms: float = 0.0
+    resource_version: str = ""
+    last_error: str = ""
+    last_error_ts: int = 0
+    handler_lost: int = 0
+    touched: int = 0
+
+
+def new_table() -> BoundedTable[tuple[str, str], InformerRecord]:
+    return BoundedTable(
+        MAX_INFORMERS, lambda key: InformerRecord(instance=key[0], resource=text_key(key[1]))
+    )
+
+
+def dump(state: State) -> dict[str, dict[str, InformerSnapshot]]:
+    out: dict[str, dict[str, InformerSnapshot]] = {}
+    for (instance, name), i in state.informers.items():
+        out.setdefault(instance, {})[name] = i.dump()  # type: ignore[assignment]
+    return out
+
+
+def load(state: State, data: Any) -> None:
+    state.informers.fill(
+        ((instance, name), InformerRecord.load(d))
+        for instance, table in (data or {}).items()
+        for name, d in table.items()
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Handlers
+# ---------------------------------------------------------------------------------------------
+
+
+@handles(InformerStarted)
+def _started(state: State, ev: InformerStarted, inst: InstanceRecord) -> None:
+    rec = state.informers.touch((ev.instance, ev.resource), state.applied)
+    rec.started = True
+    rec.metadata_only = ev.metadata_only
+    rec.resync_s = ev.resync_s
+
+
+@handles(InformerListBegan)
+def _list_began(state: State, ev: InformerListBegan, inst: InstanceRecord) -> None:
+    open_step(state, ev)
+    state.informers.touch((ev.instance, ev.resource), state.applied)
+    bar_begin(inst, f"informer.list/{ev.resource}", ev.ts)
+
+
+@handles(InformerListFinished)
+def _list_finished(state: State, ev: InformerListFinished, inst: InstanceRecord) -> None:
+    close_step(state, ev)
+    rec = state.informers.touch((ev.instance, ev.resource), state.applied)
+    rec.lists += 1
+    rec.list_ms = ev.dur_ns * _MS
+    if ev.outcome != _OK:
+        rec.list_errors += 1
+        if ev.outcome == _ERROR:
+            rec.last_error = ev.error
+            rec.last_error_ts = ev.ts
+    else:
+        rec.list_items = rec.objects = ev.items
+        rec.list_bytes = ev.bytes
+        rec.list_pages = ev.pages
+        if ev.resource_version:
+            rec.resource_version = ev.resource_version
+    bar_end(inst, f"informer.list/{ev.resource}", ev)
+
+
+@handles(WatchOpened)
+def _watch_opened(state: State, ev: WatchOpened, inst: InstanceRecord) -> None:
+    rec = state.informers.touch((ev.instance, ev.resource), state.applied)
+    rec.watch_opens += 1
+    if ev.resource_version:
+        rec.resource_version = ev.resource_version
+
+
+@handles(WatchClosed)
+def _watch_closed(state: State, ev: WatchClosed, inst: InstanceRecord) -> None:
+    rec = state.informers.touch((ev.instance, ev.resource), state.applied)
+    bump(rec.watch_closes, ev.reason)
+    rec.watch_events += ev.events
+    if ev.resource_version:
+        rec.resource_version = ev.resource_version
+    if ev.reason == WatchCloseReason.ERROR:
+        rec.last_error = ev.error
+        rec.last_error_ts = ev.ts
+        state.error(ev, f"watch {ev.resource} closed: {ev.error}")
+
+
+@handles(InformerRelisted)
+def _relisted(state: State, ev: InformerRelisted, inst: InstanceRecord) -> None:
+    rec = state.informers.touch((ev.instance, ev.resource), state.applied)
+    rec.relists += 1
+    bump(rec.relist_reasons, ev.reason)
+
+
+@handles(InformerBackedOff)
+def _backed_off(state: State, ev: InformerBackedOff, inst: InstanceRecord) -> None:
+    rec = state.informers.touch((ev.instance, ev.resource), state.applied)
+    rec.backoffs += 1
+    rec.last_backoff_ms = ev.delay_ms
+
+
+@handles(InformerSynced)
+def _synced(state: State, ev: InformerSynced, inst: InstanceRecord) -> None:
+    rec = state.informers.touch((ev.instance, ev.resource), state.applied)
+    rec.synced = True
+    rec.synced_ts = ev.ts
+    rec.objects = ev.objects
+    rec.sync_duration_ms = ev.duration_ms
+    dur_ns = ms_to_ns(ev.duration_ms)
+    bar_point(inst, f"informer.synced/{ev.resource}", ev.ts - dur_ns, dur_ns)
+
+
+@handles(HandlerLagged)
+def _handler_lagged(state: State, ev: HandlerLagged, inst: InstanceRecord) -> None:
+    state.informers.touch((ev.instance, ev.resource), state.applied).handler_lost += ev.lost
+    state.error(ev, f"{ev.resource} handler {ev.handler} lost {ev.lost} notifications")
+
+
+@handles(InformersStarted)
+def _informers_started(state: State, ev: InformersStarted, inst: InstanceRecord) -> None:
+    bar_point(inst, "informers.started", ev.ts, 0)

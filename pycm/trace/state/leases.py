@@ -1,0 +1,308 @@
+"""Leases and roles: each Lease's holder timeline, renew latency and failures, per holder.
+
+A holder change, whoever reports it (the new leader, a standby's acquire attempt, an observer's
+``lease.leader_observed``), also sets the roles of the instances campaigning for that lease, so
+a leader that dies without a word is shown as standby once another takes over.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, TypedDict
+
+from pycm.trace.events import Event
+from pycm.trace.histogram import Histogram
+from pycm.trace.kinds import (
+    AcquireResult,
+    LeaderObserved,
+    LeaseAcquireAttempted,
+    LeaseAcquired,
+    LeaseLost,
+    LeaseReleased,
+    LeaseRenewed,
+    LeaseRenewFailed,
+)
+from pycm.trace.state.record import (
+    BoundedTable,
+    HistogramSnapshot,
+    Record,
+    bump,
+    ms_to_ns,
+    records,
+    ring,
+    text_key,
+)
+from pycm.trace.state.registry import handles
+from pycm.trace.state.startup import bar_point
+
+if TYPE_CHECKING:
+    from pycm.trace.state.core import State
+    from pycm.trace.state.startup import InstanceRecord
+
+__all__ = [
+    "HOLDER_HISTORY",
+    "MAX_HOLDERS",
+    "MAX_LEASES",
+    "RENEW_HISTORY",
+    "HolderChange",
+    "HolderRecord",
+    "HolderSnapshot",
+    "LeaseRecord",
+    "LeaseSnapshot",
+    "RenewAttempt",
+    "dump",
+    "load",
+    "new_table",
+]
+
+MAX_LEASES = 256  # `pycm lease watch` may observe every lease of a cluster
+MAX_HOLDERS = 16
+HOLDER_HISTORY = 64  # holder changes kept per lease (days of normal operation)
+RENEW_HISTORY = 120  # renew attempts kept per lease (4 min at the default 2 s retry period)
+_HOUR_NS = 3600 * 1_000_000_000
+
+
+class HolderSnapshot(TypedDict):
+    """Renew statistics of one holder of a lease."""
+
+    renews: Annotated[int, "successful renews"]
+    failures: Annotated[int, "failed renews"]
+    last_renew_ts: Annotated[int, "the last successful renew (Unix ns)"]
+    last_latency_ms: Annotated[float, "its latency"]
+    max_latency_ms: Annotated[float, "the highest renew latency"]
+    touched: Annotated[int, "recency for eviction"]
+
+
+class HolderChange(TypedDict):
+    """One change of a lease's holder."""
+
+    ts: Annotated[int, "when it was seen (Unix ns)"]
+    old: Annotated[str, 'the previous holder ("" none)']
+    new: Annotated[str, 'the new holder ("" released)']
+    observer: Annotated[str, "the instance that reported it"]
+
+
+class RenewAttempt(TypedDict):
+    """One renew attempt."""
+
+    ts: Annotated[int, "when it ended (Unix ns)"]
+    holder: Annotated[str, "who renewed"]
+    latency_ms: Annotated[float, "how long it took"]
+    ok: Annotated[bool, "it succeeded"]
+    reason: Annotated[str, "why it failed (timeout, conflict, api_error, not_holder)"]
+
+
+class LeaseSnapshot(TypedDict):
+    """One Lease (namespace/name)."""
+
+    name: Annotated[str, "namespace/name"]
+    holder: Annotated[str, 'the current holder ("" none)']
+    transitions: Annotated[int, "leaseTransitions as reported (the highest seen)"]
+    changes: Annotated[int, "holder changes this state saw"]
+    lease_duration_s: Annotated[float, "the lease duration as observed"]
+    skew_ms: Annotated[float, "the last observed renewTime minus the observer's clock"]
+    max_abs_skew_ms: Annotated[float, "the largest absolute skew seen"]
+    acquired: Annotated[int, "acquisitions"]
+    lost: Annotated[int, "leases lost"]
+    released: Annotated[int, "releases"]
+    attempts: Annotated[dict[str, int], "acquire attempts by result"]
+    failures: Annotated[dict[str, int], "renew failures by reason"]
+    holders: Annotated[dict[str, HolderSnapshot], "identity -> renew statistics"]
+    history: Annotated[list[HolderChange], "holder changes, oldest first (bounded)"]
+    renew_history: Annotated[list[RenewAttempt], "renew attempts, oldest first (bounded)"]
+    renew_latency: Annotated[HistogramSnapshot, "renew latency (ms)"]
+    touched: Annotated[int, "recency for eviction"]
+    changes_last_hour: Annotated[int, "holder changes in the hour before now_ts (derived)"]
+
+
+@dataclass(slots=True)
+class HolderRecord(Record):
+    """Renew statistics of one holder of a lease."""
+
+    renews: int = 0
+    failures: int = 0
+    last_renew_ts: int = 0
+    last_latency_ms: float = 0.0
+    max_latency_ms: float = 0.0
+    touched: int = 0
+
+
+def _holders() -> BoundedTable[str, HolderRecord]:
+    return BoundedTable(MAX_HOLDERS, lambda _: HolderRecord())
+
+
+@dataclass(slots=True)
+class LeaseRecord(Record):
+    """One Lease (namespace/name): holder timeline, renew latency and failures."""
+
+    name: str = ""
+    holder: str = ""
+    transitions: int = 0  # leaseTransitions as reported (the highest seen)
+    changes: int = 0  # holder changes this state saw
+    lease_duration_s: float = 0.0
+    skew_ms: float = 0.0  # the last observed renewTime - local clock
+    max_abs_skew_ms: float = 0.0
+    acquired: int = 0
+    lost: int = 0
+    released: int = 0
+    attempts: dict[str, int] = field(default_factory=dict)  # acquire attempt result -> count
+    failures: dict[str, int] = field(default_factory=dict)  # renew failure reason -> count
+    holders: BoundedTable[str, HolderRecord] = field(default_factory=_holders)
+    history: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=HOLDER_HISTORY))
+    renew_history: deque[dict[str, Any]] = field(
+        default_factory=lambda: deque(maxlen=RENEW_HISTORY)
+    )
+    renew_latency: Histogram = field(default_factory=Histogram)
+    touched: int = 0
+
+    _LOAD: ClassVar[dict[str, Callable[[Any], Any]]] = {
+        "holders": records(HolderRecord, MAX_HOLDERS),
+        "history": ring(HOLDER_HISTORY),
+        "renew_history": ring(RENEW_HISTORY),
+        "renew_latency": Histogram.from_dict,
+    }
+
+
+def new_table() -> BoundedTable[str, LeaseRecord]:
+    return BoundedTable(MAX_LEASES, lambda name: LeaseRecord(name=text_key(name)))
+
+
+def dump(state: State, now: int) -> dict[str, LeaseSnapshot]:
+    out: dict[str, LeaseSnapshot] = {}
+    for name, lease in state.leases.items():
+        d = lease.dump()
+        d["changes_last_hour"] = sum(1 for h in lease.history if h["ts"] > now - _HOUR_NS)
+        out[name] = d  # type: ignore[assignment]
+    return out
+
+
+def load(state: State, data: Any) -> None:
+    state.leases.fill((k, LeaseRecord.load(v)) for k, v in (data or {}).items())
+
+
+# ---------------------------------------------------------------------------------------------
+# Handlers
+# ---------------------------------------------------------------------------------------------
+
+
+def _set_holder(
+    state: State, lease: LeaseRecord, new: str, ev: Event, old: str | None = None
+) -> None:
+    """Record a holder change of ``lease`` (a no-op when ``new`` already holds it)."""
+    if new == lease.holder:
+        return
+    lease.history.append(
+        {
+            "ts": ev.ts,
+            "old": lease.holder if old is None else old,
+            "new": new,
+            "observer": ev.instance,
+        }
+    )
+    lease.holder = new
+    lease.changes += 1
+    for inst in state.instances.values():
+        if inst.lease == lease.name and inst.role != "stopped":
+            inst.role = "leader" if inst.name == new else "standby"
+
+
+@handles(LeaseAcquireAttempted)
+def _acquire_attempted(state: State, ev: LeaseAcquireAttempted, inst: InstanceRecord) -> None:
+    lease = state.leases.touch(ev.lease, state.applied)
+    inst.lease = ev.lease
+    bump(lease.attempts, ev.result)
+    if ev.result == AcquireResult.ERROR:
+        state.error(ev, f"acquire {ev.lease}: {ev.error}")
+    if ev.result in (AcquireResult.ACQUIRED, AcquireResult.CREATED):
+        _set_holder(state, lease, ev.identity or ev.instance, ev)
+        inst.role = "leader"
+        return
+    if ev.holder:
+        _set_holder(state, lease, ev.holder, ev)
+    if inst.role != "stopped":
+        inst.role = "standby"
+
+
+@handles(LeaseAcquired)
+def _acquired(state: State, ev: LeaseAcquired, inst: InstanceRecord) -> None:
+    lease = state.leases.touch(ev.lease, state.applied)
+    inst.lease = ev.lease
+    lease.acquired += 1
+    if ev.transitions > lease.transitions:
+        lease.transitions = ev.transitions
+    _set_holder(state, lease, ev.identity or ev.instance, ev)
+    inst.role = "leader"
+    waited = ms_to_ns(ev.waited_ms)
+    bar_point(inst, "lease.acquired", ev.ts - waited, waited)
+
+
+@handles(LeaseRenewed)
+def _renewed(state: State, ev: LeaseRenewed, inst: InstanceRecord) -> None:
+    lease = state.leases.touch(ev.lease, state.applied)
+    identity = ev.identity or ev.instance
+    if not inst.lease:
+        inst.lease = ev.lease
+    _set_holder(state, lease, identity, ev)
+    holder = lease.holders.touch(identity, state.applied)
+    holder.renews += 1
+    holder.last_renew_ts = ev.ts
+    latency = ev.latency_ms
+    holder.last_latency_ms = latency
+    if latency > holder.max_latency_ms:
+        holder.max_latency_ms = latency
+    lease.renew_latency.add(latency)
+    lease.renew_history.append(
+        {"ts": ev.ts, "holder": identity, "latency_ms": latency, "ok": True, "reason": ""}
+    )
+
+
+@handles(LeaseRenewFailed)
+def _renew_failed(state: State, ev: LeaseRenewFailed, inst: InstanceRecord) -> None:
+    lease = state.leases.touch(ev.lease, state.applied)
+    identity = ev.identity or ev.instance
+    bump(lease.failures, ev.reason)
+    lease.holders.touch(identity, state.applied).failures += 1
+    lease.renew_history.append(
+        {
+            "ts": ev.ts,
+            "holder": identity,
+            "latency_ms": ev.latency_ms,
+            "ok": False,
+            "reason": str(ev.reason),
+        }
+    )
+    state.error(ev, f"renew {ev.lease} failed ({ev.reason}): {ev.error}")
+
+
+@handles(LeaseReleased)
+def _released(state: State, ev: LeaseReleased, inst: InstanceRecord) -> None:
+    lease = state.leases.touch(ev.lease, state.applied)
+    lease.released += 1
+    if lease.holder == (ev.identity or ev.instance):
+        _set_holder(state, lease, "", ev)
+    if inst.role != "stopped":
+        inst.role = "standby"
+
+
+@handles(LeaseLost)
+def _lost(state: State, ev: LeaseLost, inst: InstanceRecord) -> None:
+    lease = state.leases.touch(ev.lease, state.applied)
+    lease.lost += 1
+    if inst.role != "stopped":
+        inst.role = "standby"
+    state.error(ev, f"lost {ev.lease}: {ev.reason}")
+
+
+@handles(LeaderObserved)
+def _leader_observed(state: State, ev: LeaderObserved, inst: InstanceRecord) -> None:
+    lease = state.leases.touch(ev.lease, state.applied)
+    if ev.transitions > lease.transitions:
+        lease.transitions = ev.transitions
+    if ev.lease_duration_s:
+        lease.lease_duration_s = ev.lease_duration_s
+    lease.skew_ms = ev.skew_ms
+    if abs(ev.skew_ms) > lease.max_abs_skew_ms:
+        lease.max_abs_skew_ms = abs(ev.skew_ms)
+    _set_holder(state, lease, ev.new_holder, ev, old=ev.old_holder)

@@ -1,0 +1,153 @@
+"""The page under load: 5k events/s for a few seconds from a synthetic stream (the protocol's
+``hello``, then ``events`` batches 4 times a second). It must take every event, keep its log
+bounded, keep drawing frames at its own pace and answer at once — never render per event."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+import time
+from collections.abc import AsyncIterator, Iterator
+
+import orjson
+import pytest
+import uvicorn
+from playwright.sync_api import Browser
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Mount, Route
+
+from tests.browser.conftest import Console, poll
+from web.app import build_dashboard
+from web.auth import DashboardAuth
+from web.sessions import Viewer
+
+pytestmark = pytest.mark.browser
+
+RATE = 5000  # events a second
+SECONDS = 6
+BATCHES_PER_S = 4
+TOTAL = RATE * SECONDS
+
+
+def _hello() -> bytes:
+    hello = {
+        "v": 1,
+        "mode": "live",
+        "config": {"jaeger_url": None, "renew_deadline_s": 10.0, "lease_duration_s": 15.0},
+        "sources": [
+            {
+                "name": "r1",
+                "status": {"state": "connected", "reason": ""},
+                "snapshot": {"v": 1, "now_ts": time.time_ns(), "instances": {}},
+                "series": [],
+                "incidents": [],
+            }
+        ],
+        "replay": None,
+    }
+    return b"event: hello\ndata: " + orjson.dumps(hello) + b"\n\n"
+
+
+def _batch(first: int, count: int) -> bytes:
+    now = time.time_ns()
+    events = [
+        {
+            "kind": "reconcile.end",
+            "v": 1,
+            "seq": seq,
+            "ts": now,
+            "instance": "r1",
+            "controller": "deployment",
+            "key": f"default/web-{seq % 100}",
+            "result": "success",
+            "dur_ns": 1_000_000,
+            "line": "",
+        }
+        for seq in range(first, first + count)
+    ]
+    data = orjson.dumps({"source": "r1", "events": events})
+    return f"event: events\nid: r1:{first + count - 1}\ndata: ".encode() + data + b"\n\n"
+
+
+async def _stream(request: Request) -> Response:
+    async def frames() -> AsyncIterator[bytes]:
+        yield _hello()
+        per_batch = RATE // BATCHES_PER_S
+        seq = 1
+        while seq <= TOTAL:
+            yield _batch(seq, per_batch)
+            seq += per_batch
+            await asyncio.sleep(1 / BATCHES_PER_S)
+        while True:  # idle, as a quiet manager is
+            await asyncio.sleep(15)
+            yield b": ping\n\n"
+
+    return StreamingResponse(frames(), media_type="text/event-stream")
+
+
+class _Server:
+    def __init__(self, auth: DashboardAuth) -> None:
+        app = Starlette(
+            routes=[Mount("/dashboard", app=build_dashboard([Route("/api/stream", _stream)], auth))]
+        )
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            self.port = int(sock.getsockname()[1])
+        config = uvicorn.Config(
+            app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="off"
+        )
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, name="page-load-server")
+
+    def __enter__(self) -> _Server:
+        self.thread.start()
+        poll(lambda: self.server.started, 20, "the server to start")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.server.force_exit = True
+        self.thread.join(20)
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[tuple[_Server, DashboardAuth]]:
+    async def nobody(token: str) -> Viewer | None:
+        return None
+
+    auth = DashboardAuth(nobody)
+    with _Server(auth) as served:
+        yield served, auth
+
+
+def test_page_takes_5k_events_a_second_and_stays_responsive(
+    server: tuple[_Server, DashboardAuth], browser: Browser
+) -> None:
+    served, auth = server
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    page = context.new_page()
+    console = Console(page)
+    base = f"http://127.0.0.1:{served.port}/dashboard"
+    page.goto(f"{base}/login?code={auth.new_login_code()}")
+    assert page.url == f"{base}/"
+    started = time.monotonic()
+    frames_at_start = int(page.evaluate("Number(document.body.dataset.frames || 0)"))
+    slowest = 0.0
+    while page.evaluate("window.pycmDashboard.model.logNext") < TOTAL:
+        assert time.monotonic() - started < SECONDS * 4, "the page fell behind the stream"
+        asked = time.monotonic()
+        page.evaluate("1")  # a round trip through the page's main thread
+        slowest = max(slowest, time.monotonic() - asked)
+        time.sleep(0.1)
+    elapsed = time.monotonic() - started
+    frames = int(page.evaluate("Number(document.body.dataset.frames)")) - frames_at_start
+    assert slowest < 0.5, f"the main thread was busy {slowest:.2f}s at a time"
+    # Frames come from the ≤4/s timer, not from events: thousands of events, a few dozen frames.
+    assert 1.5 * elapsed <= frames <= 4.5 * elapsed + 4, (frames, elapsed)
+    assert page.locator("#log-list li").count() == 300, "the log shows a bounded window"
+    assert page.evaluate("window.pycmDashboard.model.duplicatesDropped") == 0
+    assert console.errors == []
+    context.close()

@@ -1,0 +1,279 @@
+"""``pycm dashboard``: the web dashboard on its own, for several replicas or a recording.
+
+- Fan-in: ``--server URL`` (repeatable) connects to each manager's ``/debug/pycm/events`` with
+  the given credentials (:class:`pycm.trace.stream.StreamClient`: resume with ``since=``,
+  backoff, lag notices); each replica is a source of its own, labelled ``host:port``.
+- Replay: ``--replay FILE [--speed X]`` plays a ``--trace-file`` recording, with play, pause,
+  seek and speed from the page.
+
+It serves plain HTTP on a loopback address (``--listen``, default ``127.0.0.1:8080``); ``/``
+redirects to ``/dashboard/``. It prints ``pycm dashboard: serving <login URL>``, a one-time
+URL whose code is exchanged for a session cookie. Whoever holds the bearer token the dashboard
+itself uses may also log in with it. Exit statuses: 0 on SIGINT/SIGTERM, 1 when serving fails,
+2 for bad flags or files (one line, no traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import ipaddress
+import os
+import ssl
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+from pycm.util.durations import duration_arg
+from web.hub import DashboardConfig
+
+__all__ = [
+    "DashboardPlan",
+    "KubeconfigCredentials",
+    "add_subcommand",
+    "plan_from",
+    "set_kubeconfig_reader",
+]
+
+DEFAULT_LISTEN = "127.0.0.1:8080"
+
+
+@dataclass(frozen=True, slots=True)
+class KubeconfigCredentials:
+    """What a kubeconfig lends: the token and the trust for the managers' certificates."""
+
+    token: str = ""
+    verify: ssl.SSLContext | bool = True
+
+
+KubeconfigReader = Callable[[str, str], KubeconfigCredentials]
+"""``reader(path, context)`` — installed by :mod:`pycm.cli` (the kubeconfig parser lives
+outside what ``web`` may import); raises ValueError with a one-line message."""
+
+_kubeconfig_reader: KubeconfigReader | None = None
+
+
+def set_kubeconfig_reader(reader: KubeconfigReader | None) -> None:
+    global _kubeconfig_reader
+    _kubeconfig_reader = reader
+
+
+@dataclass
+class DashboardPlan:
+    """What the flags ask for, checked."""
+
+    mode: str  # "fanin" or "replay"
+    host: str
+    port: int
+    config: DashboardConfig
+    # (source name, URL, the CA file of that server's certificate or "" for ``verify``)
+    servers: list[tuple[str, str, str]] = field(default_factory=list)
+    token: str = ""
+    token_file: str = ""
+    client_cert: tuple[str, str] | None = None
+    verify: ssl.SSLContext | bool = True
+    replay: str = ""
+    speed: float = 1.0
+
+
+def add_subcommand(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "dashboard",
+        help="the web dashboard: several managers at once, or a recording",
+        description="Serve the web dashboard for one or more managers (--server, repeatable: "
+        "each replica side by side) or for a --trace-file recording (--replay). Prints a "
+        "one-time login URL.",
+    )
+    src = parser.add_argument_group("sources")
+    src.add_argument(
+        "--server",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="a manager's secure serving URL, e.g. https://127.0.0.1:10257 (repeatable)",
+    )
+    src.add_argument("--replay", metavar="FILE", help="serve a --trace-file recording instead")
+    src.add_argument("--speed", type=float, default=1.0, help="replay speed factor (default 1)")
+    auth = parser.add_argument_group("authentication and TLS towards the managers")
+    auth.add_argument("--token-file", default="", help="file holding the bearer token")
+    auth.add_argument(
+        "--kubeconfig",
+        default="",
+        help="take the token and CA from this kubeconfig's current context",
+    )
+    auth.add_argument("--context", default="", help="the kubeconfig context to use")
+    auth.add_argument(
+        "--certificate-authority",
+        default="",
+        metavar="FILE",
+        help="PEM file of the CA that signed the managers' serving certificates",
+    )
+    auth.add_argument(
+        "--insecure-skip-tls-verify",
+        action="store_true",
+        help="do not verify the managers' certificates",
+    )
+    auth.add_argument("--client-certificate", default="", metavar="FILE")
+    auth.add_argument("--client-key", default="", metavar="FILE")
+    serving = parser.add_argument_group("serving")
+    serving.add_argument(
+        "--listen",
+        default=DEFAULT_LISTEN,
+        metavar="HOST:PORT",
+        help=f"loopback address to serve on (default {DEFAULT_LISTEN}; port 0 picks one)",
+    )
+    serving.add_argument(
+        "--jaeger-url", default="", metavar="URL", help="link trace ids to this Jaeger UI"
+    )
+    page = parser.add_argument_group("the page's lease gauge and marks")
+    page.add_argument(
+        "--renew-deadline",
+        "--leader-elect-renew-deadline",
+        dest="renew_deadline",
+        type=duration_arg,
+        default=10.0,
+        metavar="DURATION",
+        help="the managers' renew deadline (default 10s)",
+    )
+    page.add_argument(
+        "--lease-duration",
+        "--leader-elect-lease-duration",
+        dest="lease_duration",
+        type=duration_arg,
+        default=15.0,
+        metavar="DURATION",
+        help="the lease duration until one is observed (default 15s)",
+    )
+    page.add_argument(
+        "--slow-reconcile",
+        dest="slow_reconcile",
+        type=duration_arg,
+        default=1.0,
+        metavar="DURATION",
+        help="a reconcile this slow is marked on the incident timeline (default 1s)",
+    )
+    parser.set_defaults(func=_run)
+
+
+def _readable(path: str, flag: str) -> str:
+    if not os.path.isfile(path):
+        raise ValueError(f"{flag} {path}: no such file")
+    if not os.access(path, os.R_OK):
+        raise ValueError(f"{flag} {path}: not readable")
+    return path
+
+
+def _listen(text: str) -> tuple[str, int]:
+    host, sep, port_text = text.rpartition(":")
+    host = host.strip("[]")
+    if not sep or not host or not port_text.isdigit() or int(port_text) > 65535:
+        raise ValueError(f"--listen {text!r}: want HOST:PORT, e.g. {DEFAULT_LISTEN}")
+    try:
+        loopback = ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = host == "localhost"
+    if not loopback:
+        # Plain HTTP, with a login that lends a session: never beyond this machine.
+        raise ValueError(f"--listen {text!r}: the dashboard serves loopback addresses only")
+    return host, int(port_text)
+
+
+def plan_from(args: argparse.Namespace) -> DashboardPlan:
+    """The checked plan of the flags; ValueError (one line) for bad input."""
+    if bool(args.server) == bool(args.replay):
+        raise ValueError("give --server URL (repeatable) or --replay FILE, not both")
+    host, port = _listen(args.listen)
+    if args.renew_deadline >= args.lease_duration:
+        raise ValueError("--renew-deadline must be less than --lease-duration")
+    if args.slow_reconcile <= 0:
+        raise ValueError("--slow-reconcile must be positive")
+    jaeger = args.jaeger_url.rstrip("/") or None
+    if jaeger is not None:
+        parts = urlsplit(jaeger)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise ValueError(f"--jaeger-url {args.jaeger_url!r}: want http(s)://host:port")
+    config = DashboardConfig(
+        jaeger_url=jaeger,
+        renew_deadline_s=float(args.renew_deadline),
+        lease_duration_s=float(args.lease_duration),
+        slow_reconcile_ms=float(args.slow_reconcile) * 1000.0,
+    )
+    if args.replay:
+        if not args.speed > 0:
+            raise ValueError(f"--speed must be > 0, not {args.speed}")
+        _readable(args.replay, "--replay")
+        return DashboardPlan(
+            "replay", host, port, config, replay=args.replay, speed=float(args.speed)
+        )
+    plan = DashboardPlan("fanin", host, port, config)
+    if args.token_file and args.kubeconfig:
+        raise ValueError("--token-file and --kubeconfig are mutually exclusive")
+    if not args.token_file and not args.kubeconfig:
+        raise ValueError("give --token-file FILE or --kubeconfig FILE for the managers")
+    if args.certificate_authority and args.insecure_skip_tls_verify:
+        raise ValueError(
+            "--certificate-authority and --insecure-skip-tls-verify are mutually exclusive"
+        )
+    if bool(args.client_certificate) != bool(args.client_key):
+        raise ValueError("--client-certificate and --client-key go together")
+    if args.client_certificate:
+        plan.client_cert = (
+            _readable(args.client_certificate, "--client-certificate"),
+            _readable(args.client_key, "--client-key"),
+        )
+    if args.token_file:
+        plan.token_file = _readable(args.token_file, "--token-file")
+        with open(plan.token_file, encoding="utf-8") as f:
+            plan.token = f.read().strip()
+        if not plan.token:
+            raise ValueError(f"--token-file {args.token_file}: empty")
+    if args.kubeconfig:
+        _readable(args.kubeconfig, "--kubeconfig")
+        if _kubeconfig_reader is None:
+            raise ValueError("--kubeconfig is not supported in this build")
+        creds = _kubeconfig_reader(args.kubeconfig, args.context)
+        plan.token, plan.verify = creds.token, creds.verify
+    if args.insecure_skip_tls_verify:
+        plan.verify = False
+    elif args.certificate_authority:
+        ca = _readable(args.certificate_authority, "--certificate-authority")
+        try:
+            plan.verify = ssl.create_default_context(cafile=ca)
+        except (OSError, ssl.SSLError) as exc:
+            raise ValueError(f"--certificate-authority {ca}: {exc}") from None
+    names: set[str] = set()
+    for url in args.server:
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise ValueError(f"--server {url!r}: want https://host:port")
+        name = parts.netloc
+        if name in names:
+            raise ValueError(f"--server {url} given twice")
+        names.add(name)
+        plan.servers.append((name, url.rstrip("/"), ""))
+    return plan
+
+
+def _fail(message: str) -> int:
+    sys.stderr.write(f"pycm dashboard: {message}\n")
+    return 2
+
+
+def _run(args: argparse.Namespace) -> int:
+    # Here, not at the top: `pycm --help` and the other commands need not load the server.
+    from web.replay import load_recording
+    from web.server import serve
+
+    try:
+        plan = plan_from(args)
+        events = load_recording(plan.replay)[0] if plan.replay else None
+    except OSError as exc:
+        return _fail(f"cannot read {exc.filename or args.replay}: {exc.strerror or exc}")
+    except ValueError as exc:
+        return _fail(str(exc))
+    try:
+        return asyncio.run(serve(plan, events=events))
+    except KeyboardInterrupt:
+        return 130

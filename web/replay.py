@@ -1,0 +1,158 @@
+"""``pycm dashboard --replay FILE``: a recording played into the hub by event time.
+
+The recording is read once (in a thread) and split by instance: each instance is a source of
+its own, as it would be live (each replica's seqs are its own, and the page keeps the last seq
+per source). Playing pushes, every :data:`TICK_S`, the events whose time has come at the
+current speed; seeking forward pushes the skipped ones at once; seeking backward starts every
+source over (the reducer has no undo) and pushes everything up to the new position — the hub
+then sends every viewer a fresh ``hello``. The player is the hub's :class:`ReplayControl`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import math
+import time
+from collections.abc import Callable
+from typing import Any
+
+from pycm.trace.events import Event
+from pycm.trace.recorder import read_events
+from web.hub import Hub
+
+__all__ = ["BATCH", "ReplayPlayer", "load_recording"]
+
+TICK_S = 0.05
+BATCH = 2048  # events pushed to the hub at once
+MAX_SPEED = 1e6  # "as fast as possible"
+
+
+def load_recording(path: str) -> tuple[list[Event], int]:
+    """The events of a recording and how many lines were not events (blocking; OSError if it
+    cannot be read)."""
+    bad = 0
+
+    def count(_: object) -> None:
+        nonlocal bad
+        bad += 1
+
+    events = list(read_events(path, on_bad_line=count))
+    return events, bad
+
+
+class ReplayPlayer:
+    """Invariants: ``events[:index]`` have been pushed to the hub, in order; ``_ts`` is the
+    events' ts made non-decreasing (for bisecting by time)."""
+
+    def __init__(
+        self,
+        hub: Hub,
+        events: list[Event],
+        *,
+        speed: float = 1.0,
+        clock: Callable[[], float] = time.monotonic,
+        source_of: Callable[[Event], str] | None = None,
+    ) -> None:
+        if not speed > 0:
+            raise ValueError("the replay speed must be > 0")
+        self.hub = hub
+        self.events = events
+        self.speed = min(speed, MAX_SPEED)
+        self.playing = True
+        self.index = 0
+        self._clock = clock
+        self._anchor: tuple[float, int] | None = None  # (clock time, event ts) playing from
+        self._source_of = source_of or (lambda e: e.instance or "recording")
+        high = 0
+        self._ts: list[int] = []
+        for event in events:
+            high = max(high, event.ts)
+            self._ts.append(high)
+        for event in events:
+            name = self._source_of(event)
+            if name not in hub.sources:
+                hub.add_source(name)
+        for name in hub.sources:
+            hub.set_status(name, "connected")
+        hub.replay = self
+
+    # -- ReplayControl ---------------------------------------------------------------------
+
+    def info(self) -> dict[str, Any]:
+        start = self._ts[0] if self._ts else 0
+        end = self._ts[-1] if self._ts else 0
+        return {
+            "playing": self.playing and self.index < len(self.events),
+            "speed": self.speed,
+            "position_ts": self.position_ts,
+            "start_ts": start,
+            "end_ts": end,
+        }
+
+    def play(self) -> None:
+        self.playing = True
+        self._anchor = None
+
+    def pause(self) -> None:
+        self.playing = False
+        self._anchor = None
+
+    def set_speed(self, speed: float) -> None:
+        if not speed > 0 or math.isnan(speed):
+            raise ValueError("the replay speed must be > 0")
+        self.speed = min(speed, MAX_SPEED)
+        self._anchor = None
+
+    def seek(self, seconds: float) -> None:
+        """Move the position by ``seconds`` of event time (negative: back)."""
+        if not self.events:
+            return
+        target_ts = self.position_ts + int(seconds * 1e9)
+        target = max(1, min(len(self.events), bisect.bisect_right(self._ts, target_ts)))
+        if target < self.index:
+            for name in self.hub.sources:
+                self.hub.reset(name)
+            self.index = 0
+        self._push_to(target)
+        self._anchor = None
+
+    # -- playing ---------------------------------------------------------------------------
+
+    @property
+    def position_ts(self) -> int:
+        if not self._ts:
+            return 0
+        return self._ts[max(0, self.index - 1)]
+
+    def tick(self) -> None:
+        """Push the events whose time has come."""
+        if not self.playing or self.index >= len(self.events):
+            return
+        now = self._clock()
+        if self._anchor is None:
+            self._anchor = (now, self._ts[self.index] if self.index == 0 else self.position_ts)
+        t0, ts0 = self._anchor
+        due_ts = ts0 + int((now - t0) * self.speed * 1e9)
+        target = bisect.bisect_right(self._ts, due_ts, lo=self.index)
+        if target > self.index:
+            self._push_to(target)
+
+    def _push_to(self, target: int) -> None:
+        events, push, source_of = self.events, self.hub.push, self._source_of
+        i = self.index
+        while i < target:
+            # One push per run of events of the same source, at most BATCH long.
+            name = source_of(events[i])
+            j = i + 1
+            while j < target and j - i < BATCH and source_of(events[j]) == name:
+                j += 1
+            push(name, events[i:j])
+            i = j
+        self.index = target
+
+    async def run(self) -> None:
+        """Play until cancelled (at the end it waits: the viewer may seek back)."""
+        while True:
+            self.tick()
+            await asyncio.sleep(TICK_S)

@@ -1,0 +1,53 @@
+// Tiny DOM helpers: elements are built with textContent only (never innerHTML), so nothing an
+// event carries can become markup.
+
+export function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [name, value] of Object.entries(attrs)) {
+    if (value === undefined || value === null || value === false) continue;
+    if (name === "class") node.className = value;
+    else if (name === "text") node.textContent = value;
+    else node.setAttribute(name, value === true ? "" : String(value));
+  }
+  for (const child of children) {
+    if (child === null || child === undefined) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+export function replaceRows(tbody, rows) {
+  tbody.replaceChildren(...rows);
+}
+
+export function pct(x) {
+  return `${Math.max(0, Math.min(100, x)).toFixed(3)}%`;
+}
+
+export function fmtNum(x, digits = 1) {
+  if (x === undefined || x === null || Number.isNaN(x)) return "–";
+  if (Math.abs(x) >= 100 || Number.isInteger(x)) return String(Math.round(x));
+  return x.toFixed(digits);
+}
+
+export function fmtTime(ns) {
+  const d = new Date(ns / 1e6);
+  return d.toISOString().slice(11, 23);
+}
+
+export function fmtClock(ns) {
+  return new Date(ns / 1e6).toISOString().slice(11, 19);
+}
+
+export function cssVar(name) {
+  return getComputedStyle(document.documentElement).getPropertyValue(name).trim();
+}
+
+export function jaegerLink(base, traceId) {
+  if (!traceId) return el("span", { class: "muted", text: "–" });
+  if (!base) return el("code", { text: traceId.slice(0, 12) });
+  return el("a", {
+    href: `${base.replace(/\/+$/, "")}/trace/${traceId}`, target: "_blank", rel: "noopener noreferrer",
+    text: traceId.slice(0, 12),
+  });
+}
