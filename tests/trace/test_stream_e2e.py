@@ -43,7 +43,7 @@ class Sink:
 
 @pytest_asyncio.fixture
 async def cluster() -> AsyncIterator[Any]:
-    async with run_emulator(pod_ready_delay=0.0) as emu:
+    async with run_emulator(tls=False, kubelet=False, pod_ready_delay=0.0) as emu:
         yield emu
 
 

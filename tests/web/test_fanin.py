@@ -24,7 +24,7 @@ pytestmark = pytest.mark.e2e
 
 @pytest_asyncio.fixture
 async def emulator() -> AsyncIterator[Any]:
-    async with run_emulator(pod_ready_delay=0.0) as emu:
+    async with run_emulator(tls=False, kubelet=False, pod_ready_delay=0.0) as emu:
         yield emu
 
 
