@@ -18,7 +18,9 @@ Behaviour:
   first snapshot after a reconnect shows one of the instances it knows with another
   ``first_ts`` (a new process), or the first event after a reconnect has a seq at or below the
   last one. It then reconnects at once with ``since=0``, so the new run's ring is delivered
-  from its start, and continues from there.
+  from its start, and continues from there. Without snapshots (``snapshots=False``) only the
+  seq check remains, which misses a new run that got past the old last seq before the
+  reconnect; a caller that knows when the server restarts (a supervisor) passes ``run_id``.
 - **Backoff**: 0.5 s doubling to 30 s with full jitter between attempts (so several viewers of
   a restarted replica do not reconnect in step), reset once a connection delivers.
 - **Auth and TLS**: a bearer token, or a token file read again before every attempt (a rotated

@@ -80,7 +80,8 @@ def load(state: State, data: Any) -> None:
 
 @handles(ApiRequestCompleted)
 def _request(state: State, ev: ApiRequestCompleted, inst: InstanceRecord) -> None:
-    rec = state.api.touch(ev.instance, state.applied)
+    rec = state.api[ev.instance]
+    rec.touched = state.applied
     rec.requests += 1
     bump(rec.verbs, ev.verb)
     code = ev.code

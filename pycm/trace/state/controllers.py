@@ -218,14 +218,17 @@ def load(state: State, data: Any) -> None:
 @handles(ControllerInitBegan)
 def _init_began(state: State, ev: ControllerInitBegan, inst: InstanceRecord) -> None:
     open_step(state, ev)
-    state.controllers.touch((ev.instance, ev.controller), state.applied).init = "running"
+    rec = state.controllers[ev.instance, ev.controller]
+    rec.touched = state.applied
+    rec.init = "running"
     bar_begin(inst, f"controller.init/{ev.controller}", ev.ts)
 
 
 @handles(ControllerInitFinished)
 def _init_finished(state: State, ev: ControllerInitFinished, inst: InstanceRecord) -> None:
     close_step(state, ev)
-    rec = state.controllers.touch((ev.instance, ev.controller), state.applied)
+    rec = state.controllers[ev.instance, ev.controller]
+    rec.touched = state.applied
     if ev.outcome != _OK:
         rec.init = str(ev.outcome)
     else:
@@ -237,14 +240,16 @@ def _init_finished(state: State, ev: ControllerInitFinished, inst: InstanceRecor
 
 @handles(ControllerDisabled)
 def _disabled(state: State, ev: ControllerDisabled, inst: InstanceRecord) -> None:
-    rec = state.controllers.touch((ev.instance, ev.controller), state.applied)
+    rec = state.controllers[ev.instance, ev.controller]
+    rec.touched = state.applied
     rec.disabled = True
     rec.disabled_reason = ev.reason
 
 
 @handles(ControllerStarted)
 def _started(state: State, ev: ControllerStarted, inst: InstanceRecord) -> None:
-    rec = state.controllers.touch((ev.instance, ev.controller), state.applied)
+    rec = state.controllers[ev.instance, ev.controller]
+    rec.touched = state.applied
     rec.started = True
     rec.stopped = False
     rec.workers = ev.workers
@@ -252,7 +257,9 @@ def _started(state: State, ev: ControllerStarted, inst: InstanceRecord) -> None:
 
 @handles(ControllerStopped)
 def _stopped(state: State, ev: ControllerStopped, inst: InstanceRecord) -> None:
-    state.controllers.touch((ev.instance, ev.controller), state.applied).stopped = True
+    rec = state.controllers[ev.instance, ev.controller]
+    rec.touched = state.applied
+    rec.stopped = True
 
 
 not_folded(ControllerTokenRequested, "token refreshes are shown in the event list only")
@@ -262,13 +269,14 @@ not_folded(ControllerTokenRequested, "token refreshes are shown in the event lis
 def _reconcile_started(state: State, ev: ReconcileStarted, inst: InstanceRecord) -> None:
     open_step(state, ev)
     # in flight is counted per controller: the record must exist
-    state.controllers.touch((ev.instance, ev.controller), state.applied)
+    state.controllers[ev.instance, ev.controller].touched = state.applied
 
 
 @handles(ReconcileFinished)
 def _reconcile_finished(state: State, ev: ReconcileFinished, inst: InstanceRecord) -> None:
     close_step(state, ev)
-    rec = state.controllers.touch((ev.instance, ev.controller), state.applied)
+    rec = state.controllers[ev.instance, ev.controller]
+    rec.touched = state.applied
     outcome = ev.outcome
     # A sync that raised ends with outcome error and the default result: count it as the
     # error it is (the worker rate-limits the key); a cancelled one as "cancelled".

@@ -129,7 +129,8 @@ def load(state: State, data: Any) -> None:
 
 @handles(InformerStarted)
 def _started(state: State, ev: InformerStarted, inst: InstanceRecord) -> None:
-    rec = state.informers.touch((ev.instance, ev.resource), state.applied)
+    rec = state.informers[ev.instance, ev.resource]
+    rec.touched = state.applied
     rec.started = True
     rec.metadata_only = ev.metadata_only
     rec.resync_s = ev.resync_s
@@ -138,14 +139,15 @@ def _started(state: State, ev: InformerStarted, inst: InstanceRecord) -> None:
 @handles(InformerListBegan)
 def _list_began(state: State, ev: InformerListBegan, inst: InstanceRecord) -> None:
     open_step(state, ev)
-    state.informers.touch((ev.instance, ev.resource), state.applied)
+    state.informers[ev.instance, ev.resource].touched = state.applied
     bar_begin(inst, f"informer.list/{ev.resource}", ev.ts)
 
 
 @handles(InformerListFinished)
 def _list_finished(state: State, ev: InformerListFinished, inst: InstanceRecord) -> None:
     close_step(state, ev)
-    rec = state.informers.touch((ev.instance, ev.resource), state.applied)
+    rec = state.informers[ev.instance, ev.resource]
+    rec.touched = state.applied
     rec.lists += 1
     rec.list_ms = ev.dur_ns * _MS
     if ev.outcome != _OK:
@@ -164,7 +166,8 @@ def _list_finished(state: State, ev: InformerListFinished, inst: InstanceRecord)
 
 @handles(WatchOpened)
 def _watch_opened(state: State, ev: WatchOpened, inst: InstanceRecord) -> None:
-    rec = state.informers.touch((ev.instance, ev.resource), state.applied)
+    rec = state.informers[ev.instance, ev.resource]
+    rec.touched = state.applied
     rec.watch_opens += 1
     if ev.resource_version:
         rec.resource_version = ev.resource_version
@@ -172,7 +175,8 @@ def _watch_opened(state: State, ev: WatchOpened, inst: InstanceRecord) -> None:
 
 @handles(WatchClosed)
 def _watch_closed(state: State, ev: WatchClosed, inst: InstanceRecord) -> None:
-    rec = state.informers.touch((ev.instance, ev.resource), state.applied)
+    rec = state.informers[ev.instance, ev.resource]
+    rec.touched = state.applied
     bump(rec.watch_closes, ev.reason)
     rec.watch_events += ev.events
     if ev.resource_version:
@@ -185,21 +189,24 @@ def _watch_closed(state: State, ev: WatchClosed, inst: InstanceRecord) -> None:
 
 @handles(InformerRelisted)
 def _relisted(state: State, ev: InformerRelisted, inst: InstanceRecord) -> None:
-    rec = state.informers.touch((ev.instance, ev.resource), state.applied)
+    rec = state.informers[ev.instance, ev.resource]
+    rec.touched = state.applied
     rec.relists += 1
     bump(rec.relist_reasons, ev.reason)
 
 
 @handles(InformerBackedOff)
 def _backed_off(state: State, ev: InformerBackedOff, inst: InstanceRecord) -> None:
-    rec = state.informers.touch((ev.instance, ev.resource), state.applied)
+    rec = state.informers[ev.instance, ev.resource]
+    rec.touched = state.applied
     rec.backoffs += 1
     rec.last_backoff_ms = ev.delay_ms
 
 
 @handles(InformerSynced)
 def _synced(state: State, ev: InformerSynced, inst: InstanceRecord) -> None:
-    rec = state.informers.touch((ev.instance, ev.resource), state.applied)
+    rec = state.informers[ev.instance, ev.resource]
+    rec.touched = state.applied
     rec.synced = True
     rec.synced_ts = ev.ts
     rec.objects = ev.objects
@@ -210,7 +217,9 @@ def _synced(state: State, ev: InformerSynced, inst: InstanceRecord) -> None:
 
 @handles(HandlerLagged)
 def _handler_lagged(state: State, ev: HandlerLagged, inst: InstanceRecord) -> None:
-    state.informers.touch((ev.instance, ev.resource), state.applied).handler_lost += ev.lost
+    rec = state.informers[ev.instance, ev.resource]
+    rec.touched = state.applied
+    rec.handler_lost += ev.lost
     state.error(ev, f"{ev.resource} handler {ev.handler} lost {ev.lost} notifications")
 
 

@@ -210,7 +210,8 @@ def _set_holder(
 
 @handles(LeaseAcquireAttempted)
 def _acquire_attempted(state: State, ev: LeaseAcquireAttempted, inst: InstanceRecord) -> None:
-    lease = state.leases.touch(ev.lease, state.applied)
+    lease = state.leases[ev.lease]
+    lease.touched = state.applied
     inst.lease = ev.lease
     bump(lease.attempts, ev.result)
     if ev.result == AcquireResult.ERROR:
@@ -227,7 +228,8 @@ def _acquire_attempted(state: State, ev: LeaseAcquireAttempted, inst: InstanceRe
 
 @handles(LeaseAcquired)
 def _acquired(state: State, ev: LeaseAcquired, inst: InstanceRecord) -> None:
-    lease = state.leases.touch(ev.lease, state.applied)
+    lease = state.leases[ev.lease]
+    lease.touched = state.applied
     inst.lease = ev.lease
     lease.acquired += 1
     if ev.transitions > lease.transitions:
@@ -240,12 +242,14 @@ def _acquired(state: State, ev: LeaseAcquired, inst: InstanceRecord) -> None:
 
 @handles(LeaseRenewed)
 def _renewed(state: State, ev: LeaseRenewed, inst: InstanceRecord) -> None:
-    lease = state.leases.touch(ev.lease, state.applied)
+    lease = state.leases[ev.lease]
+    lease.touched = state.applied
     identity = ev.identity or ev.instance
     if not inst.lease:
         inst.lease = ev.lease
     _set_holder(state, lease, identity, ev)
-    holder = lease.holders.touch(identity, state.applied)
+    holder = lease.holders[identity]
+    holder.touched = state.applied
     holder.renews += 1
     holder.last_renew_ts = ev.ts
     latency = ev.latency_ms
@@ -260,10 +264,13 @@ def _renewed(state: State, ev: LeaseRenewed, inst: InstanceRecord) -> None:
 
 @handles(LeaseRenewFailed)
 def _renew_failed(state: State, ev: LeaseRenewFailed, inst: InstanceRecord) -> None:
-    lease = state.leases.touch(ev.lease, state.applied)
+    lease = state.leases[ev.lease]
+    lease.touched = state.applied
     identity = ev.identity or ev.instance
     bump(lease.failures, ev.reason)
-    lease.holders.touch(identity, state.applied).failures += 1
+    rec = lease.holders[identity]
+    rec.touched = state.applied
+    rec.failures += 1
     lease.renew_history.append(
         {
             "ts": ev.ts,
@@ -278,7 +285,8 @@ def _renew_failed(state: State, ev: LeaseRenewFailed, inst: InstanceRecord) -> N
 
 @handles(LeaseReleased)
 def _released(state: State, ev: LeaseReleased, inst: InstanceRecord) -> None:
-    lease = state.leases.touch(ev.lease, state.applied)
+    lease = state.leases[ev.lease]
+    lease.touched = state.applied
     lease.released += 1
     if lease.holder == (ev.identity or ev.instance):
         _set_holder(state, lease, "", ev)
@@ -288,7 +296,8 @@ def _released(state: State, ev: LeaseReleased, inst: InstanceRecord) -> None:
 
 @handles(LeaseLost)
 def _lost(state: State, ev: LeaseLost, inst: InstanceRecord) -> None:
-    lease = state.leases.touch(ev.lease, state.applied)
+    lease = state.leases[ev.lease]
+    lease.touched = state.applied
     lease.lost += 1
     if inst.role != "stopped":
         inst.role = "standby"
@@ -297,7 +306,8 @@ def _lost(state: State, ev: LeaseLost, inst: InstanceRecord) -> None:
 
 @handles(LeaderObserved)
 def _leader_observed(state: State, ev: LeaderObserved, inst: InstanceRecord) -> None:
-    lease = state.leases.touch(ev.lease, state.applied)
+    lease = state.leases[ev.lease]
+    lease.touched = state.applied
     if ev.transitions > lease.transitions:
         lease.transitions = ev.transitions
     if ev.lease_duration_s:

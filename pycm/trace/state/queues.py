@@ -128,7 +128,8 @@ def _depth(rec: QueueRecord, ts: int, depth: int) -> None:
 
 @handles(ItemAdded)
 def _added(state: State, ev: ItemAdded, inst: InstanceRecord) -> None:
-    rec = state.queues.touch((ev.instance, ev.queue), state.applied)
+    rec = state.queues[ev.instance, ev.queue]
+    rec.touched = state.applied
     rec.adds += 1
     if not ev.queued:
         rec.deduped += 1
@@ -138,7 +139,8 @@ def _added(state: State, ev: ItemAdded, inst: InstanceRecord) -> None:
 
 @handles(ItemTaken)
 def _taken(state: State, ev: ItemTaken, inst: InstanceRecord) -> None:
-    rec = state.queues.touch((ev.instance, ev.queue), state.applied)
+    rec = state.queues[ev.instance, ev.queue]
+    rec.touched = state.applied
     rec.gets += 1
     rec.wait.add(ev.wait_ms)
     _depth(rec, ev.ts, ev.depth)
@@ -146,7 +148,8 @@ def _taken(state: State, ev: ItemTaken, inst: InstanceRecord) -> None:
 
 @handles(ItemDone)
 def _done(state: State, ev: ItemDone, inst: InstanceRecord) -> None:
-    rec = state.queues.touch((ev.instance, ev.queue), state.applied)
+    rec = state.queues[ev.instance, ev.queue]
+    rec.touched = state.applied
     rec.dones += 1
     rec.work.add(ev.work_ms)
     _depth(rec, ev.ts, ev.depth)
@@ -154,12 +157,15 @@ def _done(state: State, ev: ItemDone, inst: InstanceRecord) -> None:
 
 @handles(ItemRequeued)
 def _requeued(state: State, ev: ItemRequeued, inst: InstanceRecord) -> None:
-    state.queues.touch((ev.instance, ev.queue), state.applied).retries += 1
+    rec = state.queues[ev.instance, ev.queue]
+    rec.touched = state.applied
+    rec.retries += 1
 
 
 @handles(ItemDropped)
 def _dropped(state: State, ev: ItemDropped, inst: InstanceRecord) -> None:
-    rec = state.queues.touch((ev.instance, ev.queue), state.applied)
+    rec = state.queues[ev.instance, ev.queue]
+    rec.touched = state.applied
     rec.drops += 1
     bump(rec.drop_reasons, ev.reason)
     state.error(ev, f"{ev.queue} dropped {ev.key} after {ev.retries} retries: {ev.reason}")
@@ -167,4 +173,6 @@ def _dropped(state: State, ev: ItemDropped, inst: InstanceRecord) -> None:
 
 @handles(QueueShutDown)
 def _shut_down(state: State, ev: QueueShutDown, inst: InstanceRecord) -> None:
-    state.queues.touch((ev.instance, ev.queue), state.applied).shut_down = True
+    rec = state.queues[ev.instance, ev.queue]
+    rec.touched = state.applied
+    rec.shut_down = True
