@@ -42,10 +42,10 @@ import orjson
 
 from pycm.trace.codec import encode
 from pycm.trace.events import Event
+from pycm.trace.format import format_event
 from pycm.trace.incidents import DEFAULT_SLOW_RECONCILE_MS, Incident, Incidents
 from pycm.trace.state import State
 from web.fanout import Broadcast, sse_frame
-from web.lines import line_of
 
 __all__ = [
     "FLUSH_INTERVAL_S",
@@ -104,7 +104,7 @@ class ReplayControl(Protocol):
 def event_json(event: Event) -> bytes:
     """The codec's JSON object of ``event`` with its one-line form added as ``"line"``."""
     body = encode(event)
-    return body[:-1] + b',"line":' + orjson.dumps(line_of(event)) + b"}"
+    return body[:-1] + b',"line":' + orjson.dumps(format_event(event)) + b"}"
 
 
 def _status_json(status: Any) -> dict[str, str]:

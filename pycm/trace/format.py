@@ -51,18 +51,34 @@ def kind_of(event: Event) -> str:
     return event.kind if isinstance(event, UnknownEvent) else event.KIND
 
 
+# kind class -> ((attribute, default, always shown), ...) in declaration order: read once per
+# kind, because dataclasses.fields() per event was most of what formatting cost (a watched
+# dashboard formats every event of a busy manager).
+_specs: dict[type, tuple[tuple[str, object, bool], ...]] = {}
+
+
+def _spec(cls: type[Event]) -> tuple[tuple[str, object, bool], ...]:
+    step_end = issubclass(cls, StepEnd)
+    spec = tuple(
+        (f.name, f.default, step_end and f.name == "outcome")
+        for f in dataclasses.fields(cls)
+        if f.name not in ENVELOPE_FIELDS
+    )
+    _specs[cls] = spec
+    return spec
+
+
 def attributes(event: Event) -> list[tuple[str, object]]:
     """The kind's attributes that differ from their defaults, in declaration order (a step end
     always shows its outcome). An unknown kind has none (its text is in ``raw``)."""
     if isinstance(event, UnknownEvent):
         return []
+    cls = event.__class__
     out: list[tuple[str, object]] = []
-    for f in dataclasses.fields(event):
-        if f.name in ENVELOPE_FIELDS:
-            continue
-        value = getattr(event, f.name)
-        if value != f.default or (f.name == "outcome" and isinstance(event, StepEnd)):
-            out.append((f.name, value))
+    for name, default, always in _specs.get(cls) or _spec(cls):
+        value = getattr(event, name)
+        if value != default or always:
+            out.append((name, value))
     return out
 
 
@@ -91,13 +107,20 @@ def duration_text(ns: int) -> str:
     return f"{ns / 1e3:.3g}µs"
 
 
+# The UTC text of the last whole second formatted ("YYYY-MM-DDTHH:MM:SS"): events come in time
+# order, so most share it and skip the datetime conversion.
+_utc_second: list[object] = [-1, ""]
+
+
 def timestamp_text(ts: int, *, utc: bool = True) -> str:
     """``2026-12-03T23:40:28.123Z`` (UTC) or ``23:40:28.123`` (local clock time)."""
     seconds, ns = divmod(ts, 1_000_000_000)  # integers: a float would misround the ms
     ms = f"{ns // 1_000_000:03d}"
     if utc:
-        when = datetime.datetime.fromtimestamp(seconds, tz=datetime.UTC)
-        return f"{when:%Y-%m-%dT%H:%M:%S}.{ms}Z"
+        if _utc_second[0] != seconds:
+            when = datetime.datetime.fromtimestamp(seconds, tz=datetime.UTC)
+            _utc_second[0], _utc_second[1] = seconds, f"{when:%Y-%m-%dT%H:%M:%S}"
+        return f"{_utc_second[1]}.{ms}Z"
     return f"{datetime.datetime.fromtimestamp(seconds):%H:%M:%S}.{ms}"
 
 
