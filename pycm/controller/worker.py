@@ -17,8 +17,9 @@ any other exception             ``add_rate_limited`` while retries < max_retries
 cancellation                    propagates (the controller is stopping)
 =============================== ==================================================== =========
 
-Each sync is one traced step (``reconcile.begin`` / ``reconcile.end``): the key, the queue wait,
-the retries so far, the informer event that enqueued it (:class:`Trigger`), and the outcome.
+Each sync is one traced step (``reconcile.begin`` / ``reconcile.end``), the root of a trace of its
+own: the key, the queue wait, the retries so far, the informer event that enqueued it
+(:class:`Trigger`, the span link), and the outcome.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from typing import Any
 from pycm.controller.metrics import ControllerMetrics
 from pycm.kube.errors import Conflict
 from pycm.trace.bus import Bus, default_bus
-from pycm.trace.context import count_calls, current_span, error_text
+from pycm.trace.context import count_calls, current_span, error_text, root_context
 from pycm.trace.events import Outcome
 from pycm.trace.kinds import (
     ControllerStarted,
@@ -157,9 +158,11 @@ class Controller:
                 return
             if self._metrics is not None:
                 self._metrics.max_concurrent_reconciles.labels(self.name).set(workers)
+            # Each reconcile is the root of its own trace (linked to its trigger), never a
+            # child of whatever step started the controller (start-up, controller init).
             tasks = [
                 asyncio.get_running_loop().create_task(
-                    self._worker(), name=f"{self.name}: worker {i}"
+                    self._worker(), name=f"{self.name}: worker {i}", context=root_context()
                 )
                 for i in range(workers)
             ]

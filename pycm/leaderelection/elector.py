@@ -39,7 +39,7 @@ from pycm.leaderelection.config import JITTER_FACTOR, LeaderElectionConfig
 from pycm.leaderelection.record import LeaderElectionRecord
 from pycm.leaderelection.resourcelock import LockConflict, LockError, LockNotFound
 from pycm.trace.bus import Bus, default_bus
-from pycm.trace.context import error_text
+from pycm.trace.context import error_text, root_context
 from pycm.trace.kinds import (
     AcquireResult,
     LeaderObserved,
@@ -416,8 +416,10 @@ class LeaderElector:
                 await callbacks.on_started_leading()
 
             leading = asyncio.get_running_loop().create_task(lead(), name="leaderelection: leading")
+            # Renewals are traces of their own, not children of whatever step started the
+            # election (start-up): the renewer starts in a context with no current span.
             renewing = asyncio.get_running_loop().create_task(
-                self._renew(), name="leaderelection: renew"
+                self._renew(), name="leaderelection: renew", context=root_context()
             )
             try:
                 pending = {leading, renewing}

@@ -18,6 +18,7 @@ from pycm.trace.kinds import (
     ReconcileFinished,
     ReconcileResult,
     ReconcileStarted,
+    StartupBegan,
 )
 from pycm.util.clock import FakeClock
 
@@ -163,6 +164,38 @@ async def test_reconcile_links_to_the_enqueuing_event() -> None:
     )
     assert (begin.namespace, begin.name, begin.resource) == ("ns", "a", "replicasets")
     await ctrl.queue.aclose()
+
+
+@pytest.mark.asyncio
+async def test_controller_started_inside_a_step_runs_each_reconcile_as_a_trace_root() -> None:
+    # Regression: workers started inside start-up ran every reconcile as a child of the
+    # start-up span (one trace for all), so tail sampling never applied to them.
+    done = asyncio.Event()
+    seen: list[str] = []
+
+    async def sync(key: str) -> None:
+        seen.append(key)
+        if len(seen) == 3:
+            done.set()
+
+    ctrl, _, bus = _controller(sync)
+    with bus.step(StartupBegan(command="run")) as startup:
+        task = asyncio.create_task(ctrl.run(workers=2), name="controller")
+        for key in ("ns/a", "ns/b", "ns/c"):
+            ctrl.enqueue(key, Trigger.from_object({"kind": "Pod"}, "add"))
+    await asyncio.wait_for(done.wait(), 5)
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    begins = [e for e in bus.recent() if isinstance(e, ReconcileStarted)]
+    assert len(begins) == 3
+    assert all(b.parent_id == "" for b in begins)
+    assert len({b.trace_id for b in begins} | {startup.trace_id}) == 4
+    # Linked, not parented: the trigger was enqueued inside start-up.
+    assert {(b.trigger_trace_id, b.trigger_span_id) for b in begins} == {
+        (startup.trace_id, startup.span_id)
+    }
+    ends = _ends(bus)
+    assert {e.trace_id for e in ends} == {b.trace_id for b in begins}
 
 
 @pytest.mark.asyncio

@@ -30,6 +30,7 @@ from pycm.trace.kinds import (
     LeaseRenewed,
     LeaseRenewFailed,
     RenewFailureReason,
+    StartupBegan,
 )
 from pycm.util.clock import FakeClock
 
@@ -202,6 +203,25 @@ async def test_renew_takes_the_fast_path_without_a_get(h: Harness) -> None:
     assert h.registry.get_sample_value("leader_election_master_status", {"name": "pycm"}) == 1
     await _cancel(task)
     assert h.registry.get_sample_value("leader_election_master_status", {"name": "pycm"}) == 0
+
+
+@pytest.mark.asyncio
+async def test_renewals_of_an_election_started_inside_a_step_are_not_its_children(
+    h: Harness,
+) -> None:
+    # Regression: the elector started inside start-up emitted every renewal (and its lock
+    # calls) into the start-up trace.
+    elector, _ = h.elector("a")
+    with h.bus.step(StartupBegan(command="run")) as startup:
+        task = asyncio.create_task(elector.run(), name="a")
+    await h.advance(4.5)
+    renewed = h.kinds(LeaseRenewed)
+    assert len(renewed) >= 2
+    assert all(r.trace_id != startup.trace_id and r.parent_id == "" for r in renewed)
+    # The acquisition happened during start-up and stays in its trace.
+    (acquired,) = h.kinds(LeaseAcquired)
+    assert acquired.trace_id == startup.trace_id
+    await _cancel(task)
 
 
 @pytest.mark.asyncio
