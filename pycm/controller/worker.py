@@ -28,7 +28,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from pycm.controller.metrics import ControllerMetrics
 from pycm.kube.errors import Conflict
@@ -46,7 +46,7 @@ from pycm.util.tasks import cancel_and_wait
 from pycm.workqueue.queue import ShutDown
 from pycm.workqueue.rate_limiting_queue import RateLimitingQueue
 
-__all__ = ["Controller", "Result", "SyncHandler", "TerminalError", "Trigger"]
+__all__ = ["Controller", "ReconcileGate", "Result", "SyncHandler", "TerminalError", "Trigger"]
 
 log = logging.getLogger(__name__)
 
@@ -88,6 +88,17 @@ class Trigger:
         if span is None:
             return cls(kind, rv, event)
         return cls(kind, rv, event, span[0], span[1])
+
+
+class ReconcileGate(Protocol):
+    """What a worker checks before it takes the next key (the leader elector's renew gate:
+    closed while the last lease renew is older than RenewDeadline, pycm.leaderelection.gate)."""
+
+    def is_open(self) -> bool: ...
+
+    async def wait_open(self) -> None: ...
+
+    def age(self) -> float | None: ...
 
 
 SyncHandler = Callable[[str], Awaitable[Result | None]]
@@ -134,6 +145,8 @@ class Controller:
         # the queue-progress health check compares it with the queue's backlog.
         self.last_progress = clock.monotonic()
         self.running = False
+        # Leader-elected: set before the workers start; None runs ungated.
+        self.gate: ReconcileGate | None = None
 
     # -- enqueueing (called from informer handlers: synchronous, cheap) ---------------------
 
@@ -190,10 +203,22 @@ class Controller:
                 return
             self.last_progress = self._clock.monotonic()
             try:
+                gate = self.gate
+                if gate is not None and not gate.is_open():
+                    await self._wait_gate(gate)
                 await self.process(key)
             finally:
                 queue.done(key)
                 self.last_progress = self._clock.monotonic()
+
+    async def _wait_gate(self, gate: ReconcileGate) -> None:
+        age = gate.age()
+        log.warning(
+            "%s: not starting a reconcile until the lease is renewed (last renew %s ago)",
+            self.name,
+            "never" if age is None else f"{age:.1f}s",
+        )
+        await gate.wait_open()
 
     async def process(self, key: str) -> ReconcileResult:
         """One sync of ``key`` under the contract above (public for table tests)."""

@@ -9,6 +9,7 @@ from prometheus_client import CollectorRegistry
 
 from pycm.controller import Controller, ControllerMetrics, Result, TerminalError, Trigger
 from pycm.kube.errors import Conflict, ServerError
+from pycm.leaderelection.gate import RenewGate
 from pycm.trace.bus import Bus
 from pycm.trace.events import Outcome
 from pycm.trace.kinds import (
@@ -196,6 +197,36 @@ async def test_controller_started_inside_a_step_runs_each_reconcile_as_a_trace_r
     }
     ends = _ends(bus)
     assert {e.trace_id for e in ends} == {b.trace_id for b in begins}
+
+
+@pytest.mark.asyncio
+async def test_worker_starts_no_reconcile_while_the_renew_gate_is_closed() -> None:
+    seen: list[str] = []
+
+    async def sync(key: str) -> None:
+        seen.append(key)
+
+    ctrl, clock, _ = _controller(sync)
+    gate = RenewGate(clock, renew_deadline=10.0)
+    gate.renewed(clock.monotonic())
+    ctrl.gate = gate
+    task = asyncio.create_task(ctrl.run(workers=2), name="controller")
+    ctrl.enqueue("ns/a")
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert seen == ["ns/a"]
+    clock.advance(10.5)  # the last renew is now older than the renew deadline (a pause)
+    ctrl.enqueue("ns/b")
+    ctrl.enqueue("ns/c")
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert seen == ["ns/a"]
+    gate.renewed(clock.monotonic())
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert sorted(seen) == ["ns/a", "ns/b", "ns/c"]
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
 
 
 @pytest.mark.asyncio
