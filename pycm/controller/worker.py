@@ -147,6 +147,9 @@ class Controller:
         self.running = False
         # Leader-elected: set before the workers start; None runs ungated.
         self.gate: ReconcileGate | None = None
+        # Set when run() stops: a worker waiting at a closed gate gives up its key at once
+        # (else stopping would wait stop_timeout for it).
+        self._stopping = asyncio.Event()
 
     # -- enqueueing (called from informer handlers: synchronous, cheap) ---------------------
 
@@ -164,6 +167,7 @@ class Controller:
         """Wait for the caches, start ``workers`` workers, and run until cancelled. Stopping
         shuts the queue down, lets in-flight syncs finish (bounded), then cancels them."""
         self.queue.start()
+        self._stopping.clear()
         tasks: list[asyncio.Task[None]] = []
         try:
             if synced is not None and not await synced():
@@ -187,6 +191,7 @@ class Controller:
             await asyncio.wait(tasks)
         finally:
             self.running = False
+            self._stopping.set()
             self.queue.shut_down()
             if tasks:
                 _, pending = await asyncio.wait(tasks, timeout=self._stop_timeout)
@@ -204,21 +209,29 @@ class Controller:
             self.last_progress = self._clock.monotonic()
             try:
                 gate = self.gate
-                if gate is not None and not gate.is_open():
-                    await self._wait_gate(gate)
-                await self.process(key)
+                if gate is None or gate.is_open() or await self._wait_gate(gate):
+                    await self.process(key)
             finally:
                 queue.done(key)
                 self.last_progress = self._clock.monotonic()
 
-    async def _wait_gate(self, gate: ReconcileGate) -> None:
+    async def _wait_gate(self, gate: ReconcileGate) -> bool:
+        """Wait for the gate to open (True) or the controller to stop (False)."""
         age = gate.age()
         log.warning(
             "%s: not starting a reconcile until the lease is renewed (last renew %s ago)",
             self.name,
             "never" if age is None else f"{age:.1f}s",
         )
-        await gate.wait_open()
+        opened = asyncio.ensure_future(gate.wait_open())
+        stopping = asyncio.ensure_future(self._stopping.wait())
+        try:
+            await asyncio.wait({opened, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for waiter in (opened, stopping):
+                waiter.cancel()
+            await asyncio.gather(opened, stopping, return_exceptions=True)
+        return opened.done() and not opened.cancelled() and not self._stopping.is_set()
 
     async def process(self, key: str) -> ReconcileResult:
         """One sync of ``key`` under the contract above (public for table tests)."""

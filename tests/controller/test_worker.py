@@ -230,6 +230,25 @@ async def test_worker_starts_no_reconcile_while_the_renew_gate_is_closed() -> No
 
 
 @pytest.mark.asyncio
+async def test_stopping_does_not_wait_for_a_worker_held_at_a_closed_gate() -> None:
+    seen: list[str] = []
+
+    async def sync(key: str) -> None:
+        seen.append(key)
+
+    ctrl, clock, _ = _controller(sync)
+    ctrl.gate = RenewGate(clock, renew_deadline=10.0)  # never renewed: closed
+    task = asyncio.create_task(ctrl.run(workers=1), name="controller")
+    ctrl.enqueue("ns/a")
+    for _ in range(20):
+        await asyncio.sleep(0)
+    task.cancel()
+    # Without the stop signal the worker would hold run() for its 10 s stop timeout.
+    await asyncio.wait_for(asyncio.gather(task, return_exceptions=True), 2)
+    assert seen == []
+
+
+@pytest.mark.asyncio
 async def test_worker_survives_exceptions_and_metrics_count_results() -> None:
     registry = CollectorRegistry()
     seen: list[str] = []
