@@ -18,8 +18,9 @@ Figures:
 - ``soak.violations``: bound violations seen with faults, plus duplicate ReplicaSets (peer:
   violations during the clean rollouts of the same run; ratio (1 + peer) / (1 + ours): 1 is
   ideal, lower is worse).
-- ``soak.rollout_slowdown``: mean rollout time with faults / without (x; peer: the mean
-  rollout without faults in s; ratio clean / faulted, a cost: 1 would be no slowdown).
+- ``soak.rollout_slowdown``: mean rollout time (image change → complete) with faults / without
+  (x; peer: the mean rollout without faults in s; ratio clean / faulted, a cost: 1 would be no
+  slowdown). A round's faults last its whole length even when its rollout completes sooner.
 
 The observer's watches are dropped too (the action ends every watch): it re-watches from its
 last resourceVersion at once, and relists (checking the listed state) when that was compacted
@@ -280,23 +281,30 @@ async def _chaos(api: httpx.AsyncClient, seconds: float) -> None:
 
 
 async def _rollout(api: httpx.AsyncClient, image: str, faults_for: float, timeout: float) -> float:
-    """Set the image, with faults for ``faults_for`` seconds (0: none); seconds to complete."""
+    """Set the image, with faults for ``faults_for`` seconds (0: none); the seconds until the
+    rollout completed (the round still lasts ``faults_for`` when it completes sooner)."""
     if faults_for:
         for fault in FAULTS:
             spec = {**fault, "user": MANAGER_USER, "duration": faults_for}
             (await api.post("/sim/v1/faults", json=spec)).raise_for_status()
     start = time.monotonic()
-    patch = {"spec": {"template": {"spec": {"containers": [{"name": "c", "image": image}]}}}}
-    r = await api.patch(
-        f"{DEPLOY_PATH}/{NAME}",
-        content=orjson.dumps(patch),
-        headers={"Content-Type": "application/merge-patch+json"},
-    )
-    r.raise_for_status()
-    if faults_for:
-        await _chaos(api, faults_for)
-    await _until(lambda: _complete(api, image), timeout, f"rollout to {image}")
-    return time.monotonic() - start
+    chaos = asyncio.create_task(_chaos(api, faults_for), name="soak chaos")
+    try:
+        patch = {"spec": {"template": {"spec": {"containers": [{"name": "c", "image": image}]}}}}
+        r = await api.patch(
+            f"{DEPLOY_PATH}/{NAME}",
+            content=orjson.dumps(patch),
+            headers={"Content-Type": "application/merge-patch+json"},
+        )
+        r.raise_for_status()
+        await _until(lambda: _complete(api, image), faults_for + timeout, f"rollout to {image}")
+        seconds = time.monotonic() - start
+        await chaos
+    finally:
+        chaos.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await chaos
+    return seconds
 
 
 def _start_manager(emu: Emulator, tmp: Path) -> tuple[subprocess.Popen[bytes], str, Any]:
