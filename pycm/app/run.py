@@ -538,6 +538,10 @@ class Manager:
         await self.groups.start(Group.CACHES)
         ctx.informers_started.set()
         self.bus.point(InformersStarted(informers=informers.started))
+        if self.elector is not None:
+            # Before any worker runs: no reconcile starts on a stale lease (leaderelection/gate).
+            for controller in ctx.queues.values():
+                controller.gate = self.elector.gate
         for name, runnable in runnables:
             self.groups.add(Group.CONTROLLERS, f"controller {name}", runnable)
         # Plugins' own background tasks run with the controllers, added now or later.
