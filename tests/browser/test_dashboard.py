@@ -258,3 +258,51 @@ def test_csp_blocks_inline_script_and_the_page_has_none(stack: Stack, browser: B
 def _session(context: BrowserContext) -> str:
     [cookie] = [c for c in context.cookies() if c["name"] == "pycm_session"]
     return str(cookie["value"])
+
+
+def test_replay_of_a_recording_plays_and_pauses(stack: Stack, browser: Browser) -> None:
+    """``pycm dashboard --replay`` of a replica's --trace-file: the page's replay bar drives it."""
+    import subprocess
+    import sys
+
+    recording = stack.tmp / "replica-a.jsonl"
+    argv = [sys.executable, "-m", "pycm", "dashboard", "--replay", str(recording)]
+    proc = subprocess.Popen(
+        [*argv, "--listen", "127.0.0.1:0", "--speed", "1"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.startswith("pycm dashboard: serving "), line
+        page = context.new_page()
+        console = Console(page)
+        page.goto(line.split("serving ", 1)[1].strip())
+        expect(page.locator("#mode")).to_have_text("replay", timeout=WAIT_MS)
+        expect(page.locator("#replay-bar")).to_be_visible()
+        play = page.locator("#replay-play")
+        if play.get_attribute("aria-pressed") == "true":
+            play.click()
+            expect(play).to_have_attribute("aria-pressed", "false", timeout=WAIT_MS)
+        held = page.locator("#replay-position").inner_text()
+        play.click()
+        expect(play).to_have_attribute("aria-pressed", "true", timeout=WAIT_MS)
+        poll(
+            lambda: page.locator("#replay-position").inner_text() != held,
+            20,
+            "the replay position to move",
+        )
+        expect(page.locator('.card[data-identity="replica-a"]')).to_have_count(1, timeout=WAIT_MS)
+        page.keyboard.press("Space")
+        expect(play).to_have_attribute("aria-pressed", "false", timeout=WAIT_MS)
+        assert console.errors == []
+    finally:
+        context.close()
+        proc.terminate()
+        proc.wait(20)
+        assert proc.stdout is not None
+        proc.stdout.close()
