@@ -44,9 +44,10 @@ from web.hub import Hub
 from web.live import live_routes
 
 _SIZES = {
-    # size: (events for the fan-out, settled deployments, paired passes)
-    "tiny": (20_000, 300, 3),
-    "full": (200_000, 2_000, 7),
+    # size: (events for the fan-out, for its peer (one frame per event per viewer: slow),
+    #        settled deployments, paired passes)
+    "tiny": (10_000, 1_000, 300, 3),
+    "full": (100_000, 10_000, 2_000, 7),
 }
 VIEWERS = 100
 _BATCH = 1000
@@ -218,9 +219,9 @@ async def _manager_cost(n: int, pairs: int) -> tuple[float, float, float]:
 
 
 def run(size: str) -> list[Figure]:
-    events, settled, pairs = _SIZES[size]
+    events, peer_events, settled, pairs = _SIZES[size]
     ours = asyncio.run(_fanout_ours(events))
-    peer = asyncio.run(_fanout_peer(events))
+    peer = asyncio.run(_fanout_peer(peer_events))
     with_viewers, without, ratio = asyncio.run(_manager_cost(settled, pairs))
     return [
         Figure(

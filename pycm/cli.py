@@ -64,6 +64,16 @@ def _read_kubeconfig(path: str, context: str) -> Any:
     return KubeconfigCredentials(token=creds.token, verify=creds.verify())
 
 
+async def _launch_dashboard(
+    replicas: Sequence[tuple[str, str, str, Any]], token: str, **options: Any
+) -> int:
+    """The web dashboard of ``pycm demo``'s replicas (see
+    :data:`pycm.demo.command.DashboardLauncher`). Imports the web app only when used."""
+    from web.server import serve_replicas
+
+    return await serve_replicas(replicas, token, **options)
+
+
 def _mount_dashboard(**lent: Any) -> Any:
     """The web dashboard ``pycm run`` mounts on its secure port (see
     :data:`pycm.app.command.DashboardMounter`). Imports the web app only when used."""
@@ -90,6 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     demo_command.add_subcommand(subparsers)
     demo_command.set_tui_launcher(_launch_top)
+    demo_command.set_dashboard_launcher(_launch_dashboard)
 
     from pycm.trace import command as trace_command
 

@@ -1,6 +1,6 @@
-"""`pycm top`: the Textual app. One reducer (in the :class:`~tui.feed.Feed`) fed by every source;
+"""`pycm top`: the Textual app. One state (in the :class:`~tui.feed.Feed`) fed by every source;
 a refresh tick (at most :data:`REFRESH_HZ` a second) drains the feed in one batch and shows the
-snapshot in the active view only, so a 20k events/s stream costs a few reducer batches a second,
+snapshot in the active view only, so a 20k events/s stream costs a few state batches a second,
 not a UI update per event.
 
 The app is the mediator: sources push into the feed, views get ``show(snapshot)`` calls and post

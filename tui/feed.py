@@ -67,7 +67,7 @@ class Feed:
                 buffer.popleft()
 
     def push_snapshot(self, source: str, snapshot: Mapping[str, Any]) -> None:
-        """Adopt from a manager's reducer snapshot what this state does not know yet.
+        """Adopt from a manager's state snapshot what this state does not know yet.
 
         Each manager's snapshot describes that manager (and the leases it saw); a viewer of
         three replicas gets three. Records of an instance (or lease) this state already has are

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Literal
 
 from rich.text import Text
+
+from pycm.trace.state import HistogramSnapshot
 
 __all__ = ["bar", "count", "dur_ns", "ms", "rate", "role_text", "since_ns"]
 
@@ -69,9 +71,11 @@ def bar(
     return text
 
 
-def hist(h: dict[str, Any] | None, key: str) -> float | None:
-    """A percentile of a snapshot histogram (None when empty)."""
-    if not h or not h.get("count"):
+def hist(
+    h: HistogramSnapshot | None, key: Literal["min", "max", "p50", "p90", "p99"]
+) -> float | None:
+    """A percentile (or the min or max) of a snapshot histogram (None when empty)."""
+    if not h or not h["count"]:
         return None
-    value = h.get(key)
+    value = h[key]
     return float(value) if isinstance(value, int | float) else None

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
@@ -13,6 +11,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Static
 
+from pycm.trace.state import ControllerSnapshot, KeySnapshot, Snapshot
 from tui import format as fmt
 
 __all__ = ["HELP", "ControllerScreen", "HelpScreen"]
@@ -45,7 +44,7 @@ class HelpScreen(ModalScreen[None]):
         yield Static(HELP, id="help-text")
 
 
-def key_table(title: str, keys: list[dict[str, Any]]) -> Table:
+def key_table(title: str, keys: list[KeySnapshot]) -> Table:
     table = Table(title=title, title_justify="left", expand=True, box=None)
     for column in (
         "key",
@@ -61,17 +60,15 @@ def key_table(title: str, keys: list[dict[str, Any]]) -> Table:
         table.add_column(column, no_wrap=column in ("key", "trace id"))
     for k in keys:
         table.add_row(
-            k.get("key", ""),
-            fmt.dur_ns(k.get("dur_ns", 0)),
-            Text(
-                k.get("result", ""), style="red" if k.get("result") not in ("success", "") else ""
-            ),
-            k.get("action", "") or "-",
-            str(k.get("retries", 0)),
-            str(k.get("api_calls", 0)),
-            str(k.get("count", 1)),
-            (k.get("error", "") or "-")[:50],
-            k.get("trace_id", "") or "-",
+            k["key"],
+            fmt.dur_ns(k["dur_ns"]),
+            Text(k["result"], style="red" if k["result"] not in ("success", "") else ""),
+            k["action"] or "-",
+            str(k["retries"]),
+            str(k["api_calls"]),
+            str(k["count"]),
+            (k["error"] or "-")[:50],
+            k["trace_id"] or "-",
         )
     if not keys:
         table.add_row(Text("none", style="dim"), *[""] * 8)
@@ -91,15 +88,15 @@ class ControllerScreen(Screen[None]):
         super().__init__()
         self.instance = instance
         self.controller = controller
-        self.record: dict[str, Any] = {}
+        self.record: ControllerSnapshot | None = None
 
     def compose(self) -> ComposeResult:
         with VerticalScroll():
             yield Static(id="keys")
         yield Footer()
 
-    def show(self, snapshot: dict[str, Any]) -> None:
-        rec = snapshot.get("controllers", {}).get(self.instance, {}).get(self.controller)
+    def show(self, snapshot: Snapshot) -> None:
+        rec = snapshot["controllers"].get(self.instance, {}).get(self.controller)
         keys = self.query_one("#keys", Static)
         if rec is None:
             keys.update(Text(f"{self.instance}/{self.controller}: not seen", style="dim"))
@@ -107,12 +104,12 @@ class ControllerScreen(Screen[None]):
         self.record = rec
         head = Text(f"{self.controller} on {self.instance}", style="bold")
         head.append(
-            f"   reconciles {rec.get('reconciles', 0):,}  errors {rec.get('errors', 0):,}  "
-            f"p50 {fmt.ms(fmt.hist(rec.get('latency'), 'p50'))}  "
-            f"p99 {fmt.ms(fmt.hist(rec.get('latency'), 'p99'))}"
+            f"   reconciles {rec['reconciles']:,}  errors {rec['errors']:,}  "
+            f"p50 {fmt.ms(fmt.hist(rec['latency'], 'p50'))}  "
+            f"p99 {fmt.ms(fmt.hist(rec['latency'], 'p99'))}"
         )
-        slowest = sorted(rec.get("slowest", []), key=lambda k: -k.get("dur_ns", 0))[:20]
-        failing = list(reversed(rec.get("failing", [])))[:20]
+        slowest = sorted(rec["slowest"], key=lambda k: -k["dur_ns"])[:20]
+        failing = list(reversed(rec["failing"]))[:20]
         keys.update(
             Group(
                 head,
@@ -124,9 +121,11 @@ class ControllerScreen(Screen[None]):
         )
 
     def action_copy(self) -> None:
-        failing = self.record.get("failing") or []
-        slowest = sorted(self.record.get("slowest", []), key=lambda k: -k.get("dur_ns", 0))
+        if self.record is None:
+            return
+        failing = self.record["failing"]
+        slowest = sorted(self.record["slowest"], key=lambda k: -k["dur_ns"])
         pick = failing[-1] if failing else (slowest[0] if slowest else None)
-        if pick and pick.get("trace_id"):
+        if pick and pick["trace_id"]:
             self.app.copy_to_clipboard(pick["trace_id"])
             self.notify(f"copied trace id {pick['trace_id']}")

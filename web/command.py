@@ -68,7 +68,8 @@ class DashboardPlan:
     host: str
     port: int
     config: DashboardConfig
-    servers: list[tuple[str, str]] = field(default_factory=list)  # (source name, URL)
+    # (source name, URL, the CA file of that server's certificate or "" for ``verify``)
+    servers: list[tuple[str, str, str]] = field(default_factory=list)
     token: str = ""
     token_file: str = ""
     client_cert: tuple[str, str] | None = None
@@ -251,7 +252,7 @@ def plan_from(args: argparse.Namespace) -> DashboardPlan:
         if name in names:
             raise ValueError(f"--server {url} given twice")
         names.add(name)
-        plan.servers.append((name, url.rstrip("/")))
+        plan.servers.append((name, url.rstrip("/"), ""))
     return plan
 
 

@@ -42,11 +42,11 @@ import orjson
 
 from pycm.trace.codec import UnknownEvent, encode
 from pycm.trace.events import Event
-from pycm.trace.format import format_event
 from pycm.trace.incidents import DEFAULT_SLOW_RECONCILE_MS, Incident, Incidents
 from pycm.trace.kinds import SubscriberLagged
 from pycm.trace.state import State
 from web.fanout import Broadcast, sse_frame
+from web.lines import line_of
 
 __all__ = [
     "FLUSH_INTERVAL_S",
@@ -100,11 +100,6 @@ class ReplayControl(Protocol):
     def seek(self, seconds: float) -> None: ...
 
     def set_speed(self, speed: float) -> None: ...
-
-
-def line_of(event: Event) -> str:
-    """The one-line form of an event (the event log's text)."""
-    return format_event(event)
 
 
 def event_json(event: Event) -> bytes:

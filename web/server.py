@@ -15,7 +15,7 @@ import hmac
 import signal
 import socket
 import sys
-from collections.abc import Callable, Coroutine, Generator
+from collections.abc import Callable, Coroutine, Generator, Mapping, Sequence
 from typing import Any
 
 import uvicorn
@@ -28,7 +28,7 @@ from pycm.trace.stream import StreamClient
 from web.app import build_dashboard
 from web.auth import DashboardAuth
 from web.command import DashboardPlan
-from web.hub import Hub
+from web.hub import DashboardConfig, Hub
 from web.live import live_routes
 from web.replay import ReplayPlayer
 from web.sessions import Viewer
@@ -74,8 +74,14 @@ async def serve(
     events: list[Any] | None = None,
     stop: asyncio.Event | None = None,
     out: Callable[[str], None] = print,
+    announce: Callable[[str], None] | None = None,
+    run_ids: Mapping[str, Callable[[], object]] | None = None,
+    handle_signals: bool = True,
 ) -> int:
-    """Run the dashboard the plan describes until ``stop`` is set or SIGINT/SIGTERM."""
+    """Run the dashboard the plan describes until ``stop`` is set (or SIGINT/SIGTERM, with
+    ``handle_signals``). The login URL goes to ``announce`` if given, else ``out`` prints the
+    ``pycm dashboard: serving <URL>`` line. ``run_ids`` names each server's current process
+    generation, when a supervisor knows it (the demo), so a restart is noticed at once."""
     hub = Hub(plan.mode, plan.config)
     tasks: list[asyncio.Task[Any]] = []
     runners: list[tuple[str, Coroutine[Any, Any, Any]]] = []
@@ -83,7 +89,7 @@ async def serve(
         player = ReplayPlayer(hub, events or [], speed=plan.speed)
         runners.append(("dashboard replay", player.run()))
     else:
-        for name, url in plan.servers:
+        for name, url, ca_file in plan.servers:
             hub.add_source(name)
             client = StreamClient(
                 url,
@@ -93,6 +99,8 @@ async def serve(
                 token_file=plan.token_file or None,
                 client_cert=plan.client_cert,
                 verify=plan.verify,
+                ca_file=ca_file or None,
+                run_id=(run_ids or {}).get(name),
             )
             runners.append((f"dashboard stream {name}", client.run(hub)))
     auth = DashboardAuth(_token_check(plan.token))
@@ -117,7 +125,7 @@ async def serve(
     server = _Uvicorn(config)
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
-    signals = (signal.SIGINT, signal.SIGTERM)
+    signals = (signal.SIGINT, signal.SIGTERM) if handle_signals else ()
     for sig in signals:
         with contextlib.suppress(ValueError, NotImplementedError):  # not the main thread
             loop.add_signal_handler(sig, stop.set)
@@ -131,9 +139,11 @@ async def serve(
             sys.stderr.write("pycm dashboard: the server stopped while starting\n")
             return 1
         shown = f"[{host}]" if ":" in host else host
-        out(
-            f"pycm dashboard: serving http://{shown}:{port}{PREFIX}/login?code={auth.new_login_code()}"
-        )
+        url = f"http://{shown}:{port}{PREFIX}/login?code={auth.new_login_code()}"
+        if announce is not None:
+            announce(url)
+        else:
+            out(f"pycm dashboard: serving {url}")
         waiter = asyncio.create_task(stop.wait(), name="dashboard stop")
         await asyncio.wait({waiter, serving}, return_when=asyncio.FIRST_COMPLETED)
         waiter.cancel()
@@ -153,3 +163,27 @@ async def serve(
             serving.cancel()
             await asyncio.gather(serving, return_exceptions=True)
         sock.close()
+
+
+async def serve_replicas(
+    replicas: Sequence[tuple[str, str, str, Callable[[], object]]],
+    token: str,
+    *,
+    renew_deadline_s: float,
+    lease_duration_s: float,
+    announce: Callable[[str], None],
+    stop: asyncio.Event,
+) -> int:
+    """The dashboard of ``pycm demo``: its replicas — ``(identity, URL, CA file, generation)``,
+    each trusted by its own certificate — on a free loopback port, until ``stop``."""
+    config = DashboardConfig(renew_deadline_s=renew_deadline_s, lease_duration_s=lease_duration_s)
+    plan = DashboardPlan(
+        "fanin",
+        "127.0.0.1",
+        0,
+        config,
+        servers=[(name, url, ca) for name, url, ca, _ in replicas],
+        token=token,
+    )
+    run_ids = {name: generation for name, _, _, generation in replicas}
+    return await serve(plan, stop=stop, announce=announce, run_ids=run_ids, handle_signals=False)

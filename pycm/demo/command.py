@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import signal
 import sys
 from collections import deque
@@ -25,9 +26,10 @@ from pycm.demo.orchestrator import DemoOptions, Orchestrator
 from pycm.kube import load_config
 from pycm.util.durations import parse_duration
 
-__all__ = ["add_subcommand", "run", "set_tui_launcher"]
+__all__ = ["add_subcommand", "run", "set_dashboard_launcher", "set_tui_launcher"]
 
 CERT_WAIT = 30.0  # a replica writes its serving certificate within seconds of starting
+DASHBOARD_WAIT = 15.0  # the TUI waits this long for the dashboard's URL, to print it first
 
 
 def _seconds(text: str) -> float:
@@ -82,6 +84,21 @@ def set_tui_launcher(launcher: TuiLauncher | None) -> None:
     _tui_launcher = launcher
 
 
+DashboardLauncher = Callable[..., Awaitable[int]]
+"""``launcher(replicas, token, renew_deadline_s=, lease_duration_s=, announce=, stop=)`` serves
+the web dashboard of the replicas — ``[(identity, url, ca_file, generation)]``, ``generation()``
+the replica's current process generation — on a free loopback port, calls ``announce(login
+URL)`` once serving, and returns when ``stop`` is set. ``pycm.cli`` installs it (the only
+module that imports the web app)."""
+
+_dashboard_launcher: DashboardLauncher | None = None
+
+
+def set_dashboard_launcher(launcher: DashboardLauncher | None) -> None:
+    global _dashboard_launcher
+    _dashboard_launcher = launcher
+
+
 def run(args: argparse.Namespace) -> int:
     options = DemoOptions(duration=args.duration)
     interactive = not args.no_tui and sys.stdout.isatty() and _tui_launcher is not None
@@ -94,14 +111,81 @@ def run(args: argparse.Namespace) -> int:
         return 130
 
 
+async def _replicas_ready(
+    orchestrator: Orchestrator, options: DemoOptions, runner: asyncio.Task[Any]
+) -> bool:
+    """Wait until every replica was started and wrote its serving certificate."""
+    # The orchestrator has no "replicas started" event; this waits a second or two at most.
+    while len(orchestrator.replicas) < len(options.replicas) and not runner.done():  # noqa: ASYNC110
+        await asyncio.sleep(0.1)
+    ready = not runner.done()
+    for replica in orchestrator.replicas:
+        ready = ready and await wait_for_file(replica.cert_file, CERT_WAIT)
+    return ready
+
+
+async def _dashboard(
+    orchestrator: Orchestrator,
+    options: DemoOptions,
+    runner: asyncio.Task[Any],
+    stop: asyncio.Event,
+    announce: Callable[[str], None],
+) -> None:
+    """The web dashboard of the replicas, once they are up, until ``stop`` (nothing without a
+    launcher). It runs in this process, so its one-time login code is valid here; a dashboard
+    that fails says so in one line and the demo goes on."""
+    launcher = _dashboard_launcher
+    if launcher is None:
+        return
+    # Not beyond the demo's own end (a replica that died before writing its certificate).
+    ready = asyncio.ensure_future(_replicas_ready(orchestrator, options, runner))
+    stopped = asyncio.ensure_future(stop.wait())
+    await asyncio.wait({ready, stopped, runner}, return_when=asyncio.FIRST_COMPLETED)
+    for waiter in (ready, stopped):
+        waiter.cancel()
+    await asyncio.gather(ready, stopped, return_exceptions=True)
+    if stop.is_set() or runner.done() or ready.cancelled() or not ready.result():
+        return
+    try:
+        token = (await load_config(str(orchestrator.workdir / "kubeconfig"))).token or ""
+        replicas = [
+            (r.identity, r.url, str(r.cert_file), _generation(r.child))
+            for r in orchestrator.replicas
+        ]
+        await launcher(
+            replicas,
+            token,
+            renew_deadline_s=parse_duration(options.renew_deadline),
+            lease_duration_s=parse_duration(options.lease_duration),
+            announce=announce,
+            stop=stop,
+        )
+    except Exception as exc:  # the dashboard is an extra: the demo itself goes on
+        sys.stderr.write(f"pycm demo: the dashboard failed: {exc}\n")
+
+
+def _generation(child: Any) -> Callable[[], int]:
+    return lambda: int(child.generation)
+
+
 async def _run(options: DemoOptions) -> int:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+    orchestrator = Orchestrator(options, _print)
+    runner = asyncio.create_task(orchestrator.run(stop), name="demo")
+    dashboard = asyncio.create_task(
+        _dashboard(
+            orchestrator, options, runner, stop, lambda url: _print(f"pycm demo: dashboard {url}")
+        ),
+        name="demo dashboard",
+    )
     try:
-        verdict = await Orchestrator(options, _print).run(stop)
+        verdict = await runner
     finally:
+        stop.set()
+        await asyncio.gather(dashboard, return_exceptions=True)
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
     if verdict.ok:
@@ -123,23 +207,34 @@ async def _run_interactive(options: DemoOptions, launcher: TuiLauncher) -> int:
         loop.add_signal_handler(sig, stop.set)
     runner = asyncio.create_task(orchestrator.run(stop), name="demo")
     chaos = Chaos(orchestrator)
+    urls: list[str] = []
+    announced = asyncio.Event()
+
+    def announce(url: str) -> None:
+        urls.append(f"pycm demo: dashboard {url}")
+        announced.set()
+
+    dashboard = asyncio.create_task(
+        _dashboard(orchestrator, options, runner, stop, announce), name="demo dashboard"
+    )
     try:
-        # The orchestrator has no "replicas started" event; this waits a second or two at most.
-        while len(orchestrator.replicas) < len(options.replicas) and not runner.done():  # noqa: ASYNC110
-            await asyncio.sleep(0.1)
-        ready = not runner.done()
-        for replica in orchestrator.replicas:
-            ready = ready and await wait_for_file(replica.cert_file, CERT_WAIT)
-        if ready:
+        if await _replicas_ready(orchestrator, options, runner):
+            if _dashboard_launcher is not None:
+                # Printed before the TUI takes the screen (and again when it leaves).
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(announced.wait(), DASHBOARD_WAIT)
+                for line in urls:
+                    _print(line)
             await _top_until_done(orchestrator, options, launcher, chaos, runner, stop)
         stop.set()
         verdict = await runner
     finally:
         stop.set()
+        await asyncio.gather(dashboard, return_exceptions=True)
         await chaos.aclose()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
-    for line in list(lines)[-5:]:
+    for line in [*list(lines)[-5:], *urls]:
         _print(line)
     if verdict.ok:
         _print(f"pycm demo: ok: leader(s) elected: {', '.join(verdict.leaders)}")

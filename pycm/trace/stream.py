@@ -409,11 +409,9 @@ class StreamClient:
                         raise _Restarted  # the server's seqs began again
                     self.duplicates += 1
                     continue
-                first_event = False
                 if seq:
+                    first_event = False  # a lag notice (seq 0) may come before the first
                     self.last_seq = seq
-                elif self.last_seq is None:
-                    self.last_seq = 0
                 if isinstance(event, SubscriberLagged) and event.lost.__class__ is int:
                     self.lost += event.lost
                 for_sink(name, (event,))  # the sink buffers; consumers drain per tick

@@ -357,3 +357,92 @@ async def test_stream_client_against_pycm_debug_route_resumes_without_gaps_or_du
     assert sink.state.queues[("pycm-a", "deployment")].depth == 6
     assert "deployment" in sink.snapshots[0]["controllers"]["pycm-a"]
     assert client.restarts == 0 and client.duplicates == 0
+
+
+def _snapshot_of(first_ts: int) -> bytes:
+    state = State()
+    state.apply(k.ControllerStarted(controller="c", seq=1, ts=first_ts, instance="pycm-a"))
+    return b"event: snapshot\ndata: " + orjson.dumps(state.snapshot()) + b"\n\n"
+
+
+class RestartingServer:
+    """Serves scripted connections (bodies of SSE bytes) and records each request's since."""
+
+    def __init__(self, bodies: list[bytes]) -> None:
+        self.bodies = bodies
+        self.since: list[str | None] = []
+
+    async def handler(self, request: httpx.Request) -> httpx.Response:
+        self.since.append(request.url.params.get("since"))
+        n = len(self.since)
+        if n > len(self.bodies):
+            return httpx.Response(503)
+        return httpx.Response(200, content=self.bodies[n - 1])
+
+
+async def _run_until_parked(server: RestartingServer, sink: Sink) -> StreamClient:
+    """Run a client against ``server`` until its second backoff sleep (its script is over)."""
+    parked = asyncio.Event()
+    sleeps: list[float] = []
+
+    async def sleep(delay: float) -> None:
+        sleeps.append(delay)
+        if len(sleeps) >= 2:
+            parked.set()
+            await asyncio.Future()
+
+    client = StreamClient(
+        "https://a:1",
+        transport=httpx.MockTransport(server.handler),
+        backoff=Backoff(0.1),
+        sleep=sleep,
+    )
+    task = asyncio.create_task(client.run(sink), name="stream client")
+    await asyncio.wait_for(parked.wait(), 5)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    return client
+
+
+@pytest.mark.asyncio
+async def test_stream_client_seq_going_back_after_reconnect_reads_the_new_run_from_its_start() -> (
+    None
+):
+    server = RestartingServer(
+        [
+            b"".join(frame(renewed(i)) for i in (1, 2, 3)),
+            frame(renewed(2)) + frame(renewed(3)),  # a new process: since=3 is in its future
+            b"".join(frame(renewed(i)) for i in (1, 2, 3, 4)),
+        ]
+    )
+    sink = Sink()
+    client = await _run_until_parked(server, sink)
+    assert server.since == [None, "3", "0"]
+    assert [e.seq for e in sink.events] == [1, 2, 3, 1, 2, 3, 4]
+    assert (client.restarts, client.duplicates, client.last_seq) == (1, 0, 4)
+
+
+@pytest.mark.asyncio
+async def test_stream_client_snapshot_of_a_new_process_restarts_from_since_zero() -> None:
+    server = RestartingServer(
+        [
+            _snapshot_of(100) + b"".join(frame(renewed(i)) for i in range(1, 6)),
+            _snapshot_of(200) + frame(renewed(6)),  # already past since=5: seqs cannot tell
+            _snapshot_of(200) + frame(renewed(1)) + frame(renewed(2)),
+        ]
+    )
+    sink = Sink()
+    client = await _run_until_parked(server, sink)
+    assert server.since == [None, "5", "0"]
+    assert [e.seq for e in sink.events] == [1, 2, 3, 4, 5, 1, 2]
+    assert client.restarts == 1
+
+
+@pytest.mark.asyncio
+async def test_stream_client_repeated_event_in_one_connection_not_pushed_twice() -> None:
+    server = RestartingServer([b"".join(frame(renewed(i)) for i in (1, 2, 2, 3, 1))])
+    sink = Sink()
+    client = await _run_until_parked(server, sink)
+    assert [e.seq for e in sink.events] == [1, 2, 3]
+    assert (client.duplicates, client.restarts) == (2, 0)

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from textual.containers import Vertical
 from textual.widgets import DataTable
 
+from pycm.trace.state import Snapshot
 from tui.feed import Feed
 
 __all__ = ["LeaseTiming", "View"]
@@ -34,7 +34,7 @@ class View(Vertical):
     filter_text = ""
     timing = LeaseTiming()  # set by the app from its flags
 
-    def show(self, snapshot: dict[str, Any], feed: Feed) -> None:
+    def show(self, snapshot: Snapshot, feed: Feed) -> None:
         raise NotImplementedError
 
     def focus_content(self) -> None:

@@ -9,6 +9,7 @@ from textual.binding import Binding
 from textual.message import Message
 from textual.widgets import DataTable, Static
 
+from pycm.trace.state import Snapshot
 from tui import format as fmt
 from tui.feed import Feed
 from tui.views.base import View
@@ -49,7 +50,7 @@ class ControllersView(View):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self._last: tuple[dict[str, Any], Feed] | None = None
+        self._last: tuple[Snapshot, Feed] | None = None
 
     def compose(self) -> ComposeResult:
         yield LiveTable(COLUMNS, id="controllers-table")
@@ -57,44 +58,45 @@ class ControllersView(View):
             "enter: keys of the controller  s / click a header: sort", id="controllers-hint"
         )
 
-    def show(self, snapshot: dict[str, Any], feed: Feed) -> None:
+    def show(self, snapshot: Snapshot, feed: Feed) -> None:
         self._last = (snapshot, feed)
         rows = []
-        queues = snapshot.get("queues", {})
-        for instance, controllers in snapshot.get("controllers", {}).items():
+        queues = snapshot["queues"]
+        for instance, controllers in snapshot["controllers"].items():
             for name, c in controllers.items():
                 if not self.matches(instance, name):
                     continue
-                q = queues.get(instance, {}).get(name, {})
-                lat = c.get("latency")
+                q = queues.get(instance, {}).get(name)
+                retries, depth = (q["retries"], q["depth"]) if q else (0, 0)
+                lat = c["latency"]
                 p50, p90, p99 = (fmt.hist(lat, p) for p in ("p50", "p90", "p99"))
                 sort = (
                     instance,
                     name,
-                    c.get("reconciles", 0),
-                    c.get("reconciles_per_s", 0.0),
+                    c["reconciles"],
+                    c["reconciles_per_s"],
                     p50 or 0.0,
                     p90 or 0.0,
                     p99 or 0.0,
-                    c.get("errors", 0),
-                    q.get("retries", 0),
-                    q.get("depth", 0),
-                    c.get("in_flight", 0),
-                    c.get("longest_running_ns", 0),
+                    c["errors"],
+                    retries,
+                    depth,
+                    c["in_flight"],
+                    c["longest_running_ns"],
                 )
                 cells = (
                     instance,
                     name,
-                    fmt.count(c.get("reconciles", 0)),
-                    fmt.rate(c.get("reconciles_per_s", 0.0)),
+                    fmt.count(c["reconciles"]),
+                    fmt.rate(c["reconciles_per_s"]),
                     fmt.ms(p50),
                     fmt.ms(p90),
                     fmt.ms(p99),
-                    str(c.get("errors", 0)),
-                    str(q.get("retries", 0)),
-                    str(q.get("depth", 0)),
-                    str(c.get("in_flight", 0)),
-                    fmt.dur_ns(c.get("longest_running_ns", 0)),
+                    str(c["errors"]),
+                    str(retries),
+                    str(depth),
+                    str(c["in_flight"]),
+                    fmt.dur_ns(c["longest_running_ns"]),
                 )
                 rows.append((f"{instance}\0{name}", cells, sort))
         rows.sort(key=lambda r: r[0])

@@ -16,6 +16,7 @@ from textual.widgets import DataTable, Static
 
 from pycm.trace import Event, to_dict
 from pycm.trace.format import kind_of, summary
+from pycm.trace.state import Snapshot
 from tui.feed import Feed
 from tui.views.base import View
 
@@ -108,7 +109,7 @@ class EventsView(View):
             self._refill(self._feed)
         self._status()
 
-    def show(self, snapshot: dict[str, Any], feed: Feed) -> None:
+    def show(self, snapshot: Snapshot, feed: Feed) -> None:
         self._feed = feed
         mark = (feed.generation, feed.state.applied)
         if self.follow and mark != self._mark:

@@ -7,6 +7,7 @@ from typing import Any
 from rich.text import Text
 from textual.app import ComposeResult
 
+from pycm.trace.state import Snapshot
 from tui.feed import Feed
 from tui.views.base import View
 from tui.views.table import LiveTable
@@ -40,19 +41,19 @@ class InformersView(View):
         super().__init__(**kwargs)
         self._previous: dict[str, tuple[int, int]] = {}  # key -> (now_ts, watch_events)
         self._rates: dict[str, float] = {}
-        self._last: tuple[dict[str, Any], Feed] | None = None
+        self._last: tuple[Snapshot, Feed] | None = None
 
     def compose(self) -> ComposeResult:
         yield LiveTable(COLUMNS, id="informers-table")
 
-    def show(self, snapshot: dict[str, Any], feed: Feed) -> None:
+    def show(self, snapshot: Snapshot, feed: Feed) -> None:
         self._last = (snapshot, feed)
-        now = snapshot.get("now_ts", 0)
+        now = snapshot["now_ts"]
         rows = []
-        for instance, informers in snapshot.get("informers", {}).items():
+        for instance, informers in snapshot["informers"].items():
             for resource, i in informers.items():
                 key = f"{instance}\0{resource}"
-                events = i.get("watch_events", 0)
+                events = i["watch_events"]
                 seen = self._previous.get(key)
                 if seen is None or now < seen[0]:
                     self._previous[key] = (now, events)
@@ -62,32 +63,32 @@ class InformersView(View):
                 if not self.matches(instance, resource):
                     continue
                 rate = self._rates.get(key, 0.0)
-                synced = i.get("synced", False)
-                error = i.get("last_error", "")
+                synced = i["synced"]
+                error = i["last_error"]
                 cells = (
                     instance,
                     resource,
                     Text("yes", style="green") if synced else Text("no", style="yellow"),
-                    f"{i.get('objects', 0):,}",
+                    f"{i['objects']:,}",
                     f"{rate:.1f}",
-                    i.get("resource_version") or "-",
-                    str(i.get("lists", 0)),
-                    str(i.get("relists", 0)),
-                    str(i.get("watch_opens", 0)),
-                    str(i.get("backoffs", 0)),
+                    i["resource_version"] or "-",
+                    str(i["lists"]),
+                    str(i["relists"]),
+                    str(i["watch_opens"]),
+                    str(i["backoffs"]),
                     Text(error[:60], style="red") if error else "-",
                 )
                 sort = (
                     instance,
                     resource,
                     synced,
-                    i.get("objects", 0),
+                    i["objects"],
                     rate,
-                    i.get("resource_version", ""),
-                    i.get("lists", 0),
-                    i.get("relists", 0),
-                    i.get("watch_opens", 0),
-                    i.get("backoffs", 0),
+                    i["resource_version"],
+                    i["lists"],
+                    i["relists"],
+                    i["watch_opens"],
+                    i["backoffs"],
                     error,
                 )
                 rows.append((key, cells, sort))

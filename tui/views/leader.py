@@ -12,6 +12,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Sparkline, Static
 
+from pycm.trace.state import LeaseSnapshot, Snapshot
 from tui import format as fmt
 from tui.feed import Feed
 from tui.views.base import View
@@ -24,10 +25,10 @@ TIMELINE_WIDTH = 60
 _PALETTE = ("green", "cyan", "magenta", "yellow", "blue", "red")
 
 
-def timeline(lease: dict[str, Any], now_ts: int, width: int = TIMELINE_WIDTH) -> Table:
+def timeline(lease: LeaseSnapshot, now_ts: int, width: int = TIMELINE_WIDTH) -> Table:
     """One row per identity that held the lease: █ where it held it, over the window from the
     first recorded change to ``now_ts``."""
-    history = list(lease.get("history") or [])
+    history = list(lease["history"])
     table = Table(box=None, show_header=False, pad_edge=False)
     table.add_column("holder", no_wrap=True)
     table.add_column("timeline", no_wrap=True)
@@ -75,15 +76,15 @@ class LeaderView(View):
             yield Sparkline([], id="renew-sparkline")
             yield Static(id="lease-details")
 
-    def selected_lease(self, snapshot: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
-        leases = snapshot.get("leases", {})
+    def selected_lease(self, snapshot: Snapshot) -> tuple[str, LeaseSnapshot] | None:
+        leases = snapshot["leases"]
         for name in sorted(leases):
             if self.matches(name):
                 return name, leases[name]
         return None
 
-    def show(self, snapshot: dict[str, Any], feed: Feed) -> None:
-        now = snapshot.get("now_ts", 0)
+    def show(self, snapshot: Snapshot, feed: Feed) -> None:
+        now = snapshot["now_ts"]
         chosen = self.selected_lease(snapshot)
         summary = self.query_one("#lease-summary", Static)
         details = self.query_one("#lease-details", Static)
@@ -94,20 +95,20 @@ class LeaderView(View):
             sparkline.data = []
             return
         name, lease = chosen
-        summary.update(self.summary(name, lease, now, len(snapshot.get("leases", {}))))
-        sparkline.data = [float(r.get("latency_ms", 0.0)) for r in lease.get("renew_history", [])]
+        summary.update(self.summary(name, lease, now, len(snapshot["leases"])))
+        sparkline.data = [float(r["latency_ms"]) for r in lease["renew_history"]]
         details.update(self.details(lease))
 
-    def summary(self, name: str, lease: dict[str, Any], now: int, n_leases: int) -> Group:
-        changes = lease.get("changes_last_hour", 0)
+    def summary(self, name: str, lease: LeaseSnapshot, now: int, n_leases: int) -> Group:
+        changes = lease["changes_last_hour"]
         head = Text()
         head.append(f"Lease {name}", style="bold")
         if n_leases > 1:
             head.append(f"  (1 of {n_leases}; / to pick)", style="dim")
         head.append("   holder ")
-        head.append(lease.get("holder") or "-", style="bold green")
-        head.append(f"   transitions {lease.get('transitions', 0)}")
-        head.append(f"   changes seen {lease.get('changes', 0)} ({changes} in the last hour)")
+        head.append(lease["holder"] or "-", style="bold green")
+        head.append(f"   transitions {lease['transitions']}")
+        head.append(f"   changes seen {lease['changes']} ({changes} in the last hour)")
         parts: list[Any] = [head]
         if changes > FLAP_THRESHOLD:
             parts.append(
@@ -122,30 +123,30 @@ class LeaderView(View):
         parts.append(timeline(lease, now))
         return Group(*parts)
 
-    def details(self, lease: dict[str, Any]) -> Group:
-        latency = lease.get("renew_latency", {})
+    def details(self, lease: LeaseSnapshot) -> Group:
+        latency = lease["renew_latency"]
         stats = Text(
-            f"renews {latency.get('count', 0)}  p50 {fmt.ms(fmt.hist(latency, 'p50'))}  "
+            f"renews {latency['count']}  p50 {fmt.ms(fmt.hist(latency, 'p50'))}  "
             f"p99 {fmt.ms(fmt.hist(latency, 'p99'))}  max {fmt.ms(fmt.hist(latency, 'max'))}   "
-            f"skew {lease.get('skew_ms', 0.0):+.0f}ms "
-            f"(max |{lease.get('max_abs_skew_ms', 0.0):.0f}|ms)"
+            f"skew {lease['skew_ms']:+.0f}ms "
+            f"(max |{lease['max_abs_skew_ms']:.0f}|ms)"
         )
         failures = Table(title="renew failures", title_justify="left", box=None)
         failures.add_column("reason")
         failures.add_column("count", justify="right")
-        for reason, n in sorted(lease.get("failures", {}).items(), key=lambda kv: -kv[1]):
+        for reason, n in sorted(lease["failures"].items(), key=lambda kv: -kv[1]):
             failures.add_row(Text(reason, style="red"), str(n))
-        if not lease.get("failures"):
+        if not lease["failures"]:
             failures.add_row(Text("none", style="dim"), "")
         holders = Table(title="holders", title_justify="left", box=None)
         for column in ("identity", "renews", "failures", "last latency", "max latency"):
             holders.add_column(column, justify="left" if column == "identity" else "right")
-        for identity, h in sorted(lease.get("holders", {}).items()):
+        for identity, h in sorted(lease["holders"].items()):
             holders.add_row(
                 identity,
-                str(h.get("renews", 0)),
-                str(h.get("failures", 0)),
-                fmt.ms(h.get("last_latency_ms")),
-                fmt.ms(h.get("max_latency_ms")),
+                str(h["renews"]),
+                str(h["failures"]),
+                fmt.ms(h["last_latency_ms"]),
+                fmt.ms(h["max_latency_ms"]),
             )
         return Group(stats, Text(""), failures, Text(""), holders)

@@ -3,14 +3,13 @@ controller's queue and reconcile figures, at a glance."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import Static
 
+from pycm.trace.state import LeaseSnapshot, Snapshot
 from tui import format as fmt
 from tui.feed import Feed
 from tui.views.base import LeaseTiming, View
@@ -21,16 +20,18 @@ GAUGE_WIDTH = 20
 _KCM = LeaseTiming()
 
 
-def lease_gauge(lease: dict[str, Any], now_ts: int, timing: LeaseTiming = _KCM) -> Text:
+def lease_gauge(lease: LeaseSnapshot | None, now_ts: int, timing: LeaseTiming = _KCM) -> Text:
     """Time since the holder's last renew, against the renew deadline (│) and lease duration
     (the observed one when a LeaderObserved carried it, else ``timing``'s, marked ``*``)."""
-    holder = lease.get("holder", "")
-    rec = lease.get("holders", {}).get(holder, {})
-    last = rec.get("last_renew_ts", 0)
+    if lease is None:
+        return Text("no renew seen", style="dim")
+    holder = lease["holder"]
+    rec = lease["holders"].get(holder)
+    last = rec["last_renew_ts"] if rec is not None else 0
     if not last:
-        history = lease.get("history") or []
+        history = lease["history"]
         last = history[-1]["ts"] if history else 0
-    duration = lease.get("lease_duration_s") or timing.lease_duration
+    duration = lease["lease_duration_s"] or timing.lease_duration
     deadline = min(timing.renew_deadline, duration)
     if not holder or not last:
         return Text("no renew seen", style="dim")
@@ -38,7 +39,7 @@ def lease_gauge(lease: dict[str, Any], now_ts: int, timing: LeaseTiming = _KCM) 
     style = "green" if since < deadline / 2 else "yellow" if since < deadline else "red"
     mark = min(GAUGE_WIDTH - 1, int(deadline / duration * GAUGE_WIDTH))
     text = fmt.bar(since / duration, GAUGE_WIDTH, style=style, marks={mark: "│"})
-    known = "" if lease.get("lease_duration_s") else "*"
+    known = "" if lease["lease_duration_s"] else "*"
     text.append(f" {since:.1f}s / {deadline:g}s renew / {duration:g}s{known} lease", style=style)
     return text
 
@@ -53,13 +54,13 @@ class OverviewView(View):
         yield Static(id="overview-replicas")
         yield Static(id="overview-controllers")
 
-    def show(self, snapshot: dict[str, Any], feed: Feed) -> None:
+    def show(self, snapshot: Snapshot, feed: Feed) -> None:
         self.query_one("#overview-replicas", Static).update(self.replicas(snapshot))
         self.query_one("#overview-controllers", Static).update(self.controllers(snapshot))
 
-    def replicas(self, snapshot: dict[str, Any]) -> Table:
-        now = snapshot.get("now_ts", 0)
-        leases = snapshot.get("leases", {})
+    def replicas(self, snapshot: Snapshot) -> Table:
+        now = snapshot["now_ts"]
+        leases = snapshot["leases"]
         table = Table(title="Replicas", title_justify="left", expand=True, box=None)
         for column in (
             "replica",
@@ -71,33 +72,33 @@ class OverviewView(View):
             "last event",
         ):
             table.add_column(column)
-        for name, inst in sorted(snapshot.get("instances", {}).items()):
+        for name, inst in sorted(snapshot["instances"].items()):
             if not name or not self.matches(name):
                 continue
-            lease = leases.get(inst.get("lease", ""), {})
+            lease = leases.get(inst["lease"])
             gauge = (
                 lease_gauge(lease, now, self.timing)
-                if inst.get("role") == "leader"
-                else Text(f"holder {lease.get('holder') or '-'}", style="dim")
+                if inst["role"] == "leader"
+                else Text(f"holder {(lease['holder'] if lease else '') or '-'}", style="dim")
             )
-            informers = snapshot.get("informers", {}).get(name, {})
-            synced = sum(1 for i in informers.values() if i.get("synced"))
+            informers = snapshot["informers"].get(name, {})
+            synced = sum(1 for i in informers.values() if i["synced"])
             synced_text = Text(
                 f"{synced}/{len(informers)}",
                 style="green" if informers and synced == len(informers) else "yellow",
             )
             table.add_row(
                 name,
-                fmt.role_text(inst.get("role", "unknown")),
-                inst.get("lease") or "-",
+                fmt.role_text(inst["role"]),
+                inst["lease"] or "-",
                 gauge,
-                str(lease.get("transitions", 0)) if lease else "-",
+                str(lease["transitions"]) if lease else "-",
                 synced_text,
-                fmt.since_ns(now, inst.get("last_ts", 0)),
+                fmt.since_ns(now, inst["last_ts"]),
             )
         return table
 
-    def controllers(self, snapshot: dict[str, Any]) -> Group:
+    def controllers(self, snapshot: Snapshot) -> Group:
         table = Table(title="Controllers", title_justify="left", expand=True, box=None)
         for column in (
             "replica",
@@ -115,31 +116,31 @@ class OverviewView(View):
             table.add_column(
                 column, justify="left" if column in ("replica", "controller") else "right"
             )
-        queues = snapshot.get("queues", {})
-        for instance, controllers in sorted(snapshot.get("controllers", {}).items()):
+        queues = snapshot["queues"]
+        for instance, controllers in sorted(snapshot["controllers"].items()):
             for name, c in sorted(controllers.items()):
                 if not self.matches(instance, name):
                     continue
-                q = queues.get(instance, {}).get(name, {})
-                depth = q.get("depth", 0)
+                q = queues.get(instance, {}).get(name)
+                depth = q["depth"] if q else 0
                 table.add_row(
                     instance,
                     name,
                     Text(str(depth), style="yellow" if depth > 100 else ""),
-                    fmt.rate(q.get("adds_per_s", 0.0)),
-                    fmt.rate(c.get("reconciles_per_s", 0.0)),
-                    fmt.ms(fmt.hist(c.get("latency"), "p50")),
-                    fmt.ms(fmt.hist(c.get("latency"), "p99")),
-                    Text(str(c.get("errors", 0)), style="red" if c.get("errors") else ""),
-                    str(q.get("retries", 0)),
-                    str(c.get("in_flight", 0)),
-                    fmt.dur_ns(c.get("longest_running_ns", 0)),
+                    fmt.rate(q["adds_per_s"] if q else 0.0),
+                    fmt.rate(c["reconciles_per_s"]),
+                    fmt.ms(fmt.hist(c["latency"], "p50")),
+                    fmt.ms(fmt.hist(c["latency"], "p99")),
+                    Text(str(c["errors"]), style="red" if c["errors"] else ""),
+                    str(q["retries"] if q else 0),
+                    str(c["in_flight"]),
+                    fmt.dur_ns(c["longest_running_ns"]),
                 )
-        counters = snapshot.get("counters", {})
+        counters = snapshot["counters"]
         foot = Text(
-            f"events {counters.get('applied', 0):,}  lost {counters.get('lost', 0):,}  "
-            f"unknown kinds {sum(counters.get('unknown', {}).values()):,}  "
-            f"malformed {counters.get('malformed', 0):,}",
+            f"events {counters['applied']:,}  lost {counters['lost']:,}  "
+            f"unknown kinds {sum(counters['unknown'].values()):,}  "
+            f"malformed {counters['malformed']:,}",
             style="dim",
         )
         return Group(table, Text(""), foot)

@@ -11,6 +11,7 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
+from pycm.trace.state import InstanceSnapshot, Snapshot
 from tui import format as fmt
 from tui.feed import Feed
 from tui.views.base import View
@@ -20,8 +21,8 @@ __all__ = ["StartupView", "waterfall"]
 BAR_WIDTH = 50
 
 
-def waterfall(inst: dict[str, Any], now_ts: int, width: int = BAR_WIDTH) -> Table:
-    steps = sorted(inst.get("steps", {}).items(), key=lambda kv: (kv[1].get("start_ts", 0), kv[0]))
+def waterfall(inst: InstanceSnapshot, now_ts: int, width: int = BAR_WIDTH) -> Table:
+    steps = sorted(inst["steps"].items(), key=lambda kv: (kv[1]["start_ts"], kv[0]))
     table = Table(box=None, expand=False)
     table.add_column("step", no_wrap=True)
     table.add_column("start", justify="right")
@@ -29,26 +30,25 @@ def waterfall(inst: dict[str, Any], now_ts: int, width: int = BAR_WIDTH) -> Tabl
     table.add_column("", no_wrap=True)
     if not steps:
         return table
-    t0 = min(s.get("start_ts", 0) for _, s in steps)
+    t0 = min(s["start_ts"] for _, s in steps)
     ends = [
-        s.get("start_ts", 0)
-        + (s.get("dur_ns", 0) if s.get("outcome") else max(0, now_ts - s.get("start_ts", 0)))
+        s["start_ts"] + (s["dur_ns"] if s["outcome"] else max(0, now_ts - s["start_ts"]))
         for _, s in steps
     ]
     span = max(1, max(ends) - t0)
     for (name, s), end in zip(steps, ends, strict=True):
-        start = s.get("start_ts", 0)
+        start = s["start_ts"]
         a = int((start - t0) / span * width)
         b = max(a + 1, int((end - t0) / span * width))
-        outcome = s.get("outcome", "")
+        outcome = s["outcome"]
         style = {"ok": "green", "": "yellow"}.get(outcome, "red")
         text = Text(" " * a)
         text.append("█" * (b - a), style=style)
         if not outcome:
             text.append(" running", style="yellow")
         elif outcome != "ok":
-            text.append(f" {outcome} {s.get('error', '')[:40]}", style="red")
-        dur = s.get("dur_ns", 0) if outcome else end - start
+            text.append(f" {outcome} {s['error'][:40]}", style="red")
+        dur = s["dur_ns"] if outcome else end - start
         table.add_row(name, fmt.ms((start - t0) / 1e6), fmt.dur_ns(dur), text)
     return table
 
@@ -63,16 +63,14 @@ class StartupView(View):
         with VerticalScroll():
             yield Static(id="waterfall")
 
-    def show(self, snapshot: dict[str, Any], feed: Feed) -> None:
-        now = snapshot.get("now_ts", 0)
+    def show(self, snapshot: Snapshot, feed: Feed) -> None:
+        now = snapshot["now_ts"]
         parts: list[Any] = []
-        for name, inst in sorted(snapshot.get("instances", {}).items()):
-            if not name or not self.matches(name) or not inst.get("steps"):
+        for name, inst in sorted(snapshot["instances"].items()):
+            if not name or not self.matches(name) or not inst["steps"]:
                 continue
             head = Text(f"{name}", style="bold")
-            head.append(
-                f"  {inst.get('command', '')} {inst.get('version', '')}".rstrip(), style="dim"
-            )
+            head.append(f"  {inst['command']} {inst['version']}".rstrip(), style="dim")
             parts += [head, waterfall(inst, now), Text("")]
         if not parts:
             parts = [Text("no start-up steps seen", style="dim")]

@@ -29,14 +29,21 @@ start-up waterfall, health), ``leases``, ``informers``, ``controllers``, ``queue
 ``steps`` (in flight).
 """
 
-from pycm.trace.state.controllers import FAILING_KEYS, SLOWEST_KEYS, ControllerSnapshot
+from pycm.trace.state.api import ApiSnapshot
+from pycm.trace.state.controllers import (
+    FAILING_KEYS,
+    SLOWEST_KEYS,
+    ControllerSnapshot,
+    KeySnapshot,
+)
 from pycm.trace.state.core import MAX_ERRORS, RATE_WINDOW_S, State
 from pycm.trace.state.informers import InformerSnapshot
-from pycm.trace.state.leases import LeaseSnapshot
+from pycm.trace.state.leases import HolderChange, HolderSnapshot, LeaseSnapshot, RenewAttempt
 from pycm.trace.state.queues import QueueSnapshot
+from pycm.trace.state.record import HistogramSnapshot
 from pycm.trace.state.schema import SNAPSHOT_VERSION, CountersSnapshot, ErrorEntry, Snapshot
-from pycm.trace.state.startup import InstanceSnapshot
-from pycm.trace.state.steps import MAX_IN_FLIGHT
+from pycm.trace.state.startup import HealthSnapshot, InstanceSnapshot, StepBarSnapshot
+from pycm.trace.state.steps import MAX_IN_FLIGHT, InFlightSnapshot
 
 __all__ = [
     "FAILING_KEYS",
@@ -45,13 +52,22 @@ __all__ = [
     "RATE_WINDOW_S",
     "SLOWEST_KEYS",
     "SNAPSHOT_VERSION",
+    "ApiSnapshot",
     "ControllerSnapshot",
     "CountersSnapshot",
     "ErrorEntry",
+    "HealthSnapshot",
+    "HistogramSnapshot",
+    "HolderChange",
+    "HolderSnapshot",
+    "InFlightSnapshot",
     "InformerSnapshot",
     "InstanceSnapshot",
+    "KeySnapshot",
     "LeaseSnapshot",
     "QueueSnapshot",
+    "RenewAttempt",
     "Snapshot",
     "State",
+    "StepBarSnapshot",
 ]
