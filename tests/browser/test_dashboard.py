@@ -219,6 +219,35 @@ def test_reconnect_shows_no_event_twice(
     assert _model(page, "model.logNext") > before
 
 
+def test_mounted_dashboard_of_pycm_run_over_https(stack: Stack, browser: Browser) -> None:
+    """The dashboard ``pycm run`` mounts on its secure port: a token at the form (TokenReview,
+    then SubjectAccessReview get /debug/pycm/events) → a Secure cookie over TLS → the page of
+    that one replica, live."""
+    replica = stack.cluster.replicas["replica-b"]
+    # The replica's self-signed serving certificate: not one the browser could trust.
+    context = browser.new_context(ignore_https_errors=True, viewport={"width": 1280, "height": 720})
+    page = context.new_page()
+    console = Console(page)
+    try:
+        page.goto(f"{replica.url}/dashboard/")
+        assert page.url == f"{replica.url}/dashboard/login", "no session: log in first"
+        page.fill("#token", "not-a-token")
+        page.click("button[type=submit]")
+        expect(page.locator(".error")).to_contain_text("invalid token")
+        page.fill("#token", stack.token)
+        page.click("button[type=submit]")
+        expect(page).to_have_url(f"{replica.url}/dashboard/")
+        expect(page.locator('.card[data-identity="replica-b"]')).to_have_count(1, timeout=WAIT_MS)
+        expect(page.locator("#mode")).to_have_text("live")
+        expect(page.locator("#stream-state")).to_have_text("connected", timeout=WAIT_MS)
+        expect(page.locator("#log-list li").first).to_be_visible(timeout=WAIT_MS)
+        [cookie] = context.cookies()
+        assert (cookie["secure"], cookie["httpOnly"], cookie["path"]) == (True, True, "/dashboard")
+        assert [m for m in console.errors if "invalid token" not in m and "401" not in m] == []
+    finally:
+        context.close()
+
+
 def test_write_the_readme_screenshot(stack: Stack, page: Page, tmp_path: Path) -> None:
     """docs/dashboard.png when PYCM_SCREENSHOT=1 (committed by hand), else a throwaway."""
     expect(page.locator("#controllers-table tbody tr").first).to_be_visible(timeout=WAIT_MS)
