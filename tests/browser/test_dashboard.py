@@ -14,7 +14,7 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, expect
 
-from tests.browser.conftest import Console, Stack, poll
+from tests.browser.conftest import JAEGER, Console, Stack, poll
 
 pytestmark = [pytest.mark.browser, pytest.mark.e2e]
 
@@ -137,6 +137,14 @@ def test_filter_the_log(page: Page) -> None:
     page.fill("#log-filter", "")
 
 
+def test_help_opens_and_closes_with_the_keyboard(page: Page) -> None:
+    page.locator("body").click(position={"x": 5, "y": 5})
+    page.keyboard.press("?")
+    expect(page.locator("#help-dialog")).to_be_visible()
+    page.keyboard.press("Escape")
+    expect(page.locator("#help-dialog")).to_be_hidden()
+
+
 def test_pause_holds_the_log_and_follow_resumes(page: Page) -> None:
     page.locator("body").click(position={"x": 5, "y": 5})
     page.keyboard.press("p")
@@ -164,6 +172,13 @@ def test_kill_the_leader_and_the_timeline_marks_the_takeover(stack: Stack, page:
         1, timeout=WAIT_MS
     )
     expect(page.locator(f'.card[data-identity="{new}"]')).to_have_attribute("data-role", "leader")
+    # The incident timeline has the takeover too; hovering its mark lists it.
+    page.locator("#incident-panel").scroll_into_view_if_needed()
+    poll(
+        lambda: _hover_shows(page, f"{new} acquired"),
+        WAIT_MS / 1000,
+        f"a lease mark whose hover says {new} acquired",
+    )
     stack.killed = old  # type: ignore[attr-defined]
 
 
@@ -251,6 +266,10 @@ def test_mounted_dashboard_of_pycm_run_over_https(stack: Stack, browser: Browser
 def test_write_the_readme_screenshot(stack: Stack, page: Page, tmp_path: Path) -> None:
     """docs/dashboard.png when PYCM_SCREENSHOT=1 (committed by hand), else a throwaway."""
     expect(page.locator("#controllers-table tbody tr").first).to_be_visible(timeout=WAIT_MS)
+    # Trace ids of the slowest keys link to Jaeger (pycm dashboard --jaeger-url).
+    expect(page.locator(f'#keys-table a[href^="{JAEGER}/trace/"]').first).to_be_attached(
+        timeout=WAIT_MS
+    )
     page.evaluate("window.scrollTo(0, 0)")
     target = (
         ROOT / "docs" / "dashboard.png" if os.environ.get("PYCM_SCREENSHOT") else tmp_path / "d.png"
@@ -282,6 +301,15 @@ def test_csp_blocks_inline_script_and_the_page_has_none(stack: Stack, browser: B
     assert ran is False
     assert any("Content Security Policy" in m for m in violations.errors)
     context.close()
+
+
+def _hover_shows(page: Page, text: str) -> bool:
+    for marker in page.locator("#incident-lanes .marker.lease").all():
+        marker.hover()
+        tip = page.locator("#incident-tip")
+        if tip.is_visible() and text in tip.inner_text():
+            return True
+    return False
 
 
 def _session(context: BrowserContext) -> str:
