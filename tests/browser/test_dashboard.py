@@ -14,7 +14,7 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, expect
 
-from tests.browser.conftest import Console, Stack, poll
+from tests.browser.conftest import JAEGER, Console, Stack, poll
 
 pytestmark = [pytest.mark.browser, pytest.mark.e2e]
 
@@ -137,6 +137,14 @@ def test_filter_the_log(page: Page) -> None:
     page.fill("#log-filter", "")
 
 
+def test_help_opens_and_closes_with_the_keyboard(page: Page) -> None:
+    page.locator("body").click(position={"x": 5, "y": 5})
+    page.keyboard.press("?")
+    expect(page.locator("#help-dialog")).to_be_visible()
+    page.keyboard.press("Escape")
+    expect(page.locator("#help-dialog")).to_be_hidden()
+
+
 def test_pause_holds_the_log_and_follow_resumes(page: Page) -> None:
     page.locator("body").click(position={"x": 5, "y": 5})
     page.keyboard.press("p")
@@ -164,6 +172,13 @@ def test_kill_the_leader_and_the_timeline_marks_the_takeover(stack: Stack, page:
         1, timeout=WAIT_MS
     )
     expect(page.locator(f'.card[data-identity="{new}"]')).to_have_attribute("data-role", "leader")
+    # The incident timeline has the takeover too; hovering its mark lists it.
+    page.locator("#incident-panel").scroll_into_view_if_needed()
+    poll(
+        lambda: _hover_shows(page, f"{new} acquired"),
+        WAIT_MS / 1000,
+        f"a lease mark whose hover says {new} acquired",
+    )
     stack.killed = old  # type: ignore[attr-defined]
 
 
@@ -219,9 +234,42 @@ def test_reconnect_shows_no_event_twice(
     assert _model(page, "model.logNext") > before
 
 
+def test_mounted_dashboard_of_pycm_run_over_https(stack: Stack, browser: Browser) -> None:
+    """The dashboard ``pycm run`` mounts on its secure port: a token at the form (TokenReview,
+    then SubjectAccessReview get /debug/pycm/events) → a Secure cookie over TLS → the page of
+    that one replica, live."""
+    replica = stack.cluster.replicas["replica-b"]
+    # The replica's self-signed serving certificate: not one the browser could trust.
+    context = browser.new_context(ignore_https_errors=True, viewport={"width": 1280, "height": 720})
+    page = context.new_page()
+    console = Console(page)
+    try:
+        page.goto(f"{replica.url}/dashboard/")
+        assert page.url == f"{replica.url}/dashboard/login", "no session: log in first"
+        page.fill("#token", "not-a-token")
+        page.click("button[type=submit]")
+        expect(page.locator(".error")).to_contain_text("invalid token")
+        page.fill("#token", stack.token)
+        page.click("button[type=submit]")
+        expect(page).to_have_url(f"{replica.url}/dashboard/")
+        expect(page.locator('.card[data-identity="replica-b"]')).to_have_count(1, timeout=WAIT_MS)
+        expect(page.locator("#mode")).to_have_text("live")
+        expect(page.locator("#stream-state")).to_have_text("connected", timeout=WAIT_MS)
+        expect(page.locator("#log-list li").first).to_be_visible(timeout=WAIT_MS)
+        [cookie] = context.cookies()
+        assert (cookie["secure"], cookie["httpOnly"], cookie["path"]) == (True, True, "/dashboard")
+        assert [m for m in console.errors if "invalid token" not in m and "401" not in m] == []
+    finally:
+        context.close()
+
+
 def test_write_the_readme_screenshot(stack: Stack, page: Page, tmp_path: Path) -> None:
     """docs/dashboard.png when PYCM_SCREENSHOT=1 (committed by hand), else a throwaway."""
     expect(page.locator("#controllers-table tbody tr").first).to_be_visible(timeout=WAIT_MS)
+    # Trace ids of the slowest keys link to Jaeger (pycm dashboard --jaeger-url).
+    expect(page.locator(f'#keys-table a[href^="{JAEGER}/trace/"]').first).to_be_attached(
+        timeout=WAIT_MS
+    )
     page.evaluate("window.scrollTo(0, 0)")
     target = (
         ROOT / "docs" / "dashboard.png" if os.environ.get("PYCM_SCREENSHOT") else tmp_path / "d.png"
@@ -255,6 +303,63 @@ def test_csp_blocks_inline_script_and_the_page_has_none(stack: Stack, browser: B
     context.close()
 
 
+def _hover_shows(page: Page, text: str) -> bool:
+    for marker in page.locator("#incident-lanes .marker.lease").all():
+        marker.hover()
+        tip = page.locator("#incident-tip")
+        if tip.is_visible() and text in tip.inner_text():
+            return True
+    return False
+
+
 def _session(context: BrowserContext) -> str:
     [cookie] = [c for c in context.cookies() if c["name"] == "pycm_session"]
     return str(cookie["value"])
+
+
+def test_replay_of_a_recording_plays_and_pauses(stack: Stack, browser: Browser) -> None:
+    """``pycm dashboard --replay`` of a replica's --trace-file: the page's replay bar drives it."""
+    import subprocess
+    import sys
+
+    recording = stack.tmp / "replica-a.jsonl"
+    argv = [sys.executable, "-m", "pycm", "dashboard", "--replay", str(recording)]
+    proc = subprocess.Popen(
+        [*argv, "--listen", "127.0.0.1:0", "--speed", "1"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.startswith("pycm dashboard: serving "), line
+        page = context.new_page()
+        console = Console(page)
+        page.goto(line.split("serving ", 1)[1].strip())
+        expect(page.locator("#mode")).to_have_text("replay", timeout=WAIT_MS)
+        expect(page.locator("#replay-bar")).to_be_visible()
+        play = page.locator("#replay-play")
+        if play.get_attribute("aria-pressed") == "true":
+            play.click()
+            expect(play).to_have_attribute("aria-pressed", "false", timeout=WAIT_MS)
+        held = page.locator("#replay-position").inner_text()
+        play.click()
+        expect(play).to_have_attribute("aria-pressed", "true", timeout=WAIT_MS)
+        poll(
+            lambda: page.locator("#replay-position").inner_text() != held,
+            20,
+            "the replay position to move",
+        )
+        expect(page.locator('.card[data-identity="replica-a"]')).to_have_count(1, timeout=WAIT_MS)
+        page.keyboard.press("Space")
+        expect(play).to_have_attribute("aria-pressed", "false", timeout=WAIT_MS)
+        assert console.errors == []
+    finally:
+        context.close()
+        proc.terminate()
+        proc.wait(20)
+        assert proc.stdout is not None
+        proc.stdout.close()

@@ -1,10 +1,14 @@
-"""The page under load: 5k events/s for a few seconds from a synthetic stream (the protocol's
-``hello``, then ``events`` batches 4 times a second). It must take every event, keep its log
-bounded, keep drawing frames at its own pace and answer at once — never render per event."""
+"""The page against synthetic streams (the protocol's messages, made up here):
+
+- under load: 5k events/s for a few seconds (``hello``, then ``events`` batches 4 times a
+  second). It must take every event, keep its log bounded, keep drawing frames at its own pace
+  and answer at once — never render per event;
+- a flapping lease: the flap alert, the failed renews marked with their reason."""
 
 from __future__ import annotations
 
 import asyncio
+import re
 import socket
 import threading
 import time
@@ -13,7 +17,7 @@ from collections.abc import AsyncIterator, Iterator
 import orjson
 import pytest
 import uvicorn
-from playwright.sync_api import Browser
+from playwright.sync_api import Browser, expect
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
@@ -88,10 +92,69 @@ async def _stream(request: Request) -> Response:
     return StreamingResponse(frames(), media_type="text/event-stream")
 
 
+def _flapping_hello() -> bytes:
+    """A lease that changed holder 4 times in the last minute, with failed renews."""
+    now = time.time_ns()
+    s = 1_000_000_000
+    history = [
+        {"ts": now - (50 - 10 * i) * s, "old": old, "new": new, "observer": "r1"}
+        for i, (old, new) in enumerate(
+            [("", "r1"), ("r1", "r2"), ("r2", "r1"), ("r1", "r2"), ("r2", "r1")]
+        )
+    ]
+    renews = [
+        {"ts": now - 35 * s, "holder": "r2", "latency_ms": 900.0, "ok": False, "reason": "timeout"},
+        {"ts": now - 5 * s, "holder": "r1", "latency_ms": 3.0, "ok": True, "reason": ""},
+    ]
+    lease = {
+        "name": "kube-system/pycm",
+        "holder": "r1",
+        "lease_duration_s": 15.0,
+        "holders": {"r1": {"last_renew_ts": now - 5 * s}},
+        "history": history,
+        "renew_history": renews,
+    }
+    snapshot = {
+        "v": 1,
+        "now_ts": now,
+        "leases": {"kube-system/pycm": lease},
+        "instances": {"r1": {"role": "leader", "first_ts": now - 60 * s, "last_seq": 0}},
+    }
+    hello = {
+        "v": 1,
+        "mode": "live",
+        "config": {"jaeger_url": None, "renew_deadline_s": 10.0, "lease_duration_s": 15.0},
+        "sources": [
+            {
+                "name": "r1",
+                "status": {"state": "connected", "reason": ""},
+                "snapshot": snapshot,
+                "series": [],
+                "incidents": [],
+            }
+        ],
+        "replay": None,
+    }
+    return b"event: hello\ndata: " + orjson.dumps(hello) + b"\n\n"
+
+
+async def _flapping(request: Request) -> Response:
+    async def frames() -> AsyncIterator[bytes]:
+        yield _flapping_hello()
+        while True:
+            await asyncio.sleep(15)
+            yield b": ping\n\n"
+
+    return StreamingResponse(frames(), media_type="text/event-stream")
+
+
 class _Server:
     def __init__(self, auth: DashboardAuth) -> None:
         app = Starlette(
-            routes=[Mount("/dashboard", app=build_dashboard([Route("/api/stream", _stream)], auth))]
+            routes=[
+                Mount("/dashboard", app=build_dashboard([Route("/api/stream", _stream)], auth)),
+                Mount("/flapping", app=build_dashboard([Route("/api/stream", _flapping)], auth)),
+            ]
         )
         with socket.socket() as sock:
             sock.bind(("127.0.0.1", 0))
@@ -150,4 +213,25 @@ def test_page_takes_5k_events_a_second_and_stays_responsive(
     assert page.locator("#log-list li").count() == 300, "the log shows a bounded window"
     assert page.evaluate("window.pycmDashboard.model.duplicatesDropped") == 0
     assert console.errors == []
+    context.close()
+
+
+def test_page_marks_a_flapping_lease_and_its_failed_renews(
+    server: tuple[_Server, DashboardAuth], browser: Browser
+) -> None:
+    served, auth = server
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    page = context.new_page()
+    base = f"http://127.0.0.1:{served.port}/flapping"
+    page.goto(f"{base}/login?code={auth.new_login_code()}")
+    assert page.url == f"{base}/"
+    alert = page.locator("#flap-alert")
+    expect(alert).to_be_visible(timeout=10_000)
+    expect(alert).to_contain_text("4 holder changes")
+    expect(page.locator('#lease-lanes .lane[data-replica="r2"] .fail')).to_have_attribute(
+        "title", re.compile(r"renew failed: timeout")
+    )
+    expect(page.locator("#lease-changes li.failed")).to_contain_text("r2 renew failed: timeout")
+    expect(page.locator("#lease-changes li.change")).to_have_count(5)
+    expect(page.locator("#leader-name")).to_have_text("r1")
     context.close()

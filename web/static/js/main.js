@@ -8,6 +8,7 @@ import { InformersPanel } from "./panels/informers.js";
 import { LeasePanel } from "./panels/lease.js";
 import { LogPanel } from "./panels/log.js";
 import { renderReplicas } from "./panels/replicas.js";
+import { ReplayBar, sendReplay } from "./replay.js";
 
 const FRAME_MS = 250;
 const model = new Model();
@@ -19,6 +20,7 @@ const panels = {
   controllers: new ControllersPanel($("#controllers-panel")),
   informers: new InformersPanel($("#informers-panel")),
   log: new LogPanel($("#log-panel")),
+  replay: new ReplayBar($("#replay-bar")),
 };
 let frames = 0;
 let drawnVersion = -1;
@@ -57,6 +59,7 @@ function render() {
     const leader = renderReplicas(model, $("#replica-cards"), now);
     $("#leader-name").textContent = leader ? leader.name : "—";
     $("#mode").textContent = model.mode;
+    panels.replay.render(model);
     const jaeger = model.config.jaeger_url || (jaegerMeta && jaegerMeta.content) || "";
     const span = windowNs(now);
     panels.lease.render(model, now, span);
@@ -123,6 +126,11 @@ document.addEventListener("keydown", (e) => {
     $("#log-filter").focus();
   } else if (e.key === "p") {
     panels.log.togglePause();
+  } else if (model.mode === "replay" && e.key === " ") {
+    e.preventDefault();
+    panels.replay.toggle();
+  } else if (model.mode === "replay" && (e.key === "[" || e.key === "]")) {
+    sendReplay("seek", e.key === "[" ? -10 : 10);
   } else if (e.key === "?") {
     const dialog = $("#help-dialog");
     if (dialog.open) dialog.close();
