@@ -168,7 +168,7 @@ class Stack:
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
 
     async def start(self) -> None:
-        emu = await self.exit.enter_async_context(run_emulator())
+        emu = await self.exit.enter_async_context(run_emulator(tls=False, kubelet=False))
         self.cluster = BrowserCluster(emu, self.tmp)
         self.exit.push_async_callback(self.cluster.stop)
         config = await load_config(str(self.cluster.kubeconfig_for("observer")))
