@@ -107,11 +107,14 @@ def _start(emu: Any, tmp_path: Path, endpoint: str, port: int) -> tuple[Any, Pat
 async def test_each_reconcile_is_its_own_tail_sampled_trace(cluster: Any, tmp_path: Path) -> None:
     admin = {"Authorization": f"Bearer {cluster.admin_token}"}
     port = free_port()
-    # Failed reconciles (RS creates fail) and slow ones (status writes wait) among the rest;
-    # the manager's user is "admin", as is this test's, which creates only deployments.
+    # Failed reconciles (the deployment controller's RS creates fail) and slow ones (the
+    # replicaset controller's pod creates wait) among the rest — in different controllers, so no
+    # reconcile is both (a failed deployment sync also writes its status: a slow status write
+    # made some failed reconciles the only slow ones). The manager's user is "admin", as is this
+    # test's, which creates only deployments.
     cluster.faults.add(kind="error", status=500, verb="create", resource="replicasets", count=4)
     cluster.faults.add(
-        kind="latency", seconds=SLOW_S + 0.2, verb="update", resource="deployments", count=4
+        kind="latency", seconds=SLOW_S + 0.2, verb="create", resource="pods", count=4
     )
     async with otlp_grpc_receiver() as receiver:
         proc, trace, out = _start(cluster, tmp_path, receiver.endpoint, port)
