@@ -365,6 +365,9 @@ class Manager:
 
         async def lead() -> None:
             await self.start_controllers()
+            # No await since the controllers were spawned: gated before a worker runs.
+            for controller in self.context.queues.values() if self.context else ():
+                controller.gate = elector.gate  # no reconcile starts on a stale lease
             await asyncio.Event().wait()  # lead until cancelled
 
         def stopped() -> None:

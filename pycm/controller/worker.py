@@ -17,8 +17,9 @@ any other exception             ``add_rate_limited`` while retries < max_retries
 cancellation                    propagates (the controller is stopping)
 =============================== ==================================================== =========
 
-Each sync is one traced step (``reconcile.begin`` / ``reconcile.end``): the key, the queue wait,
-the retries so far, the informer event that enqueued it (:class:`Trigger`), and the outcome.
+Each sync is one traced step (``reconcile.begin`` / ``reconcile.end``), the root of a trace of its
+own: the key, the queue wait, the retries so far, the informer event that enqueued it
+(:class:`Trigger`, the span link), and the outcome.
 """
 
 from __future__ import annotations
@@ -27,12 +28,12 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from pycm.controller.metrics import ControllerMetrics
 from pycm.kube.errors import Conflict
 from pycm.trace.bus import Bus, default_bus
-from pycm.trace.context import count_calls, current_span, error_text
+from pycm.trace.context import count_calls, current_span, error_text, root_context
 from pycm.trace.events import Outcome
 from pycm.trace.kinds import (
     ControllerStarted,
@@ -45,7 +46,7 @@ from pycm.util.tasks import cancel_and_wait
 from pycm.workqueue.queue import ShutDown
 from pycm.workqueue.rate_limiting_queue import RateLimitingQueue
 
-__all__ = ["Controller", "Result", "SyncHandler", "TerminalError", "Trigger"]
+__all__ = ["Controller", "ReconcileGate", "Result", "SyncHandler", "TerminalError", "Trigger"]
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +88,17 @@ class Trigger:
         if span is None:
             return cls(kind, rv, event)
         return cls(kind, rv, event, span[0], span[1])
+
+
+class ReconcileGate(Protocol):
+    """What a worker checks before it takes the next key (the leader elector's renew gate:
+    closed while the last lease renew is older than RenewDeadline, pycm.leaderelection.gate)."""
+
+    def is_open(self) -> bool: ...
+
+    async def wait_open(self) -> None: ...
+
+    def age(self) -> float | None: ...
 
 
 SyncHandler = Callable[[str], Awaitable[Result | None]]
@@ -133,6 +145,11 @@ class Controller:
         # the queue-progress health check compares it with the queue's backlog.
         self.last_progress = clock.monotonic()
         self.running = False
+        # Leader-elected: set before the workers start; None runs ungated.
+        self.gate: ReconcileGate | None = None
+        # Set when run() stops: a worker waiting at a closed gate gives up its key at once
+        # (else stopping would wait stop_timeout for it).
+        self._stopping = asyncio.Event()
 
     # -- enqueueing (called from informer handlers: synchronous, cheap) ---------------------
 
@@ -150,6 +167,7 @@ class Controller:
         """Wait for the caches, start ``workers`` workers, and run until cancelled. Stopping
         shuts the queue down, lets in-flight syncs finish (bounded), then cancels them."""
         self.queue.start()
+        self._stopping.clear()
         tasks: list[asyncio.Task[None]] = []
         try:
             if synced is not None and not await synced():
@@ -157,9 +175,11 @@ class Controller:
                 return
             if self._metrics is not None:
                 self._metrics.max_concurrent_reconciles.labels(self.name).set(workers)
+            # Each reconcile is the root of its own trace (linked to its trigger), never a
+            # child of whatever step started the controller (start-up, controller init).
             tasks = [
                 asyncio.get_running_loop().create_task(
-                    self._worker(), name=f"{self.name}: worker {i}"
+                    self._worker(), name=f"{self.name}: worker {i}", context=root_context()
                 )
                 for i in range(workers)
             ]
@@ -171,6 +191,7 @@ class Controller:
             await asyncio.wait(tasks)
         finally:
             self.running = False
+            self._stopping.set()
             self.queue.shut_down()
             if tasks:
                 _, pending = await asyncio.wait(tasks, timeout=self._stop_timeout)
@@ -187,10 +208,30 @@ class Controller:
                 return
             self.last_progress = self._clock.monotonic()
             try:
-                await self.process(key)
+                gate = self.gate
+                if gate is None or gate.is_open() or await self._wait_gate(gate):
+                    await self.process(key)
             finally:
                 queue.done(key)
                 self.last_progress = self._clock.monotonic()
+
+    async def _wait_gate(self, gate: ReconcileGate) -> bool:
+        """Wait for the gate to open (True) or the controller to stop (False)."""
+        age = gate.age()
+        log.warning(
+            "%s: not starting a reconcile until the lease is renewed (last renew %s ago)",
+            self.name,
+            "never" if age is None else f"{age:.1f}s",
+        )
+        opened = asyncio.ensure_future(gate.wait_open())
+        stopping = asyncio.ensure_future(self._stopping.wait())
+        try:
+            await asyncio.wait({opened, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for waiter in (opened, stopping):
+                waiter.cancel()
+            await asyncio.gather(opened, stopping, return_exceptions=True)
+        return opened.done() and not opened.cancelled() and not self._stopping.is_set()
 
     async def process(self, key: str) -> ReconcileResult:
         """One sync of ``key`` under the contract above (public for table tests)."""

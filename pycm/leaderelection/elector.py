@@ -18,10 +18,12 @@ The algorithm, as client-go has it (tools/leaderelection/leaderelection.go):
   5. update (optimistic: a concurrent writer makes it conflict); on success store the record.
 - **release** (ReleaseOnCancel): get; if still the holder, write holder "" with a 1 s duration.
 
-pycm's additions: every attempt, renewal, failure (with its reason), release and loss is a trace
-event; each lock call is bounded (KCM's lock client timeout, max(1 s, RenewDeadline / 2), and
-the round's remaining RenewDeadline) so a hung API call cannot stretch a renew round; the leading
-work is stopped and awaited *before* a release, so nothing reconciles after the lease is let go.
+pycm's additions: the reconcile gate (``elector.gate``, :mod:`pycm.leaderelection.gate`), open
+only while the last successful renew is younger than RenewDeadline by the local clock; every
+attempt, renewal, failure (with its reason), release and loss is a trace event; each lock call
+is bounded (KCM's lock client timeout, max(1 s, RenewDeadline / 2), and the round's remaining
+RenewDeadline) so a hung API call cannot stretch a renew round; the leading work is stopped and
+awaited *before* a release, so nothing reconciles after the lease is let go.
 """
 
 from __future__ import annotations
@@ -36,10 +38,11 @@ from typing import Any, TypeVar
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge
 
 from pycm.leaderelection.config import JITTER_FACTOR, LeaderElectionConfig
+from pycm.leaderelection.gate import RenewGate
 from pycm.leaderelection.record import LeaderElectionRecord
 from pycm.leaderelection.resourcelock import LockConflict, LockError, LockNotFound
 from pycm.trace.bus import Bus, default_bus
-from pycm.trace.context import error_text
+from pycm.trace.context import error_text, root_context
 from pycm.trace.kinds import (
     AcquireResult,
     LeaderObserved,
@@ -122,6 +125,9 @@ class LeaderElector:
         self._reported_leader = ""
         self._lock_timeout = max(1.0, config.renew_deadline / 2)
         self.lost_reason = ""
+        # Open while the last successful acquire/renew is younger than RenewDeadline by the
+        # local monotonic clock: workers start no reconcile while it is closed (gate.py).
+        self.gate = RenewGate(clock, config.renew_deadline)
         self._event_tasks: set[asyncio.Task[Any]] = set()
 
     # -- state ----------------------------------------------------------------------------
@@ -284,6 +290,7 @@ class LeaderElector:
         started = self._clock.monotonic()
         log.info("attempting to acquire leader lease %s...", self._lease)
         while True:
+            t0 = self._clock.monotonic()
             attempt = await self.try_acquire_or_renew()
             self._maybe_report_transition()
             self._bus.point(
@@ -298,6 +305,7 @@ class LeaderElector:
                 )
             )
             if attempt.ok:
+                self.gate.renewed(t0)
                 waited_ms = (self._clock.monotonic() - started) * 1000
                 log.info("successfully acquired lease %s", self._lease)
                 if self._metrics is not None:
@@ -330,6 +338,7 @@ class LeaderElector:
                 self._maybe_report_transition()
                 latency_ms = (clock.monotonic() - t0) * 1000
                 if attempt.ok:
+                    self.gate.renewed(t0)
                     self._bus.point(
                         LeaseRenewed(
                             lease=self._lease,
@@ -409,6 +418,7 @@ class LeaderElector:
         release on cancellation or loss; always end with ``on_stopped_leading``."""
         callbacks = self.config.callbacks
         leading: asyncio.Task[None] | None = None
+        self.gate.close()
         try:
             await self._acquire()
 
@@ -416,8 +426,10 @@ class LeaderElector:
                 await callbacks.on_started_leading()
 
             leading = asyncio.get_running_loop().create_task(lead(), name="leaderelection: leading")
+            # Renewals are traces of their own, not children of whatever step started the
+            # election (start-up): the renewer starts in a context with no current span.
             renewing = asyncio.get_running_loop().create_task(
-                self._renew(), name="leaderelection: renew"
+                self._renew(), name="leaderelection: renew", context=root_context()
             )
             try:
                 pending = {leading, renewing}
@@ -429,6 +441,7 @@ class LeaderElector:
                     self.lost_reason = renewing.result()
                     self._lost(self.lost_reason)
             finally:
+                self.gate.close()  # before the leading work is stopped (bounded, not at once)
                 renewing.cancel()
                 await asyncio.gather(renewing, return_exceptions=True)
                 await self._stop_leading(leading)

@@ -20,9 +20,11 @@ How each trace is shaped:
 - leader election: ``lease.acquire`` (a child of start-up when it happened during start-up, with
   the attempts as span events), and each renew (``lease.renew``: latency, outcome, reason),
   release and loss as a span of its own trace — trace id = 16 zeros + the point's span id,
-  linked to the acquisition — since the elector's points all carry the start-up context.
-- reconcile: ``reconcile <controller>`` with its API calls as CLIENT children and a link to the
-  watch event that enqueued the key.
+  linked to the acquisition. (The renewer runs outside any step, so its lock calls are API
+  requests outside any step: traces of their own, sampled as below.)
+- reconcile: the root of its own trace (workers start with no current span), ``reconcile
+  <controller>`` with its API calls as CLIENT children and a link to the event that enqueued
+  the key (the informer's context: start-up's span when the informers started in it).
 - other points inside an open step become span events of that step.
 
 Buffers are bounded (open steps, pending traces, spans per trace, the decided-trace memory);

@@ -47,6 +47,7 @@ from pycm.server.chain import (
 from pycm.server.subjectaccessreview import Authorizer
 from pycm.server.tls_extension import TLSExtensionH11Protocol
 from pycm.trace.bus import Bus, default_bus
+from pycm.trace.context import detached
 from pycm.trace.kinds import ServingStarted, ServingStopped
 from pycm.util.clock import REAL_CLOCK, Clock
 from pycm.util.tasks import cancel_and_wait, create_guarded_task
@@ -178,12 +179,13 @@ class _Serving:
         )
         server = _UvicornServer(config)
         host, bound_port = sock.getsockname()[:2]
-        task = create_guarded_task(
-            server.serve(sockets=[sock]),
-            name=f"server:{self._kind}:{bound_port}",
-            logger=_log,
-            on_failure=self._on_failure,
-        )
+        with detached():  # each request (and its authn/authz reviews) is not start-up's
+            task = create_guarded_task(
+                server.serve(sockets=[sock]),
+                name=f"server:{self._kind}:{bound_port}",
+                logger=_log,
+                on_failure=self._on_failure,
+            )
         ready = asyncio.ensure_future(server.ready.wait())
         try:
             await asyncio.wait({task, ready}, return_when=asyncio.FIRST_COMPLETED)

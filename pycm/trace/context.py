@@ -3,7 +3,10 @@
 A step (:class:`pycm.trace.bus.Step`, made by ``Bus.step``) emits its begin event on entry and
 its end event (with ``dur_ns``) on exit, both carrying the same span id; events emitted inside
 it — child steps and points — carry its span as ``parent_id`` and share its trace id. asyncio
-copies the context into each task, so a task started inside a step belongs to that step's trace.
+copies the context into each task, so a task started inside a step belongs to that step's trace
+— right for a helper task, wrong for a long-lived loop (workers, the lease renewer, servers)
+started during start-up: each of its steps would join the start-up trace. Such loops start in
+:func:`root_context` (or under :class:`detached`), so each unit of their work is a trace root.
 
 Ids are W3C-sized: a 32-hex-digit trace id and 16-hex-digit span ids, never all zeros.
 """
@@ -21,11 +24,13 @@ __all__ = [
     "SpanContext",
     "count_calls",
     "current_span",
+    "detached",
     "error_text",
     "new_root_ids",
     "new_span_id",
     "new_trace_id",
     "note_call",
+    "root_context",
 ]
 
 SpanContext = tuple[str, str]
@@ -105,6 +110,27 @@ class count_calls:  # lower case: it reads as the function it replaced
 def current_span() -> SpanContext | None:
     """The (trace_id, span_id) of the innermost open step in this context, if any."""
     return _current.get()
+
+
+def root_context() -> contextvars.Context:
+    """A copy of this context with no current span, for ``create_task(..., context=...)``: the
+    task's steps begin traces of their own instead of joining the creator's."""
+    ctx = contextvars.copy_context()
+    ctx.run(_current.set, None)
+    return ctx
+
+
+class detached:  # lower case: used as ``with detached(): ...``, like count_calls
+    """No current span inside the block: steps begin new traces, and tasks created inside
+    start in a context with no span."""
+
+    __slots__ = ("_token",)
+
+    def __enter__(self) -> None:
+        self._token = _current.set(None)
+
+    def __exit__(self, *_: object) -> None:
+        _current.reset(self._token)
 
 
 def error_text(exc: BaseException) -> str:

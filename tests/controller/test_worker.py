@@ -9,6 +9,7 @@ from prometheus_client import CollectorRegistry
 
 from pycm.controller import Controller, ControllerMetrics, Result, TerminalError, Trigger
 from pycm.kube.errors import Conflict, ServerError
+from pycm.leaderelection.gate import RenewGate
 from pycm.trace.bus import Bus
 from pycm.trace.events import Outcome
 from pycm.trace.kinds import (
@@ -18,6 +19,7 @@ from pycm.trace.kinds import (
     ReconcileFinished,
     ReconcileResult,
     ReconcileStarted,
+    StartupBegan,
 )
 from pycm.util.clock import FakeClock
 
@@ -163,6 +165,87 @@ async def test_reconcile_links_to_the_enqueuing_event() -> None:
     )
     assert (begin.namespace, begin.name, begin.resource) == ("ns", "a", "replicasets")
     await ctrl.queue.aclose()
+
+
+@pytest.mark.asyncio
+async def test_controller_started_inside_a_step_runs_each_reconcile_as_a_trace_root() -> None:
+    # Regression: workers started inside start-up ran every reconcile as a child of the
+    # start-up span (one trace for all), so tail sampling never applied to them.
+    done = asyncio.Event()
+    seen: list[str] = []
+
+    async def sync(key: str) -> None:
+        seen.append(key)
+        if len(seen) == 3:
+            done.set()
+
+    ctrl, _, bus = _controller(sync)
+    with bus.step(StartupBegan(command="run")) as startup:
+        task = asyncio.create_task(ctrl.run(workers=2), name="controller")
+        for key in ("ns/a", "ns/b", "ns/c"):
+            ctrl.enqueue(key, Trigger.from_object({"kind": "Pod"}, "add"))
+    await asyncio.wait_for(done.wait(), 5)
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    begins = [e for e in bus.recent() if isinstance(e, ReconcileStarted)]
+    assert len(begins) == 3
+    assert all(b.parent_id == "" for b in begins)
+    assert len({b.trace_id for b in begins} | {startup.trace_id}) == 4
+    # Linked, not parented: the trigger was enqueued inside start-up.
+    assert {(b.trigger_trace_id, b.trigger_span_id) for b in begins} == {
+        (startup.trace_id, startup.span_id)
+    }
+    ends = _ends(bus)
+    assert {e.trace_id for e in ends} == {b.trace_id for b in begins}
+
+
+@pytest.mark.asyncio
+async def test_worker_starts_no_reconcile_while_the_renew_gate_is_closed() -> None:
+    seen: list[str] = []
+
+    async def sync(key: str) -> None:
+        seen.append(key)
+
+    ctrl, clock, _ = _controller(sync)
+    gate = RenewGate(clock, renew_deadline=10.0)
+    gate.renewed(clock.monotonic())
+    ctrl.gate = gate
+    task = asyncio.create_task(ctrl.run(workers=2), name="controller")
+    ctrl.enqueue("ns/a")
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert seen == ["ns/a"]
+    clock.advance(10.5)  # the last renew is now older than the renew deadline (a pause)
+    ctrl.enqueue("ns/b")
+    ctrl.enqueue("ns/c")
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert seen == ["ns/a"]
+    gate.renewed(clock.monotonic())
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert sorted(seen) == ["ns/a", "ns/b", "ns/c"]
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+
+
+@pytest.mark.asyncio
+async def test_stopping_does_not_wait_for_a_worker_held_at_a_closed_gate() -> None:
+    seen: list[str] = []
+
+    async def sync(key: str) -> None:
+        seen.append(key)
+
+    ctrl, clock, _ = _controller(sync)
+    ctrl.gate = RenewGate(clock, renew_deadline=10.0)  # never renewed: closed
+    task = asyncio.create_task(ctrl.run(workers=1), name="controller")
+    ctrl.enqueue("ns/a")
+    for _ in range(20):
+        await asyncio.sleep(0)
+    task.cancel()
+    # Without the stop signal the worker would hold run() for its 10 s stop timeout.
+    await asyncio.wait_for(asyncio.gather(task, return_exceptions=True), 2)
+    assert seen == []
 
 
 @pytest.mark.asyncio

@@ -30,6 +30,7 @@ from pycm.trace.kinds import (
     LeaseRenewed,
     LeaseRenewFailed,
     RenewFailureReason,
+    StartupBegan,
 )
 from pycm.util.clock import FakeClock
 
@@ -202,6 +203,60 @@ async def test_renew_takes_the_fast_path_without_a_get(h: Harness) -> None:
     assert h.registry.get_sample_value("leader_election_master_status", {"name": "pycm"}) == 1
     await _cancel(task)
     assert h.registry.get_sample_value("leader_election_master_status", {"name": "pycm"}) == 0
+
+
+@pytest.mark.asyncio
+async def test_renewals_of_an_election_started_inside_a_step_are_not_its_children(
+    h: Harness,
+) -> None:
+    # Regression: the elector started inside start-up emitted every renewal (and its lock
+    # calls) into the start-up trace.
+    elector, _ = h.elector("a")
+    with h.bus.step(StartupBegan(command="run")) as startup:
+        task = asyncio.create_task(elector.run(), name="a")
+    await h.advance(4.5)
+    renewed = h.kinds(LeaseRenewed)
+    assert len(renewed) >= 2
+    assert all(r.trace_id != startup.trace_id and r.parent_id == "" for r in renewed)
+    # The acquisition happened during start-up and stays in its trace.
+    (acquired,) = h.kinds(LeaseAcquired)
+    assert acquired.trace_id == startup.trace_id
+    await _cancel(task)
+
+
+@pytest.mark.asyncio
+async def test_gate_opens_on_acquire_closes_after_a_pause_and_reopens_on_renew(
+    h: Harness,
+) -> None:
+    elector, _ = h.elector("a", lease=15, renew=10, retry=2)
+    assert not elector.gate.is_open()
+    task = asyncio.create_task(elector.run(), name="a")
+    await h.settle()
+    assert elector.is_leader() and elector.gate.is_open()
+    # Paused (SIGSTOP): the clock jumps past the renew deadline before any task runs again.
+    h.clock.advance(12.0)
+    assert not elector.gate.is_open()
+    renewals = len(h.kinds(LeaseRenewed))
+    await h.settle()  # resumed: the renew loop renews (the lease is still ours, 12 s < 15 s)
+    assert len(h.kinds(LeaseRenewed)) == renewals + 1
+    assert elector.gate.is_open()
+    await _cancel(task)
+    assert not elector.gate.is_open()
+
+
+@pytest.mark.asyncio
+async def test_gate_stays_closed_when_a_paused_leader_finds_the_lease_taken(h: Harness) -> None:
+    elector, _ = h.elector("a", lease=15, renew=10, retry=2)
+    task = asyncio.create_task(elector.run(), name="a")
+    await h.settle()
+    h.clock.advance(20.0)  # paused past the whole lease; another replica takes it meanwhile
+    h.server.write(LeaderElectionRecord(holder_identity="b", lease_duration_seconds=15))
+    await h.settle()
+    assert not elector.gate.is_open() and not h.kinds(LeaseLost)
+    await h.advance(10.5)
+    assert not elector.gate.is_open()
+    assert h.kinds(LeaseLost)
+    await asyncio.wait_for(task, 1)
 
 
 @pytest.mark.asyncio

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from pycm.trace.bus import Bus
-from pycm.trace.context import current_span
+from pycm.trace.context import current_span, detached, root_context
 from pycm.trace.events import Outcome
 from pycm.trace.kinds import (
     ApiRequestCompleted,
@@ -162,6 +162,36 @@ async def test_concurrent_tasks_keep_separate_span_contexts() -> None:
     for span_id, parent_id in results:
         assert parent_id == span_id
     assert len({span for span, _ in results}) == 3
+
+
+@pytest.mark.asyncio
+async def test_root_context_task_started_inside_a_step_begins_its_own_trace() -> None:
+    bus = Bus()
+
+    async def reconcile() -> ReconcileStarted:
+        with bus.step(ReconcileStarted(controller="rs", key="ns/a")) as s:
+            return s.begin
+
+    with bus.step(StartupBegan()) as startup:
+        inherited = await asyncio.create_task(reconcile(), name="inherits")
+        rooted = await asyncio.create_task(reconcile(), name="root", context=root_context())
+        assert current_span() == (startup.trace_id, startup.span_id)
+    assert (inherited.trace_id, inherited.parent_id) == (startup.trace_id, startup.span_id)
+    assert rooted.parent_id == "" and rooted.trace_id != startup.trace_id
+
+
+@pytest.mark.asyncio
+async def test_detached_block_has_no_span_and_restores_it_after() -> None:
+    bus = Bus()
+    with bus.step(StartupBegan()) as startup:
+        with detached():
+            assert current_span() is None
+            with bus.step(ReconcileStarted(controller="rs", key="ns/a")) as inner:
+                pass
+            task = asyncio.create_task(asyncio.sleep(0, current_span()), name="t")
+        assert current_span() == (startup.trace_id, startup.span_id)
+    assert inner.parent_id == "" and inner.trace_id != startup.trace_id
+    assert await task is None
 
 
 def test_events_are_frozen() -> None:

@@ -12,7 +12,7 @@ from typing import Any, Protocol
 
 from pycm.util.clock import REAL_CLOCK, Clock
 
-__all__ = ["DeploymentClient", "Recorder", "ScaleAction", "SyncContext"]
+__all__ = ["DeploymentClient", "Recorder", "ReplicaSetLister", "ScaleAction", "SyncContext"]
 
 Obj = dict[str, Any]
 
@@ -34,6 +34,12 @@ class DeploymentClient(Protocol):
     async def update_deployment(self, namespace: str, body: Obj) -> Obj: ...
 
 
+class ReplicaSetLister(Protocol):
+    """The ReplicaSet cache, read when a create finds the name taken (KCM's rsLister)."""
+
+    def get(self, namespace: str | None, name: str) -> Obj | None: ...
+
+
 class Recorder(Protocol):
     def event(self, obj: Obj, type_: str, reason: str, message: str) -> None: ...
 
@@ -52,6 +58,9 @@ class SyncContext:
     client: DeploymentClient
     recorder: Recorder
     clock: Clock = REAL_CLOCK
+    # The ReplicaSet cache as it is now (not the list the sync started from); None: no cache,
+    # so a taken name is never taken for ours (sync.py's _on_name_taken).
+    rs_lister: ReplicaSetLister | None = None
     # What this sync did, in order (for the trace and for tests).
     scaled: list[ScaleAction] = field(default_factory=list)
     created: list[str] = field(default_factory=list)

@@ -239,7 +239,7 @@ class DeploymentController:
         if cached is None:
             return Result(action="deleted")
         d = _own_copy(cached)
-        ctx = SyncContext(self.client, self.recorder, self._clock)
+        ctx = SyncContext(self.client, self.recorder, self._clock, self.rs_lister)
         await self.sync_deployment(ctx, d)
         uid = str(_meta(d).get("uid", ""))
         if ctx.requeue_after is not None:

@@ -18,6 +18,7 @@ from pycm.controllers.deployment.status import (
     status_equal,
     status_unchanged,
 )
+from pycm.kube.errors import NotFound
 
 __all__ = [
     "cleanup_deployment",
@@ -251,7 +252,12 @@ async def get_new_replica_set(
         created = await ctx.client.create_replica_set(_ns(deployment), new_rs)
     except Exception as exc:
         if getattr(exc, "code", None) == 409 and getattr(exc, "reason", "") == "AlreadyExists":
-            return await _on_name_taken(ctx, deployment, rs_list, name, exc)
+            taken = await _on_name_taken(ctx, deployment, name, exc)
+            # KCM goes on with the RS it found as if created, minus the event and the
+            # NewReplicaSetCreated condition: only the deployment's revision is synced.
+            if set_deployment_revision(deployment, str(new_revision)):
+                await update_status(ctx, deployment)
+            return taken
         if util.has_progress_deadline(deployment):
             util.set_condition(
                 status,
@@ -291,30 +297,37 @@ async def get_new_replica_set(
     return created
 
 
-async def _on_name_taken(
-    ctx: SyncContext, deployment: Obj, rs_list: Sequence[Obj], name: str, exc: Exception
-) -> Obj:
-    """The RS name exists: ours with our template (the cache lagged) → use it; otherwise a
-    hash collision → bump collisionCount so the next sync picks another name, and fail."""
+async def _on_name_taken(ctx: SyncContext, deployment: Obj, name: str, exc: Exception) -> Obj:
+    """The new RS's name exists (KCM's AlreadyExists case of getNewReplicaSet). Look it up in
+    the cache as it is now: not there yet (the informer lags, e.g. backing off after a dropped
+    watch) → the cache's NotFound, and the key is requeued; ours (controller UID) with our
+    template → it is the new RS; anything else is a hash collision → bump collisionCount so
+    the next sync picks another name, and fail. Bumping on a cache miss would give the same
+    template a second RS (and break the surge bound): the miss is usually our own RS, created
+    by an earlier sync whose status write failed."""
+    found = ctx.rs_lister.get(_ns(deployment), name) if ctx.rs_lister is not None else None
+    if found is None:
+        raise NotFound(
+            f'replicaset.apps "{name}" not found in the cache (the create says it exists)',
+            code=404,
+            reason="NotFound",
+        ) from exc
+    owner = next(
+        (
+            r
+            for r in (found.get("metadata") or {}).get("ownerReferences") or ()
+            if r.get("controller")
+        ),
+        None,
+    )
     uid = (deployment.get("metadata") or {}).get("uid")
-    for rs in rs_list:
-        if _name(rs) != name:
-            continue
-        owner = next(
-            (
-                r
-                for r in (rs.get("metadata") or {}).get("ownerReferences") or ()
-                if r.get("controller")
-            ),
-            None,
-        )
-        template = (deployment.get("spec") or {}).get("template")
-        if (
-            owner is not None
-            and owner.get("uid") == uid
-            and util.equal_ignore_hash(template, (rs.get("spec") or {}).get("template"))
-        ):
-            return rs
+    template = (deployment.get("spec") or {}).get("template")
+    if (
+        owner is not None
+        and owner.get("uid") == uid
+        and util.equal_ignore_hash(template, (found.get("spec") or {}).get("template"))
+    ):
+        return found
     status = deployment.setdefault("status", {})
     status["collisionCount"] = int(status.get("collisionCount") or 0) + 1
     await update_status(ctx, deployment)

@@ -51,6 +51,7 @@ __all__ = [
     "min_available",
     "new_condition",
     "new_rs_new_replicas",
+    "pod_count_upper_bound",
     "replicas_of",
     "resolve_fenceposts",
     "revision",
@@ -210,6 +211,21 @@ def get_replica_count(rss: Iterable[Obj | None]) -> int:
     return sum(replicas_of(rs) for rs in rss if rs is not None)
 
 
+def pod_count_upper_bound(rss: Iterable[Obj | None]) -> int:
+    """Σ max(spec.replicas, status.replicas): the pods the ReplicaSets may have right now.
+
+    KCM sizes the new ReplicaSet's scale-up by Σ spec.replicas alone; an old ReplicaSet just
+    scaled down still has the pods its ReplicaSet controller has not deleted yet (its
+    status.replicas), and when those deletes lag — API errors, latency — the new pods come on
+    top: live pods above replicas + maxSurge. Counting them too keeps the surge bound on pods
+    (pycm's deviation, for scale-up only; scale-down budgets keep KCM's Σ spec)."""
+    return sum(
+        max(replicas_of(rs), int((rs.get("status") or {}).get("replicas") or 0))
+        for rs in rss
+        if rs is not None
+    )
+
+
 def _status_count(rss: Iterable[Obj | None], field: str) -> int:
     return sum(int((rs.get("status") or {}).get(field) or 0) for rs in rss if rs is not None)
 
@@ -232,7 +248,7 @@ def new_rs_new_replicas(deployment: Obj, all_rss: Sequence[Obj | None], new_rs: 
     replicas = replicas_of(deployment)
     if is_rolling_update(deployment):
         surge = max_surge(deployment)
-        current = get_replica_count(all_rss)
+        current = pod_count_upper_bound(all_rss)
         max_total = replicas + surge
         new_replicas = replicas_of(new_rs)
         if current >= max_total:

@@ -16,7 +16,7 @@ from pycm.controllers.deployment.context import SyncContext
 from pycm.controllers.deployment.controller import DeploymentController
 from pycm.controllers.deployment.rollback import last_revision, rollback_to
 from pycm.controllers.deployment.sync import scale
-from pycm.kube.errors import AlreadyExists
+from pycm.kube.errors import AlreadyExists, NotFound
 from pycm.trace.bus import Bus
 from pycm.util.clock import FakeClock
 
@@ -352,6 +352,57 @@ async def test_name_collision_bumps_collision_count_and_fails() -> None:
         await controller.sync("prod/web")
     assert client.statuses[-1]["collisionCount"] == 1
     assert util.compute_hash(d["spec"]["template"], 1) != pod_hash
+
+
+def _taken_name(d: Obj) -> str:
+    return f"web-{util.compute_hash(d['spec']['template'], None)}"
+
+
+@pytest.mark.asyncio
+async def test_name_taken_but_missing_from_the_cache_fails_without_bumping_collision_count() -> (
+    None
+):
+    # Our own RS, created by an earlier sync, not yet seen by a lagging informer: KCM returns
+    # the lister's NotFound (the key is requeued) and never bumps collisionCount for it.
+    d = _deployment(3)
+    controller, client, _ = _fixture(d, [], existing_rs_names={_taken_name(d)})
+    with pytest.raises(NotFound):
+        await controller.sync("prod/web")
+    assert [s for s in client.statuses if "collisionCount" in s] == []
+    assert client.created == []
+
+
+@pytest.mark.asyncio
+async def test_name_taken_by_our_rs_that_the_cache_catches_up_on_uses_it() -> None:
+    # The informer delivers our RS while the create is in flight: the sync's list lacks it,
+    # the cache has it (our controller reference, our template) → it is the new RS.
+    d = _deployment(3)
+    name = _taken_name(d)
+    controller, client, _ = _fixture(d, [], existing_rs_names={name})
+    ours = _rs(name, 3)
+    create = client.create_replica_set
+
+    async def create_seen_late(namespace: str, body: Obj) -> Obj:
+        controller._rs_indexer.add(ours)
+        return await create(namespace, body)
+
+    client.create_replica_set = create_seen_late  # type: ignore[method-assign]
+    result = await controller.sync("prod/web")
+    assert result.action != "created_rs"
+    assert client.actions.count(("create", f"replicasets/{name}")) == 1
+    assert [s for s in client.statuses if s.get("collisionCount")] == []
+    assert client.created == []
+
+
+@pytest.mark.asyncio
+async def test_name_taken_by_our_rs_with_another_template_bumps_collision_count() -> None:
+    d = _deployment(3)
+    name = _taken_name(d)
+    changed = _rs(name, 0, "busybox")  # ours, but its template is not the deployment's
+    controller, client, _ = _fixture(d, [changed], existing_rs_names={name})
+    with pytest.raises(AlreadyExists):
+        await controller.sync("prod/web")
+    assert client.statuses[-1]["collisionCount"] == 1
 
 
 @pytest.mark.asyncio

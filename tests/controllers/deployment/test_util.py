@@ -122,6 +122,18 @@ def test_new_rs_new_replicas(deployment: Obj, old: list[int], new: int, expected
     assert util.new_rs_new_replicas(deployment, all_rss, new_rs) == expected
 
 
+def test_new_rs_new_replicas_counts_pods_an_old_rs_has_not_deleted_yet() -> None:
+    # 10 replicas, maxSurge 2: the old RS was scaled 9 → 8, its ReplicaSet controller has not
+    # deleted the pod yet (status.replicas 9): 9 + 3 pods exist, no room to scale up (KCM's
+    # Σ spec = 11 would make a 13th pod).
+    d = _d(10, surge=2, unavailable=1)
+    old, new_rs = _rs(8, name="old"), _rs(3, name="new")
+    old["status"]["replicas"] = 9
+    assert util.new_rs_new_replicas(d, [old, new_rs], new_rs) == 3
+    old["status"]["replicas"] = 8  # deleted: room for one more
+    assert util.new_rs_new_replicas(d, [old, new_rs], new_rs) == 4
+
+
 @pytest.mark.parametrize(
     ("rs", "deployment", "expected"),
     [
