@@ -147,8 +147,10 @@ class SubtreeInterner:
     - **the table**: otherwise the hash of the sub-tree's canonical JSON (sorted keys) maps to
       its first instance — a hash, not the JSON itself, so a sub-tree that turns out to be
       unique costs a table slot rather than a second copy of its text; a hit is confirmed by
-      deep equality, so a hash collision only loses sharing. It catches what differs from the
-      template's last object but repeats elsewhere (tolerations common to all templates).
+      deep equality, so a hash collision only loses sharing. It serves the first object of each
+      template (tolerations common to all templates) and objects without a guide; a sub-tree
+      that differs from the template's last object is per-object (a pod's own token volume)
+      and is not hashed at all.
 
     Both hold at most ``max_entries`` instances, least recently used dropped first: dropping
     only loses sharing, never correctness. Shared instances must never be mutated — the cache's
@@ -221,6 +223,11 @@ class SubtreeInterner:
                     elif shared is not sub:
                         value[key] = shared
         if node.intern:
+            if ref is not None and type(ref) is type(value):
+                # The template's last object differs here: a per-object value (a pod's own
+                # token volume), hashing it would only fill the table.
+                self.misses += 1
+                return value
             return self._intern(value)
         return value
 
