@@ -197,19 +197,39 @@ class SubtreeInterner:
             self.hits += 1
             return ref
         if node.children and type(value) is dict:
-            refs = ref if type(ref) is dict else None
-            for key, child in node.children.items():
-                sub = value.get(key)
-                if sub is not None:
-                    new = self._apply(sub, child, refs.get(key) if refs is not None else None)
-                    if new is not sub:
-                        value[key] = new
+            if type(ref) is dict:
+                # The common case, inlined: a leaf equal to the template's is taken as is.
+                for key, child in node.children.items():
+                    sub = value.get(key)
+                    if sub is not None:
+                        was = ref.get(key)
+                        if child.intern and was is not None and was == sub:
+                            if was is not sub:
+                                value[key] = was
+                                self.hits += 1
+                            continue
+                        new = self._apply(sub, child, was)
+                        if new is not sub:
+                            value[key] = new
+            else:
+                for key, child in node.children.items():
+                    sub = value.get(key)
+                    if sub is not None:
+                        new = self._apply(sub, child, None)
+                        if new is not sub:
+                            value[key] = new
         if node.each is not None and type(value) is list:
             each = node.each
             refl = ref if type(ref) is list else None
             n = len(refl) if refl is not None else 0
             for i, sub in enumerate(value):
-                new = self._apply(sub, each, refl[i] if i < n else None)  # type: ignore[index]
+                was = refl[i] if i < n else None  # type: ignore[index]
+                if each.intern and was is not None and was == sub:
+                    if was is not sub:
+                        value[i] = was
+                        self.hits += 1
+                    continue
+                new = self._apply(sub, each, was)
                 if new is not sub:
                     value[i] = new
         if node.strings and type(value) is dict:
