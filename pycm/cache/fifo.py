@@ -109,23 +109,11 @@ class RealFIFO:
         self._populated()
 
     def replace(self, items: Iterable[Obj], resource_version: str = "") -> None:
-        self._replace(items, self._transform)
-
-    def transform_page(self, items: list[Obj]) -> list[Obj]:
-        """The transform applied to one list page (for :meth:`replace_transformed`): the
-        reflector runs it while the next page is being fetched."""
-        t = self._transform
-        return items if t is None else [t(obj) for obj in items]
-
-    def replace_transformed(self, items: Iterable[Obj], resource_version: str = "") -> None:
-        """:meth:`replace` with items that went through :meth:`transform_page` already."""
-        self._replace(items, None)
-
-    def _replace(self, items: Iterable[Obj], t: TransformFunc | None) -> None:
         # What the consumer will know once the queue drains: the indexer, then queued deltas.
         pending: dict[str, Any] = {}
         for kind, obj in self._queue:
             pending[self._key(obj)] = None if kind is DeltaType.DELETED else obj
+        t = self._transform
         listed: set[str] = set()
         key = self._key
         push = self._push

@@ -30,12 +30,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from typing import Any
 
 from pycm.cache.gc_tuning import gc_paused
-from pycm.cache.listwatch import ListerWatcher, ListPage, Obj, StatusError
-from pycm.cache.store import PageTransformingStore, ReflectorStore
+from pycm.cache.listwatch import ListerWatcher, Obj, StatusError
+from pycm.cache.store import ReflectorStore
 from pycm.kube import errors as kube_errors
 from pycm.trace.bus import Bus, default_bus
 from pycm.trace.context import error_text
@@ -249,54 +249,31 @@ class Reflector:
         with self.bus.step(begin) as step:
             if self.pause_gc_during_list:
                 with gc_paused():
-                    items, list_rv, pages, size = await self._list_into_store(rv)
+                    items, list_rv, pages, size = await self._pages(rv)
+                    self.store.replace(items, list_rv)
             else:
-                items, list_rv, pages, size = await self._list_into_store(rv)
+                items, list_rv, pages, size = await self._pages(rv)
+                self.store.replace(items, list_rv)
             step.finish(items=len(items), bytes=size, pages=pages, resource_version=list_rv)
         return items, list_rv
 
-    async def _list_into_store(self, rv: str) -> tuple[_Items, str, int, int]:
-        store = self.store
-        if isinstance(store, PageTransformingStore):
-            items, list_rv, pages, size = await self._pages(rv, store.transform_page)
-            store.replace_transformed(items, list_rv)
-        else:
-            items, list_rv, pages, size = await self._pages(rv, None)
-            store.replace(items, list_rv)
-        return items, list_rv, pages, size
-
-    async def _pages(
-        self, rv: str, transform_page: Callable[[_Items], _Items] | None
-    ) -> tuple[_Items, str, int, int]:
-        """Every page of one list. The next page is requested before this one is transformed,
-        so the server prepares (and the client reads) it meanwhile: a long list spends no time
-        waiting with nothing to do but once, for its first page."""
+    async def _pages(self, rv: str) -> tuple[_Items, str, int, int]:
         items: _Items = []
         pages = size = 0
-        fetch = asyncio.create_task(self._page(rv, None))
-        try:
-            while True:
-                page = await fetch
-                pages += 1
-                size += page.size_bytes
-                if page.continue_:
-                    fetch = asyncio.create_task(self._page(rv, page.continue_))
-                    await asyncio.sleep(0)  # let it send the request before the transform runs
-                items.extend(page.items if transform_page is None else transform_page(page.items))
-                if not page.continue_:
-                    return items, page.resource_version, pages, size
-        finally:
-            if not fetch.done():
-                fetch.cancel()
-                await asyncio.gather(fetch, return_exceptions=True)
-
-    def _page(self, rv: str, continue_: str | None) -> Coroutine[Any, Any, ListPage]:
-        return self.list_watch.list(
-            # A continued list is pinned by its token; the RV goes with the first page only.
-            resource_version=rv if continue_ is None else "",
-            limit=self.page_size,
-            continue_=continue_,
-        )
+        continue_: str | None = None
+        while True:
+            page = await self.list_watch.list(
+                # A continued list is pinned by its token; the RV goes with the first page only.
+                resource_version=rv if continue_ is None else "",
+                limit=self.page_size,
+                continue_=continue_,
+            )
+            pages += 1
+            size += page.size_bytes
+            items.extend(page.items)
+            if not page.continue_:
+                return items, page.resource_version, pages, size
+            continue_ = page.continue_
 
     # -- watch ----------------------------------------------------------------------------------
 

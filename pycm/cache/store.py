@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol
 
 from pycm.cache.listwatch import Obj
 
@@ -19,7 +19,6 @@ __all__ = [
     "KeyError_",
     "KeyFunc",
     "KeyListerGetter",
-    "PageTransformingStore",
     "ReflectorStore",
     "deletion_handling_key",
     "meta_namespace_key",
@@ -69,17 +68,6 @@ class ReflectorStore(Protocol):
     def replace(self, items: Iterable[Obj], resource_version: str) -> None: ...
 
     def resync(self) -> None: ...
-
-
-@runtime_checkable
-class PageTransformingStore(Protocol):
-    """A reflector store that transforms a list page by page (:class:`~pycm.cache.fifo.RealFIFO`):
-    the reflector transforms each page while the next one is on its way, then replaces with
-    the transformed items, which are not transformed again."""
-
-    def transform_page(self, items: list[Obj]) -> list[Obj]: ...
-
-    def replace_transformed(self, items: Iterable[Obj], resource_version: str) -> None: ...
 
 
 class KeyListerGetter(Protocol):

@@ -8,7 +8,6 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from pycm.cache.fifo import DeltaType, RealFIFO
 from pycm.cache.listwatch import FakeListWatch, ListPage, StatusError, WatchStream
 from pycm.cache.reflector import Reflector
 from pycm.kube import errors as kube_errors
@@ -371,53 +370,3 @@ async def test_reflector_broken_stream_after_events_rewatches_without_relist(
     [closed] = of_kind(rig.sub, WatchClosed)
     assert closed.reason is WatchCloseReason.SERVER_CLOSED
     assert "broken" in closed.error
-
-
-class _NothingKnown:
-    def list_keys(self) -> list[str]:
-        return []
-
-    def get_by_key(self, key: str) -> dict[str, Any] | None:
-        return None
-
-
-@pytest.mark.asyncio
-async def test_reflector_list_transforms_each_page_once_while_next_page_requested() -> None:
-    lw = FakeListWatch(default_watch_hang=True).add_list(
-        ListPage([pod("a"), pod("b")], "10", "c1"),
-        ListPage([pod("c")], "10", "c2"),
-        ListPage([pod("d")], "10", None),
-    )
-    requested_when_transformed: dict[str, int] = {}
-
-    def transform(obj: dict[str, Any]) -> dict[str, Any]:
-        name = obj["metadata"]["name"]
-        assert name not in requested_when_transformed, f"{name} transformed twice"
-        requested_when_transformed[name] = len(lw.list_calls)
-        return {**obj, "transformed": True}
-
-    fifo = RealFIFO(_NothingKnown(), transform=transform)
-    reflector = Reflector(lw, fifo, resource="pods", clock=FakeClock(), bus=Bus())
-    await reflector.list()
-    # Each page was transformed once the next had been asked for, not after the last page.
-    assert requested_when_transformed == {"a": 2, "b": 2, "c": 3, "d": 3}
-    deltas, _ = await fifo.pop_batch()
-    assert [(kind, obj["metadata"]["name"], obj["transformed"]) for kind, obj in deltas] == [
-        (DeltaType.REPLACED, "a", True),
-        (DeltaType.REPLACED, "b", True),
-        (DeltaType.REPLACED, "c", True),
-        (DeltaType.REPLACED, "d", True),
-    ]
-
-
-@pytest.mark.asyncio
-async def test_reflector_list_page_fails_while_next_prefetched_nothing_left_running() -> None:
-    lw = FakeListWatch().add_list(
-        ListPage([pod("a")], "10", "c1"),
-        StatusError(500, "InternalError", "boom"),
-    )
-    reflector = Reflector(lw, RecordingStore(), resource="pods", clock=FakeClock(), bus=Bus())
-    before = asyncio.all_tasks()
-    with pytest.raises(StatusError):
-        await reflector.list()
-    assert asyncio.all_tasks() == before
