@@ -111,7 +111,9 @@ def template_key(obj: Obj) -> Hashable | None:
     or DaemonSet's). Objects with neither share one key; ``None`` (no guide) for objects of a
     custom resource, whose schema may let one field hold ``1``, ``1.0`` or ``true`` — values
     Python's ``==`` does not tell apart (built-in kinds have typed schemas: one JSON type per
-    field, so ``==`` between two of their sub-trees at the same path is exact)."""
+    field, so ``==`` between two of their sub-trees at the same path is exact). An object
+    without ``apiVersion`` counts as built-in: the items of a built-in list come without it,
+    while custom resources are served as unstructured objects that always carry it."""
     api_version = obj.get("apiVersion")
     if type(api_version) is str and "/" in api_version:
         group = api_version.partition("/")[0]
