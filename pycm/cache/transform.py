@@ -15,14 +15,14 @@ to the cache and is never mutated again (copy before change).
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import Any
 
 import orjson
 
 from pycm.cache.listwatch import Obj
 
-__all__ = ["POD_SHARED_PATHS", "SubtreeInterner", "chain", "drop_managed_fields"]
+__all__ = ["POD_SHARED_PATHS", "SubtreeInterner", "chain", "drop_managed_fields", "template_key"]
 
 Transform = Callable[[Obj], Obj]
 
@@ -105,26 +105,73 @@ class _Node:
         return root
 
 
+def template_key(obj: Obj) -> Hashable | None:
+    """Which template stamped ``obj``: its controller owner's uid and the template-hash label
+    (``pod-template-hash`` of a ReplicaSet's pods, ``controller-revision-hash`` of a StatefulSet's
+    or DaemonSet's). Objects with neither share one key; ``None`` (no guide) for objects of a
+    custom resource, whose schema may let one field hold ``1``, ``1.0`` or ``true`` — values
+    Python's ``==`` does not tell apart (built-in kinds have typed schemas: one JSON type per
+    field, so ``==`` between two of their sub-trees at the same path is exact). An object
+    without ``apiVersion`` counts as built-in: the items of a built-in list come without it,
+    while custom resources are served as unstructured objects that always carry it."""
+    api_version = obj.get("apiVersion")
+    if type(api_version) is str and "/" in api_version:
+        group = api_version.partition("/")[0]
+        if "." in group and not group.endswith(".k8s.io"):
+            return None
+    meta = obj.get("metadata")
+    if type(meta) is not dict:
+        return None
+    owner = None
+    owners = meta.get("ownerReferences")
+    if type(owners) is list and owners and type(owners[0]) is dict:
+        owner = owners[0].get("uid")
+    labels = meta.get("labels")
+    revision = None
+    if type(labels) is dict:
+        revision = labels.get("pod-template-hash") or labels.get("controller-revision-hash")
+    return (owner, revision)
+
+
 class SubtreeInterner:
     """A transform that makes identical sub-trees at ``paths`` one shared object.
 
     A path is a tuple of keys; ``"*"`` steps into every element of a list, and a final ``"="``
-    shares each string value of the dict reached. The table maps the hash of a sub-tree's
-    canonical JSON (sorted keys) to its first instance — a hash, not the JSON itself, so a
-    sub-tree that turns out to be unique costs a table slot rather than a second copy of its
-    text; a hit is confirmed by deep equality, so a hash collision only loses sharing. It holds
-    at most ``max_entries`` instances, least recently used dropped first: dropping only loses
-    sharing, never correctness. Shared instances must never be mutated — the cache's rule
-    anyway, and the mutation detector would catch it.
+    shares each string value of the dict reached.
+
+    Two ways to find the shared instance, cheapest first:
+
+    - **the template's last object** (``guide``, default :func:`template_key`): objects stamped
+      from one template are mostly identical, so the sub-tree at the same path of the previous
+      object with the same key is compared with ``==`` (C-level, stops at the first difference,
+      and the keys of decoded objects are the same string objects, compared by identity). On a
+      hit the whole sub-tree is replaced without being walked or serialized.
+    - **the table**: otherwise the hash of the sub-tree's canonical JSON (sorted keys) maps to
+      its first instance — a hash, not the JSON itself, so a sub-tree that turns out to be
+      unique costs a table slot rather than a second copy of its text; a hit is confirmed by
+      deep equality, so a hash collision only loses sharing. It serves the first object of each
+      template (tolerations common to all templates) and objects without a guide; a sub-tree
+      that differs from the template's last object is per-object (a pod's own token volume)
+      and is not hashed at all.
+
+    Both hold at most ``max_entries`` instances, least recently used dropped first: dropping
+    only loses sharing, never correctness. Shared instances must never be mutated — the cache's
+    rule anyway, and the mutation detector would catch it.
     """
 
     def __init__(
-        self, paths: Iterable[Sequence[str]] = POD_SHARED_PATHS, *, max_entries: int = 20_000
+        self,
+        paths: Iterable[Sequence[str]] = POD_SHARED_PATHS,
+        *,
+        max_entries: int = 20_000,
+        guide: Callable[[Obj], Hashable | None] | None = template_key,
     ):
         self.paths = [tuple(p) for p in paths]
         self._trie = _Node.build(self.paths)
         self.max_entries = max_entries
+        self.guide = guide
         self._table: OrderedDict[int, Any] = OrderedDict()
+        self._last: dict[Hashable, Obj] = {}
         self._strings: dict[str, str] = {}
         self.hits = 0
         self.misses = 0
@@ -133,22 +180,58 @@ class SubtreeInterner:
         return len(self._table)
 
     def __call__(self, obj: Obj) -> Obj:
-        self._apply(obj, self._trie)
+        guide = self.guide
+        key = guide(obj) if guide is not None else None
+        if key is None:
+            self._apply(obj, self._trie, None)
+            return obj
+        last = self._last
+        self._apply(obj, self._trie, last.pop(key, None))
+        last[key] = obj  # newest last: the oldest key is dropped first
+        if len(last) > self.max_entries:
+            del last[next(iter(last))]
         return obj
 
-    def _apply(self, value: Any, node: _Node) -> Any:
-        """Process ``value`` at trie ``node`` (children first) and return what replaces it."""
+    def _apply(self, value: Any, node: _Node, ref: Any) -> Any:
+        """Process ``value`` at trie ``node`` (children first) and return what replaces it;
+        ``ref`` is what the template's last object holds at the same place (or None)."""
+        if node.intern and ref is not None and ref is not value and ref == value:
+            self.hits += 1
+            return ref
         if node.children and type(value) is dict:
-            for key, child in node.children.items():
-                sub = value.get(key)
-                if sub is not None:
-                    new = self._apply(sub, child)
-                    if new is not sub:
-                        value[key] = new
+            if type(ref) is dict:
+                # The common case, inlined: a leaf equal to the template's is taken as is.
+                for key, child in node.children.items():
+                    sub = value.get(key)
+                    if sub is not None:
+                        was = ref.get(key)
+                        if child.intern and was is not None and was == sub:
+                            if was is not sub:
+                                value[key] = was
+                                self.hits += 1
+                            continue
+                        new = self._apply(sub, child, was)
+                        if new is not sub:
+                            value[key] = new
+            else:
+                for key, child in node.children.items():
+                    sub = value.get(key)
+                    if sub is not None:
+                        new = self._apply(sub, child, None)
+                        if new is not sub:
+                            value[key] = new
         if node.each is not None and type(value) is list:
             each = node.each
+            refl = ref if type(ref) is list else None
+            n = len(refl) if refl is not None else 0
             for i, sub in enumerate(value):
-                new = self._apply(sub, each)
+                was = refl[i] if i < n else None  # type: ignore[index]
+                if each.intern and was is not None and was == sub:
+                    if was is not sub:
+                        value[i] = was
+                        self.hits += 1
+                    continue
+                new = self._apply(sub, each, was)
                 if new is not sub:
                     value[i] = new
         if node.strings and type(value) is dict:
@@ -162,6 +245,11 @@ class SubtreeInterner:
                     elif shared is not sub:
                         value[key] = shared
         if node.intern:
+            if ref is not None and type(ref) is type(value):
+                # The template's last object differs here: a per-object value (a pod's own
+                # token volume), hashing it would only fill the table.
+                self.misses += 1
+                return value
             return self._intern(value)
         return value
 

@@ -8,7 +8,7 @@ import orjson
 import pytest
 
 from pycm.cache import gc_tuning
-from pycm.cache.transform import SubtreeInterner, chain, drop_managed_fields
+from pycm.cache.transform import SubtreeInterner, chain, drop_managed_fields, template_key
 from tests.cache.helpers import pod
 
 
@@ -68,6 +68,51 @@ def test_subtree_interner_table_bounded_least_recent_dropped() -> None:
     kept = interner({"spec": {"x": 4}})  # the newest is still shared...
     again = interner({"spec": {"x": 4}})
     assert kept["spec"] is again["spec"]
+
+
+def test_subtree_interner_same_template_shared_from_last_object_without_table() -> None:
+    interner = SubtreeInterner()
+    a = interner(drop_managed_fields(_templated(0)))
+    table_after_first = len(interner)
+    b = interner(drop_managed_fields(_templated(1)))
+    assert b["spec"]["tolerations"] is a["spec"]["tolerations"]
+    assert b["spec"]["containers"][0]["env"] is a["spec"]["containers"][0]["env"]
+    # The second object's hits came from the first object itself, and its per-pod mount (which
+    # differs from the first object's) was not hashed into the table either.
+    assert len(interner) == table_after_first
+    assert b["spec"]["containers"][0]["volumeMounts"][0]["name"] == "token-1"
+
+
+def test_subtree_interner_other_template_shares_through_table() -> None:
+    interner = SubtreeInterner()
+    a = interner(drop_managed_fields(_templated(0)))
+    other = _templated(1)
+    other["metadata"]["labels"]["pod-template-hash"] = "other"
+    b = interner(drop_managed_fields(other))
+    assert template_key(a) != template_key(b)
+    assert b["spec"]["tolerations"] is a["spec"]["tolerations"]
+
+
+def test_subtree_interner_custom_resource_bool_and_int_never_confused() -> None:
+    interner = SubtreeInterner([("spec",)])
+    one = interner({"apiVersion": "example.com/v1", "metadata": {}, "spec": {"x": 1}})
+    true = interner({"apiVersion": "example.com/v1", "metadata": {}, "spec": {"x": True}})
+    assert one["spec"]["x"] is not True
+    assert true["spec"]["x"] is True
+
+
+def test_template_key_custom_resource_none_builtin_owner_and_hash() -> None:
+    assert template_key({"apiVersion": "example.com/v1", "metadata": {}}) is None
+    assert template_key({"apiVersion": "apps/v1", "metadata": {}}) == (None, None)
+    rs_pod = {
+        "apiVersion": "v1",
+        "metadata": {
+            "labels": {"pod-template-hash": "h1"},
+            "ownerReferences": [{"uid": "u1"}],
+        },
+    }
+    assert template_key(rs_pod) == ("u1", "h1")
+    assert template_key({"apiVersion": "networking.k8s.io/v1", "metadata": {}}) == (None, None)
 
 
 def test_gc_paused_nested_restores_collector_once_outermost_ends() -> None:
