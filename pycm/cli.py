@@ -55,15 +55,6 @@ def _launch_top(
     )
 
 
-def _read_kubeconfig(path: str, context: str) -> Any:
-    """The token and CA of a kubeconfig, for ``pycm dashboard`` (the parser is the TUI's)."""
-    from tui.credentials import from_kubeconfig
-    from web.command import KubeconfigCredentials
-
-    creds = from_kubeconfig(path, context)
-    return KubeconfigCredentials(token=creds.token, verify=creds.verify())
-
-
 async def _launch_dashboard(
     replicas: Sequence[tuple[str, str, str, Any]], token: str, **options: Any
 ) -> int:
@@ -126,7 +117,6 @@ def build_parser() -> argparse.ArgumentParser:
     from web import command as dashboard_command
 
     dashboard_command.add_subcommand(subparsers)
-    dashboard_command.set_kubeconfig_reader(_read_kubeconfig)
     return parser
 
 

@@ -10,8 +10,9 @@ For callers (``pycm demo``), import the submodules, not this package (it stays i
     run_top([BusSource(bus)])                         # a Bus in this process
     await run_top_async(sources, stop=stop_event)     # inside a running loop
 
-Modules: :mod:`tui.sources` (the Source protocol and its four sources), :mod:`tui.sse` (the SSE
-parser), :mod:`tui.credentials` (token, CA, kubeconfig), :mod:`tui.feed` (the bounded buffer and
-the one reducer), :mod:`tui.app` (``TopApp``), :mod:`tui.views` (one per tab),
-:mod:`tui.screens` (help, controller keys), :mod:`tui.command` (the ``top`` subcommand).
+Modules: :mod:`tui.sources` (the sources: the stream client, replay, a bus, a list — from
+:mod:`pycm.trace`, with :mod:`pycm.trace.credentials` for token, CA and kubeconfig),
+:mod:`tui.feed` (the bounded buffer and the one state), :mod:`tui.app` (``TopApp``),
+:mod:`tui.views` (one per tab), :mod:`tui.screens` (help, controller keys), :mod:`tui.command`
+(the ``top`` subcommand).
 """

@@ -11,8 +11,8 @@ import sys
 from typing import Any
 from urllib.parse import urlsplit
 
+from pycm.trace.credentials import Credentials, CredentialsError, from_kubeconfig, read_token_file
 from pycm.util.durations import duration_arg
-from tui.credentials import Credentials, CredentialsError, from_kubeconfig, read_token_file
 from tui.sources import ReplaySource, Source, SseSource
 
 __all__ = ["add_subcommand", "build_sources"]

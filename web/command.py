@@ -21,43 +21,21 @@ import ipaddress
 import os
 import ssl
 import sys
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from pycm.trace.credentials import from_kubeconfig, read_token_file
 from pycm.util.durations import duration_arg
 from web.hub import DashboardConfig
 
 __all__ = [
     "DashboardPlan",
-    "KubeconfigCredentials",
     "add_subcommand",
     "plan_from",
-    "set_kubeconfig_reader",
 ]
 
 DEFAULT_LISTEN = "127.0.0.1:8080"
-
-
-@dataclass(frozen=True, slots=True)
-class KubeconfigCredentials:
-    """What a kubeconfig lends: the token and the trust for the managers' certificates."""
-
-    token: str = ""
-    verify: ssl.SSLContext | bool = True
-
-
-KubeconfigReader = Callable[[str, str], KubeconfigCredentials]
-"""``reader(path, context)`` — installed by :mod:`pycm.cli` (the kubeconfig parser lives
-outside what ``web`` may import); raises ValueError with a one-line message."""
-
-_kubeconfig_reader: KubeconfigReader | None = None
-
-
-def set_kubeconfig_reader(reader: KubeconfigReader | None) -> None:
-    global _kubeconfig_reader
-    _kubeconfig_reader = reader
 
 
 @dataclass
@@ -225,16 +203,11 @@ def plan_from(args: argparse.Namespace) -> DashboardPlan:
         )
     if args.token_file:
         plan.token_file = _readable(args.token_file, "--token-file")
-        with open(plan.token_file, encoding="utf-8") as f:
-            plan.token = f.read().strip()
-        if not plan.token:
-            raise ValueError(f"--token-file {args.token_file}: empty")
+        plan.token = read_token_file(plan.token_file)
     if args.kubeconfig:
         _readable(args.kubeconfig, "--kubeconfig")
-        if _kubeconfig_reader is None:
-            raise ValueError("--kubeconfig is not supported in this build")
-        creds = _kubeconfig_reader(args.kubeconfig, args.context)
-        plan.token, plan.verify = creds.token, creds.verify
+        creds = from_kubeconfig(args.kubeconfig, args.context)
+        plan.token, plan.verify = creds.token, creds.verify()
     if args.insecure_skip_tls_verify:
         plan.verify = False
     elif args.certificate_authority:

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from pycm.cli import build_parser
+from pycm.trace.credentials import CredentialsError, from_kubeconfig
 from tui.command import build_sources
-from tui.credentials import CredentialsError, from_kubeconfig
 from tui.sources import ReplaySource, SseSource
 
 
@@ -153,7 +153,7 @@ def test_certificate_authority_file_trusts_that_ca_only(tmp_path: Path) -> None:
 
     import trustme
 
-    from tui.credentials import Credentials
+    from pycm.trace.credentials import Credentials
 
     ca = trustme.CA()
     pem = tmp_path / "ca.pem"

@@ -81,7 +81,7 @@ def _two_replicas() -> list[Event]:
         ),
         pytest.param(
             ["--server", "https://127.0.0.1:1", "--token-file", "EMPTY"],
-            "--token-file EMPTY: empty",
+            "token file EMPTY is empty",
             id="empty-token",
         ),
         pytest.param(

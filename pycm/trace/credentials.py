@@ -1,4 +1,5 @@
-"""TLS trust and the bearer token for :class:`~tui.sources.SseSource`, from flags or a kubeconfig.
+"""TLS trust and the bearer token for a :class:`~pycm.trace.stream.StreamClient`, from flags or a
+kubeconfig: shared by ``pycm top`` and ``pycm dashboard``.
 
 The flags are kubectl's: ``--token`` / ``--token-file``, ``--certificate-authority FILE``,
 ``--insecure-skip-tls-verify``; ``--kubeconfig`` supplies whatever of those the flags leave
@@ -19,7 +20,7 @@ from typing import Any
 
 import yaml
 
-__all__ = ["Credentials", "CredentialsError", "from_kubeconfig"]
+__all__ = ["Credentials", "CredentialsError", "from_kubeconfig", "read_token_file"]
 
 
 class CredentialsError(ValueError):
