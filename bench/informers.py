@@ -86,6 +86,10 @@ class EmulatorProcess:
                 "1",
                 "--watch-window",
                 str(watch_window),
+                # Every event of the run must stay replayable (the watch figure replays 50k
+                # pod events of ~6 KB): past the default 64 MiB the watch would get 410.
+                "--watch-history-mib",
+                "2048",
             ],
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -462,10 +466,16 @@ class SnapshotThenWatch:
     def __init__(self, pages: list[ListPage], real: ClientListWatch) -> None:
         self.pages = list(pages)
         self.real = real
+        self.relisted = asyncio.Event()
 
     async def list(
         self, *, resource_version: str, limit: int | None, continue_: str | None
     ) -> ListPage:
+        if not self.pages:
+            # The watch ended and the reflector relists: the backlog cannot be replayed
+            # any more (e.g. the emulator's history dropped it); the figure would be wrong.
+            self.relisted.set()
+            raise RuntimeError("the watch ended before the backlog was replayed")
         return self.pages.pop(0)
 
     def watch(
@@ -497,9 +507,18 @@ async def ours_watch(
     informer = _informer(lw, tuned=True, handler=HandlerFuncs(on_update=on_update))
     _, task = await _sync(informer)
     start = time.perf_counter()
-    await asyncio.wait_for(done.wait(), timeout=600)
+    finished = asyncio.ensure_future(done.wait())
+    failed = asyncio.ensure_future(lw.relisted.wait())
+    await asyncio.wait({finished, failed}, timeout=600, return_when=asyncio.FIRST_COMPLETED)
     took = time.perf_counter() - start
+    finished.cancel()
+    failed.cancel()
     await _stop(task)
+    if not done.is_set():
+        raise RuntimeError(
+            f"informers.watch: {seen[0]} of {events} events arrived"
+            + (" before the watch ended and the informer relisted" if lw.relisted.is_set() else "")
+        )
     _reset_gc()
     return events / took
 

@@ -23,7 +23,10 @@ import signal
 import sys
 from typing import TYPE_CHECKING, Any
 
+from pycm.sim.history import DEFAULT_HISTORY_BYTES
 from pycm.util.durations import duration_arg
+
+MIB = 1024 * 1024
 
 if TYPE_CHECKING:
     from pycm.sim.options import EmulatorOptions
@@ -150,6 +153,14 @@ def add_subcommand(subparsers: Any) -> None:
         metavar="N",
         help="watch events retained; older resourceVersions get 410 Expired (default 10000)",
     )
+    cluster.add_argument(
+        "--watch-history-mib",
+        type=_count(1),
+        default=DEFAULT_HISTORY_BYTES // MIB,
+        metavar="MIB",
+        help="encoded objects the watch history holds at most, whatever the window "
+        f"(default {DEFAULT_HISTORY_BYTES // MIB})",
+    )
     security = parser.add_argument_group("security")
     security.add_argument(
         "--token-auth-file", metavar="FILE", help='static tokens: token,user,uid,"g1,g2"'
@@ -178,6 +189,7 @@ def options_from_args(args: argparse.Namespace) -> EmulatorOptions:
         crashloop_fraction=args.crashloop_fraction,
         pod_terminate_delay=args.pod_terminate_delay,
         watch_window=args.watch_window,
+        watch_history_bytes=args.watch_history_mib * MIB,
         token_auth_file=args.token_auth_file,
         authz_policy_file=args.authz_policy_file,
         kubeconfig_out=args.kubeconfig_out,

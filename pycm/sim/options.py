@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from starlette.middleware import Middleware
 
+from pycm.sim.history import DEFAULT_HISTORY_BYTES
 from pycm.util.clock import REAL_CLOCK, Clock
 
 __all__ = ["EmulatorOptions"]
@@ -35,6 +36,8 @@ class EmulatorOptions:
     kubelet_seed: int = 0  # the seed of the per-pod jitter and fates
     # Watch history events retained; a watch from an older resourceVersion gets 410 Expired.
     watch_window: int = 10_000
+    # Bytes of encoded objects the watch history may hold (the second bound beside the window).
+    watch_history_bytes: int = DEFAULT_HISTORY_BYTES
     # Live events one watcher may fall behind by before its watch is ended.
     watch_queue_size: int = 1_000
     # Seconds between BOOKMARK events on watches that allow them (kube: about a minute).
@@ -72,6 +75,8 @@ class EmulatorOptions:
             problems.append("pod_terminate_delay must not be negative")
         if self.watch_window < 1:
             problems.append(f"--watch-window must be at least 1, got {self.watch_window}")
+        if self.watch_history_bytes < 1:
+            problems.append("--watch-history-mib must be positive")
         if self.watch_queue_size < 1:
             problems.append("watch_queue_size must be at least 1")
         if self.bookmark_interval <= 0:

@@ -80,6 +80,7 @@ class Emulator:
         self.store = Store(
             clock=options.clock,
             watch_window=options.watch_window,
+            watch_history_bytes=options.watch_history_bytes,
             watch_queue_size=options.watch_queue_size,
             # A kubelet confirms terminations, so with one a pod's grace period is honoured.
             graceful_pod_deletion=options.graceful_pod_deletion or options.kubelet,

@@ -236,3 +236,20 @@ def test_command_kubelet_off_leaves_pods_pending(tmp_path: Path) -> None:
             api.close()
     finally:
         assert stop_sim(sim) == 0
+
+
+def test_command_watch_history_mib_bounds_the_history_in_bytes() -> None:
+    from pycm.sim.server import Emulator
+
+    assert _options().watch_history_bytes == EmulatorOptions().watch_history_bytes
+    options = _options("--tls=false", "--kubelet=off", "--watch-history-mib", "1")
+    assert options.watch_history_bytes == 1024 * 1024
+    store = Emulator(options).store
+    configmaps = store.resource("configmaps")
+    store.create(configmaps, {"metadata": {"name": "first"}, "data": {"k": "x"}}, "default")
+    first = store.compacted_resource_version
+    for i in range(12):  # 12 x 100 KiB: past 1 MiB, far below the 10k-event window
+        store.create(
+            configmaps, {"metadata": {"name": f"big-{i}"}, "data": {"k": "x" * 102_400}}, "default"
+        )
+    assert store.compacted_resource_version > first
