@@ -1,18 +1,25 @@
 """Unknown fields, dropped as kube-apiserver's typed decoding drops them.
 
 kube decodes a body into the Go type of its resource: a field the type does not declare is
-lost ("pruned"). How the client hears of it is the ``fieldValidation`` query parameter (the
-server default since 1.27 is ``Warn``):
+lost ("pruned"), at any depth. How the client hears of it is the ``fieldValidation`` query
+parameter (the server default since 1.27 is ``Warn``):
 
 - ``Warn`` (or unset): dropped, and each named in a ``Warning: 299 - "unknown field \\"x\\""``
   response header;
 - ``Ignore``: dropped silently;
-- ``Strict``: 400 BadRequest ``strict decoding error: unknown field "x"`` (every one listed).
+- ``Strict``: 400 BadRequest ``Pod in version "v1" cannot be handled as a Pod: strict decoding
+  error: unknown field "x", unknown field "y"`` (every one listed).
 
-The emulator prunes where it knows the whole schema: the top level of each kind it serves
-(``apiVersion``, ``kind``, ``metadata`` and the kind's own fields), ObjectMeta, and each owner
-reference. Deeper levels (a pod spec's containers, a workload's template) are not declared
-completely here and pass as they are; a field a client invents there is kept, not pruned.
+A field is named by its path as kube names it: ``spec.template.spec.containers[0].imagePullPolicyy``
+(a list item by its index), in the order the body holds them.
+
+The schemas are :mod:`pycm.sim.schemas`: every struct a client commonly writes is declared
+there completely (metadata and owner references, pod specs and templates, containers and their
+probes, env, resources, mounts and security context, volumes' names, tolerations, a workload's
+strategy, selector and status, a Lease's spec). What it leaves opaque (a volume source, an
+affinity term, a node's spec, an event's involvedObject) is kept as it is, unchecked; so are
+the keys of maps (labels, annotations, resource quantities, a ConfigMap's data). Only the
+declared structs are walked, in place and without copying; a kind with no schema is not pruned.
 """
 
 from __future__ import annotations
@@ -20,98 +27,75 @@ from __future__ import annotations
 from typing import Any
 
 from pycm.sim import errors
+from pycm.sim.schemas import KINDS, ListOf, Struct
 
 __all__ = ["FIELD_VALIDATION", "prune_unknown_fields", "warning_headers"]
 
 FIELD_VALIDATION = ("Ignore", "Warn", "Strict")
 
-_OBJECT_META = frozenset(
-    {
-        "name",
-        "generateName",
-        "namespace",
-        "selfLink",
-        "uid",
-        "resourceVersion",
-        "generation",
-        "creationTimestamp",
-        "deletionTimestamp",
-        "deletionGracePeriodSeconds",
-        "labels",
-        "annotations",
-        "ownerReferences",
-        "finalizers",
-        "managedFields",
-    }
-)
-_OWNER_REFERENCE = frozenset(
-    {"apiVersion", "kind", "name", "uid", "controller", "blockOwnerDeletion"}
-)
-_SPEC_STATUS = frozenset({"spec", "status"})
-# Each kind's top-level fields besides apiVersion, kind and metadata (the Go types' json tags).
-_TOP_LEVEL: dict[str, frozenset[str]] = {
-    "Namespace": _SPEC_STATUS,
-    "Node": _SPEC_STATUS,
-    "Pod": _SPEC_STATUS,
-    "Deployment": _SPEC_STATUS,
-    "ReplicaSet": _SPEC_STATUS,
-    "Lease": frozenset({"spec"}),
-    "ConfigMap": frozenset({"data", "binaryData", "immutable"}),
-    "ServiceAccount": frozenset({"secrets", "imagePullSecrets", "automountServiceAccountToken"}),
-    "Event": frozenset(
-        {
-            "involvedObject",
-            "reason",
-            "message",
-            "source",
-            "firstTimestamp",
-            "lastTimestamp",
-            "count",
-            "type",
-            "eventTime",
-            "series",
-            "action",
-            "related",
-            "reportingComponent",
-            "reportingInstance",
-        }
-    ),
-}
-_ENVELOPE = frozenset({"apiVersion", "kind", "metadata"})
+
+def _prune(obj: dict[str, Any], struct: Struct) -> list[str] | None:
+    """Drop from ``obj`` (recursively, as far as ``struct`` declares) the fields ``struct`` does
+    not declare; their paths relative to ``obj``, in document order, or None for none."""
+    # The common case is a clean body: it allocates nothing; paths are built, bottom-up, only
+    # for what is found.
+    found: list[str] | None = None
+    unknown: list[str] | None = None
+    for key, value in obj.items():
+        sub = struct.get(key)
+        if sub is None:
+            if unknown is None:
+                unknown = []
+            unknown.append(key)
+            if found is None:
+                found = []
+            found.append(key)
+        elif isinstance(sub, dict):
+            if isinstance(value, dict):
+                inner = _prune(value, sub)
+                if inner:
+                    if found is None:
+                        found = []
+                    found.extend(f"{key}.{path}" for path in inner)
+        elif isinstance(sub, ListOf) and isinstance(value, list):
+            item_struct = sub.item
+            for i, item in enumerate(value):
+                if isinstance(item, dict):
+                    inner = _prune(item, item_struct)
+                    if inner:
+                        if found is None:
+                            found = []
+                        found.extend(f"{key}[{i}].{path}" for path in inner)
+    if unknown:
+        for key in unknown:
+            del obj[key]
+    return found
 
 
-def _drop(obj: dict[str, Any], known: frozenset[str], prefix: str, found: list[str]) -> None:
-    for key in [k for k in obj if k not in known]:
-        del obj[key]
-        found.append(prefix + key)
-
-
-def prune_unknown_fields(kind: str, body: dict[str, Any], validation: str | None) -> list[str]:
+def prune_unknown_fields(
+    kind: str, version: str, body: dict[str, Any], validation: str | None
+) -> list[str]:
     """Drop the fields of ``body`` (a freshly decoded request body, changed in place) that
-    ``kind`` does not declare, as the ``fieldValidation`` mode says; the fields dropped, by
-    path. 400 for ``Strict`` with any, or for a mode kube does not know."""
+    ``kind`` (served at ``version``) does not declare, as the ``fieldValidation`` mode says; the
+    fields dropped, by path. 400 for ``Strict`` with any, or for a mode kube does not know."""
     mode = validation or "Warn"
     if mode not in FIELD_VALIDATION:
         raise errors.bad_request(
             f'fieldValidation: Unsupported value: "{mode}": supported values: '
             + ", ".join(f'"{m}"' for m in FIELD_VALIDATION)
         )
-    own = _TOP_LEVEL.get(kind)
-    if own is None:
+    struct = KINDS.get(kind)
+    if struct is None:
         return []
-    found: list[str] = []
-    _drop(body, _ENVELOPE | own, "", found)
-    meta = body.get("metadata")
-    if isinstance(meta, dict):
-        _drop(meta, _OBJECT_META, "metadata.", found)
-        refs = meta.get("ownerReferences")
-        if isinstance(refs, list):
-            for i, ref in enumerate(refs):
-                if isinstance(ref, dict):
-                    _drop(ref, _OWNER_REFERENCE, f"metadata.ownerReferences[{i}].", found)
-    if found and mode == "Strict":
+    found = _prune(body, struct)
+    if not found:
+        return []
+    if mode == "Strict":
         listed = ", ".join(f'unknown field "{path}"' for path in found)
-        raise errors.bad_request(f"strict decoding error: {listed}")
+        raise errors.bad_request(
+            f'{kind} in version "{version}" cannot be handled as a {kind}: '
+            f"strict decoding error: {listed}"
+        )
     return found if mode == "Warn" else []
 
 
