@@ -8,10 +8,11 @@ parameter (the server default since 1.27 is ``Warn``):
   response header;
 - ``Ignore``: dropped silently;
 - ``Strict``: 400 BadRequest ``Pod in version "v1" cannot be handled as a Pod: strict decoding
-  error: unknown field "x", unknown field "y"`` (every one listed).
+  error: unknown field "x", unknown field "y"`` (every one listed); for a patch, 422 Invalid
+  ``patch: Invalid value: "<the patch>": strict decoding error: …``.
 
-A field is named by its path as kube names it: ``spec.template.spec.containers[0].imagePullPolicyy``
-(a list item by its index), in the order the body holds them.
+A field is named by its path as kube names it, a list item by its index
+(``spec.template.spec.containers[0].imagePullPolicyy``), in the order the body holds them.
 
 The schemas are :mod:`pycm.sim.schemas`: every struct a client commonly writes is declared
 there completely (metadata and owner references, pod specs and templates, containers and their
@@ -26,6 +27,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+
+import orjson
 
 from pycm.sim import errors
 from pycm.sim.schemas import KINDS, ListOf, Struct
@@ -126,11 +129,14 @@ def _prune(obj: dict[str, Any], struct: Struct) -> list[str] | None:
 
 
 def prune_unknown_fields(
-    kind: str, version: str, body: dict[str, Any], validation: str | None
+    kind: str, version: str, body: dict[str, Any], validation: str | None, patch: Any = None
 ) -> list[str]:
-    """Drop the fields of ``body`` (a freshly decoded request body, changed in place) that
-    ``kind`` (served at ``version``) does not declare, as the ``fieldValidation`` mode says; the
-    fields dropped, by path. 400 for ``Strict`` with any, or for a mode kube does not know."""
+    """Drop the fields of ``body`` (a freshly decoded request body, or a patch's result: changed
+    in place) that ``kind`` (served at ``version``) does not declare, as the ``fieldValidation``
+    mode says; the fields dropped, by path. 400 for ``Strict`` with any, or for a mode kube does
+    not know; for ``Strict`` on the result of ``patch`` (the decoded patch), 422 as kube's patch
+    handler answers (its value is the patch as JSON here; kube shows the patched object for a
+    JSON or merge patch, Go's rendering of the patch for a strategic one)."""
     mode = validation or "Warn"
     if mode not in FIELD_VALIDATION:
         raise errors.bad_request(
@@ -145,6 +151,11 @@ def prune_unknown_fields(
         return []
     if mode == "Strict":
         listed = ", ".join(f'unknown field "{path}"' for path in found)
+        if patch is not None:
+            shown = orjson.dumps(orjson.dumps(patch).decode()).decode()  # Go's %q of the JSON
+            why = f"Invalid value: {shown}: strict decoding error: {listed}"
+            cause = {"reason": "FieldValueInvalid", "message": why, "field": "patch"}
+            raise errors.invalid("", "", [cause])
         raise errors.bad_request(
             f'{kind} in version "{version}" cannot be handled as a {kind}: '
             f"strict decoding error: {listed}"

@@ -272,7 +272,14 @@ async def test_sim_patch_adding_unknown_fields_prunes_them(http: httpx.AsyncClie
     strict = await http.patch(
         f"{CMS}/p", content=b'{"bogus": 2}', headers=merge, params={"fieldValidation": "Strict"}
     )
-    _status(strict, 400)
+    # kube's patch handler: 422 Invalid on the field "patch".
+    why = 'Invalid value: "{\\"bogus\\":2}": strict decoding error: unknown field "bogus"'
+    status = _status(strict, 422)
+    assert status["message"] == f' "" is invalid: patch: {why}'
+    assert status["details"]["causes"] == [
+        {"reason": "FieldValueInvalid", "message": why, "field": "patch"}
+    ]
+    assert "bogus" not in (await http.get(f"{CMS}/p")).json()
 
 
 @pytest.mark.asyncio
