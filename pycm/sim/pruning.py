@@ -60,8 +60,12 @@ def _compile(struct: Struct, memo: dict[int, _Check]) -> _Check:
     return done
 
 
-_memo: dict[int, _Check] = {}
-_CHECKS = {kind: _compile(struct, _memo) for kind, struct in KINDS.items()}
+def _compile_kinds() -> dict[str, _Check]:
+    memo: dict[int, _Check] = {}  # a struct shared by several fields is compiled once
+    return {kind: _compile(struct, memo) for kind, struct in KINDS.items()}
+
+
+_CHECKS = _compile_kinds()
 
 
 def _clean(obj: dict[str, Any], check: _Check) -> bool:
@@ -92,9 +96,9 @@ def _clean(obj: dict[str, Any], check: _Check) -> bool:
 
 def _prune(obj: dict[str, Any], struct: Struct) -> list[str] | None:
     """Drop from ``obj`` (recursively, as far as ``struct`` declares) the fields ``struct`` does
-    not declare; their paths relative to ``obj``, in document order, or None for none."""
-    # The common case is a clean body: it allocates nothing; paths are built, bottom-up, only
-    # for what is found.
+    not declare; their paths relative to ``obj``, or None for none. Run once :func:`_clean`
+    has found something: the paths come in document order (as kube's decoder meets them),
+    built bottom-up for what is found only."""
     found: list[str] | None = None
     unknown: list[str] | None = None
     for key, value in obj.items():
