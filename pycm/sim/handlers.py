@@ -315,7 +315,7 @@ async def _resource(
             return _json(subject_access_review(ctx.authorizer, body), 201)
         if res.namespaced and not ns:
             raise errors.method_not_allowed(request.method, info.path)
-        pruned = prune_unknown_fields(res.kind, body, query.get("fieldValidation"))
+        pruned = prune_unknown_fields(res.kind, res.version, body, query.get("fieldValidation"))
         return _warn(_json(store.create(res, body, ns), 201), pruned)
     if verb in ("get", "list", "watch"):
         out = negotiate(request.headers.get("accept"))
@@ -338,7 +338,7 @@ async def _resource(
         body.setdefault("metadata", {}).setdefault("name", name)
         if sub == "scale":
             return _json(store.update_scale(res, ns, name, body))
-        pruned = prune_unknown_fields(res.kind, body, query.get("fieldValidation"))
+        pruned = prune_unknown_fields(res.kind, res.version, body, query.get("fieldValidation"))
         if sub == "status":
             return _warn(_json(store.update_status(res, body, ns)), pruned)
         return _warn(_json(store.update(res, body, ns)), pruned)

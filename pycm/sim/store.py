@@ -570,7 +570,7 @@ class Store:
         patched = apply_patch(patch_type, current, patch)
         if not isinstance(patched, dict):
             raise errors.bad_request("the patch did not produce an object")
-        dropped = prune_unknown_fields(res.kind, patched, field_validation)
+        dropped = prune_unknown_fields(res.kind, res.version, patched, field_validation, patch)
         if pruned is not None:
             pruned.extend(dropped)
         pm = meta(patched)

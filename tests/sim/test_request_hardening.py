@@ -1,7 +1,7 @@
 """The emulator answers hostile requests as kube-apiserver does: bodies over 3 MiB (413, found
 while reading), YAML aliases (refused, fast), media types it does not take (415), malformed
-resourceVersions and continue tokens (400 Status), unknown fields (pruned, with warnings), and a
-watch history bounded in bytes as well as in events."""
+resourceVersions and continue tokens (400 Status), and a watch history bounded in bytes as well as
+in events. Unknown fields (pruned, with warnings) are tests/sim/test_pruning.py's."""
 
 from __future__ import annotations
 
@@ -225,42 +225,6 @@ async def test_sim_get_with_bad_resource_version_is_400(http: httpx.AsyncClient)
     assert (await http.get(f"{CMS}/g", params={"resourceVersion": "0"})).status_code == 200
 
 
-# ---------------------------------------------------------------- unknown fields
-
-
-@pytest.mark.asyncio
-async def test_sim_unknown_fields_pruned_with_a_warning_by_default(
-    http: httpx.AsyncClient,
-) -> None:
-    body = _configmap("u", data={"a": "b"}, bogus={"x": 1})
-    body["metadata"]["inventedMeta"] = "y"
-    r = await http.post(CMS, json=body)
-    assert r.status_code == 201, r.text
-    assert r.headers.get_list("warning") == [
-        '299 - "unknown field \\"bogus\\""',
-        '299 - "unknown field \\"metadata.inventedMeta\\""',
-    ]
-    stored = (await http.get(f"{CMS}/u")).json()
-    assert "bogus" not in stored and "inventedMeta" not in stored["metadata"]
-    assert stored["data"] == {"a": "b"}
-
-
-@pytest.mark.asyncio
-async def test_sim_unknown_fields_strict_is_400_ignore_is_silent(
-    http: httpx.AsyncClient,
-) -> None:
-    body = _configmap("s", bogus=1)
-    strict = await http.post(CMS, json=body, params={"fieldValidation": "Strict"})
-    status = _status(strict, 400, "BadRequest")
-    assert status["message"] == 'strict decoding error: unknown field "bogus"'
-    assert (await http.get(f"{CMS}/s")).status_code == 404
-    ignored = await http.post(CMS, json=body, params={"fieldValidation": "Ignore"})
-    assert ignored.status_code == 201 and "warning" not in ignored.headers
-    assert "bogus" not in ignored.json()
-    wrong = await http.post(CMS, json=_configmap("w"), params={"fieldValidation": "Loose"})
-    _status(wrong, 400, "BadRequest")
-
-
 # ---------------------------------------------------------------- history in bytes
 
 
@@ -322,21 +286,6 @@ async def test_sim_fault_log_line_escapes_client_text(
     added = [r.getMessage() for r in caplog.records if "fault" in r.getMessage()]
     assert added and all("\n" not in m and "\x1b" not in m for m in added)
     assert any("user eve\\nI1203 forged\\x1b[2J" in m for m in added)
-
-
-@pytest.mark.asyncio
-async def test_sim_patch_adding_unknown_fields_prunes_them(http: httpx.AsyncClient) -> None:
-    await http.post(CMS, json=_configmap("p", data={"a": "b"}))
-    merge = {"Content-Type": "application/merge-patch+json"}
-    r = await http.patch(f"{CMS}/p", content=b'{"bogus": 1, "data": {"c": "d"}}', headers=merge)
-    assert r.status_code == 200, r.text
-    assert r.headers.get_list("warning") == ['299 - "unknown field \\"bogus\\""']
-    stored = (await http.get(f"{CMS}/p")).json()
-    assert "bogus" not in stored and stored["data"] == {"a": "b", "c": "d"}
-    strict = await http.patch(
-        f"{CMS}/p", content=b'{"bogus": 2}', headers=merge, params={"fieldValidation": "Strict"}
-    )
-    _status(strict, 400, "BadRequest")
 
 
 # ---------------------------------------------------------------- event TTL

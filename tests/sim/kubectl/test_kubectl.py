@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import secrets
 import time
 from collections.abc import Iterator
@@ -223,3 +224,23 @@ def test_kubectl_describe_pod_and_deployment(run_kubectl: Kubectl, ns: str, tmp_
     assert "Selector:               app=web" in out
     assert "Replicas:               3 desired" in out
     assert "StrategyType:           RollingUpdate" in out
+
+
+def test_kubectl_shows_kubes_warning_and_strict_error_for_a_nested_unknown_field(
+    run_kubectl: Kubectl, ns: str, tmp_path: Path
+) -> None:
+    body = yaml.safe_load(manifest("typo", 1))
+    body["spec"]["template"]["spec"]["containers"][0]["imagePullPolicyy"] = "Always"
+    path = tmp_path / "typo.json"
+    path.write_text(json.dumps(body))
+    url = f"/apis/apps/v1/namespaces/{ns}/deployments"
+    field = "spec.template.spec.containers[0].imagePullPolicyy"
+    strict = run_kubectl(
+        "create", "--raw", f"{url}?fieldValidation=Strict", "-f", str(path), check=False
+    )
+    assert strict.returncode != 0
+    assert f'strict decoding error: unknown field "{field}"' in strict.stderr
+    warned = run_kubectl("create", "--raw", url, "-f", str(path))
+    assert f'Warning: unknown field "{field}"' in warned.stderr.splitlines()
+    stored = json.loads(run_kubectl("get", "deployment", "typo", "-n", ns, "-o", "json").stdout)
+    assert "imagePullPolicyy" not in stored["spec"]["template"]["spec"]["containers"][0]
