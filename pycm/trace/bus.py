@@ -505,6 +505,20 @@ class Bus:
         if self._parked:
             self._wake_parked()
 
+    def publish(self, event: Event) -> None:
+        """Deliver an event whose envelope the caller stamped, all but ``seq`` (taken here).
+
+        For hot paths that build their events themselves (the worker's reconcile pair, on the
+        kinds' mutable twins): the event must be frozen and complete; ``emit`` stamps the rest.
+        """
+        self._seq = seq = self._seq + 1
+        _set_seq(event, seq)
+        self._ring_append(event)
+        for sink in self._sinks:
+            sink(event)
+        if self._parked:
+            self._wake_parked()
+
     def _wake_parked(self) -> None:
         parked, self._parked = self._parked, []
         for sub in parked:
