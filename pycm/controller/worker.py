@@ -139,6 +139,9 @@ class Controller:
         self.resource = resource
         self._bus = bus or default_bus()
         self._clock = clock
+        # The bus's clock readings, bound once for the reconcile step (process()).
+        self._wall_ns = self._bus.clock.wall_ns
+        self._monotonic_ns = self._bus.clock.monotonic_ns
         self.queue: RateLimitingQueue[str] = queue or RateLimitingQueue(
             name, clock=clock, bus=self._bus, metrics=metrics.queue if metrics else None
         )
@@ -254,8 +257,9 @@ class Controller:
         two context managers and keyword-built events cost a quarter of the sync. So the two
         events are built on the kinds' mutable twins with one store per field and frozen (the
         same frozen events any step delivers; tests/controller/test_worker_events.py holds
-        them field by field), the span and the API-call counter are two contextvar sets, and
-        the clocks are read once each at either end.
+        them field by field), the span and the API-call counter are two contextvar sets, the
+        clocks (bound once per controller) are read once each at either end, and delivery is
+        the bus's own (ring, sinks, parked readers), inlined.
         """
         queue = self.queue
         triggers = self._triggers
@@ -278,7 +282,7 @@ class Controller:
         namespace, _, obj_name = key.rpartition("/")
         begin: Any = _STARTED_TWIN()
         begin.v = SCHEMA_VERSION
-        begin.ts = begin_ts = bus._wall_ns()
+        begin.ts = begin_ts = self._wall_ns()
         begin.instance = instance
         begin.trace_id = trace_id
         begin.span_id = span_id
@@ -296,8 +300,15 @@ class Controller:
         begin.trigger_event = trigger.event
         begin.trigger_trace_id = trigger.trace_id
         begin.trigger_span_id = trigger.span_id
+        # Bus.emit's stamping and delivery, inlined (as Step does).
+        bus._seq = seq = bus._seq + 1
+        begin.seq = seq
         begin.__class__ = ReconcileStarted
-        bus.publish(begin)
+        bus._ring_append(begin)
+        for sink in bus._sinks:
+            sink(begin)
+        if bus._parked:
+            bus._wake_parked()
         span_token = set_span((trace_id, span_id))
         calls = [0]
         calls_token = count_calls_into(calls)
@@ -305,7 +316,7 @@ class Controller:
         self.active_workers += 1
         if metrics is not None:
             metrics.active_workers.inc()
-        start_ns = bus._monotonic_ns()
+        start_ns = self._monotonic_ns()
         # For the metric only (its clock, not the bus's).
         start = self._clock.monotonic() if metrics is not None else 0.0
         outcome = ReconcileResult.SUCCESS
@@ -353,7 +364,7 @@ class Controller:
                 error = error_text(exc)
             raise
         finally:
-            dur_ns = bus._monotonic_ns() - start_ns
+            dur_ns = self._monotonic_ns() - start_ns
             stop_counting(calls_token)
             reset_span(span_token)
             end: Any = _FINISHED_TWIN()
@@ -374,8 +385,14 @@ class Controller:
             end.api_calls = api_calls
             end.requeue_after_ms = requeue_after_ms
             end.retries = retries
+            bus._seq = seq = bus._seq + 1
+            end.seq = seq
             end.__class__ = ReconcileFinished
-            bus.publish(end)
+            bus._ring_append(end)
+            for sink in bus._sinks:
+                sink(end)
+            if bus._parked:
+                bus._wake_parked()
             self.active_workers -= 1
             if metrics is not None:
                 metrics.active_workers.dec()

@@ -460,7 +460,11 @@ class Bus:
     ``seq`` order, and ``_seq`` is the seq of the newest one (0 before the first emit);
     ``_sinks`` holds one callable per open subscription (its buffer's ``append`` when it takes
     every kind, its ``_push`` otherwise); ``_parked`` the subscriptions of the first kind whose
-    reader waits for the next event."""
+    reader waits for the next event.
+
+    Two hot paths deliver as :meth:`emit` does, inline, on these internals: :class:`Step` and
+    the worker's reconcile step (``pycm.controller.worker.Controller.process``). A change to
+    how an event is delivered changes all three."""
 
     def __init__(
         self,
@@ -499,20 +503,6 @@ class Bus:
         _set_ts(event, self._wall_ns())
         if not event.instance:
             _set_instance(event, self.instance)
-        self._ring_append(event)
-        for sink in self._sinks:
-            sink(event)
-        if self._parked:
-            self._wake_parked()
-
-    def publish(self, event: Event) -> None:
-        """Deliver an event whose envelope the caller stamped, all but ``seq`` (taken here).
-
-        For hot paths that build their events themselves (the worker's reconcile pair, on the
-        kinds' mutable twins): the event must be frozen and complete; ``emit`` stamps the rest.
-        """
-        self._seq = seq = self._seq + 1
-        _set_seq(event, seq)
         self._ring_append(event)
         for sink in self._sinks:
             sink(event)
