@@ -33,11 +33,24 @@ from typing import Any, Protocol
 from pycm.controller.metrics import ControllerMetrics
 from pycm.kube.errors import Conflict
 from pycm.trace.bus import Bus, default_bus
-from pycm.trace.context import count_calls, current_span, error_text, root_context
-from pycm.trace.events import Outcome
+from pycm.trace.context import (
+    ONE_SPAN_ID,
+    ZERO_SPAN_ID,
+    count_calls_into,
+    current_span,
+    draw_bits,
+    error_text,
+    get_span,
+    reset_span,
+    root_context,
+    set_span,
+    stop_counting,
+)
+from pycm.trace.events import SCHEMA_VERSION, Outcome, blank_class
 from pycm.trace.kinds import (
     ControllerStarted,
     ControllerStopped,
+    ReconcileFinished,
     ReconcileResult,
     ReconcileStarted,
 )
@@ -126,6 +139,9 @@ class Controller:
         self.resource = resource
         self._bus = bus or default_bus()
         self._clock = clock
+        # The bus's clock readings, bound once for the reconcile step (process()).
+        self._wall_ns = self._bus.clock.wall_ns
+        self._monotonic_ns = self._bus.clock.monotonic_ns
         self.queue: RateLimitingQueue[str] = queue or RateLimitingQueue(
             name, clock=clock, bus=self._bus, metrics=metrics.queue if metrics else None
         )
@@ -234,76 +250,149 @@ class Controller:
         return opened.done() and not opened.cancelled() and not self._stopping.is_set()
 
     async def process(self, key: str) -> ReconcileResult:
-        """One sync of ``key`` under the contract above (public for table tests)."""
+        """One sync of ``key`` under the contract above (public for table tests).
+
+        The sync is one traced step, emitted here the way ``Bus.step`` emits a step, without
+        its machinery: every reconcile pays for this, and against a no-op sync a step object,
+        two context managers and keyword-built events cost a quarter of the sync. So the two
+        events are built on the kinds' mutable twins with one store per field and frozen (the
+        same frozen events any step delivers; tests/controller/test_worker_events.py holds
+        them field by field), the span and the API-call counter are two contextvar sets, the
+        clocks (bound once per controller) are read once each at either end, and delivery is
+        the bus's own (ring, sinks, parked readers), inlined.
+        """
         queue = self.queue
-        trigger = self._triggers.pop(key, _NO_TRIGGER)
+        triggers = self._triggers
+        trigger = triggers.pop(key, _NO_TRIGGER) if triggers else _NO_TRIGGER
         retries = queue.num_requeues(key)
-        namespace, _, name = key.rpartition("/")
-        begin = ReconcileStarted(
-            controller=self.name,
-            key=key,
-            namespace=namespace,
-            name=name,
-            resource=self.resource,
-            queue_wait_ms=getattr(queue, "last_wait_ns", 0) / 1e6,
-            retries=retries,
-            trigger_kind=trigger.kind,
-            trigger_rv=trigger.resource_version,
-            trigger_event=trigger.event,
-            trigger_trace_id=trigger.trace_id,
-            trigger_span_id=trigger.span_id,
-        )
+        bus = self._bus
+        instance = bus.instance
+        parent = get_span()
+        if parent is None:
+            # A root (the workers' case): one draw, the span id is the trace id's low half.
+            trace_id = (draw_bits(128) or 1).to_bytes(16).hex()
+            span_id = trace_id[16:]
+            if span_id == ZERO_SPAN_ID:
+                span_id = ONE_SPAN_ID
+            parent_id = ""
+        else:
+            trace_id, parent_id = parent
+            span_id = (draw_bits(64) or 1).to_bytes(8).hex()
+        name = self.name
+        namespace, _, obj_name = key.rpartition("/")
+        begin: Any = _STARTED_TWIN()
+        begin.v = SCHEMA_VERSION
+        begin.ts = begin_ts = self._wall_ns()
+        begin.instance = instance
+        begin.trace_id = trace_id
+        begin.span_id = span_id
+        begin.parent_id = parent_id
+        begin.dur_ns = 0
+        begin.controller = name
+        begin.key = key
+        begin.namespace = namespace
+        begin.name = obj_name
+        begin.resource = self.resource
+        begin.queue_wait_ms = getattr(queue, "last_wait_ns", 0) / 1e6
+        begin.retries = retries
+        begin.trigger_kind = trigger.kind
+        begin.trigger_rv = trigger.resource_version
+        begin.trigger_event = trigger.event
+        begin.trigger_trace_id = trigger.trace_id
+        begin.trigger_span_id = trigger.span_id
+        # Bus.emit's stamping and delivery, inlined (as Step does).
+        bus._seq = seq = bus._seq + 1
+        begin.seq = seq
+        begin.__class__ = ReconcileStarted
+        bus._ring_append(begin)
+        for sink in bus._sinks:
+            sink(begin)
+        if bus._parked:
+            bus._wake_parked()
+        span_token = set_span((trace_id, span_id))
+        calls = [0]
+        calls_token = count_calls_into(calls)
         metrics = self._bound
         self.active_workers += 1
         if metrics is not None:
             metrics.active_workers.inc()
-        # Read the clock only for the metric: the step times itself.
+        start_ns = self._monotonic_ns()
+        # For the metric only (its clock, not the bus's).
         start = self._clock.monotonic() if metrics is not None else 0.0
         outcome = ReconcileResult.SUCCESS
+        # The end event's attributes: their defaults unless a branch below got to its end
+        # (what a step that was never finished ends with).
+        ended, end_outcome, error = ReconcileResult.SUCCESS, Outcome.OK, ""
+        action = uid = ""
+        api_calls = 0
+        requeue_after_ms = 0.0
         try:
-            with self._bus.step(begin) as step, count_calls() as calls:
-                try:
-                    result = await self.sync(key) or _EMPTY
-                except asyncio.CancelledError:
-                    raise
-                except TerminalError as exc:
-                    queue.drop(key, reason="terminal error")
-                    log.error("%s: dropping %s: terminal error: %s", self.name, key, exc)
-                    if metrics is not None:
-                        metrics.terminal_errors_total.inc()
-                    outcome = ReconcileResult.ERROR
-                    step.finish(
-                        result=outcome,
-                        outcome=Outcome.ERROR,
-                        error=error_text(exc),
-                        api_calls=calls[0],
-                    )
-                except Exception as exc:
-                    outcome = self._handle_error(key, exc, retries)
-                    step.finish(
-                        result=outcome,
-                        outcome=Outcome.ERROR,
-                        error=error_text(exc),
-                        api_calls=calls[0],
-                    )
+            try:
+                result = await self.sync(key) or _EMPTY
+            except TerminalError as exc:
+                queue.drop(key, reason="terminal error")
+                log.error("%s: dropping %s: terminal error: %s", name, key, exc)
+                if metrics is not None:
+                    metrics.terminal_errors_total.inc()
+                outcome = ReconcileResult.ERROR
+                ended, end_outcome, error = outcome, Outcome.ERROR, error_text(exc)
+                api_calls = calls[0]
+            except Exception as exc:
+                outcome = self._handle_error(key, exc, retries)
+                ended, end_outcome, error = outcome, Outcome.ERROR, error_text(exc)
+                api_calls = calls[0]
+            else:
+                requeue_after = result.requeue_after
+                if requeue_after > 0:
+                    queue.forget(key)
+                    queue.add_after(key, requeue_after, "requeue_after")
+                    outcome = ReconcileResult.REQUEUE_AFTER
+                elif result.requeue:
+                    queue.add_rate_limited(key)
+                    outcome = ReconcileResult.REQUEUE
                 else:
-                    if result.requeue_after > 0:
-                        queue.forget(key)
-                        queue.add_after(key, result.requeue_after, "requeue_after")
-                        outcome = ReconcileResult.REQUEUE_AFTER
-                    elif result.requeue:
-                        queue.add_rate_limited(key)
-                        outcome = ReconcileResult.REQUEUE
-                    else:
-                        queue.forget(key)
-                    step.finish(
-                        result=outcome,
-                        action=result.action,
-                        uid=result.uid,
-                        api_calls=result.api_calls or calls[0],
-                        requeue_after_ms=result.requeue_after * 1000,
-                    )
+                    queue.forget(key)
+                ended, action, uid = outcome, result.action, result.uid
+                api_calls = result.api_calls or calls[0]
+                requeue_after_ms = requeue_after * 1000
+        except BaseException as exc:  # cancelled, or the handling above failed: as a step ends
+            if end_outcome is Outcome.OK:
+                end_outcome = (
+                    Outcome.CANCELLED if isinstance(exc, asyncio.CancelledError) else Outcome.ERROR
+                )
+            if not error and end_outcome is Outcome.ERROR:
+                error = error_text(exc)
+            raise
         finally:
+            dur_ns = self._monotonic_ns() - start_ns
+            stop_counting(calls_token)
+            reset_span(span_token)
+            end: Any = _FINISHED_TWIN()
+            end.v = SCHEMA_VERSION
+            end.ts = begin_ts + dur_ns
+            end.instance = instance
+            end.trace_id = trace_id
+            end.span_id = span_id
+            end.parent_id = parent_id
+            end.dur_ns = dur_ns
+            end.outcome = end_outcome
+            end.error = error
+            end.controller = name
+            end.key = key
+            end.result = ended
+            end.action = action
+            end.uid = uid
+            end.api_calls = api_calls
+            end.requeue_after_ms = requeue_after_ms
+            end.retries = retries
+            bus._seq = seq = bus._seq + 1
+            end.seq = seq
+            end.__class__ = ReconcileFinished
+            bus._ring_append(end)
+            for sink in bus._sinks:
+                sink(end)
+            if bus._parked:
+                bus._wake_parked()
             self.active_workers -= 1
             if metrics is not None:
                 metrics.active_workers.dec()
@@ -387,3 +476,7 @@ def _is_api_error(exc: Exception) -> bool:
 
 _NO_TRIGGER = Trigger()
 _EMPTY = Result()
+# The reconcile kinds' mutable twins (pycm.trace.events.blank_class): process() stores every
+# field of a twin instance, then freezes it by switching its class to the kind.
+_STARTED_TWIN = blank_class(ReconcileStarted)
+_FINISHED_TWIN = blank_class(ReconcileFinished)

@@ -460,7 +460,11 @@ class Bus:
     ``seq`` order, and ``_seq`` is the seq of the newest one (0 before the first emit);
     ``_sinks`` holds one callable per open subscription (its buffer's ``append`` when it takes
     every kind, its ``_push`` otherwise); ``_parked`` the subscriptions of the first kind whose
-    reader waits for the next event."""
+    reader waits for the next event.
+
+    Two hot paths deliver as :meth:`emit` does, inline, on these internals: :class:`Step` and
+    the worker's reconcile step (``pycm.controller.worker.Controller.process``). A change to
+    how an event is delivered changes all three."""
 
     def __init__(
         self,

@@ -107,6 +107,21 @@ class count_calls:  # lower case: it reads as the function it replaced
         _calls.reset(self._token)
 
 
+# The raw operations, bound once, for a hot path that opens a span without a Step (the
+# worker's reconcile: pycm.controller.worker) and must leave the context as a Step would.
+get_span = _current.get
+set_span = _current.set
+reset_span = _current.reset
+count_calls_into = _calls.set
+"""``token = count_calls_into(counter)``: count this context's API calls in ``counter[0]``
+until ``stop_counting(token)`` (what :class:`count_calls` does, without a context manager)."""
+stop_counting = _calls.reset
+draw_bits = _bits
+"""``draw_bits(k)``: k random bits for an id (see ``new_root_ids`` for the formatting)."""
+ZERO_SPAN_ID = _ZERO_SPAN
+ONE_SPAN_ID = _ONE_SPAN
+
+
 def current_span() -> SpanContext | None:
     """The (trace_id, span_id) of the innermost open step in this context, if any."""
     return _current.get()

@@ -102,6 +102,8 @@ class BucketRateLimiter:
     """An overall token bucket shared by all items: each ``when`` reserves a token and returns
     the wait until it is due (x/time/rate ``Reserve().Delay()``). Tracks no items."""
 
+    TRACKS_ITEMS = False  # forget() does nothing and num_requeues() is 0 (MaxOfRateLimiter)
+
     def __init__(
         self,
         qps: float = 10.0,
@@ -123,12 +125,17 @@ class BucketRateLimiter:
 
 
 class MaxOfRateLimiter:
-    """The longest delay of several limiters; every limiter sees every call."""
+    """The longest delay of several limiters; every limiter sees every call.
+
+    ``forget`` and ``num_requeues`` run once per reconcile, so they skip the limiters that
+    track no items (``TRACKS_ITEMS = False``: forgetting is a no-op, the count always 0).
+    """
 
     def __init__(self, *limiters: RateLimiter) -> None:
         if not limiters:
             raise ValueError("MaxOfRateLimiter needs at least one limiter")
         self.limiters = limiters
+        self._per_item = tuple(lim for lim in limiters if getattr(lim, "TRACKS_ITEMS", True))
 
     def when(self, item: Hashable) -> float:
         # Every limiter must record the try, so no short-circuiting max over a generator.
@@ -136,11 +143,18 @@ class MaxOfRateLimiter:
         return max(delays)
 
     def forget(self, item: Hashable) -> None:
-        for limiter in self.limiters:
+        for limiter in self._per_item:
             limiter.forget(item)
 
     def num_requeues(self, item: Hashable) -> int:
-        return max(limiter.num_requeues(item) for limiter in self.limiters)
+        # A loop, not max() over a generator: the generator's frame costs several times the
+        # calls it makes.
+        most = 0
+        for limiter in self._per_item:
+            n = limiter.num_requeues(item)
+            if n > most:
+                most = n
+        return most
 
 
 def default_controller_rate_limiter(clock: Clock = REAL_CLOCK) -> MaxOfRateLimiter:

@@ -96,6 +96,19 @@ def test_max_of_limiter_takes_longest_and_counts_all(clock: FakeClock) -> None:
     assert limiter.num_requeues("a") == 4
 
 
+def test_max_of_limiter_counts_the_most_and_forgets_in_every_item_limiter(
+    clock: FakeClock,
+) -> None:
+    fast, expo = ItemFastSlowRateLimiter(0.001, 3.0, 2), ItemExponentialFailureRateLimiter()
+    limiter = MaxOfRateLimiter(fast, BucketRateLimiter(clock=clock), expo)
+    expo.when("a")
+    expo.when("a")
+    fast.when("a")
+    assert limiter.num_requeues("a") == 2
+    limiter.forget("a")
+    assert (fast.num_requeues("a"), expo.num_requeues("a"), limiter.num_requeues("a")) == (0, 0, 0)
+
+
 def test_default_controller_limiter_exponential_until_bucket_runs_dry(clock: FakeClock) -> None:
     limiter = default_controller_rate_limiter(clock)
     assert _whens(limiter, "a", 4) == [0.005, 0.01, 0.02, 0.04]

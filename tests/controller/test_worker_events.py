@@ -1,0 +1,229 @@
+"""The reconcile step's events, field by field, for every way a sync ends: what subscribers, the
+state reducer, the codec and the OTel sink receive from ``Controller.process``."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+
+from pycm.controller import Controller, Result, TerminalError, Trigger
+from pycm.kube.errors import Conflict, ServerError
+from pycm.trace.bus import Bus
+from pycm.trace.context import current_span, note_call
+from pycm.trace.events import SCHEMA_VERSION, Event, Outcome
+from pycm.trace.kinds import (
+    ReconcileFinished,
+    ReconcileResult,
+    ReconcileStarted,
+    StartupBegan,
+)
+from pycm.util.clock import FakeClock
+
+_IDS = ("seq", "ts", "trace_id", "span_id", "parent_id", "dur_ns")
+
+
+def _controller(sync: Callable[[str], Awaitable[Result | None]]) -> tuple[Controller, Bus]:
+    clock = FakeClock(wall_start_ns=1_700_000_000_000_000_000)
+    bus = Bus(instance="pycm-0", clock=clock)
+    ctrl = Controller("replicaset", sync, resource="replicasets", clock=clock, bus=bus)
+    ctrl.queue.add_rate_limited("ns/a")  # one retry so far
+    return ctrl, bus
+
+
+def _attrs(event: Event) -> dict[str, Any]:
+    """The event's fields but its stamped ids and times (checked separately)."""
+    return {k: v for k, v in dataclasses.asdict(event).items() if k not in _IDS}
+
+
+async def _reconcile(ctrl: Controller, bus: Bus) -> tuple[ReconcileStarted, ReconcileFinished]:
+    with bus.subscribe(name="t", kinds=(ReconcileStarted.KIND, ReconcileFinished.KIND)) as sub:
+        try:
+            await ctrl.process("ns/a")
+        except asyncio.CancelledError:
+            pass
+        events = sub.drain()
+    begin, end = events
+    assert isinstance(begin, ReconcileStarted) and isinstance(end, ReconcileFinished)
+    # The envelope a step gives its pair: one span, consecutive seqs, ts + duration.
+    assert len(begin.trace_id) == 32 and len(begin.span_id) == 16
+    assert (end.trace_id, end.span_id, end.parent_id) == (
+        begin.trace_id,
+        begin.span_id,
+        begin.parent_id,
+    )
+    assert begin.seq < end.seq and begin.ts + end.dur_ns == end.ts
+    assert begin.dur_ns == 0
+    await ctrl.queue.aclose()
+    return begin, end
+
+
+def _begin(**attrs: Any) -> dict[str, Any]:
+    return _attrs(
+        ReconcileStarted(
+            instance="pycm-0",
+            controller="replicaset",
+            key="ns/a",
+            namespace="ns",
+            name="a",
+            resource="replicasets",
+            retries=1,
+            **attrs,
+        )
+    )
+
+
+def _end(**attrs: Any) -> dict[str, Any]:
+    return _attrs(
+        ReconcileFinished(
+            instance="pycm-0", controller="replicaset", key="ns/a", retries=1, **attrs
+        )
+    )
+
+
+async def _success(key: str) -> Result:
+    note_call()
+    note_call()
+    return Result(action="noop", uid="u1")
+
+
+async def _counted(key: str) -> Result:
+    note_call()
+    return Result(action="scaled_up", api_calls=7)
+
+
+async def _requeue_after(key: str) -> Result:
+    return Result(requeue_after=1.5)
+
+
+async def _requeue(key: str) -> Result:
+    note_call()
+    return Result(requeue=True)
+
+
+async def _conflict(key: str) -> None:
+    note_call()
+    raise Conflict("the object has been modified", code=409, reason="Conflict")
+
+
+async def _error(key: str) -> None:
+    raise ServerError("etcdserver: request timed out\nmore", code=500)
+
+
+async def _terminal(key: str) -> None:
+    note_call()
+    raise TerminalError("selector is empty")
+
+
+async def _cancelled(key: str) -> None:
+    note_call()
+    raise asyncio.CancelledError
+
+
+_CASES = [
+    pytest.param(_success, _end(action="noop", uid="u1", api_calls=2), id="success-counts-calls"),
+    pytest.param(
+        _counted, _end(action="scaled_up", api_calls=7), id="success-result-api-calls-win"
+    ),
+    pytest.param(
+        _requeue_after,
+        _end(result=ReconcileResult.REQUEUE_AFTER, requeue_after_ms=1500.0),
+        id="requeue-after",
+    ),
+    pytest.param(_requeue, _end(result=ReconcileResult.REQUEUE, api_calls=1), id="requeue"),
+    pytest.param(
+        _conflict,
+        _end(
+            result=ReconcileResult.CONFLICT,
+            outcome=Outcome.ERROR,
+            error="Conflict: the object has been modified",
+            api_calls=1,
+        ),
+        id="conflict",
+    ),
+    pytest.param(
+        _error,
+        _end(
+            result=ReconcileResult.ERROR,
+            outcome=Outcome.ERROR,
+            error="ServerError: etcdserver: request timed out",
+        ),
+        id="error",
+    ),
+    pytest.param(
+        _terminal,
+        _end(
+            result=ReconcileResult.ERROR,
+            outcome=Outcome.ERROR,
+            error="TerminalError: selector is empty",
+            api_calls=1,
+        ),
+        id="terminal-error",
+    ),
+    pytest.param(_cancelled, _end(outcome=Outcome.CANCELLED), id="cancelled"),
+]
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(("sync", "expected_end"), _CASES)
+async def test_process_sync_ending_emits_the_reconcile_pair_field_by_field(
+    sync: Callable[[str], Awaitable[Result | None]], expected_end: dict[str, Any]
+) -> None:
+    ctrl, bus = _controller(sync)
+    begin, end = await _reconcile(ctrl, bus)
+    assert _attrs(begin) == _begin()
+    assert _attrs(end) == expected_end
+    assert begin.parent_id == "" and begin.v == end.v == SCHEMA_VERSION
+    assert begin.ts == 1_700_000_000_000_000_000
+
+
+@pytest.mark.asyncio
+async def test_process_with_a_trigger_carries_its_link_and_queue_wait() -> None:
+    ctrl, bus = _controller(_success)
+    ctrl.enqueue("ns/a", Trigger("Pod", "42", "update", "a" * 32, "b" * 16))
+    ctrl.queue.last_wait_ns = 2_500_000  # what get() measured for the key in hand
+    begin, _ = await _reconcile(ctrl, bus)
+    assert _attrs(begin) == _begin(
+        queue_wait_ms=2.5,
+        trigger_kind="Pod",
+        trigger_rv="42",
+        trigger_event="update",
+        trigger_trace_id="a" * 32,
+        trigger_span_id="b" * 16,
+    )
+
+
+@pytest.mark.asyncio
+async def test_process_inside_a_step_is_its_child_and_restores_the_span() -> None:
+    seen: list[tuple[str, str] | None] = []
+
+    async def sync(key: str) -> None:
+        seen.append(current_span())
+
+    ctrl, bus = _controller(sync)
+    with bus.step(StartupBegan(command="run")) as outer:
+        begin, _ = await _reconcile(ctrl, bus)
+        assert current_span() == (outer.trace_id, outer.span_id)
+    assert (begin.trace_id, begin.parent_id) == (outer.trace_id, outer.span_id)
+    assert begin.span_id != outer.span_id
+    assert seen == [(begin.trace_id, begin.span_id)]
+    assert current_span() is None
+
+
+@pytest.mark.asyncio
+async def test_process_root_spans_are_fresh_and_restore_no_span() -> None:
+    seen: list[tuple[str, str] | None] = []
+
+    async def sync(key: str) -> None:
+        seen.append(current_span())
+
+    ctrl, bus = _controller(sync)
+    first, _ = await _reconcile(ctrl, bus)
+    second, _ = await _reconcile(ctrl, bus)
+    assert first.trace_id != second.trace_id and first.span_id != second.span_id
+    assert first.span_id == first.trace_id[16:]  # a root's span id is its trace id's low half
+    assert seen == [(first.trace_id, first.span_id), (second.trace_id, second.span_id)]
+    assert current_span() is None
