@@ -293,7 +293,7 @@ class Controller:
         begin.namespace = namespace
         begin.name = obj_name
         begin.resource = self.resource
-        begin.queue_wait_ms = getattr(queue, "last_wait_ns", 0) / 1e6
+        begin.queue_wait_ms = queue.wait_ns(key) / 1e6
         begin.retries = retries
         begin.trigger_kind = trigger.kind
         begin.trigger_rv = trigger.resource_version

@@ -68,6 +68,9 @@ class Queue(Generic[T]):
         # Items handed to a worker and not yet done → monotonic ns when taken. Never in _queue,
         # so never handed to a second worker.
         self._processing: dict[T, int] = {}
+        # Items being processed → ns they waited between the add and the get (reconcile.begin's
+        # queue_wait_ms); kept with _processing, so a worker reads its own item's wait.
+        self._waited: dict[T, int] = {}
         # Parked getters, longest-waiting first. A future's result True means "an item in
         # _queue is reserved for you"; False means "shutting down: look again".
         self._waiters: deque[asyncio.Future[bool]] = deque()
@@ -137,6 +140,7 @@ class Queue(Generic[T]):
         now = self._now_ns()
         waited_ns = now - self._dirty.pop(item)
         self._processing[item] = now
+        self._waited[item] = waited_ns
         if self._metrics is not None:
             self._metrics.taken(waited_ns / 1e9, len(self._dirty))
         self._point(
@@ -145,6 +149,11 @@ class Queue(Generic[T]):
             )
         )
         return item
+
+    def wait_ns(self, item: T) -> int:
+        """How long ``item``, being processed, waited between being added and taken (0 when
+        it is not being processed)."""
+        return self._waited.get(item, 0)
 
     async def _wait_for_item(self) -> None:
         """Park until an item in ``_queue`` is this caller's to take, or raise ShutDown."""
@@ -182,6 +191,7 @@ class Queue(Generic[T]):
         started = self._processing.pop(item, None)
         if started is None:
             return
+        del self._waited[item]
         worked_ns = self._now_ns() - started
         if item in self._dirty:
             self._queue.append(item)

@@ -181,13 +181,12 @@ async def test_process_sync_ending_emits_the_reconcile_pair_field_by_field(
 
 
 @pytest.mark.asyncio
-async def test_process_with_a_trigger_carries_its_link_and_queue_wait() -> None:
+async def test_process_with_a_trigger_carries_its_link() -> None:
     ctrl, bus = _controller(_success)
     ctrl.enqueue("ns/a", Trigger("Pod", "42", "update", "a" * 32, "b" * 16))
-    ctrl.queue.last_wait_ns = 2_500_000  # what get() measured for the key in hand
     begin, _ = await _reconcile(ctrl, bus)
     assert _attrs(begin) == _begin(
-        queue_wait_ms=2.5,
+        queue_wait_ms=0.0,  # processed without being taken from the queue
         trigger_kind="Pod",
         trigger_rv="42",
         trigger_event="update",
@@ -227,3 +226,21 @@ async def test_process_root_spans_are_fresh_and_restore_no_span() -> None:
     assert first.span_id == first.trace_id[16:]  # a root's span id is its trace id's low half
     assert seen == [(first.trace_id, first.span_id), (second.trace_id, second.span_id)]
     assert current_span() is None
+
+
+@pytest.mark.asyncio
+async def test_process_begin_carries_how_long_the_key_waited_in_the_queue() -> None:
+    clock = FakeClock(wall_start_ns=1_700_000_000_000_000_000)
+    bus = Bus(instance="pycm-0", clock=clock)
+    ctrl = Controller("replicaset", _success, resource="replicasets", clock=clock, bus=bus)
+    ctrl.enqueue("ns/a")
+    clock.advance(0.25)
+    key = await ctrl.queue.get()
+    with bus.subscribe(name="t", kinds=(ReconcileStarted.KIND,)) as sub:
+        await ctrl.process(key)
+        (begin,) = sub.drain()
+    assert isinstance(begin, ReconcileStarted)
+    assert begin.queue_wait_ms == pytest.approx(250.0)
+    ctrl.queue.done(key)
+    assert ctrl.queue.wait_ns(key) == 0  # forgotten with the item's processing
+    await ctrl.queue.aclose()
