@@ -118,7 +118,7 @@ async def emu() -> AsyncIterator[Emulator]:
 @pytest_asyncio.fixture
 async def http(emu: Emulator) -> AsyncIterator[httpx.AsyncClient]:
     headers = {"Authorization": f"Bearer {emu.admin_token}"}
-    async with httpx.AsyncClient(base_url=emu.url, headers=headers, timeout=10) as c:
+    async with httpx.AsyncClient(base_url=emu.url, headers=headers, timeout=30) as c:
         yield c
 
 

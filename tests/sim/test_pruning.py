@@ -206,13 +206,6 @@ async def emu() -> AsyncIterator[Emulator]:
         yield emulator
 
 
-@pytest_asyncio.fixture
-async def http(emu: Emulator) -> AsyncIterator[httpx.AsyncClient]:
-    headers = {"Authorization": f"Bearer {emu.admin_token}"}
-    async with httpx.AsyncClient(base_url=emu.url, headers=headers, timeout=30) as c:
-        yield c
-
-
 def _warnings(paths: list[str]) -> list[str]:
     return [f'299 - "unknown field \\"{path}\\""' for path in paths]
 

@@ -36,13 +36,6 @@ async def emu() -> AsyncIterator[Emulator]:
         yield emulator
 
 
-@pytest_asyncio.fixture
-async def http(emu: Emulator) -> AsyncIterator[httpx.AsyncClient]:
-    headers = {"Authorization": f"Bearer {emu.admin_token}"}
-    async with httpx.AsyncClient(base_url=emu.url, headers=headers, timeout=30) as c:
-        yield c
-
-
 def _status(r: httpx.Response, code: int, reason: str) -> dict[str, Any]:
     assert r.status_code == code, r.text[:300]
     body: dict[str, Any] = r.json()
