@@ -21,13 +21,13 @@ from types import TracebackType
 from typing import Any, ClassVar
 
 from pycm.trace.context import (
-    _ONE_SPAN,
-    _ZERO_SPAN,
-    _bits,
     _current,
     mark_failed,
     new_root_ids,
     new_span_id,
+    new_trace_id,
+    take_span_id,
+    take_trace_id,
 )
 from pycm.trace.events import (
     _KW_ONLY,
@@ -286,16 +286,25 @@ class Step:
         begin: Any = self.begin
         bus = self._bus
         parent = _get_current()
+        ids: Any
         if parent is None:
-            # new_root_ids(), inlined: one draw gives the trace id and (its low half) the span id.
-            trace_id = (_bits(128) or 1).to_bytes(16).hex()
-            span_id = trace_id[16:]
-            ids = (trace_id, _ONE_SPAN if span_id == _ZERO_SPAN else span_id)
+            # new_root_ids(), inlined: the span id is the trace id's low half.
+            try:
+                trace_id = take_trace_id()
+            except IndexError:
+                trace_id = new_trace_id()
+            ids = (trace_id, trace_id[16:])
         else:
-            ids = (parent[0], (_bits(64) or 1).to_bytes(8).hex())
+            try:
+                span_id = take_span_id()
+            except IndexError:
+                span_id = new_span_id()
+            # A step inside a counting step (a reconcile) counts its API calls there too.
+            ids = (parent[0], span_id) if len(parent) == 2 else (parent[0], span_id, parent[2])
         frozen = type(begin)
         _set_class(begin, self._BEGIN_BLANK)
-        begin.trace_id, begin.span_id = ids
+        begin.trace_id = ids[0]
+        begin.span_id = ids[1]
         if parent is not None:
             begin.parent_id = parent[1]
         # Bus.emit, inlined.
