@@ -152,6 +152,9 @@ class Controller:
             _BoundMetrics(metrics, name) if metrics is not None else None
         )
         self._stop_timeout = stop_timeout
+        # (namespace, name) by key, split once: every reconcile's begin event carries both.
+        # Cleared when full (_NAMES_LIMIT keys), so keys of deleted objects do not pile up.
+        self._names: dict[str, tuple[str, str]] = {}
         # The newest trigger per key waiting in the queue (a burst of events for one key is one
         # reconcile; it links to the last of them).
         self._triggers: dict[str, Trigger] = {}
@@ -285,7 +288,10 @@ class Controller:
             except IndexError:
                 span_id = new_span_id()
         name = self.name
-        namespace, _, obj_name = key.rpartition("/")
+        names = self._names.get(key)
+        if names is None:
+            names = self._split(key)
+        namespace, obj_name = names
         # Bound callables are read into locals before the call: a method call on an instance
         # attribute (not a method of the class) is a generic lookup in Python 3.11.
         wall_ns = self._wall_ns
@@ -304,7 +310,7 @@ class Controller:
         begin.namespace = namespace
         begin.name = obj_name
         begin.resource = self.resource
-        begin.queue_wait_ms = queue.wait_ns(key) / 1e6
+        begin.queue_wait_ms = queue.waits.get(key, 0) / 1e6
         begin.retries = retries
         begin.trigger_kind = trigger.kind
         begin.trigger_rv = trigger.resource_version
@@ -316,8 +322,12 @@ class Controller:
         begin.seq = seq
         begin.__class__ = ReconcileStarted
         ring_append(begin)
-        for sink in bus._sinks:
+        sink = bus._sink
+        if sink is not None:
             sink(begin)
+        elif bus._sinks:
+            for sink in bus._sinks:
+                sink(begin)
         if bus._parked:
             bus._wake_parked()
         # The span and the API-call counter of the sync, in one contextvar.
@@ -359,6 +369,7 @@ class Controller:
                 if requeue_after > 0.0:
                     forget(key)
                     queue.add_after(key, requeue_after, "requeue_after")
+                    requeue_after_ms = requeue_after * 1000
                     outcome = _REQUEUE_AFTER
                 elif result.requeue:
                     queue.add_rate_limited(key)
@@ -367,7 +378,6 @@ class Controller:
                     forget(key)
                 ended, action, uid = outcome, result.action, result.uid
                 api_calls = result.api_calls or calls[0]
-                requeue_after_ms = requeue_after * 1000
         except BaseException as exc:  # cancelled, or the handling above failed: as a step ends
             if end_outcome is _OK:
                 end_outcome = (
@@ -401,8 +411,12 @@ class Controller:
             end.seq = seq
             end.__class__ = ReconcileFinished
             ring_append(end)
-            for sink in bus._sinks:
+            sink = bus._sink
+            if sink is not None:
                 sink(end)
+            elif bus._sinks:
+                for sink in bus._sinks:
+                    sink(end)
             if bus._parked:
                 bus._wake_parked()
             self.active_workers -= 1
@@ -413,6 +427,14 @@ class Controller:
                 if outcome is _ERROR:
                     metrics.reconcile_errors_total.inc()
         return outcome
+
+    def _split(self, key: str) -> tuple[str, str]:
+        names = self._names
+        if len(names) >= _NAMES_LIMIT:
+            names.clear()
+        namespace, _, obj_name = key.rpartition("/")
+        split = names[key] = (namespace, obj_name)
+        return split
 
     def stalled(self, threshold: float) -> str | None:
         """Why the queue is not making progress, or None: keys wait, yet no worker has taken
@@ -487,6 +509,7 @@ def _is_api_error(exc: Exception) -> bool:
 
 
 _NO_TRIGGER = Trigger()
+_NAMES_LIMIT = 65536  # ~11 MB of split keys at most; more keys than this are split again
 _EMPTY = Result()
 # The enum members process() uses, bound once: reading one off its class goes through
 # EnumType.__getattr__ in Python 3.11 (~0.9k instructions, a tenth of a no-op sync's tracing).

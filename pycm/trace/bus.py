@@ -315,8 +315,12 @@ class Step:
             begin.instance = bus.instance
         _set_class(begin, frozen)
         bus._ring_append(begin)
-        for sink in bus._sinks:
+        sink = bus._sink
+        if sink is not None:
             sink(begin)
+        elif bus._sinks:
+            for sink in bus._sinks:
+                sink(begin)
         if bus._parked:
             bus._wake_parked()
         self._token = _set_current(ids)
@@ -376,8 +380,12 @@ class Step:
         end.__class__ = self._frozen
         # Bus.emit's delivery, inlined.
         bus._ring_append(end)
-        for sink in bus._sinks:
+        sink = bus._sink
+        if sink is not None:
             sink(end)
+        elif bus._sinks:
+            for sink in bus._sinks:
+                sink(end)
         if bus._parked:
             bus._wake_parked()
 
@@ -468,7 +476,8 @@ class Bus:
     """The process's event bus. Invariants: ``_ring`` holds the last ``ring_size`` events in
     ``seq`` order, and ``_seq`` is the seq of the newest one (0 before the first emit);
     ``_sinks`` holds one callable per open subscription (its buffer's ``append`` when it takes
-    every kind, its ``_push`` otherwise); ``_parked`` the subscriptions of the first kind whose
+    every kind, its ``_push`` otherwise), and ``_sink`` is ``_sinks[0]`` when that is the only
+    one, else None; ``_parked`` the subscriptions of the first kind whose
     reader waits for the next event.
 
     Two hot paths deliver as :meth:`emit` does, inline, on these internals: :class:`Step` and
@@ -491,6 +500,9 @@ class Bus:
         self._seq = 0
         self._subscribers: tuple[Subscription, ...] = ()
         self._sinks: tuple[Callable[[Event], None], ...] = ()
+        # The one sink when there is exactly one (else None): delivered by a call, with no
+        # iterator allocated an event.
+        self._sink: Callable[[Event], None] | None = None
         self._parked: list[Subscription] = []
         self._wall_ns = clock.wall_ns
         self._monotonic_ns = clock.monotonic_ns
@@ -513,8 +525,12 @@ class Bus:
         if not event.instance:
             _set_instance(event, self.instance)
         self._ring_append(event)
-        for sink in self._sinks:
+        sink = self._sink
+        if sink is not None:
             sink(event)
+        elif self._sinks:
+            for sink in self._sinks:
+                sink(event)
         if self._parked:
             self._wake_parked()
 
@@ -592,16 +608,16 @@ class Bus:
                 for event in backlog:
                     sub._push(event)
         self._subscribers = (*self._subscribers, sub)
-        self._sinks = self._sinks_of(self._subscribers)
+        self._set_sinks()
         return sub
 
-    @staticmethod
-    def _sinks_of(subs: tuple[Subscription, ...]) -> tuple[Callable[[Event], None], ...]:
-        return tuple(s._buffer.append if s._direct else s._push for s in subs)
+    def _set_sinks(self) -> None:
+        self._sinks = tuple(s._buffer.append if s._direct else s._push for s in self._subscribers)
+        self._sink = self._sinks[0] if len(self._sinks) == 1 else None
 
     def _unsubscribe(self, sub: Subscription) -> None:
         self._subscribers = tuple(s for s in self._subscribers if s is not sub)
-        self._sinks = self._sinks_of(self._subscribers)
+        self._set_sinks()
         if sub in self._parked:
             self._parked.remove(sub)
 

@@ -71,7 +71,7 @@ def _refill(pool: list[str], nbytes: int) -> None:
     while True:
         text = _bits(8 * nbytes * _BATCH).to_bytes(nbytes * _BATCH).hex(" ", nbytes)
         if _ZERO_SPAN not in text:
-            pool.extend(text.split())
+            pool.extend(text.split(" "))
             return
 
 

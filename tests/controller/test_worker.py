@@ -413,3 +413,31 @@ async def test_a_task_outliving_its_reconcile_counts_in_no_later_one() -> None:
     first, second = _ends(bus)
     assert (first.api_calls, second.api_calls) == (1, 0)
     await ctrl.queue.aclose()
+
+
+@pytest.mark.asyncio
+async def test_reconcile_begin_names_stay_right_past_the_split_keys_limit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import pycm.controller.worker as worker
+    from pycm.trace.kinds import ReconcileStarted
+
+    monkeypatch.setattr(worker, "_NAMES_LIMIT", 2)
+
+    async def sync(key: str) -> None:
+        pass
+
+    ctrl, _, bus = _controller(sync)
+    keys = ["ns/a", "ns/b", "other/c", "ns/a", "no-namespace"]
+    for key in keys:
+        await ctrl.process(key)
+    begins = [e for e in bus.recent() if isinstance(e, ReconcileStarted)]
+    assert [(b.namespace, b.name) for b in begins] == [
+        ("ns", "a"),
+        ("ns", "b"),
+        ("other", "c"),
+        ("ns", "a"),
+        ("", "no-namespace"),
+    ]
+    assert len(ctrl._names) <= 2
+    await ctrl.queue.aclose()
