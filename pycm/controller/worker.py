@@ -34,17 +34,16 @@ from pycm.controller.metrics import ControllerMetrics
 from pycm.kube.errors import Conflict
 from pycm.trace.bus import Bus, default_bus
 from pycm.trace.context import (
-    ONE_SPAN_ID,
-    ZERO_SPAN_ID,
-    count_calls_into,
     current_span,
-    draw_bits,
     error_text,
     get_span,
+    new_span_id,
+    new_trace_id,
     reset_span,
     root_context,
     set_span,
-    stop_counting,
+    take_span_id,
+    take_trace_id,
 )
 from pycm.trace.events import SCHEMA_VERSION, Outcome, blank_class
 from pycm.trace.kinds import (
@@ -153,6 +152,9 @@ class Controller:
             _BoundMetrics(metrics, name) if metrics is not None else None
         )
         self._stop_timeout = stop_timeout
+        # (namespace, name) by key, split once: every reconcile's begin event carries both.
+        # Cleared when full (_NAMES_LIMIT keys), so keys of deleted objects do not pile up.
+        self._names: dict[str, tuple[str, str]] = {}
         # The newest trigger per key waiting in the queue (a burst of events for one key is one
         # reconcile; it links to the last of them).
         self._triggers: dict[str, Trigger] = {}
@@ -264,25 +266,40 @@ class Controller:
         queue = self.queue
         triggers = self._triggers
         trigger = triggers.pop(key, _NO_TRIGGER) if triggers else _NO_TRIGGER
-        retries = queue.num_requeues(key)
+        # (Read into a local, then called: see the bound clocks below.)
+        num_requeues = queue.num_requeues
+        retries = num_requeues(key)
         bus = self._bus
         instance = bus.instance
         parent = get_span()
         if parent is None:
-            # A root (the workers' case): one draw, the span id is the trace id's low half.
-            trace_id = (draw_bits(128) or 1).to_bytes(16).hex()
+            # A root (the workers' case): the span id is the trace id's low half.
+            try:
+                trace_id = take_trace_id()
+            except IndexError:
+                trace_id = new_trace_id()
             span_id = trace_id[16:]
-            if span_id == ZERO_SPAN_ID:
-                span_id = ONE_SPAN_ID
             parent_id = ""
         else:
-            trace_id, parent_id = parent
-            span_id = (draw_bits(64) or 1).to_bytes(8).hex()
+            trace_id = parent[0]
+            parent_id = parent[1]
+            try:
+                span_id = take_span_id()
+            except IndexError:
+                span_id = new_span_id()
         name = self.name
-        namespace, _, obj_name = key.rpartition("/")
+        names = self._names.get(key)
+        if names is None:
+            names = self._split(key)
+        namespace, obj_name = names
+        # Bound callables are read into locals before the call: a method call on an instance
+        # attribute (not a method of the class) is a generic lookup in Python 3.11.
+        wall_ns = self._wall_ns
+        monotonic_ns = self._monotonic_ns
+        ring_append = bus._ring_append
         begin: Any = _STARTED_TWIN()
         begin.v = SCHEMA_VERSION
-        begin.ts = begin_ts = self._wall_ns()
+        begin.ts = begin_ts = wall_ns()
         begin.instance = instance
         begin.trace_id = trace_id
         begin.span_id = span_id
@@ -293,7 +310,7 @@ class Controller:
         begin.namespace = namespace
         begin.name = obj_name
         begin.resource = self.resource
-        begin.queue_wait_ms = queue.wait_ns(key) / 1e6
+        begin.queue_wait_ms = queue.waits.get(key, 0) / 1e6
         begin.retries = retries
         begin.trigger_kind = trigger.kind
         begin.trigger_rv = trigger.resource_version
@@ -304,37 +321,42 @@ class Controller:
         bus._seq = seq = bus._seq + 1
         begin.seq = seq
         begin.__class__ = ReconcileStarted
-        bus._ring_append(begin)
-        for sink in bus._sinks:
+        ring_append(begin)
+        sink = bus._sink
+        if sink is not None:
             sink(begin)
+        elif bus._sinks:
+            for sink in bus._sinks:
+                sink(begin)
         if bus._parked:
             bus._wake_parked()
-        span_token = set_span((trace_id, span_id))
+        # The span and the API-call counter of the sync, in one contextvar.
         calls = [0]
-        calls_token = count_calls_into(calls)
+        span_token = set_span((trace_id, span_id, calls))
         metrics = self._bound
         self.active_workers += 1
         if metrics is not None:
             metrics.active_workers.inc()
-        start_ns = self._monotonic_ns()
+        start_ns = monotonic_ns()
         # For the metric only (its clock, not the bus's).
         start = self._clock.monotonic() if metrics is not None else 0.0
-        outcome = ReconcileResult.SUCCESS
+        outcome = _SUCCESS
         # The end event's attributes: their defaults unless a branch below got to its end
         # (what a step that was never finished ends with).
-        ended, end_outcome, error = ReconcileResult.SUCCESS, Outcome.OK, ""
+        ended, end_outcome, error = _SUCCESS, _OK, ""
         action = uid = ""
         api_calls = 0
         requeue_after_ms = 0.0
         try:
             try:
-                result = await self.sync(key) or _EMPTY
+                sync = self.sync
+                result = await sync(key) or _EMPTY
             except TerminalError as exc:
                 queue.drop(key, reason="terminal error")
                 log.error("%s: dropping %s: terminal error: %s", name, key, exc)
                 if metrics is not None:
                     metrics.terminal_errors_total.inc()
-                outcome = ReconcileResult.ERROR
+                outcome = _ERROR
                 ended, end_outcome, error = outcome, Outcome.ERROR, error_text(exc)
                 api_calls = calls[0]
             except Exception as exc:
@@ -343,20 +365,21 @@ class Controller:
                 api_calls = calls[0]
             else:
                 requeue_after = result.requeue_after
-                if requeue_after > 0:
-                    queue.forget(key)
+                forget = queue.forget
+                if requeue_after > 0.0:
+                    forget(key)
                     queue.add_after(key, requeue_after, "requeue_after")
-                    outcome = ReconcileResult.REQUEUE_AFTER
+                    requeue_after_ms = requeue_after * 1000
+                    outcome = _REQUEUE_AFTER
                 elif result.requeue:
                     queue.add_rate_limited(key)
-                    outcome = ReconcileResult.REQUEUE
+                    outcome = _REQUEUE
                 else:
-                    queue.forget(key)
+                    forget(key)
                 ended, action, uid = outcome, result.action, result.uid
                 api_calls = result.api_calls or calls[0]
-                requeue_after_ms = requeue_after * 1000
         except BaseException as exc:  # cancelled, or the handling above failed: as a step ends
-            if end_outcome is Outcome.OK:
+            if end_outcome is _OK:
                 end_outcome = (
                     Outcome.CANCELLED if isinstance(exc, asyncio.CancelledError) else Outcome.ERROR
                 )
@@ -364,8 +387,7 @@ class Controller:
                 error = error_text(exc)
             raise
         finally:
-            dur_ns = self._monotonic_ns() - start_ns
-            stop_counting(calls_token)
+            dur_ns = monotonic_ns() - start_ns
             reset_span(span_token)
             end: Any = _FINISHED_TWIN()
             end.v = SCHEMA_VERSION
@@ -388,9 +410,13 @@ class Controller:
             bus._seq = seq = bus._seq + 1
             end.seq = seq
             end.__class__ = ReconcileFinished
-            bus._ring_append(end)
-            for sink in bus._sinks:
+            ring_append(end)
+            sink = bus._sink
+            if sink is not None:
                 sink(end)
+            elif bus._sinks:
+                for sink in bus._sinks:
+                    sink(end)
             if bus._parked:
                 bus._wake_parked()
             self.active_workers -= 1
@@ -398,9 +424,17 @@ class Controller:
                 metrics.active_workers.dec()
                 metrics.reconcile_time_seconds.observe(self._clock.monotonic() - start)
                 metrics.reconcile_total(outcome).inc()
-                if outcome is ReconcileResult.ERROR:
+                if outcome is _ERROR:
                     metrics.reconcile_errors_total.inc()
         return outcome
+
+    def _split(self, key: str) -> tuple[str, str]:
+        names = self._names
+        if len(names) >= _NAMES_LIMIT:
+            names.clear()
+        namespace, _, obj_name = key.rpartition("/")
+        split = names[key] = (namespace, obj_name)
+        return split
 
     def stalled(self, threshold: float) -> str | None:
         """Why the queue is not making progress, or None: keys wait, yet no worker has taken
@@ -475,7 +509,15 @@ def _is_api_error(exc: Exception) -> bool:
 
 
 _NO_TRIGGER = Trigger()
+_NAMES_LIMIT = 65536  # ~11 MB of split keys at most; more keys than this are split again
 _EMPTY = Result()
+# The enum members process() uses, bound once: reading one off its class goes through
+# EnumType.__getattr__ in Python 3.11 (~0.9k instructions, a tenth of a no-op sync's tracing).
+_SUCCESS = ReconcileResult.SUCCESS
+_REQUEUE = ReconcileResult.REQUEUE
+_REQUEUE_AFTER = ReconcileResult.REQUEUE_AFTER
+_ERROR = ReconcileResult.ERROR
+_OK = Outcome.OK
 # The reconcile kinds' mutable twins (pycm.trace.events.blank_class): process() stores every
 # field of a twin instance, then freezes it by switching its class to the kind.
 _STARTED_TWIN = blank_class(ReconcileStarted)

@@ -21,13 +21,13 @@ from types import TracebackType
 from typing import Any, ClassVar
 
 from pycm.trace.context import (
-    _ONE_SPAN,
-    _ZERO_SPAN,
-    _bits,
     _current,
     mark_failed,
     new_root_ids,
     new_span_id,
+    new_trace_id,
+    take_span_id,
+    take_trace_id,
 )
 from pycm.trace.events import (
     _KW_ONLY,
@@ -286,16 +286,25 @@ class Step:
         begin: Any = self.begin
         bus = self._bus
         parent = _get_current()
+        ids: Any
         if parent is None:
-            # new_root_ids(), inlined: one draw gives the trace id and (its low half) the span id.
-            trace_id = (_bits(128) or 1).to_bytes(16).hex()
-            span_id = trace_id[16:]
-            ids = (trace_id, _ONE_SPAN if span_id == _ZERO_SPAN else span_id)
+            # new_root_ids(), inlined: the span id is the trace id's low half.
+            try:
+                trace_id = take_trace_id()
+            except IndexError:
+                trace_id = new_trace_id()
+            ids = (trace_id, trace_id[16:])
         else:
-            ids = (parent[0], (_bits(64) or 1).to_bytes(8).hex())
+            try:
+                span_id = take_span_id()
+            except IndexError:
+                span_id = new_span_id()
+            # A step inside a counting step (a reconcile) counts its API calls there too.
+            ids = (parent[0], span_id) if len(parent) == 2 else (parent[0], span_id, parent[2])
         frozen = type(begin)
         _set_class(begin, self._BEGIN_BLANK)
-        begin.trace_id, begin.span_id = ids
+        begin.trace_id = ids[0]
+        begin.span_id = ids[1]
         if parent is not None:
             begin.parent_id = parent[1]
         # Bus.emit, inlined.
@@ -306,8 +315,12 @@ class Step:
             begin.instance = bus.instance
         _set_class(begin, frozen)
         bus._ring_append(begin)
-        for sink in bus._sinks:
+        sink = bus._sink
+        if sink is not None:
             sink(begin)
+        elif bus._sinks:
+            for sink in bus._sinks:
+                sink(begin)
         if bus._parked:
             bus._wake_parked()
         self._token = _set_current(ids)
@@ -367,8 +380,12 @@ class Step:
         end.__class__ = self._frozen
         # Bus.emit's delivery, inlined.
         bus._ring_append(end)
-        for sink in bus._sinks:
+        sink = bus._sink
+        if sink is not None:
             sink(end)
+        elif bus._sinks:
+            for sink in bus._sinks:
+                sink(end)
         if bus._parked:
             bus._wake_parked()
 
@@ -459,7 +476,8 @@ class Bus:
     """The process's event bus. Invariants: ``_ring`` holds the last ``ring_size`` events in
     ``seq`` order, and ``_seq`` is the seq of the newest one (0 before the first emit);
     ``_sinks`` holds one callable per open subscription (its buffer's ``append`` when it takes
-    every kind, its ``_push`` otherwise); ``_parked`` the subscriptions of the first kind whose
+    every kind, its ``_push`` otherwise), and ``_sink`` is ``_sinks[0]`` when that is the only
+    one, else None; ``_parked`` the subscriptions of the first kind whose
     reader waits for the next event.
 
     Two hot paths deliver as :meth:`emit` does, inline, on these internals: :class:`Step` and
@@ -482,6 +500,9 @@ class Bus:
         self._seq = 0
         self._subscribers: tuple[Subscription, ...] = ()
         self._sinks: tuple[Callable[[Event], None], ...] = ()
+        # The one sink when there is exactly one (else None): delivered by a call, with no
+        # iterator allocated an event.
+        self._sink: Callable[[Event], None] | None = None
         self._parked: list[Subscription] = []
         self._wall_ns = clock.wall_ns
         self._monotonic_ns = clock.monotonic_ns
@@ -504,8 +525,12 @@ class Bus:
         if not event.instance:
             _set_instance(event, self.instance)
         self._ring_append(event)
-        for sink in self._sinks:
+        sink = self._sink
+        if sink is not None:
             sink(event)
+        elif self._sinks:
+            for sink in self._sinks:
+                sink(event)
         if self._parked:
             self._wake_parked()
 
@@ -583,16 +608,16 @@ class Bus:
                 for event in backlog:
                     sub._push(event)
         self._subscribers = (*self._subscribers, sub)
-        self._sinks = self._sinks_of(self._subscribers)
+        self._set_sinks()
         return sub
 
-    @staticmethod
-    def _sinks_of(subs: tuple[Subscription, ...]) -> tuple[Callable[[Event], None], ...]:
-        return tuple(s._buffer.append if s._direct else s._push for s in subs)
+    def _set_sinks(self) -> None:
+        self._sinks = tuple(s._buffer.append if s._direct else s._push for s in self._subscribers)
+        self._sink = self._sinks[0] if len(self._sinks) == 1 else None
 
     def _unsubscribe(self, sub: Subscription) -> None:
         self._subscribers = tuple(s for s in self._subscribers if s is not sub)
-        self._sinks = self._sinks_of(self._subscribers)
+        self._set_sinks()
         if sub in self._parked:
             self._parked.remove(sub)
 

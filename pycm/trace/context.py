@@ -22,7 +22,6 @@ from pycm.trace.events import Outcome, StepEnd
 
 __all__ = [
     "SpanContext",
-    "count_calls",
     "current_span",
     "detached",
     "error_text",
@@ -36,24 +35,51 @@ __all__ = [
 SpanContext = tuple[str, str]
 """(trace_id, span_id) of the current step."""
 
-_current: contextvars.ContextVar[SpanContext | None] = contextvars.ContextVar(
+SpanValue = tuple[str, str] | tuple[str, str, list[int]]
+"""What the span contextvar holds: (trace_id, span_id), plus — inside a step that counts API
+calls (a reconcile, and the steps nested in it) — the counter, ``calls[0]`` calls so far. One
+contextvar for both: a reconcile sets and resets one, not two (each set/reset pair is ~1.6k
+instructions)."""
+
+_current: contextvars.ContextVar[SpanValue | None] = contextvars.ContextVar(
     "pycm_trace_span", default=None
 )
 
 _ERROR_TEXT_LIMIT = 200
 
-# Ids only need to be unique, not secret: a Mersenne Twister seeded from os.urandom draws them
-# several times cheaper than os.urandom per id (batches of os.urandom do not help: cutting a
-# batch into strings costs what drawing each id does). ``to_bytes().hex()`` formats an id ~1.4x
-# cheaper than an f-string; ``or 1`` keeps it from being all zeros.
+# Ids only need to be unique, not secret: a Mersenne Twister seeded from os.urandom. They are
+# drawn and formatted in batches, all in C: one getrandbits for the batch, bytes.hex with a
+# separator every id, split — then each id is a list pop (~0.1k instructions, ~0.4k with its
+# share of the batch), where drawing and formatting each id alone costs ~2.8k (getrandbits,
+# to_bytes, hex: three allocations). A batch holding 16 zero digits in a row is drawn again,
+# so no id, nor a root trace id's low half (its span id), is ever all zeros.
 _rng = random.Random(os.urandom(16))
 _bits = _rng.getrandbits
 _ZERO_SPAN = "0" * 16
-_ONE_SPAN = "0" * 15 + "1"
+_BATCH = 256  # ids a batch: 8 KiB of hex for trace ids
+
+_trace_ids: list[str] = []
+_span_ids: list[str] = []
+take_trace_id = _trace_ids.pop
+"""``take_trace_id()``: the next pooled trace id; IndexError when the pool is empty (then call
+:func:`new_trace_id`, which refills it). For hot paths that inline it."""
+take_span_id = _span_ids.pop
+"""``take_span_id()``: as :data:`take_trace_id`, for span ids (:func:`new_span_id`)."""
+
+
+def _refill(pool: list[str], nbytes: int) -> None:
+    while True:
+        text = _bits(8 * nbytes * _BATCH).to_bytes(nbytes * _BATCH).hex(" ", nbytes)
+        if _ZERO_SPAN not in text:
+            pool.extend(text.split(" "))
+            return
 
 
 def _reseed() -> None:
     _rng.seed(os.urandom(16))
+    # Ids drawn before the fork are the parent's to hand out.
+    _trace_ids.clear()
+    _span_ids.clear()
 
 
 if hasattr(os, "register_at_fork"):
@@ -61,70 +87,51 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_reseed)
 
 
-def new_root_ids() -> SpanContext:
-    """(trace_id, span_id) for a root span: one draw, the span id is the trace id's low half."""
-    trace_id = (_bits(128) or 1).to_bytes(16).hex()
-    span_id = trace_id[16:]
-    return trace_id, (_ONE_SPAN if span_id == _ZERO_SPAN else span_id)
-
-
 def new_trace_id() -> str:
-    return (_bits(128) or 1).to_bytes(16).hex()
+    """A random 32-hex-digit trace id, never all zeros (nor its low half)."""
+    try:
+        return take_trace_id()
+    except IndexError:
+        _refill(_trace_ids, 16)
+        return take_trace_id()
 
 
 def new_span_id() -> str:
-    return (_bits(64) or 1).to_bytes(8).hex()
+    """A random 16-hex-digit span id, never all zeros."""
+    try:
+        return take_span_id()
+    except IndexError:
+        _refill(_span_ids, 8)
+        return take_span_id()
 
 
-_calls: contextvars.ContextVar[list[int] | None] = contextvars.ContextVar(
-    "pycm_trace_calls", default=None
-)
+def new_root_ids() -> SpanContext:
+    """(trace_id, span_id) for a root span: the span id is the trace id's low half."""
+    trace_id = new_trace_id()
+    return trace_id, trace_id[16:]
 
 
 def note_call() -> None:
-    """Count one API call in the innermost :func:`count_calls` block of this context, if any
-    (the API client calls it per request; tasks started inside the block count too)."""
-    counter = _calls.get()
-    if counter is not None:
-        counter[0] += 1
-
-
-class count_calls:  # lower case: it reads as the function it replaced
-    """``with count_calls() as calls: ...`` — ``calls[0]`` is the API calls made inside.
-
-    A class, not a generator context manager: every reconcile opens one, and a generator's
-    frame and contextlib's wrapper cost several times the contextvar switch itself.
-    """
-
-    __slots__ = ("_token",)
-
-    def __enter__(self) -> list[int]:
-        counter = [0]
-        self._token = _calls.set(counter)
-        return counter
-
-    def __exit__(self, *_: object) -> None:
-        _calls.reset(self._token)
+    """Count one API call in the innermost counting step of this context, if any (the API
+    client calls it per request; tasks started inside the step count too)."""
+    span = _current.get()
+    if span is not None and len(span) == 3:
+        span[2][0] += 1
 
 
 # The raw operations, bound once, for a hot path that opens a span without a Step (the
 # worker's reconcile: pycm.controller.worker) and must leave the context as a Step would.
 get_span = _current.get
 set_span = _current.set
+"""``token = set_span((trace_id, span_id, calls))`` opens a span that counts API calls in
+``calls[0]`` (``(trace_id, span_id)``: one that does not); ``reset_span(token)`` closes it."""
 reset_span = _current.reset
-count_calls_into = _calls.set
-"""``token = count_calls_into(counter)``: count this context's API calls in ``counter[0]``
-until ``stop_counting(token)`` (what :class:`count_calls` does, without a context manager)."""
-stop_counting = _calls.reset
-draw_bits = _bits
-"""``draw_bits(k)``: k random bits for an id (see ``new_root_ids`` for the formatting)."""
-ZERO_SPAN_ID = _ZERO_SPAN
-ONE_SPAN_ID = _ONE_SPAN
 
 
 def current_span() -> SpanContext | None:
     """The (trace_id, span_id) of the innermost open step in this context, if any."""
-    return _current.get()
+    span = _current.get()
+    return None if span is None else (span[0], span[1])
 
 
 def root_context() -> contextvars.Context:
@@ -135,9 +142,9 @@ def root_context() -> contextvars.Context:
     return ctx
 
 
-class detached:  # lower case: used as ``with detached(): ...``, like count_calls
-    """No current span inside the block: steps begin new traces, and tasks created inside
-    start in a context with no span."""
+class detached:  # lower case: used as ``with detached(): ...``, like a function
+    """No current span inside the block: steps begin new traces, tasks created inside start in
+    a context with no span, and API calls made inside count in no enclosing step."""
 
     __slots__ = ("_token",)
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping
 from typing import Generic, TypeVar
 
 from pycm.trace.bus import Bus, default_bus
@@ -71,6 +71,9 @@ class Queue(Generic[T]):
         # Items being processed → ns they waited between the add and the get (reconcile.begin's
         # queue_wait_ms); kept with _processing, so a worker reads its own item's wait.
         self._waited: dict[T, int] = {}
+        # The same, read-only, for the worker's reconcile: a dict lookup, where wait_ns is a
+        # method call (a reconcile reads it for every key).
+        self.waits: Mapping[T, int] = self._waited
         # Parked getters, longest-waiting first. A future's result True means "an item in
         # _queue is reserved for you"; False means "shutting down: look again".
         self._waiters: deque[asyncio.Future[bool]] = deque()

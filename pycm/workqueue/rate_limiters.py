@@ -8,7 +8,7 @@ exponential backoff and an overall token bucket.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import Protocol
 
 from pycm.util.clock import REAL_CLOCK, Clock
@@ -128,25 +128,36 @@ class MaxOfRateLimiter:
     """The longest delay of several limiters; every limiter sees every call.
 
     ``forget`` and ``num_requeues`` run once per reconcile, so they skip the limiters that
-    track no items (``TRACKS_ITEMS = False``: forgetting is a no-op, the count always 0).
+    track no items (``TRACKS_ITEMS = False``: forgetting is a no-op, the count always 0); when
+    one limiter is left (the controller default: the per-item backoff), they are its own bound
+    methods, with no frame of this class's in between.
     """
+
+    forget: Callable[[Hashable], None]
+    num_requeues: Callable[[Hashable], int]
 
     def __init__(self, *limiters: RateLimiter) -> None:
         if not limiters:
             raise ValueError("MaxOfRateLimiter needs at least one limiter")
         self.limiters = limiters
         self._per_item = tuple(lim for lim in limiters if getattr(lim, "TRACKS_ITEMS", True))
+        if len(self._per_item) == 1:
+            self.forget = self._per_item[0].forget
+            self.num_requeues = self._per_item[0].num_requeues
+        else:
+            self.forget = self._forget_each
+            self.num_requeues = self._most_requeues
 
     def when(self, item: Hashable) -> float:
         # Every limiter must record the try, so no short-circuiting max over a generator.
         delays = [limiter.when(item) for limiter in self.limiters]
         return max(delays)
 
-    def forget(self, item: Hashable) -> None:
+    def _forget_each(self, item: Hashable) -> None:
         for limiter in self._per_item:
             limiter.forget(item)
 
-    def num_requeues(self, item: Hashable) -> int:
+    def _most_requeues(self, item: Hashable) -> int:
         # A loop, not max() over a generator: the generator's frame costs several times the
         # calls it makes.
         most = 0

@@ -361,3 +361,83 @@ async def test_reconcile_end_counts_the_api_calls_made_inside_including_subtasks
     (end,) = _ends(bus)
     assert end.api_calls == 3
     await ctrl.queue.aclose()
+
+
+@pytest.mark.asyncio
+async def test_reconcile_counts_calls_in_its_child_steps_but_not_in_a_detached_block() -> None:
+    from pycm.trace.context import detached, note_call
+    from pycm.trace.kinds import ControllerInitBegan
+
+    async def sync(key: str) -> None:
+        with bus.step(ControllerInitBegan(controller="child")):
+            note_call()
+            with bus.step(ControllerInitBegan(controller="grandchild")):
+                note_call()
+        with detached():  # not the reconcile's work
+            note_call()
+
+    ctrl, _, bus = _controller(sync)
+    await ctrl.process("ns/a")
+    (end,) = _ends(bus)
+    assert end.api_calls == 2
+    await ctrl.queue.aclose()
+
+
+@pytest.mark.asyncio
+async def test_a_task_outliving_its_reconcile_counts_in_no_later_one() -> None:
+    from pycm.trace.context import note_call
+
+    late = asyncio.Event()
+
+    async def straggler() -> None:
+        await late.wait()
+        note_call()
+
+    tasks: list[asyncio.Task[None]] = []
+
+    async def sync(key: str) -> None:
+        note_call()
+        if not tasks:
+            tasks.append(asyncio.create_task(straggler()))
+
+    async def second_sync(key: str) -> None:
+        late.set()
+        await asyncio.sleep(0)  # the straggler counts its call now
+        await asyncio.sleep(0)
+
+    ctrl, _, bus = _controller(sync)
+    await ctrl.process("ns/a")
+    ctrl.sync = second_sync
+    await ctrl.process("ns/a")
+    await asyncio.gather(*tasks)
+    first, second = _ends(bus)
+    assert (first.api_calls, second.api_calls) == (1, 0)
+    await ctrl.queue.aclose()
+
+
+@pytest.mark.asyncio
+async def test_reconcile_begin_names_stay_right_past_the_split_keys_limit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import pycm.controller.worker as worker
+    from pycm.trace.kinds import ReconcileStarted
+
+    monkeypatch.setattr(worker, "_NAMES_LIMIT", 2)
+
+    async def sync(key: str) -> None:
+        pass
+
+    ctrl, _, bus = _controller(sync)
+    keys = ["ns/a", "ns/b", "other/c", "ns/a", "no-namespace"]
+    for key in keys:
+        await ctrl.process(key)
+    begins = [e for e in bus.recent() if isinstance(e, ReconcileStarted)]
+    assert [(b.namespace, b.name) for b in begins] == [
+        ("ns", "a"),
+        ("ns", "b"),
+        ("other", "c"),
+        ("ns", "a"),
+        ("", "no-namespace"),
+    ]
+    assert len(ctrl._names) <= 2
+    await ctrl.queue.aclose()

@@ -47,6 +47,31 @@ def test_subscription_receives_events_in_emit_order() -> None:
     assert sub.drain() == events
 
 
+def test_every_open_subscription_receives_every_event_as_they_come_and_go() -> None:
+    bus = Bus()
+    a = bus.subscribe(name="a")
+    first = _added(2)
+    for e in first:  # one subscriber
+        bus.emit(e)
+    b = bus.subscribe(name="b")
+    c = bus.subscribe(name="c", kinds=(ItemAdded.KIND,))
+    second = _added(2)
+    for e in second:  # three
+        bus.emit(e)
+    a.close()
+    c.close()
+    third = _added(2)
+    for e in third:  # one again (b)
+        bus.emit(e)
+    b.close()
+    for e in _added(1):  # none: only the ring
+        bus.emit(e)
+    assert a.drain() == first + second
+    assert b.drain() == second + third
+    assert c.drain() == second
+    assert bus.last_seq == 7 and len(bus.recent()) == 7
+
+
 def test_subscription_kinds_filter_delivers_only_those_kinds() -> None:
     bus = Bus()
     sub = bus.subscribe(kinds=["queue.done"])

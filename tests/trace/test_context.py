@@ -8,7 +8,7 @@ import re
 import pytest
 
 from pycm.trace.bus import Bus
-from pycm.trace.context import current_span, detached, root_context
+from pycm.trace.context import _current, current_span, detached, note_call, root_context
 from pycm.trace.events import Outcome
 from pycm.trace.kinds import (
     ApiRequestCompleted,
@@ -211,3 +211,33 @@ def test_events_are_frozen() -> None:
 def test_unknown_attribute_is_a_type_error() -> None:
     with pytest.raises(TypeError):
         ReconcileStarted(body="{}")  # type: ignore[call-arg]
+
+
+def test_note_call_outside_a_counting_span_counts_nowhere_and_never_fails() -> None:
+    bus = Bus()
+    note_call()  # no span at all
+    with bus.step(StartupBegan()) as root:  # a span that counts no calls
+        note_call()
+        assert current_span() == (root.trace_id, root.span_id)
+    token = _current.set(("a" * 32, "b" * 16))  # a bare (trace_id, span_id), as tests set it
+    try:
+        note_call()
+        assert current_span() == ("a" * 32, "b" * 16)
+    finally:
+        _current.reset(token)
+
+
+def test_a_step_inside_a_counting_span_keeps_counting_into_it() -> None:
+    bus = Bus()
+    calls = [0]
+    token = _current.set(("a" * 32, "b" * 16, calls))
+    try:
+        assert current_span() == ("a" * 32, "b" * 16)
+        with bus.step(StartupBegan()) as child:
+            note_call()
+            assert current_span() == ("a" * 32, child.span_id)
+        note_call()
+    finally:
+        _current.reset(token)
+    assert calls == [2]
+    assert child.parent_id == "b" * 16
