@@ -1,12 +1,15 @@
 """Kept spans to the collector: the SDK's batching, transports and retries; our own encoding.
 
 :class:`RecordBatchProcessor` is the SDK's BatchSpanProcessor (its bounded queue that drops
-the oldest, its worker thread, flush and bounded shutdown) fed the sink's
-:class:`~pycm.otel.spans.SpanRecord` directly through :meth:`~RecordBatchProcessor.on_record`:
-no SDK span object is built for a kept span. Its exporters are the SDK's OTLP exporters for gRPC
-and HTTP with one change each — the request is encoded by :mod:`pycm.otel.wire` in the worker
-thread, not message by message by the SDK's encoder — so the channel, credentials, headers,
-compression, timeouts, retries and reconnects stay the SDK's.
+the oldest, its worker thread, flush and bounded shutdown) fed each kept span already encoded
+(:func:`pycm.otel.wire.encode_span`, bytes) through :meth:`~RecordBatchProcessor.on_span`: no
+SDK span object is built, and what waits in the queue is one bytes object a span, which the
+garbage collector does not track (a queue of span records, each a handful of dicts, lists and
+tuples living up to a second, made the collector's older generations grow and their collections
+cost more than building the records). Its exporters are the SDK's OTLP exporters for gRPC and
+HTTP with one change each — the request is the queued spans joined under the resource and the
+scope (:class:`~pycm.otel.wire.RequestEncoder`), not encoded message by message by the SDK — so
+the channel, credentials, headers, compression, timeouts, retries and reconnects stay the SDK's.
 """
 
 from __future__ import annotations
@@ -25,7 +28,6 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
 from pycm.otel.settings import EXPORT_TIMEOUT, ExportSettings
-from pycm.otel.spans import SpanRecord
 from pycm.otel.wire import RequestEncoder
 from pycm.util.redact import without_userinfo
 
@@ -36,19 +38,20 @@ _EXPORT_METHOD = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 
 @runtime_checkable
 class RecordProcessor(Protocol):
-    """A processor that takes the sink's records (the sink prefers it to an SDK processor)."""
+    """A processor that takes spans encoded by :func:`~pycm.otel.wire.encode_span` (the sink
+    prefers it to an SDK processor)."""
 
-    def on_record(self, record: SpanRecord) -> None: ...
+    def on_span(self, span: bytes) -> None: ...
 
     def shutdown(self) -> None: ...
 
 
 class RecordBatchProcessor(BatchSpanProcessor):
-    """The SDK's batch processor, queueing records for an exporter that encodes them."""
+    """The SDK's batch processor, queueing encoded spans for an exporter that sends them."""
 
-    def on_record(self, record: SpanRecord) -> None:
-        # Every record the sink hands over is of a kept trace: no sampled flag to check.
-        self._batch_processor.emit(record)  # type: ignore[arg-type]
+    def on_span(self, span: bytes) -> None:
+        # Every span the sink hands over is of a kept trace: no sampled flag to check.
+        self._batch_processor.emit(span)  # type: ignore[arg-type]
 
 
 class _BytesStub:
@@ -74,8 +77,8 @@ class GrpcRecordExporter(_SdkGrpcExporter):
         self._stub = _BytesStub
         super()._initialize_channel_and_stub()  # type: ignore[no-untyped-call]
 
-    def _translate_data(self, data: Sequence[SpanRecord]) -> bytes:  # type: ignore[override]
-        return self._encoder.encode(data)
+    def _translate_data(self, data: Sequence[bytes]) -> bytes:  # type: ignore[override]
+        return self._encoder.request(data)
 
 
 class HttpRecordExporter(_SdkHttpExporter):
@@ -86,10 +89,10 @@ class HttpRecordExporter(_SdkHttpExporter):
         self._encoder = encoder
         super().__init__(**kwargs)
 
-    def export(self, spans: Sequence[SpanRecord]) -> SpanExportResult:  # type: ignore[override]
+    def export(self, spans: Sequence[bytes]) -> SpanExportResult:  # type: ignore[override]
         if self._shutdown:
             return SpanExportResult.FAILURE
-        result = self._client.export(self._encoder.encode(spans))
+        result = self._client.export(self._encoder.request(spans))
         return SpanExportResult.SUCCESS if result.success else SpanExportResult.FAILURE
 
 

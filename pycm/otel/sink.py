@@ -63,6 +63,7 @@ from pycm.otel.spans import (
     step_span,
     to_readable,
 )
+from pycm.otel.wire import encode_span
 from pycm.trace.bus import Bus, Subscription
 from pycm.trace.context import new_span_id, new_trace_id
 from pycm.trace.events import Event, Outcome, StepBegin, StepEnd
@@ -103,7 +104,7 @@ MAX_SPAN_EVENTS = 32
 REPORT_INTERVAL = 10.0
 
 # Points that are spans of the start-up trace when they carry its trace id.
-_ALWAYS, _SAMPLED_OUT = Decision.ALWAYS, Decision.SAMPLED_OUT
+_ALWAYS, _SAMPLED, _SAMPLED_OUT = Decision.ALWAYS, Decision.SAMPLED, Decision.SAMPLED_OUT
 _OK, _RESULT_ERROR = Outcome.OK, ReconcileResult.ERROR
 _STARTUP_POINTS = (HandlerChainBuilt, ServingStarted, InformerSynced, InformersStarted)
 _LEASE_TERM_POINTS = {
@@ -184,7 +185,7 @@ class OtelSink:
         self._pending: OrderedDict[str, list[_Child]] = OrderedDict()
         self._decided: dict[str, Decision] = {}
         self._decided_old: dict[str, Decision] = {}
-        # Kept spans go to the processor as records when it takes them (our OTLP pipeline),
+        # Kept spans go to the processor encoded when it takes them so (our OTLP pipeline),
         # otherwise as the SDK's ReadableSpan (any SDK span processor; the tests' in-memory one).
         self._takes_records = isinstance(processor, RecordProcessor)
         self._startup: dict[str, _Startup] = {}
@@ -218,15 +219,19 @@ class OtelSink:
         """Fold in what one wake-up drained, then bring the metrics up to date.
 
         The common case is handled inline: a reconcile root's begin is held, and at its end a
-        fast, successful reconcile outside the ratio is dropped before anything is built for it
-        (the same decision :meth:`TailSampler.decide` makes; every other end takes ``_end``)."""
+        fast, successful reconcile with nothing buffered is decided on the spot (the decision
+        :meth:`TailSampler.decide` makes): outside the ratio it is dropped before anything is
+        built for it, inside it its span goes straight to the processor. Every other end takes
+        ``_end``."""
         handle = self.handle
         open_steps = self._open
         open_pop = open_steps.pop
         max_open = self.max_open
-        slow_ns = self.sampler.slow_ns
-        by_ratio = self.sampler.by_ratio
-        dropped = dropped_children = 0
+        sampler = self.sampler
+        slow_ns = sampler.slow_ns
+        bound = sampler.ratio_bound_hex
+        by_ratio = sampler.by_ratio
+        dropped = kept = 0
         for event in events:
             cls = type(event)
             if cls is ReconcileStarted:
@@ -244,20 +249,25 @@ class OtelSink:
                     end.outcome is _OK
                     and end.result is not _RESULT_ERROR
                     and (slow_ns <= 0 or end.dur_ns <= slow_ns)
-                    and not by_ratio(trace_id)
+                    and not (self._pending and trace_id in self._pending)
+                    and not (self._open_events and end.span_id in self._open_events)
                 ):
-                    if self._open_events:
-                        self._open_events.pop(end.span_id, None)
-                    if self._pending:
-                        children = self._pending.pop(trace_id, None)
-                        if children:
-                            dropped_children += len(children)
-                            self.metrics.pending_traces.set(len(self._pending))
                     decided = self._decided
-                    decided[trace_id] = _SAMPLED_OUT
                     if len(decided) >= MAX_DECIDED:
                         self._decided_old, self._decided = decided, {}
-                    dropped += 1
+                        decided = self._decided
+                    # Pycm's ids are 32 lowercase hex digits: the ratio rule compares as text.
+                    if (
+                        bound is None or trace_id[16:] < bound
+                        if len(trace_id) == 32
+                        else by_ratio(trace_id)
+                    ):
+                        decided[trace_id] = _SAMPLED
+                        self._emit(step_span(begin, end))
+                        kept += 1
+                    else:
+                        decided[trace_id] = _SAMPLED_OUT
+                        dropped += 1
                     continue
                 self._ended(begin, end)
                 continue
@@ -265,7 +275,12 @@ class OtelSink:
         if dropped:
             self._count(self._traces_dropped[_SAMPLED_OUT], dropped)
             self._counts["traces_dropped"] += dropped
-            self._drop_spans(dropped + dropped_children, _SAMPLED_OUT)
+            self._drop_spans(dropped, _SAMPLED_OUT)
+        if kept:
+            self._count(self._traces_exported[_SAMPLED], kept)
+            self._counts["traces_exported"] += kept
+            self._count(self.metrics.spans_exported, kept)
+            self._counts["spans_exported"] += kept
         self.flush_metrics()
 
     def flush_metrics(self) -> None:
@@ -509,13 +524,16 @@ class OtelSink:
         self._drop_spans(len(children) + 1, decision)
 
     def _export(self, child: _Child) -> None:
-        record = api_span(child) if isinstance(child, ApiRequestCompleted) else child
-        if self._takes_records:
-            self.processor.on_record(record)  # type: ignore[union-attr]
-        else:
-            self.processor.on_end(to_readable(record, self.resource, self._scope))  # type: ignore[union-attr]
+        self._emit(api_span(child) if isinstance(child, ApiRequestCompleted) else child)
         self._count(self.metrics.spans_exported)
         self._counts["spans_exported"] += 1
+
+    def _emit(self, record: SpanRecord) -> None:
+        """Hand one kept span to the processor (not counted here)."""
+        if self._takes_records:
+            self.processor.on_span(encode_span(record))  # type: ignore[union-attr]
+        else:
+            self.processor.on_end(to_readable(record, self.resource, self._scope))  # type: ignore[union-attr]
 
     def _drop_spans(self, n: int, reason: str) -> None:
         self._count(self._spans_dropped[reason], n)

@@ -24,7 +24,7 @@ from opentelemetry.trace import SpanKind
 
 from pycm.otel.spans import SpanRecord
 
-__all__ = ["RequestEncoder", "encode_attributes"]
+__all__ = ["RequestEncoder", "encode_attributes", "encode_span"]
 
 _pack_q = struct.Struct("<Q").pack
 _pack_d = struct.Struct("<d").pack
@@ -83,17 +83,19 @@ def _any_value(value: Any) -> bytes:
     raise TypeError(f"attribute value of type {cls.__name__} is not flat")
 
 
+# (key, value) -> the KeyValue, length-prefixed. Text values only, so that any attribute item
+# can be looked up as it is (1 == 1.0 == True as dict keys; none of them equals a text).
 _pairs: dict[tuple[str, Any], bytes] = {}
+_int_pairs: dict[tuple[str, int], bytes] = {}  # int values, looked up only for an int
 _keys: dict[str, bytes] = {}
 
 
 def _key_value(key: str, value: Any) -> bytes:
     """One KeyValue, length-prefixed (the caller puts the field's tag in front)."""
     cls = type(value)
-    # Only str and int values are cached: 1 == 1.0 == True as dict keys.
-    cached = cls is str or cls is int
-    if cached:
-        kv = _pairs.get((key, value))
+    cache = _pairs if cls is str else _int_pairs if cls is int else None
+    if cache is not None:
+        kv = cache.get((key, value))
         if kv is not None:
             return kv
     key_field = _keys.get(key)
@@ -102,10 +104,10 @@ def _key_value(key: str, value: Any) -> bytes:
     kv = key_field + _field(b"\x12", _any_value(value))
     n = len(kv)
     kv = (_SMALL[n] if n < 0x80 else _varint(n)) + kv
-    if cached:
-        if len(_pairs) >= _MAX_CACHED:
-            _pairs.clear()
-        _pairs[key, value] = kv
+    if cache is not None:
+        if len(cache) >= _MAX_CACHED:
+            cache.clear()
+        cache[key, value] = kv
     return kv
 
 
@@ -128,29 +130,34 @@ def _name(name: str) -> bytes:
     return encoded
 
 
-def _span(record: SpanRecord) -> bytes:
-    """One Span message, length-prefixed, in field-number order."""
+# Span.attributes fields (tag 9 included) of text values, by (key, value) as items() yields
+# them: a reconcile's controller, resource, result, outcome, action and namespace repeat.
+_span_attrs: dict[tuple[str, Any], bytes] = {}
+
+
+def _span_attribute(item: tuple[str, Any]) -> bytes:
+    field = b"\x4a" + _key_value(*item)
+    if type(item[1]) is str:
+        if len(_span_attrs) >= _MAX_CACHED:
+            _span_attrs.clear()
+        _span_attrs[item] = field
+    return field
+
+
+def encode_span(record: SpanRecord) -> bytes:
+    """One span as ScopeSpans.spans (field 2): tag, length, the Span in field-number order."""
     start = record.start_ns
     end = record.end_ns
+    parent = record.parent_id
+    attribute = _span_attrs.get
     parts = [
-        b"\x0a\x10",
-        bytes.fromhex(record.trace_id),
-        b"\x12\x08",
-        bytes.fromhex(record.span_id),
-    ]
-    if record.parent_id:
-        parts += (b"\x22\x08", bytes.fromhex(record.parent_id))
-    parts += (
+        b"\x0a\x10" + bytes.fromhex(record.trace_id) + b"\x12\x08" + bytes.fromhex(record.span_id),
+        b"\x22\x08" + bytes.fromhex(parent) if parent else b"",
         _name(record.name),
         _KIND[record.kind],
-        b"\x39",
-        _pack_q(start),
-        b"\x41",
-        _pack_q(end if end > start else start),
-    )
-    kv = _key_value
-    for k, v in record.attributes.items():
-        parts += (b"\x4a", kv(k, v))
+        b"\x39" + _pack_q(start) + b"\x41" + _pack_q(end if end > start else start),
+        *[attribute(item) or _span_attribute(item) for item in record.attributes.items()],
+    ]
     for name, ts, attributes in record.events:
         body = b"\x09" + _pack_q(ts) + _field(b"\x12", name.encode())
         if attributes:
@@ -163,19 +170,17 @@ def _span(record: SpanRecord) -> bytes:
         parts.append(_field(b"\x6a", body + _LINK_FLAGS))
     error = record.error
     if error is None:
-        parts.append(_STATUS_UNSET)
+        parts.append(_STATUS_UNSET + _SPAN_FLAGS)
     else:
-        parts.append(
-            _field(b"\x7a", (_field(b"\x12", error.encode()) if error else b"") + b"\x18\x02")
-        )
-    parts.append(_SPAN_FLAGS)
+        message = _field(b"\x12", error.encode()) if error else b""
+        parts.append(_field(b"\x7a", message + b"\x18\x02") + _SPAN_FLAGS)
     body = b"".join(parts)
     n = len(body)
-    return (_SMALL[n] if n < 0x80 else _varint(n)) + body
+    return b"\x12" + (_SMALL[n] if n < 0x80 else _varint(n)) + body
 
 
 class RequestEncoder:
-    """ExportTraceServiceRequest bytes for batches of records of one resource and one scope."""
+    """ExportTraceServiceRequest bytes for batches of spans of one resource and one scope."""
 
     def __init__(self, resource: Mapping[str, Any], scope_name: str, scope_version: str) -> None:
         scope = _field(b"\x0a", scope_name.encode())
@@ -185,7 +190,10 @@ class RequestEncoder:
         self._resource = _field(b"\x0a", encode_attributes(b"\x0a", resource))
         self._scope = _field(b"\x0a", scope)
 
-    def encode(self, records: Iterable[SpanRecord]) -> bytes:
-        spans = b"".join([b"\x12" + _span(r) for r in records])  # ScopeSpans.spans (2)
-        scope_spans = _field(b"\x12", self._scope + spans)  # ResourceSpans.scope_spans (2)
+    def request(self, spans: Iterable[bytes]) -> bytes:
+        """The request for spans made by :func:`encode_span`."""
+        scope_spans = _field(b"\x12", self._scope + b"".join(spans))  # ResourceSpans.scope_spans
         return _field(b"\x0a", self._resource + scope_spans)  # request.resource_spans (1)
+
+    def encode(self, records: Iterable[SpanRecord]) -> bytes:
+        return self.request([encode_span(r) for r in records])

@@ -110,18 +110,18 @@ async def test_export_to_a_stalled_receiver_never_blocks_the_loop(
         handle = start_otel_sink(bus, config, "r", registry)
         assert handle is not None
         processor: Any = handle.sink.processor
-        real_on_record = processor.on_record
+        real_on_span = processor.on_span
         slowest = 0.0
         handed = 0
 
-        def timed_on_record(record: Any) -> None:
+        def timed_on_span(span: bytes) -> None:
             nonlocal slowest, handed
             start = time.perf_counter()
-            real_on_record(record)
+            real_on_span(span)
             slowest = max(slowest, time.perf_counter() - start)
             handed += 1
 
-        processor.on_record = timed_on_record
+        processor.on_span = timed_on_span
         task = asyncio.create_task(handle.run(), name="otel sink")
         try:
             for _ in range(20):
