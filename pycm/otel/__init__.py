@@ -4,9 +4,10 @@
 cost beyond the bus); otherwise an :class:`OtelHandle` whose :meth:`~OtelHandle.run` is the sink
 task: it consumes the bus, turns finished steps into spans with the same ids
 (:mod:`pycm.otel.sink`, :mod:`pycm.otel.spans`), tail-samples reconcile traces
-(:mod:`pycm.otel.sampling`) and hands kept spans to the SDK's BatchSpanProcessor with an OTLP
-exporter (:mod:`pycm.otel.settings`). Cancelling the task flushes and shuts the exporter down,
-bounded by :data:`~pycm.otel.sink.SHUTDOWN_TIMEOUT`.
+(:mod:`pycm.otel.sampling`) and hands kept spans, as its own records, to the SDK's batch
+processor and OTLP exporters with the request encoded by :mod:`pycm.otel.wire`
+(:mod:`pycm.otel.export`; where to: :mod:`pycm.otel.settings`). Cancelling the task flushes and
+shuts the exporter down, bounded by :data:`~pycm.otel.sink.SHUTDOWN_TIMEOUT`.
 
 Threads: the BatchSpanProcessor encodes and sends from its own worker thread, and the bounded
 shutdown runs in a daemon thread. These are the only threads in pycm; they live here because
@@ -36,6 +37,7 @@ from pycm.trace.bus import Bus, Subscription
 from pycm.util.redact import redact_url
 
 if TYPE_CHECKING:
+    from pycm.otel.export import RecordProcessor
     from pycm.otel.sink import OtelSink, SpanProcessorLike
 
 __all__ = ["OtelHandle", "TracingSettings", "start_otel_sink"]
@@ -79,7 +81,7 @@ def start_otel_sink(
     registry: CollectorRegistry,
     *,
     env: Mapping[str, str] | None = None,
-    processor: SpanProcessorLike | None = None,
+    processor: SpanProcessorLike | RecordProcessor | None = None,
 ) -> OtelHandle | None:
     """Subscribe the sink to ``bus`` (from the start of its ring) if export is configured.
 
@@ -91,23 +93,30 @@ def start_otel_sink(
     from pycm.otel.metrics import SinkMetrics
     from pycm.otel.resource import build_resource
     from pycm.otel.sampling import TailSampler
-    from pycm.otel.settings import build_exporter
     from pycm.otel.sink import OtelSink
 
+    resource = build_resource(identity, environ)
     if processor is None:
-        from opentelemetry.sdk.trace.export import BatchSpanProcessor
+        from pycm.otel.export import RecordBatchProcessor, build_record_exporter
+        from pycm.otel.sink import SCOPE_NAME
+        from pycm.otel.wire import RequestEncoder
 
         # "Queue full, dropping" would be logged once per span while the collector is away;
         # the drops are counted by the SDK and our exported/dropped metrics tell the story.
         logging.getLogger("opentelemetry.sdk._shared_internal").setLevel(logging.ERROR)
-        processor = BatchSpanProcessor(
-            build_exporter(settings),
+        encoder = RequestEncoder(
+            resource.attributes,
+            SCOPE_NAME,
+            str(resource.attributes.get("service.version", "")),
+        )
+        processor = RecordBatchProcessor(
+            build_record_exporter(settings, encoder),
             max_queue_size=MAX_QUEUE_SIZE,
             schedule_delay_millis=SCHEDULE_DELAY_MS,
         )
     sink = OtelSink(
         processor,
-        resource=build_resource(identity, environ),
+        resource=resource,
         sampler=TailSampler(tracing.sample_ratio, tracing.slow_threshold),
         metrics=SinkMetrics(registry),
         bus=bus,

@@ -15,6 +15,8 @@ from pycm.util.sampling import TraceIdRatio
 
 __all__ = ["Decision", "TailSampler"]
 
+_TWO_64 = 1 << 64
+
 
 class Decision(enum.StrEnum):
     """Why a trace was kept (the first three) or dropped."""
@@ -31,11 +33,23 @@ class Decision(enum.StrEnum):
 
 
 class TailSampler:
+    """``by_ratio(trace_id)`` is :class:`TraceIdRatio`'s answer. For the ids pycm makes (32
+    lowercase hex digits) the low 64 bits compare with the bound as text, which is what the sink
+    does inline: ``ratio_bound_hex`` is the bound as 16 hex digits, or None when every id is
+    kept (ratio 1: the bound needs a 17th digit)."""
+
     def __init__(self, ratio: float, slow_threshold_s: float) -> None:
         self._rule = TraceIdRatio(ratio)  # raises ValueError outside [0, 1]
         self.ratio = ratio
         self.slow_ns = int(slow_threshold_s * 1e9)
         self.by_ratio = self._rule.sampled
+        bound = round(ratio * _TWO_64)  # TraceIdRatio's bound on the low 64 bits
+        self.ratio_bound_hex = f"{bound:016x}" if bound < _TWO_64 else None
+
+    def by_ratio_text(self, trace_id: str) -> bool:
+        """``by_ratio`` for a pycm trace id, compared as text (the sink's inline rule)."""
+        bound = self.ratio_bound_hex
+        return bound is None or trace_id[16:] < bound
 
     def decide(self, trace_id: str, *, failed: bool, dur_ns: int) -> Decision:
         if failed:

@@ -12,15 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from pycm.util.redact import without_userinfo
-
-if TYPE_CHECKING:
-    from opentelemetry.sdk.trace.export import SpanExporter
-
-__all__ = ["EXPORT_TIMEOUT", "PROTOCOLS", "ExportSettings", "build_exporter", "resolve_settings"]
+__all__ = ["EXPORT_TIMEOUT", "PROTOCOLS", "ExportSettings", "resolve_settings"]
 
 PROTOCOLS = ("grpc", "http/protobuf")
 _DEFAULT_PROTOCOL = "grpc"
@@ -75,22 +69,3 @@ def resolve_settings(
         if path in ("", "/"):
             endpoint = endpoint.rstrip("/") + "/v1/traces"
     return ExportSettings(endpoint=endpoint, protocol=protocol, source=source)
-
-
-def build_exporter(settings: ExportSettings, *, timeout: float = EXPORT_TIMEOUT) -> SpanExporter:
-    """The SDK's OTLP span exporter for ``settings`` (plain text for http://, TLS for https://)."""
-    if settings.protocol == "grpc":
-        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (
-            OTLPSpanExporter as GrpcExporter,
-        )
-
-        insecure = urlsplit(settings.endpoint).scheme != "https"
-        # gRPC takes no credentials from a URL, and the SDK logs its target on every failed
-        # export: userinfo is dropped here, never sent or logged (headers carry credentials).
-        endpoint = without_userinfo(settings.endpoint)
-        return GrpcExporter(endpoint=endpoint, insecure=insecure, timeout=timeout)
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
-        OTLPSpanExporter as HttpExporter,
-    )
-
-    return HttpExporter(endpoint=settings.endpoint, timeout=timeout)

@@ -31,9 +31,11 @@ Buffers are bounded (open steps, pending traces, spans per trace, the decided-tr
 what they shed is counted in :class:`~pycm.otel.metrics.SinkMetrics` and reported on the bus as
 :class:`~pycm.trace.kinds.SpansExported` at most every ``report_interval`` seconds.
 
-Nothing here blocks the event loop: ``on_end`` of the SDK's BatchSpanProcessor only appends to
-its bounded queue (dropping the oldest when full); encoding and sending run in the processor's
-worker thread — the one thread pycm tolerates, because it is the SDK's and lives only here.
+Nothing here blocks the event loop: handing a kept span to the processor only appends it to the
+batch processor's bounded queue (dropping the oldest when full); encoding and sending run in the
+processor's worker thread — the one thread pycm tolerates, because it is the SDK's and lives
+only here. Nothing is built for a dropped trace: a sampled-out reconcile is decided from its
+end event before any span data exists, and its API requests wait as the points they are.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 
+from pycm.otel.export import RecordProcessor
 from pycm.otel.metrics import SinkMetrics
 from pycm.otel.sampling import Decision, TailSampler
 from pycm.otel.spans import (
@@ -60,9 +63,10 @@ from pycm.otel.spans import (
     step_span,
     to_readable,
 )
+from pycm.otel.wire import encode_span
 from pycm.trace.bus import Bus, Subscription
 from pycm.trace.context import new_span_id, new_trace_id
-from pycm.trace.events import Event, StepBegin, StepEnd
+from pycm.trace.events import Event, Outcome, StepBegin, StepEnd
 from pycm.trace.kinds import (
     ApiRequestCompleted,
     FlagsParsed,
@@ -76,6 +80,7 @@ from pycm.trace.kinds import (
     LeaseRenewed,
     LeaseRenewFailed,
     ReconcileFinished,
+    ReconcileResult,
     ReconcileStarted,
     ServingStarted,
     SpansExported,
@@ -83,20 +88,24 @@ from pycm.trace.kinds import (
     SubscriberLagged,
 )
 
-__all__ = ["OtelSink", "SpanProcessorLike"]
+__all__ = ["SCOPE_NAME", "OtelSink", "SpanProcessorLike"]
 
 log = logging.getLogger("pycm.otel")
 
+SCOPE_NAME = "pycm.otel"  # the instrumentation scope of every span
 MAX_OPEN_STEPS = 8192
 MAX_PENDING_TRACES = 2048
 MAX_SPANS_PER_TRACE = 256
-MAX_DECIDED = 8192  # traces whose decision is remembered for children that end after the root
+# Traces whose decision is remembered for children that end after the root: two generations of
+# up to this many (a dict per generation: the newest is filled, the older one dropped whole).
+MAX_DECIDED = 8192
 MAX_ACQUIRE_ATTEMPTS = 16
 MAX_SPAN_EVENTS = 32
 REPORT_INTERVAL = 10.0
 
 # Points that are spans of the start-up trace when they carry its trace id.
-_ALWAYS, _SAMPLED_OUT = Decision.ALWAYS, Decision.SAMPLED_OUT
+_ALWAYS, _SAMPLED, _SAMPLED_OUT = Decision.ALWAYS, Decision.SAMPLED, Decision.SAMPLED_OUT
+_OK, _RESULT_ERROR = Outcome.OK, ReconcileResult.ERROR
 _STARTUP_POINTS = (HandlerChainBuilt, ServingStarted, InformerSynced, InformersStarted)
 _LEASE_TERM_POINTS = {
     LeaseRenewed: "lease.renew",
@@ -104,6 +113,10 @@ _LEASE_TERM_POINTS = {
     LeaseReleased: "lease.release",
     LeaseLost: "lease.lost",
 }
+
+
+# A child span waiting for its trace's decision: API requests stay the point they came from.
+_Child = SpanRecord | ApiRequestCompleted
 
 
 class SpanProcessorLike(Protocol):
@@ -138,11 +151,13 @@ class _Startup:
 class OtelSink:
     """Invariants: a span id is in ``_open`` iff its begin was seen and its end was not (bounded
     by ``max_open``); a trace id is in ``_pending`` only while its root has not ended and no
-    decision is known for it; ``_decided`` and ``_startup`` hold the decisions of ended roots."""
+    decision is known for it; ``_decided``, ``_decided_old`` and ``_startup`` hold the decisions
+    of ended roots. ``_pending`` holds a child as the API request point it came from until its
+    trace is kept: nothing is built for a trace that is dropped."""
 
     def __init__(
         self,
-        processor: SpanProcessorLike,
+        processor: SpanProcessorLike | RecordProcessor,
         *,
         resource: Resource,
         sampler: TailSampler,
@@ -163,12 +178,16 @@ class OtelSink:
         self.max_spans_per_trace = max_spans_per_trace
         self.report_interval = report_interval
         self._scope = InstrumentationScope(
-            "pycm.otel", str(resource.attributes.get("service.version", ""))
+            SCOPE_NAME, str(resource.attributes.get("service.version", ""))
         )
         self._open: dict[str, StepBegin] = {}
         self._open_events: dict[str, list[Event]] = {}
-        self._pending: OrderedDict[str, list[SpanRecord]] = OrderedDict()
-        self._decided: OrderedDict[str, Decision] = OrderedDict()
+        self._pending: OrderedDict[str, list[_Child]] = OrderedDict()
+        self._decided: dict[str, Decision] = {}
+        self._decided_old: dict[str, Decision] = {}
+        # Kept spans go to the processor encoded when it takes them so (our OTLP pipeline),
+        # otherwise as the SDK's ReadableSpan (any SDK span processor; the tests' in-memory one).
+        self._takes_records = isinstance(processor, RecordProcessor)
         self._startup: dict[str, _Startup] = {}
         self._flags: FlagsParsed | None = None
         self._attempts: list[LeaseAcquireAttempted] = []
@@ -197,10 +216,71 @@ class OtelSink:
     # -- events ---------------------------------------------------------------------------
 
     def handle_batch(self, events: Iterable[Event]) -> None:
-        """Fold in what one wake-up drained, then bring the metrics up to date."""
+        """Fold in what one wake-up drained, then bring the metrics up to date.
+
+        The common case is handled inline: a reconcile root's begin is held, and at its end a
+        fast, successful reconcile with nothing buffered is decided on the spot (the decision
+        :meth:`TailSampler.decide` makes): outside the ratio it is dropped before anything is
+        built for it, inside it its span goes straight to the processor. Every other end takes
+        ``_end``."""
         handle = self.handle
+        open_steps = self._open
+        open_pop = open_steps.pop
+        max_open = self.max_open
+        sampler = self.sampler
+        slow_ns = sampler.slow_ns
+        bound = sampler.ratio_bound_hex
+        by_ratio = sampler.by_ratio
+        dropped = kept = 0
         for event in events:
+            cls = type(event)
+            if cls is ReconcileStarted:
+                if len(open_steps) < max_open:
+                    open_steps[event.span_id] = event  # type: ignore[assignment]
+                    continue
+            elif cls is ReconcileFinished and not event.parent_id:
+                end: ReconcileFinished = event  # type: ignore[assignment]
+                begin = open_pop(end.span_id, None)
+                if begin is None:
+                    self._drop_spans(1, "unmatched")
+                    continue
+                trace_id = end.trace_id
+                if (
+                    end.outcome is _OK
+                    and end.result is not _RESULT_ERROR
+                    and (slow_ns <= 0 or end.dur_ns <= slow_ns)
+                    and not (self._pending and trace_id in self._pending)
+                    and not (self._open_events and end.span_id in self._open_events)
+                ):
+                    decided = self._decided
+                    if len(decided) >= MAX_DECIDED:
+                        self._decided_old, self._decided = decided, {}
+                        decided = self._decided
+                    # Pycm's ids are 32 lowercase hex digits: the ratio rule compares as text.
+                    if (
+                        bound is None or trace_id[16:] < bound
+                        if len(trace_id) == 32
+                        else by_ratio(trace_id)
+                    ):
+                        decided[trace_id] = _SAMPLED
+                        self._emit(step_span(begin, end))
+                        kept += 1
+                    else:
+                        decided[trace_id] = _SAMPLED_OUT
+                        dropped += 1
+                    continue
+                self._ended(begin, end)
+                continue
             handle(event)
+        if dropped:
+            self._count(self._traces_dropped[_SAMPLED_OUT], dropped)
+            self._counts["traces_dropped"] += dropped
+            self._drop_spans(dropped, _SAMPLED_OUT)
+        if kept:
+            self._count(self._traces_exported[_SAMPLED], kept)
+            self._counts["traces_exported"] += kept
+            self._count(self.metrics.spans_exported, kept)
+            self._counts["spans_exported"] += kept
         self.flush_metrics()
 
     def flush_metrics(self) -> None:
@@ -278,6 +358,9 @@ class OtelSink:
         if begin is None:
             self._drop_spans(1, "unmatched")
             return
+        self._ended(begin, end)
+
+    def _ended(self, begin: StepBegin, end: StepEnd) -> None:
         events = self._open_events.pop(end.span_id, None) if self._open_events else None
         decision = _ALWAYS
         if not end.parent_id and type(end) is ReconcileFinished:
@@ -299,10 +382,13 @@ class OtelSink:
         if not point.parent_id:
             # A request outside any step is a trace of its own: sampled like a reconcile (a
             # failed one kept), except that a watch's length says nothing about slowness.
-            record = api_span(point)
             failed = bool(point.error) or point.code >= 500
             dur_ns = 0 if point.verb == "watch" else point.dur_ns
-            self._finish(record, self.sampler.decide(point.trace_id, failed=failed, dur_ns=dur_ns))
+            decision = self.sampler.decide(point.trace_id, failed=failed, dur_ns=dur_ns)
+            if decision.keep:
+                self._finish(api_span(point), decision)
+            else:
+                self._drop_trace(point.trace_id, decision)
             return
         startup = self._startup.get(point.trace_id)
         if (
@@ -312,7 +398,7 @@ class OtelSink:
         ):
             self._drop_spans(1, "outside_step")
             return
-        self._child(api_span(point))
+        self._child(point)  # built only if its trace is kept
 
     def _startup_point(self, point: Event) -> None:
         startup = self._startup.get(point.trace_id)
@@ -368,9 +454,16 @@ class OtelSink:
     def _decision(self, trace_id: str) -> Decision | None:
         if trace_id in self._startup:
             return Decision.ALWAYS
-        return self._decided.get(trace_id)
+        decision = self._decided.get(trace_id)
+        return self._decided_old.get(trace_id) if decision is None else decision
 
-    def _child(self, record: SpanRecord) -> None:
+    def _remember(self, trace_id: str, decision: Decision) -> None:
+        decided = self._decided
+        decided[trace_id] = decision
+        if len(decided) >= MAX_DECIDED:
+            self._decided_old, self._decided = decided, {}
+
+    def _child(self, record: _Child) -> None:
         trace_id = record.trace_id
         decision = self._decision(trace_id)
         if decision is not None:
@@ -407,10 +500,7 @@ class OtelSink:
         if children:
             self.metrics.pending_traces.set(len(self._pending))
         if trace_id not in self._startup:
-            decided = self._decided
-            decided[trace_id] = decision
-            if len(decided) > MAX_DECIDED:
-                decided.popitem(last=False)
+            self._remember(trace_id, decision)
         if decision.keep:
             for child in children:
                 self._export(child)
@@ -421,25 +511,29 @@ class OtelSink:
             self._drop_trace(trace_id, decision, children)
 
     def _drop_trace(
-        self, trace_id: str, decision: Decision, children: list[SpanRecord] | None = None
+        self, trace_id: str, decision: Decision, children: list[_Child] | None = None
     ) -> None:
         """Drop a trace whose root ended (``children``: already taken from ``_pending``)."""
         if children is None:
             children = self._pending.pop(trace_id, None) or []
             if children:
                 self.metrics.pending_traces.set(len(self._pending))
-            decided = self._decided
-            decided[trace_id] = decision
-            if len(decided) > MAX_DECIDED:
-                decided.popitem(last=False)
+            self._remember(trace_id, decision)
         self._count(self._traces_dropped[decision])
         self._counts["traces_dropped"] += 1
         self._drop_spans(len(children) + 1, decision)
 
-    def _export(self, record: SpanRecord) -> None:
-        self.processor.on_end(to_readable(record, self.resource, self._scope))
+    def _export(self, child: _Child) -> None:
+        self._emit(api_span(child) if isinstance(child, ApiRequestCompleted) else child)
         self._count(self.metrics.spans_exported)
         self._counts["spans_exported"] += 1
+
+    def _emit(self, record: SpanRecord) -> None:
+        """Hand one kept span to the processor (not counted here)."""
+        if self._takes_records:
+            self.processor.on_span(encode_span(record))  # type: ignore[union-attr]
+        else:
+            self.processor.on_end(to_readable(record, self.resource, self._scope))  # type: ignore[union-attr]
 
     def _drop_spans(self, n: int, reason: str) -> None:
         self._count(self._spans_dropped[reason], n)
@@ -491,7 +585,7 @@ class OtelSink:
 SHUTDOWN_TIMEOUT = 3.0
 
 
-async def stop_processor(processor: SpanProcessorLike, *, limit_s: float) -> bool:
+async def stop_processor(processor: SpanProcessorLike | RecordProcessor, *, limit_s: float) -> bool:
     """Flush and shut ``processor`` down in a daemon thread, waiting at most ``limit_s`` seconds.
 
     The SDK's shutdown joins its worker thread, which may be stuck on an unreachable collector

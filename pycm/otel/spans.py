@@ -136,8 +136,9 @@ def _reconcile(record: SpanRecord, begin: ReconcileStarted, end: ReconcileFinish
         "pycm.key": begin.key,
         "pycm.queue.wait_ms": begin.queue_wait_ms,
         "pycm.retries": begin.retries,
-        "pycm.result": _value(end.result),
-        "pycm.outcome": _value(end.outcome),
+        # The members' own values (Enum's ``value`` is a Python-level property).
+        "pycm.result": end.result._value_,
+        "pycm.outcome": end.outcome._value_,
         "pycm.api_calls": end.api_calls,
     }
     if begin.namespace:

@@ -110,16 +110,18 @@ async def test_export_to_a_stalled_receiver_never_blocks_the_loop(
         handle = start_otel_sink(bus, config, "r", registry)
         assert handle is not None
         processor: Any = handle.sink.processor
-        real_on_end = processor.on_end
+        real_on_span = processor.on_span
         slowest = 0.0
+        handed = 0
 
-        def timed_on_end(span: Any) -> None:
-            nonlocal slowest
+        def timed_on_span(span: bytes) -> None:
+            nonlocal slowest, handed
             start = time.perf_counter()
-            real_on_end(span)
+            real_on_span(span)
             slowest = max(slowest, time.perf_counter() - start)
+            handed += 1
 
-        processor.on_end = timed_on_end
+        processor.on_span = timed_on_span
         task = asyncio.create_task(handle.run(), name="otel sink")
         try:
             for _ in range(20):
@@ -132,6 +134,7 @@ async def test_export_to_a_stalled_receiver_never_blocks_the_loop(
             # oldest); the loop never waited on the network, where one export call waits up to
             # the 5 s export timeout.
             assert registry.get_sample_value("pycm_otel_spans_exported_total") == 20_000
+            assert handed == 20_000  # each through the timed hand-off
             assert slowest < 0.25
         finally:
             task.cancel()

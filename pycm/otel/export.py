@@ -1,0 +1,109 @@
+"""Kept spans to the collector: the SDK's batching, transports and retries; our own encoding.
+
+:class:`RecordBatchProcessor` is the SDK's BatchSpanProcessor (its bounded queue that drops
+the oldest, its worker thread, flush and bounded shutdown) fed each kept span already encoded
+(:func:`pycm.otel.wire.encode_span`, bytes) through :meth:`~RecordBatchProcessor.on_span`: no
+SDK span object is built, and what waits in the queue is one bytes object a span, which the
+garbage collector does not track (a queue of span records, each a handful of dicts, lists and
+tuples living up to a second, made the collector's older generations grow and their collections
+cost more than building the records). Its exporters are the SDK's OTLP exporters for gRPC and
+HTTP with one change each — the request is the queued spans joined under the resource and the
+scope (:class:`~pycm.otel.wire.RequestEncoder`), not encoded message by message by the SDK — so
+the channel, credentials, headers, compression, timeouts, retries and reconnects stay the SDK's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol, runtime_checkable
+from urllib.parse import urlsplit
+
+from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (
+    OTLPSpanExporter as _SdkGrpcExporter,
+)
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
+    OTLPSpanExporter as _SdkHttpExporter,
+)
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+
+from pycm.otel.settings import EXPORT_TIMEOUT, ExportSettings
+from pycm.otel.wire import RequestEncoder
+from pycm.util.redact import without_userinfo
+
+__all__ = ["RecordBatchProcessor", "RecordProcessor", "build_record_exporter"]
+
+_EXPORT_METHOD = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
+
+
+@runtime_checkable
+class RecordProcessor(Protocol):
+    """A processor that takes spans encoded by :func:`~pycm.otel.wire.encode_span` (the sink
+    prefers it to an SDK processor)."""
+
+    def on_span(self, span: bytes) -> None: ...
+
+    def shutdown(self) -> None: ...
+
+
+class RecordBatchProcessor(BatchSpanProcessor):
+    """The SDK's batch processor, queueing encoded spans for an exporter that sends them."""
+
+    def on_span(self, span: bytes) -> None:
+        # Every span the sink hands over is of a kept trace: no sampled flag to check.
+        self._batch_processor.emit(span)  # type: ignore[arg-type]
+
+
+class _BytesStub:
+    """TraceService's stub for requests already encoded (no serializer: bytes go as they are)."""
+
+    def __init__(self, channel: Any) -> None:
+        self.Export = channel.unary_unary(
+            _EXPORT_METHOD,
+            request_serializer=None,
+            response_deserializer=ExportTraceServiceResponse.FromString,
+        )
+
+
+class GrpcRecordExporter(_SdkGrpcExporter):
+    """The SDK's OTLP/gRPC exporter, sending :mod:`pycm.otel.wire`'s bytes."""
+
+    def __init__(self, encoder: RequestEncoder, **kwargs: Any) -> None:
+        self._encoder = encoder
+        super().__init__(**kwargs)
+
+    def _initialize_channel_and_stub(self) -> None:
+        # Also the SDK's reconnect path (after UNAVAILABLE): the stub is ours each time.
+        self._stub = _BytesStub
+        super()._initialize_channel_and_stub()  # type: ignore[no-untyped-call]
+
+    def _translate_data(self, data: Sequence[bytes]) -> bytes:  # type: ignore[override]
+        return self._encoder.request(data)
+
+
+class HttpRecordExporter(_SdkHttpExporter):
+    """The SDK's OTLP/HTTP exporter (its client: compression, retries, timeout), sending
+    :mod:`pycm.otel.wire`'s bytes."""
+
+    def __init__(self, encoder: RequestEncoder, **kwargs: Any) -> None:
+        self._encoder = encoder
+        super().__init__(**kwargs)
+
+    def export(self, spans: Sequence[bytes]) -> SpanExportResult:  # type: ignore[override]
+        if self._shutdown:
+            return SpanExportResult.FAILURE
+        result = self._client.export(self._encoder.request(spans))
+        return SpanExportResult.SUCCESS if result.success else SpanExportResult.FAILURE
+
+
+def build_record_exporter(
+    settings: ExportSettings, encoder: RequestEncoder, *, timeout: float = EXPORT_TIMEOUT
+) -> SpanExporter:
+    """The OTLP exporter for ``settings`` (plain text for http://, TLS for https://)."""
+    if settings.protocol == "grpc":
+        insecure = urlsplit(settings.endpoint).scheme != "https"
+        # gRPC takes no credentials from a URL, and the SDK logs its target on every failed
+        # export: userinfo is dropped here, never sent or logged (headers carry credentials).
+        endpoint = without_userinfo(settings.endpoint)
+        return GrpcRecordExporter(encoder, endpoint=endpoint, insecure=insecure, timeout=timeout)
+    return HttpRecordExporter(encoder, endpoint=settings.endpoint, timeout=timeout)

@@ -1,0 +1,106 @@
+"""Our OTLP request encoding against the SDK's own, byte for byte, on the spans the sink makes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+from opentelemetry.trace import SpanKind
+
+from pycm.otel.resource import build_resource
+from pycm.otel.spans import SpanRecord, api_span, step_span, to_readable
+from pycm.otel.wire import RequestEncoder
+from pycm.trace.bus import Bus
+from pycm.trace.kinds import ApiRequestCompleted
+from pycm.util.clock import FakeClock
+from tests.otel.scripts import reconcile
+
+RESOURCE = build_resource("replica-1", {"POD_NAME": "pycm-0"}, version="1.2.3")
+SCOPE = InstrumentationScope("pycm.otel", "1.2.3")
+
+
+def _sdk_bytes(records: list[SpanRecord]) -> bytes:
+    readable = [to_readable(r, RESOURCE, SCOPE) for r in records]
+    return encode_spans(readable).SerializeToString()
+
+
+def _ours(records: list[SpanRecord]) -> bytes:
+    return RequestEncoder(RESOURCE.attributes, "pycm.otel", "1.2.3").encode(records)
+
+
+def _record(**overrides: Any) -> SpanRecord:
+    fields: dict[str, Any] = {
+        "trace_id": "ab" * 16,
+        "span_id": "cd" * 8,
+        "parent_id": "",
+        "name": "reconcile deployment",
+        "kind": SpanKind.INTERNAL,
+        "start_ns": 1_700_000_000_000_000_000,
+        "end_ns": 1_700_000_000_010_000_000,
+        "attributes": {"pycm.controller": "deployment"},
+    }
+    fields.update(overrides)
+    return SpanRecord(**fields)
+
+
+def _sink_spans() -> list[SpanRecord]:
+    """The records the sink builds for a failed reconcile with a link and two API calls."""
+    bus = Bus(instance="replica-1", clock=FakeClock())
+    sub = bus.subscribe(name="t", maxsize=100)
+    reconcile(bus, FakeClock(), fail="Conflict: changed", trigger=("12" * 16, "34" * 8))
+    events = sub.drain()
+    begin, *calls, end = events
+    out = [api_span(c) for c in calls if isinstance(c, ApiRequestCompleted)]
+    return [*out, step_span(begin, end)]  # type: ignore[arg-type]
+
+
+CASES = [
+    pytest.param(_sink_spans(), id="sink-reconcile-with-link-calls-and-error"),
+    pytest.param(
+        [
+            _record(
+                attributes={
+                    "s": "x",
+                    "unicode": "é✓" * 70,  # a length past one varint byte
+                    "n": 3,
+                    "negative": -7,
+                    "big": 1 << 40,
+                    "f": 1.5,
+                    "yes": True,
+                    "no": False,
+                },
+                events=[("lease.acquire_attempt", 5, {"pycm.lease": "kube-system/pycm"})],
+                links=[("12" * 16, "34" * 8, {})],
+            )
+        ],
+        id="every-value-type-events-and-a-bare-link",
+    ),
+    pytest.param(
+        [
+            _record(parent_id="ef" * 8, kind=SpanKind.CLIENT, name="n" * 300, error=""),
+            _record(span_id="01" * 8, end_ns=1, error="boom"),  # ends before it starts
+            _record(span_id="02" * 8, attributes={}),
+        ],
+        id="long-name-empty-error-negative-duration-no-attributes",
+    ),
+]
+
+
+@pytest.mark.parametrize("records", CASES)
+def test_wire_request_is_byte_for_byte_the_sdk_encoding(records: list[SpanRecord]) -> None:
+    ours = _ours(records)
+    assert ours == _sdk_bytes(records)
+    assert _ours(records) == ours  # cached pairs encode the same the second time
+
+
+def test_wire_cache_keeps_int_and_bool_of_one_key_apart() -> None:
+    # 1 == True as dict keys: a cache keyed on (key, value) alone would answer one for the other.
+    one, true = _record(attributes={"k": 1}), _record(attributes={"k": True})
+    _ours([one])
+    request = ExportTraceServiceRequest.FromString(_ours([true]))
+    (kv,) = request.resource_spans[0].scope_spans[0].spans[0].attributes
+    assert kv.value.WhichOneof("value") == "bool_value"
+    assert _ours([one, true]) == _sdk_bytes([one, true])
