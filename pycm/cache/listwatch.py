@@ -23,6 +23,7 @@ from typing import Any, Protocol
 
 __all__ = [
     "ClientListWatch",
+    "Decoder",
     "FakeListWatch",
     "ListCall",
     "ListPage",
@@ -102,6 +103,16 @@ class _Client(Protocol):
     def watch(self, resource: Any, **kwargs: Any) -> AbstractAsyncContextManager[Any]: ...
 
 
+class Decoder(Protocol):
+    """Decodes raw list bodies and watch lines (:class:`~pycm.cache.sharing_decoder.
+    SharingDecoder`); used when the client can hand out raw bytes (``list_raw``, a watch
+    with ``line_batches``)."""
+
+    def decode_list(self, body: bytes) -> tuple[list[Obj], Obj]: ...
+
+    def decode_events(self, lines: list[bytes]) -> list[WatchEventPair]: ...
+
+
 class ClientListWatch:
     """A :class:`ListerWatcher` over the real client for one resource (namespace, selectors)."""
 
@@ -113,8 +124,11 @@ class ClientListWatch:
         label_selector: str | None = None,
         field_selector: str | None = None,
         metadata_only: bool = False,
+        decoder: Decoder | None = None,
     ) -> None:
         self.client = client
+        # The decoder applies only with a client that hands out raw bytes.
+        self.decoder = decoder if hasattr(client, "list_raw") else None
         self.resource = resource
         self.namespace = namespace
         self.label_selector = label_selector
@@ -132,6 +146,21 @@ class ClientListWatch:
     async def list(
         self, *, resource_version: str, limit: int | None, continue_: str | None
     ) -> ListPage:
+        if self.decoder is not None:
+            body: bytes = await self.client.list_raw(  # type: ignore[attr-defined]
+                self.resource,
+                limit=limit,
+                continue_=continue_,
+                resource_version=resource_version,
+                **self._scope(),
+            )
+            items, meta = self.decoder.decode_list(body)
+            return ListPage(
+                items=items,
+                resource_version=str(meta.get("resourceVersion") or ""),
+                continue_=meta.get("continue") or None,
+                size_bytes=len(body),
+            )
         raw: Mapping[str, Any] = await self.client.list(
             self.resource,
             limit=limit,
@@ -158,7 +187,20 @@ class ClientListWatch:
             allow_watch_bookmarks=allow_watch_bookmarks,
             **self._scope(),
         ) as stream:
-            yield _pairs(stream)
+            decoder = self.decoder
+            if decoder is not None and hasattr(stream, "line_batches"):
+                yield _decoded(stream.line_batches(), decoder)
+            else:
+                yield _pairs(stream)
+
+
+async def _decoded(
+    batches: AsyncIterator[list[bytes]], decoder: Decoder
+) -> AsyncIterator[WatchEventPair]:
+    """Each batch of lines decoded in one call (the lines a read brought, in bulk)."""
+    async for lines in batches:
+        for pair in decoder.decode_events(lines):
+            yield pair
 
 
 async def _pairs(stream: AsyncIterator[Any]) -> AsyncIterator[WatchEventPair]:
