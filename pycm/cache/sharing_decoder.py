@@ -34,7 +34,7 @@ from msgspec import UNSET, UnsetType
 
 from pycm.kube.errors import KubeError
 
-__all__ = ["DEFAULT_MAX_ENTRIES", "SharingDecoder"]
+__all__ = ["DEFAULT_MAX_ENTRIES", "SharingDecoder", "list_head"]
 
 Obj = dict[str, Any]
 
@@ -83,6 +83,29 @@ class _EventEnvelope(msgspec.Struct):
 
 
 _LIST = msgspec.json.Decoder(_ListEnvelope)
+
+
+class _ListHead(msgspec.Struct):
+    metadata: dict[str, Any] | None = None
+
+
+_HEAD = msgspec.json.Decoder(_ListHead)
+
+
+def list_head(body: bytes) -> Obj | None:
+    """A List's metadata (``continue``, ``resourceVersion``) read from the bytes before its
+    items, without scanning the items — when the server sends ``metadata`` first, as
+    kube-apiserver does; None when it cannot be read so (the caller decodes the page first)."""
+    at = body.find(b'"items":')
+    if at < 0:
+        return None
+    try:
+        head = _HEAD.decode(body[:at] + b'"items":null}')
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    return head.metadata
+
+
 _USUAL_LIST = msgspec.json.Decoder(_UsualList)
 _CONTAINER_SPLIT = frozenset({"volumeMounts"})
 _VOLUME_SPLIT: frozenset[str] = frozenset()
@@ -211,6 +234,10 @@ class SharingDecoder:
         if type(obj) is not dict:
             raise KubeError("undecodable object: not a JSON object")
         return obj
+
+    def list_head(self, body: bytes) -> Obj | None:
+        """See :func:`list_head`."""
+        return list_head(body)
 
     def decode_list(self, body: bytes) -> tuple[list[Obj], Obj]:
         """A List body: its items (each decoded as :meth:`decode_object`) and its metadata."""

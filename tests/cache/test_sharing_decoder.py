@@ -3,6 +3,7 @@ bad numbers refused clearly (and an informer fed them keeps running)."""
 
 from __future__ import annotations
 
+import asyncio
 import copy
 from typing import Any
 
@@ -13,7 +14,7 @@ from hypothesis import strategies as st
 
 from bench.informers import realistic_pod
 from pycm.cache.listwatch import ClientListWatch
-from pycm.cache.sharing_decoder import SharingDecoder
+from pycm.cache.sharing_decoder import SharingDecoder, list_head
 from pycm.kube import KubeError
 from pycm.kube import resources as kube_resources
 
@@ -165,3 +166,136 @@ def test_client_list_watch_decoder_ignored_without_raw_client() -> None:
         def watch(self, resource: Any, **kwargs: Any) -> Any: ...
 
     assert ClientListWatch(Plain(), kube_resources.PODS, decoder=SharingDecoder()).decoder is None
+
+
+class _PagedClient(_RawClient):
+    """Raw pages by continue token; records when each page is asked for and decoded."""
+
+    def __init__(self, log: list[str], pages: dict[str | None, bytes]) -> None:
+        super().__init__()
+        self.log = log
+        self.pages = pages
+
+    async def list_raw(self, resource: Any, **kwargs: Any) -> bytes:
+        token = kwargs.get("continue_")
+        self.log.append(f"fetch {token}")
+        await asyncio.sleep(0)
+        return self.pages[token]
+
+
+class _LoggingDecoder(SharingDecoder):
+    def __init__(self, log: list[str]) -> None:
+        super().__init__()
+        self.log = log
+
+    def decode_list(self, body: bytes) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        items, meta = super().decode_list(body)
+        self.log.append(f"decode {items[0]['metadata']['name']}")
+        return items, meta
+
+
+@pytest.mark.asyncio
+async def test_client_list_watch_next_page_requested_before_this_one_is_decoded() -> None:
+    log: list[str] = []
+    pods = [_served(i) for i in range(3)]
+    pages = {
+        None: _list_body([pods[0]], resourceVersion="5", **{"continue": "t1"}),
+        "t1": _list_body([pods[1]], resourceVersion="5", **{"continue": "t2"}),
+        "t2": _list_body([pods[2]], resourceVersion="5"),
+    }
+    lw = ClientListWatch(
+        _PagedClient(log, pages), kube_resources.PODS, decoder=_LoggingDecoder(log)
+    )
+    got = []
+    token = None
+    while True:
+        page = await lw.list(
+            resource_version="0" if token is None else "", limit=1, continue_=token
+        )
+        got.extend(page.items)
+        token = page.continue_
+        if token is None:
+            break
+    assert got == [_without_managed_fields(p) for p in pods]
+    n0, n1, n2 = (p["metadata"]["name"] for p in pods)
+    assert log == [
+        "fetch None",
+        "fetch t1",
+        f"decode {n0}",
+        "fetch t2",
+        f"decode {n1}",
+        f"decode {n2}",
+    ]
+
+
+@pytest.mark.asyncio
+async def test_client_list_watch_prefetch_cancelled_when_decoding_fails() -> None:
+    log: list[str] = []
+    bad_first = b'{"metadata":{"continue":"t1"},"items":[{"kind":"Pod","x":1e400}]}'
+    lw = ClientListWatch(
+        _PagedClient(log, {None: bad_first, "t1": _list_body([])}),
+        kube_resources.PODS,
+        decoder=SharingDecoder(),
+    )
+    with pytest.raises(KubeError, match="undecodable"):
+        await lw.list(resource_version="0", limit=1, continue_=None)
+    assert lw._prefetch is None
+    assert not [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+
+
+def test_list_head_reads_metadata_before_items_else_none() -> None:
+    body = _list_body([_served(0)], resourceVersion="3", **{"continue": "tok"})
+    assert list_head(body) == {"resourceVersion": "3", "continue": "tok"}
+    # Metadata after the items: not read from the head (the page is decoded first instead).
+    assert list_head(b'{"items":[],"metadata":{"continue":"x"}}') is None
+    # An escaped "items" inside a metadata string does not cut the head short.
+    assert list_head(b'{"metadata":{"a":"\\"items\\":"},"items":[]}') == {"a": '"items":'}
+    assert list_head(b'{"metadata":{}}') is None
+
+
+@pytest.mark.asyncio
+async def test_informer_fed_an_undecodable_number_backs_off_and_keeps_running() -> None:
+    from pycm.cache.shared_informer import SharedIndexInformer
+    from pycm.trace.bus import Bus
+    from pycm.trace.kinds import InformerBackedOff
+    from pycm.util.clock import FakeClock
+
+    bad = b'{"metadata":{"resourceVersion":"2"},"items":[{"kind":"Pod","status":{"x":1e400}}]}'
+    bus = Bus()
+    clock = FakeClock()
+    lw = ClientListWatch(_RawClient(bad, bad, bad), kube_resources.PODS, decoder=SharingDecoder())
+    informer = SharedIndexInformer(lw, "pods", bus=bus, clock=clock)
+    task = asyncio.create_task(informer.run())
+    backoffs: list[InformerBackedOff] = []
+    for _ in range(200):
+        await asyncio.sleep(0)
+        backoffs = [e for e in bus.recent() if isinstance(e, InformerBackedOff)]
+        if backoffs:
+            break
+    assert backoffs and "undecodable" in backoffs[0].reason
+    assert not task.done() and not informer.has_synced()
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+
+
+def test_factory_shares_by_decoder_with_raw_client_by_interner_otherwise() -> None:
+    from pycm.cache.factory import SharedInformerFactory
+    from pycm.cache.transform import drop_managed_fields
+    from pycm.trace.bus import Bus
+
+    class Plain:
+        async def list(self, resource: Any, **kwargs: Any) -> Any: ...
+
+        def watch(self, resource: Any, **kwargs: Any) -> Any: ...
+
+    raw = SharedInformerFactory(_RawClient(), bus=Bus()).informer_for(kube_resources.PODS)
+    lw = raw.reflector.list_watch
+    assert isinstance(lw, ClientListWatch) and isinstance(lw.decoder, SharingDecoder)
+    assert raw.fifo._transform is drop_managed_fields  # no interner after the decoder
+    plain = SharedInformerFactory(Plain(), bus=Bus()).informer_for(kube_resources.PODS)
+    lw = plain.reflector.list_watch
+    assert isinstance(lw, ClientListWatch) and lw.decoder is None
+    assert plain.fifo._transform is not drop_managed_fields  # drop, then the interner
+    off = SharedInformerFactory(_RawClient(), bus=Bus(), intern=False)
+    lw = off.informer_for(kube_resources.PODS).reflector.list_watch
+    assert isinstance(lw, ClientListWatch) and lw.decoder is None
