@@ -112,6 +112,16 @@ _VOLUME_SPLIT: frozenset[str] = frozenset()
 _EVENT = msgspec.json.Decoder(_EventEnvelope)
 
 
+class _UsualEvent(msgspec.Struct):
+    """A watch line whose object has the usual shape: split in the same single scan."""
+
+    type: str = ""
+    object: _Top | UnsetType = UNSET
+
+
+_USUAL_EVENT = msgspec.json.Decoder(_UsualEvent)
+
+
 class _Plan:
     """How to decode one place of an object.
 
@@ -265,7 +275,19 @@ class SharingDecoder:
         ERROR event's object (a Status) is decoded plainly."""
         out: list[tuple[str, Obj]] = []
         decode = self.decode_object
+        to_obj = self._object
         for line in lines:
+            try:
+                usual = _USUAL_EVENT.decode(line)
+            except _DECODE_ERRORS:
+                pass  # another shape, or undecodable: told apart below
+            else:
+                if usual.object is not UNSET and usual.type != "ERROR":
+                    try:
+                        out.append((usual.type, to_obj(usual.object)))
+                    except _DECODE_ERRORS as e:
+                        raise KubeError(f"undecodable watch event: {e}") from None
+                    continue
             try:
                 event = _EVENT.decode(line)
             except _DECODE_ERRORS as e:

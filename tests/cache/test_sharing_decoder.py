@@ -129,7 +129,20 @@ def test_sharing_decoder_events_error_status_plain_and_bad_lines_refused() -> No
         ("MODIFIED", _without_managed_fields(_served(3, rv=9))),
         ("ERROR", {"kind": "Status", "code": 410}),
     ]
-    for bad in (b'{"type":"ADDED"}', b"not json", b'{"type":"ADDED","object":{"x":1e400}}'):
+    # A Status of the usual object shape is still an ERROR's plain Status; other shapes decode.
+    shaped = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure"}
+    config_map = {"kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"k": "v"}}
+    lines = [
+        orjson.dumps({"type": "ERROR", "object": shaped}),
+        orjson.dumps({"type": "ADDED", "object": config_map}),
+    ]
+    assert decoder.decode_events(lines) == [("ERROR", shaped), ("ADDED", config_map)]
+    for bad in (
+        b'{"type":"ADDED"}',
+        b"not json",
+        b'{"type":"ADDED","object":{"x":1e400}}',
+        b'{"type":"ADDED","object":{"kind":"Pod","status":{"x":1e400}}}',
+    ):
         with pytest.raises(KubeError):
             decoder.decode_events([bad])
 
