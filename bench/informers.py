@@ -38,18 +38,20 @@ import subprocess
 import sys
 import time
 import tracemalloc
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
+import httpx
 import orjson
 
 from bench._kubehttp import PODS, HttpClient, token_from_kubeconfig
 from bench.harness import Figure
-from pycm.cache.listwatch import ClientListWatch, ListPage, WatchEventPair
+from pycm.cache.factory import default_list_watch, default_transform
+from pycm.cache.listwatch import ClientListWatch, ListPage, StatusError, WatchEventPair
 from pycm.cache.processor import HandlerFuncs
 from pycm.cache.shared_informer import SharedIndexInformer
-from pycm.cache.transform import SubtreeInterner, chain, drop_managed_fields
+from pycm.cache.transform import drop_managed_fields
 from pycm.kube import Client, load_config
 from pycm.kube import resources as kube_resources
 from pycm.trace.bus import Bus
@@ -63,6 +65,7 @@ NAMESPACE = "default"
 _LINE = re.compile(r"pycm sim: serving (\S+) \(kubeconfig: (.+)\)")
 TEMPLATES = 10
 WRITERS = 64
+WRITE_ATTEMPTS = 5
 
 
 # ---------------------------------------------------------------------------------------------
@@ -364,17 +367,41 @@ async def _bounded(n: int, work: Any) -> None:
     await asyncio.gather(*(one(i) for i in range(n)))
 
 
+async def _retrying(op: Callable[[], Awaitable[Any]]) -> Any:
+    """``op()``, again after a broken connection (a loaded machine sometimes resets one of the
+    64 writers' connections mid-request: the run must not die of it). Only idempotent writes
+    are retried: PUTs without a resourceVersion; a create is checked by the caller."""
+    for attempt in range(WRITE_ATTEMPTS):
+        try:
+            return await op()
+        except httpx.TransportError:
+            if attempt == WRITE_ATTEMPTS - 1:
+                raise
+            await asyncio.sleep(0.2 * (attempt + 1))
+    raise AssertionError("unreachable")
+
+
 async def seed(client: HttpClient, n: int) -> list[dict[str, Any]]:
     """Create ``n`` pods, then PUT each with its managedFields (the emulator, like kube, drops
     them on create). Returns the stored objects."""
     stored: list[dict[str, Any]] = [{} for _ in range(n)]
 
+    async def create(pod: dict[str, Any]) -> Any:
+        try:
+            return await client.create(PODS, pod, NAMESPACE)
+        except StatusError as e:
+            if e.code != 409:
+                raise
+            # A retried create whose first attempt was applied: the pod is there.
+            return await client.get(PODS, NAMESPACE, pod["metadata"]["name"])
+
     async def make(i: int) -> None:
         pod = realistic_pod(i)
         managed = pod["metadata"].pop("managedFields")
-        created = await client.create(PODS, pod, NAMESPACE)
+        created = await _retrying(lambda: create(pod))
         created["metadata"]["managedFields"] = managed
-        stored[i] = await client.replace(PODS, created, NAMESPACE)
+        created["metadata"].pop("resourceVersion", None)  # unconditional: safe to retry
+        stored[i] = await _retrying(lambda: client.replace(PODS, created, NAMESPACE))
 
     await _bounded(n, make)
     return stored
@@ -395,7 +422,7 @@ async def modify(client: HttpClient, pods: list[dict[str, Any]], events: int) ->
             },
         }
         obj["metadata"].pop("resourceVersion", None)
-        current[k] = await client.replace(PODS, obj, NAMESPACE)
+        current[k] = await _retrying(lambda: client.replace(PODS, obj, NAMESPACE))
 
     # Round-robin in waves of distinct pods so concurrent writes never target the same pod.
     wave = min(len(current), WRITERS * 4)
@@ -412,13 +439,21 @@ async def modify(client: HttpClient, pods: list[dict[str, Any]], events: int) ->
 # ---------------------------------------------------------------------------------------------
 
 
-def _informer(lw: Any, *, tuned: bool, handler: Any = None) -> SharedIndexInformer:
-    """The factory's defaults (managedFields dropped, sub-trees interned); ``tuned`` is the GC
-    management alone."""
+def _list_watch(client: Client) -> ClientListWatch:
+    """The factory's list-watch of the pods (decoding through a SharingDecoder)."""
+    return default_list_watch(client, kube_resources.PODS, namespace=NAMESPACE)
+
+
+def _informer(
+    lw: Any, *, tuned: bool, handler: Any = None, decoded: bool = True
+) -> SharedIndexInformer:
+    """The factory's defaults (managedFields dropped, sub-trees shared: by the list-watch's
+    decoder, or by an interner when ``decoded`` is false); ``tuned`` is the GC management
+    alone."""
     informer = SharedIndexInformer(
         lw,
         "pods",
-        transform=chain(drop_managed_fields, SubtreeInterner()),
+        transform=default_transform(drop_managed_fields, share=not decoded),
         bus=Bus(),
         gc_tuning=tuned,
     )
@@ -447,11 +482,7 @@ def _reset_gc() -> None:
 
 async def ours_list(client: Client, n: int, *, tuned: bool) -> float:
     _reset_gc()
-    informer = _informer(
-        ClientListWatch(client, kube_resources.PODS, namespace=NAMESPACE),
-        tuned=tuned,
-        handler=HandlerFuncs(),
-    )
+    informer = _informer(_list_watch(client), tuned=tuned, handler=HandlerFuncs())
     took, task = await _sync(informer)
     await _stop(task)
     assert len(informer.indexer) == n, len(informer.indexer)
@@ -488,9 +519,7 @@ class SnapshotThenWatch:
         )
 
 
-async def ours_watch(
-    client: HttpClient, snapshot: list[dict[str, Any]], rv: str, events: int
-) -> float:
+async def ours_watch(client: Client, snapshot: list[dict[str, Any]], rv: str, events: int) -> float:
     _reset_gc()
     seen = [0]
     done = asyncio.Event()
@@ -500,10 +529,11 @@ async def ours_watch(
         if seen[0] >= events:
             done.set()
 
-    page = ListPage(orjson.loads(orjson.dumps(snapshot)), rv)
-    lw = SnapshotThenWatch(
-        [page], ClientListWatch(client, kube_resources.PODS, namespace=NAMESPACE)
-    )
+    real = _list_watch(client)
+    assert real.decoder is not None
+    # The snapshot's objects as the decoder gives them (its table primed as a list would).
+    items, _ = real.decoder.decode_list(orjson.dumps({"items": snapshot}))
+    lw = SnapshotThenWatch([ListPage(items, rv)], real)
     informer = _informer(lw, tuned=True, handler=HandlerFuncs(on_update=on_update))
     _, task = await _sync(informer)
     start = time.perf_counter()
@@ -527,9 +557,7 @@ async def ours_memory(client: Client, n: int) -> float:
     _reset_gc()
     tracemalloc.start()
     base = tracemalloc.get_traced_memory()[0]
-    informer = _informer(
-        ClientListWatch(client, kube_resources.PODS, namespace=NAMESPACE), tuned=True
-    )
+    informer = _informer(_list_watch(client), tuned=True)
     _, task = await _sync(informer)
     await _stop(task)
     gc.collect()

@@ -16,13 +16,14 @@ from __future__ import annotations
 import asyncio
 import copy
 from collections import deque
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Coroutine, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 __all__ = [
     "ClientListWatch",
+    "Decoder",
     "FakeListWatch",
     "ListCall",
     "ListPage",
@@ -39,6 +40,10 @@ Obj = dict[str, Any]
 
 WatchEventPair = tuple[str, Obj]
 """One watch event: its type and its object."""
+
+_SEND_TURNS = 8
+"""Loop turns given to a prefetch so that it writes its request (connection checkout, headers)
+before the current page is decoded; a turn costs microseconds."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +107,18 @@ class _Client(Protocol):
     def watch(self, resource: Any, **kwargs: Any) -> AbstractAsyncContextManager[Any]: ...
 
 
+class Decoder(Protocol):
+    """Decodes raw list bodies and watch lines (:class:`~pycm.cache.sharing_decoder.
+    SharingDecoder`); used when the client can hand out raw bytes (``list_raw``, a watch
+    with ``line_batches``)."""
+
+    def decode_list(self, body: bytes) -> tuple[list[Obj], Obj]: ...
+
+    def list_head(self, body: bytes) -> Obj | None: ...
+
+    def decode_events(self, lines: list[bytes]) -> list[WatchEventPair]: ...
+
+
 class ClientListWatch:
     """A :class:`ListerWatcher` over the real client for one resource (namespace, selectors)."""
 
@@ -113,8 +130,13 @@ class ClientListWatch:
         label_selector: str | None = None,
         field_selector: str | None = None,
         metadata_only: bool = False,
+        decoder: Decoder | None = None,
     ) -> None:
         self.client = client
+        # The decoder applies only with a client that hands out raw bytes.
+        self.decoder = decoder if hasattr(client, "list_raw") else None
+        # The next page, requested before this one is decoded (its continue token, its fetch).
+        self._prefetch: tuple[str, asyncio.Task[bytes]] | None = None
         self.resource = resource
         self.namespace = namespace
         self.label_selector = label_selector
@@ -132,6 +154,8 @@ class ClientListWatch:
     async def list(
         self, *, resource_version: str, limit: int | None, continue_: str | None
     ) -> ListPage:
+        if self.decoder is not None:
+            return await self._list_decoded(self.decoder, resource_version, limit, continue_)
         raw: Mapping[str, Any] = await self.client.list(
             self.resource,
             limit=limit,
@@ -147,6 +171,57 @@ class ClientListWatch:
             size_bytes=int(getattr(raw, "size_bytes", 0) or 0),
         )
 
+    def _fetch(
+        self, resource_version: str, limit: int | None, continue_: str | None
+    ) -> Coroutine[Any, Any, bytes]:
+        return self.client.list_raw(  # type: ignore[attr-defined,no-any-return]
+            self.resource,
+            limit=limit,
+            continue_=continue_,
+            resource_version=resource_version,
+            **self._scope(),
+        )
+
+    async def _list_decoded(
+        self, decoder: Decoder, resource_version: str, limit: int | None, continue_: str | None
+    ) -> ListPage:
+        """One page through the decoder, the next one requested before this one is decoded.
+
+        Why: paging is sequential — the server prepares page k+1 only once asked, and asking
+        needs page k's continue token. The token is read from the bytes before the items
+        (:meth:`Decoder.list_head`), the next request sent, and page k decoded while the server
+        prepares and sends page k+1: its latency hides behind the decoding. The prefetch lives
+        only from one call to the next: the next call takes it (or cancels it if it asks for
+        another token), and it is cancelled if this call fails or is cancelled."""
+        prefetch, self._prefetch = self._prefetch, None
+        task = None
+        try:
+            if prefetch is not None and continue_ is not None and prefetch[0] == continue_:
+                body = await prefetch[1]
+            else:
+                if prefetch is not None:
+                    prefetch[1].cancel()
+                body = await self._fetch(resource_version, limit, continue_)
+            head = decoder.list_head(body)
+            token = (head or {}).get("continue")
+            if isinstance(token, str) and token:
+                task = asyncio.ensure_future(self._fetch("", limit, token))
+                for _ in range(_SEND_TURNS):  # let it send its request before decoding
+                    await asyncio.sleep(0)
+                self._prefetch = (token, task)
+            items, meta = decoder.decode_list(body)
+        except BaseException:
+            if task is not None:
+                task.cancel()
+                self._prefetch = None
+            raise
+        return ListPage(
+            items=items,
+            resource_version=str(meta.get("resourceVersion") or ""),
+            continue_=meta.get("continue") or None,
+            size_bytes=len(body),
+        )
+
     @asynccontextmanager
     async def watch(
         self, *, resource_version: str, timeout_seconds: int, allow_watch_bookmarks: bool
@@ -158,7 +233,20 @@ class ClientListWatch:
             allow_watch_bookmarks=allow_watch_bookmarks,
             **self._scope(),
         ) as stream:
-            yield _pairs(stream)
+            decoder = self.decoder
+            if decoder is not None and hasattr(stream, "line_batches"):
+                yield _decoded(stream.line_batches(), decoder)
+            else:
+                yield _pairs(stream)
+
+
+async def _decoded(
+    batches: AsyncIterator[list[bytes]], decoder: Decoder
+) -> AsyncIterator[WatchEventPair]:
+    """Each batch of lines decoded in one call (the lines a read brought, in bulk)."""
+    async for lines in batches:
+        for pair in decoder.decode_events(lines):
+            yield pair
 
 
 async def _pairs(stream: AsyncIterator[Any]) -> AsyncIterator[WatchEventPair]:

@@ -291,6 +291,61 @@ class Client:
         metadata_only: bool = False,
     ) -> Obj:
         """One page: the List object as sent (``items``, ``metadata.continue``, ...)."""
+        call, path, params, accept = self._list_request(
+            res,
+            namespace,
+            label_selector,
+            field_selector,
+            limit,
+            continue_,
+            resource_version,
+            resource_version_match,
+            metadata_only,
+        )
+        return await self._json(call, "GET", path, params=params, accept=accept)
+
+    async def list_raw(
+        self,
+        res: Resource,
+        *,
+        namespace: str | None = "",
+        label_selector: str | Selector | None = None,
+        field_selector: str | None = None,
+        limit: int | None = None,
+        continue_: str | None = None,
+        resource_version: str | None = None,
+        resource_version_match: str | None = None,
+        metadata_only: bool = False,
+    ) -> bytes:
+        """One page as the bytes the server sent, for a caller with its own decoder (the
+        informers' :class:`~pycm.cache.sharing_decoder.SharingDecoder`): same request, same
+        errors, events and metrics as :meth:`list`."""
+        call, path, params, accept = self._list_request(
+            res,
+            namespace,
+            label_selector,
+            field_selector,
+            limit,
+            continue_,
+            resource_version,
+            resource_version_match,
+            metadata_only,
+        )
+        resp = await self._send(call, "GET", path, params, None, accept, None, None, False)
+        return resp.content
+
+    @staticmethod
+    def _list_request(
+        res: Resource,
+        namespace: str | None,
+        label_selector: str | Selector | None,
+        field_selector: str | None,
+        limit: int | None,
+        continue_: str | None,
+        resource_version: str | None,
+        resource_version_match: str | None,
+        metadata_only: bool,
+    ) -> tuple[_Call, str, dict[str, str], str]:
         params: dict[str, str] = {}
         _put(params, "labelSelector", _selector(label_selector))
         _put(params, "fieldSelector", field_selector)
@@ -298,12 +353,11 @@ class Client:
         _put(params, "continue", continue_)
         _put(params, "resourceVersion", resource_version)
         _put(params, "resourceVersionMatch", resource_version_match)
-        return await self._json(
+        return (
             _Call("list", res.resource, "", namespace or ""),
-            "GET",
             res.path(namespace),
-            params=params,
-            accept=ACCEPT_METADATA_LIST if metadata_only else ACCEPT_JSON,
+            params,
+            ACCEPT_METADATA_LIST if metadata_only else ACCEPT_JSON,
         )
 
     async def list_all(

@@ -74,6 +74,46 @@ class Watch:
     def __aiter__(self) -> Watch:
         return self
 
+    async def line_batches(self) -> AsyncIterator[list[bytes]]:
+        """The stream's raw lines, undecoded, in bulk: every complete line received so far in
+        one list (for a caller with its own bulk decoder; ERROR events are not raised here)."""
+        while True:
+            end = self._buf.rfind(b"\n", self._pos)
+            if end >= 0:
+                block = self._buf[self._pos : end]
+                self._pos = end + 1
+                lines = [line for line in block.split(b"\n") if line.strip()]
+                if lines:
+                    self.events += len(lines)
+                    yield lines
+                continue
+            chunk = await self._next_chunk()
+            if chunk is None:
+                rest = self._buf[self._pos :]
+                self._buf, self._pos = b"", 0
+                if rest.strip():
+                    self.events += 1
+                    yield [rest]
+                return
+            self._buf = self._buf[self._pos :] + chunk
+            self._pos = 0
+
+    async def _next_chunk(self) -> bytes | None:
+        """The next chunk received, or None at the end of the stream."""
+        if self._done or self._chunks is None:
+            return None
+        try:
+            return await anext(self._chunks)
+        except StopAsyncIteration:
+            self._done = True
+            return None
+        except httpx.TimeoutException:
+            self._done = True
+            raise Timeout("watch stream read timed out (client-side)", reason="Timeout") from None
+        except httpx.HTTPError as e:
+            self._done = True
+            raise TransportError(f"watch stream broken: {type(e).__name__}: {e}") from None
+
     async def __anext__(self) -> WatchEvent:
         while True:
             nl = self._buf.find(b"\n", self._pos)

@@ -678,3 +678,17 @@ async def test_client_with_user_agent_shares_the_token_cache_so_a_401_refreshes_
     await _get(controller)
     sent = [r.headers["authorization"] for r in recorder.requests]
     assert sent == ["Bearer old", "Bearer old", "Bearer old", "Bearer new"]
+
+
+@pytest.mark.asyncio
+async def test_list_raw_sends_list_params_and_returns_the_bytes_as_sent(
+    client: Client, recorder: Recorder, bus: Bus
+) -> None:
+    body = b'{"kind":"PodList","metadata":{"continue":"c2"},"items":[ ]}'
+    recorder.responses.append(httpx.Response(200, content=body))
+    got = await client.list_raw(PODS, namespace="ns", limit=500, continue_="c1")
+    assert got == body
+    assert recorder.last.url.params["limit"] == "500"
+    assert recorder.last.url.params["continue"] == "c1"
+    event = api_events(bus)[-1]
+    assert (event.verb, event.code, event.bytes) == ("list", 200, len(body))

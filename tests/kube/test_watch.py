@@ -153,3 +153,34 @@ async def test_watch_broken_stream_raises_transport_error(
         assert (await anext(w)).type == "ADDED"
         with pytest.raises(TransportError, match="watch stream broken"):
             await anext(w)
+
+
+@pytest.mark.asyncio
+async def test_watch_line_batches_gives_every_complete_line_received_undecoded(
+    client: Client, recorder: Recorder
+) -> None:
+    one, two, three = _line("ADDED", "a"), _line("MODIFIED", "a", "2"), _line("DELETED", "a", "3")
+    data = one + two + b"\n" + three.rstrip(b"\n")
+    # A chunk ending mid-line: that line waits for the rest; the last one has no newline.
+    recorder.responses.append(_stream(data[: len(one) + 5], data[len(one) + 5 :]))
+    async with client.watch(PODS) as w:
+        batches = [batch async for batch in w.line_batches()]
+        assert w.events == 3
+    assert batches == [[one.rstrip(b"\n")], [two.rstrip(b"\n")], [three.rstrip(b"\n")]]
+
+
+@pytest.mark.asyncio
+async def test_watch_line_batches_broken_stream_raises_transport_error(
+    client: Client, recorder: Recorder
+) -> None:
+    async def body() -> AsyncIterator[bytes]:
+        yield _line("ADDED", "a")
+        raise httpx.ReadError("reset")
+
+    recorder.responses.append(httpx.Response(200, content=body()))
+    async with client.watch(PODS) as w:
+        got = []
+        with pytest.raises(TransportError, match="watch stream broken"):
+            async for batch in w.line_batches():
+                got.append(batch)
+    assert got == [[_line("ADDED", "a").rstrip(b"\n")]]
