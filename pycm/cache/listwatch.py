@@ -133,8 +133,10 @@ class ClientListWatch:
         decoder: Decoder | None = None,
     ) -> None:
         self.client = client
-        # The decoder applies only with a client that hands out raw bytes.
-        self.decoder = decoder if hasattr(client, "list_raw") else None
+        # The decoder applies only with a client that hands out raw bytes. The client's class is
+        # asked, not the client: probing an instance runs its __getattr__ (test doubles that
+        # fail on any unexpected API call, proxies that would make a request).
+        self.decoder = decoder if hasattr(type(client), "list_raw") else None
         # The next page, requested before this one is decoded (its continue token, its fetch).
         self._prefetch: tuple[str, asyncio.Task[bytes]] | None = None
         self.resource = resource
