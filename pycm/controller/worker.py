@@ -259,7 +259,7 @@ class Controller:
         two context managers and keyword-built events cost a quarter of the sync. So the two
         events are built on the kinds' mutable twins with one store per field and frozen (the
         same frozen events any step delivers; tests/controller/test_worker_events.py holds
-        them field by field), the span and the API-call counter are two contextvar sets, the
+        them field by field), the span and the API-call counter are one contextvar set, the
         clocks (bound once per controller) are read once each at either end, and delivery is
         the bus's own (ring, sinks, parked readers), inlined.
         """
