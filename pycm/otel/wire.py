@@ -31,8 +31,9 @@ _pack_d = struct.Struct("<d").pack
 _MAX_CACHED = 8192  # (key, value) pairs remembered before the cache starts over
 _U64 = 1 << 64
 
-# Span.kind: the proto's SpanKind is the SDK's enum value + 1 (0 is UNSPECIFIED).
-_KIND = {kind: b"\x30" + bytes([kind.value + 1]) for kind in SpanKind}
+# Span.kind by the SDK's enum value (indexed by ``_value_``: an Enum's hash is Python code); the
+# proto's SpanKind is that value + 1 (0 is UNSPECIFIED).
+_KIND = [b"\x30" + bytes([value + 1]) for value in range(max(k.value for k in SpanKind) + 1)]
 # Span.flags (fixed32, field 16): SPAN_FLAGS_CONTEXT_HAS_IS_REMOTE_MASK (parents are local).
 _SPAN_FLAGS = b"\x85\x01" + struct.pack("<I", 0x100)
 _LINK_FLAGS = b"\x35" + struct.pack("<I", 0x100)  # Link.flags, field 6
@@ -135,12 +136,43 @@ def _name(name: str) -> bytes:
 _span_attrs: dict[tuple[str, Any], bytes] = {}
 
 
+_span_int_attrs: dict[tuple[str, Any], bytes] = {}  # int values, looked up only for an int
+
+
 def _span_attribute(item: tuple[str, Any]) -> bytes:
+    key, value = item
+    cls = type(value)
+    if cls is str or cls is float:
+        # The miss path of the common kinds (object names, keys, uids, milliseconds), with no
+        # call for a short key and value: most are seen once, so caching alone would not do.
+        key_field = _keys.get(key)
+        if key_field is None:
+            key_field = _keys[key] = _field(b"\x0a", key.encode())
+        if cls is str:
+            encoded = value.encode()
+            n = len(encoded)
+            if n > 125:
+                return b"\x4a" + _key_value(key, value)
+            any_value = b"\x12" + _SMALL[n + 2] + b"\x0a" + _SMALL[n] + encoded
+        else:
+            any_value = b"\x12\x09\x21" + _pack_d(value)
+        n = len(key_field) + len(any_value)
+        text: bytes = b"\x4a" + (_SMALL[n] if n < 0x80 else _varint(n)) + key_field + any_value
+        if cls is str:
+            if len(_span_attrs) >= _MAX_CACHED:
+                _span_attrs.clear()
+            _span_attrs[item] = text
+        return text
+    if cls is int:
+        field = _span_int_attrs.get(item)
+        if field is not None:
+            return field
     field = b"\x4a" + _key_value(*item)
-    if type(item[1]) is str:
-        if len(_span_attrs) >= _MAX_CACHED:
-            _span_attrs.clear()
-        _span_attrs[item] = field
+    cache = _span_attrs if cls is str else _span_int_attrs if cls is int else None
+    if cache is not None:
+        if len(cache) >= _MAX_CACHED:
+            cache.clear()
+        cache[item] = field
     return field
 
 
@@ -154,7 +186,7 @@ def encode_span(record: SpanRecord) -> bytes:
         b"\x0a\x10" + bytes.fromhex(record.trace_id) + b"\x12\x08" + bytes.fromhex(record.span_id),
         b"\x22\x08" + bytes.fromhex(parent) if parent else b"",
         _name(record.name),
-        _KIND[record.kind],
+        _KIND[record.kind._value_],
         b"\x39" + _pack_q(start) + b"\x41" + _pack_q(end if end > start else start),
         *[attribute(item) or _span_attribute(item) for item in record.attributes.items()],
     ]
