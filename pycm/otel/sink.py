@@ -63,7 +63,7 @@ from pycm.otel.spans import (
     step_span,
     to_readable,
 )
-from pycm.otel.wire import encode_span
+from pycm.otel.wire import encode_ok_reconcile, encode_span
 from pycm.trace.bus import Bus, Subscription
 from pycm.trace.context import new_span_id, new_trace_id
 from pycm.trace.events import Event, Outcome, StepBegin, StepEnd
@@ -237,6 +237,7 @@ class OtelSink:
         by_ratio = sampler.by_ratio
         started, finished = ReconcileStarted, ReconcileFinished
         ok, result_error, sampled, sampled_out = _OK, _RESULT_ERROR, _SAMPLED, _SAMPLED_OUT
+        takes_records = self._takes_records
         dropped = kept = 0
         for event in events:
             cls = type(event)
@@ -260,7 +261,12 @@ class OtelSink:
                     # Pycm's ids are 32 lowercase hex digits: the ratio rule compares as text.
                     if trace_id[16:] < bound if len(trace_id) == 32 else by_ratio(trace_id):
                         decided[trace_id] = sampled
-                        self._emit(step_span(begin, end))
+                        if takes_records and type(begin) is started:
+                            # Encoded straight from the two events.
+                            span = encode_ok_reconcile(begin, end)
+                            self.processor.on_span(span)  # type: ignore[union-attr]
+                        else:
+                            self._emit(step_span(begin, end))
                         kept += 1
                     else:
                         decided[trace_id] = sampled_out
