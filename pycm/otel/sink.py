@@ -63,7 +63,7 @@ from pycm.otel.spans import (
     step_span,
     to_readable,
 )
-from pycm.otel.wire import encode_span
+from pycm.otel.wire import encode_ok_reconcile, encode_span
 from pycm.trace.bus import Bus, Subscription
 from pycm.trace.context import new_span_id, new_trace_id
 from pycm.trace.events import Event, Outcome, StepBegin, StepEnd
@@ -97,7 +97,8 @@ MAX_OPEN_STEPS = 8192
 MAX_PENDING_TRACES = 2048
 MAX_SPANS_PER_TRACE = 256
 # Traces whose decision is remembered for children that end after the root: two generations of
-# up to this many (a dict per generation: the newest is filled, the older one dropped whole).
+# about this many (a dict per generation: the newest is filled — past this size by at most one
+# drained batch — and the older one dropped whole).
 MAX_DECIDED = 8192
 MAX_ACQUIRE_ATTEMPTS = 16
 MAX_SPAN_EVENTS = 32
@@ -226,52 +227,62 @@ class OtelSink:
         handle = self.handle
         open_steps = self._open
         open_pop = open_steps.pop
-        max_open = self.max_open
+        open_events = self._open_events
+        pending = self._pending
+        decided = self._decided
         sampler = self.sampler
-        slow_ns = sampler.slow_ns
-        bound = sampler.ratio_bound_hex
+        slow_ns = sampler.slow_ns if sampler.slow_ns > 0 else 1 << 63  # 0: no slow rule
+        # "g" sorts after every 16 hex digits: ratio 1 keeps every id.
+        bound = sampler.ratio_bound_hex or "g"
         by_ratio = sampler.by_ratio
+        started, finished = ReconcileStarted, ReconcileFinished
+        ok, result_error, sampled, sampled_out = _OK, _RESULT_ERROR, _SAMPLED, _SAMPLED_OUT
+        takes_records = self._takes_records
         dropped = kept = 0
         for event in events:
             cls = type(event)
-            if cls is ReconcileStarted:
-                if len(open_steps) < max_open:
-                    open_steps[event.span_id] = event  # type: ignore[assignment]
-                    continue
-            elif cls is ReconcileFinished and not event.parent_id:
+            if cls is started:
+                # Held until its end; the bound on open steps is kept after the loop.
+                open_steps[event.span_id] = event  # type: ignore[assignment]
+                continue
+            if cls is finished:
                 end: ReconcileFinished = event  # type: ignore[assignment]
                 begin = open_pop(end.span_id, None)
-                if begin is None:
-                    self._drop_spans(1, "unmatched")
-                    continue
-                trace_id = end.trace_id
                 if (
-                    end.outcome is _OK
-                    and end.result is not _RESULT_ERROR
-                    and (slow_ns <= 0 or end.dur_ns <= slow_ns)
-                    and not (self._pending and trace_id in self._pending)
-                    and not (self._open_events and end.span_id in self._open_events)
+                    begin is not None
+                    and end.outcome is ok
+                    and end.result is not result_error
+                    and end.dur_ns <= slow_ns
+                    and not end.parent_id
+                    and not (pending and end.trace_id in pending)
+                    and not (open_events and end.span_id in open_events)
                 ):
-                    decided = self._decided
-                    if len(decided) >= MAX_DECIDED:
-                        self._decided_old, self._decided = decided, {}
-                        decided = self._decided
+                    trace_id = end.trace_id
                     # Pycm's ids are 32 lowercase hex digits: the ratio rule compares as text.
-                    if (
-                        bound is None or trace_id[16:] < bound
-                        if len(trace_id) == 32
-                        else by_ratio(trace_id)
-                    ):
-                        decided[trace_id] = _SAMPLED
-                        self._emit(step_span(begin, end))
+                    if trace_id[16:] < bound if len(trace_id) == 32 else by_ratio(trace_id):
+                        decided[trace_id] = sampled
+                        if takes_records and type(begin) is started:
+                            # Encoded straight from the two events.
+                            span = encode_ok_reconcile(begin, end)
+                            self.processor.on_span(span)  # type: ignore[union-attr]
+                        else:
+                            self._emit(step_span(begin, end))
                         kept += 1
                     else:
-                        decided[trace_id] = _SAMPLED_OUT
+                        decided[trace_id] = sampled_out
                         dropped += 1
                     continue
-                self._ended(begin, end)
-                continue
+                if begin is not None:
+                    open_steps[end.span_id] = begin  # _end takes it from there
             handle(event)
+            decided = self._decided  # handle may have started a new generation
+        if len(decided) >= MAX_DECIDED:
+            self._decided_old, self._decided = decided, {}
+        while len(open_steps) > self.max_open:
+            oldest = next(iter(open_steps))
+            del open_steps[oldest]
+            open_events.pop(oldest, None)
+            self._drop_spans(1, "unmatched")
         if dropped:
             self._count(self._traces_dropped[_SAMPLED_OUT], dropped)
             self._counts["traces_dropped"] += dropped

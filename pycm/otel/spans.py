@@ -34,7 +34,7 @@ __all__ = ["SpanRecord", "api_span", "point_span", "step_span", "to_readable"]
 
 _SAMPLED = TraceFlags(TraceFlags.SAMPLED)
 # The reconciled resource's kind, for k8s.<kind>.name / .uid (OTel's k8s semantic conventions).
-_K8S_KIND = {
+K8S_KIND = {
     "deployments": "deployment",
     "replicasets": "replicaset",
     "pods": "pod",
@@ -143,7 +143,7 @@ def _reconcile(record: SpanRecord, begin: ReconcileStarted, end: ReconcileFinish
     }
     if begin.namespace:
         attrs["k8s.namespace.name"] = begin.namespace
-    kind = _K8S_KIND.get(begin.resource)
+    kind = K8S_KIND.get(begin.resource)
     if begin.resource:
         attrs["pycm.resource"] = begin.resource
     if kind is not None and begin.name:

@@ -22,19 +22,22 @@ from typing import Any
 
 from opentelemetry.trace import SpanKind
 
-from pycm.otel.spans import SpanRecord
+from pycm.otel.spans import K8S_KIND, SpanRecord
+from pycm.trace.kinds import ReconcileFinished, ReconcileStarted
 
-__all__ = ["RequestEncoder", "encode_attributes", "encode_span"]
+__all__ = ["RequestEncoder", "encode_attributes", "encode_ok_reconcile", "encode_span"]
 
 _pack_q = struct.Struct("<Q").pack
 _pack_d = struct.Struct("<d").pack
 _MAX_CACHED = 8192  # (key, value) pairs remembered before the cache starts over
 _U64 = 1 << 64
 
-# Span.kind: the proto's SpanKind is the SDK's enum value + 1 (0 is UNSPECIFIED).
-_KIND = {kind: b"\x30" + bytes([kind.value + 1]) for kind in SpanKind}
+# Span.kind by the SDK's enum value (indexed by ``_value_``: an Enum's hash is Python code); the
+# proto's SpanKind is that value + 1 (0 is UNSPECIFIED).
+_KIND = [b"\x30" + bytes([value + 1]) for value in range(max(k.value for k in SpanKind) + 1)]
 # Span.flags (fixed32, field 16): SPAN_FLAGS_CONTEXT_HAS_IS_REMOTE_MASK (parents are local).
 _SPAN_FLAGS = b"\x85\x01" + struct.pack("<I", 0x100)
+_INTERNAL = b"\x30" + bytes([SpanKind.INTERNAL.value + 1])
 _LINK_FLAGS = b"\x35" + struct.pack("<I", 0x100)  # Link.flags, field 6
 _STATUS_UNSET = b"\x7a\x00"  # Span.status (field 15): an empty Status is still sent
 
@@ -135,12 +138,43 @@ def _name(name: str) -> bytes:
 _span_attrs: dict[tuple[str, Any], bytes] = {}
 
 
+_span_int_attrs: dict[tuple[str, Any], bytes] = {}  # int values, looked up only for an int
+
+
 def _span_attribute(item: tuple[str, Any]) -> bytes:
+    key, value = item
+    cls = type(value)
+    if cls is str or cls is float:
+        # The miss path of the common kinds (object names, keys, uids, milliseconds), with no
+        # call for a short key and value: most are seen once, so caching alone would not do.
+        key_field = _keys.get(key)
+        if key_field is None:
+            key_field = _keys[key] = _field(b"\x0a", key.encode())
+        if cls is str:
+            encoded = value.encode()
+            n = len(encoded)
+            if n > 125:
+                return b"\x4a" + _key_value(key, value)
+            any_value = b"\x12" + _SMALL[n + 2] + b"\x0a" + _SMALL[n] + encoded
+        else:
+            any_value = b"\x12\x09\x21" + _pack_d(value)
+        n = len(key_field) + len(any_value)
+        text: bytes = b"\x4a" + (_SMALL[n] if n < 0x80 else _varint(n)) + key_field + any_value
+        if cls is str:
+            if len(_span_attrs) >= _MAX_CACHED:
+                _span_attrs.clear()
+            _span_attrs[item] = text
+        return text
+    if cls is int:
+        field = _span_int_attrs.get(item)
+        if field is not None:
+            return field
     field = b"\x4a" + _key_value(*item)
-    if type(item[1]) is str:
-        if len(_span_attrs) >= _MAX_CACHED:
-            _span_attrs.clear()
-        _span_attrs[item] = field
+    cache = _span_attrs if cls is str else _span_int_attrs if cls is int else None
+    if cache is not None:
+        if len(cache) >= _MAX_CACHED:
+            cache.clear()
+        cache[item] = field
     return field
 
 
@@ -154,7 +188,7 @@ def encode_span(record: SpanRecord) -> bytes:
         b"\x0a\x10" + bytes.fromhex(record.trace_id) + b"\x12\x08" + bytes.fromhex(record.span_id),
         b"\x22\x08" + bytes.fromhex(parent) if parent else b"",
         _name(record.name),
-        _KIND[record.kind],
+        _KIND[record.kind._value_],
         b"\x39" + _pack_q(start) + b"\x41" + _pack_q(end if end > start else start),
         *[attribute(item) or _span_attribute(item) for item in record.attributes.items()],
     ]
@@ -197,3 +231,110 @@ class RequestEncoder:
 
     def encode(self, records: Iterable[SpanRecord]) -> bytes:
         return self.request([encode_span(r) for r in records])
+
+
+# -- the commonest kept span, straight from its events ---------------------------------------
+
+_reconcile_names: dict[str, bytes] = {}
+_K = {
+    name: _field(b"\x0a", name.encode())
+    for name in ("pycm.key", "pycm.queue.wait_ms", "pycm.requeue_after_ms")
+}
+
+
+def _text(key_field: bytes, value: str) -> bytes:
+    """A span attribute with a text value seen once (an object's key, name or uid)."""
+    encoded = value.encode()
+    n = len(encoded)
+    if n > 125:
+        return _field(b"\x4a", key_field + _field(b"\x12", _field(b"\x0a", encoded)))
+    n += 2
+    body = key_field + b"\x12" + _SMALL[n] + b"\x0a" + _SMALL[n - 2] + encoded
+    n = len(body)
+    return b"\x4a" + (_SMALL[n] if n < 0x80 else _varint(n)) + body
+
+
+def _double(key_field: bytes, value: float) -> bytes:
+    body = key_field + b"\x12\x09\x21" + _pack_d(value)
+    n = len(body)
+    return b"\x4a" + (_SMALL[n] if n < 0x80 else _varint(n)) + body
+
+
+def _cached(key: str, value: Any) -> bytes:
+    item = (key, value)
+    if type(value) is int:
+        return _span_int_attrs.get(item) or _span_attribute(item)
+    return _span_attrs.get(item) or _span_attribute(item)
+
+
+def encode_ok_reconcile(begin: ReconcileStarted, end: ReconcileFinished) -> bytes:
+    """``encode_span(step_span(begin, end))`` for a reconcile that ended ok and not in error,
+    with no span events, written without the record and its attribute dict (a test holds the
+    bytes equal). Attributes in :func:`pycm.otel.spans.step_span`'s order."""
+    controller = begin.controller
+    name = _reconcile_names.get(controller)
+    if name is None:
+        name = _reconcile_names[controller] = _field(b"\x2a", f"reconcile {controller}".encode())
+    start = begin.ts
+    stop = start + end.dur_ns
+    parent = begin.parent_id
+    parts = [
+        b"\x0a\x10" + bytes.fromhex(begin.trace_id) + b"\x12\x08" + bytes.fromhex(begin.span_id),
+        b"\x22\x08" + bytes.fromhex(parent) if parent else b"",
+        name,
+        _INTERNAL,
+        b"\x39" + _pack_q(start) + b"\x41" + _pack_q(stop if stop > start else start),
+        _cached("pycm.controller", controller),
+        _text(_K["pycm.key"], begin.key),
+        _double(_K["pycm.queue.wait_ms"], begin.queue_wait_ms),
+        _cached("pycm.retries", begin.retries),
+        _cached("pycm.result", end.result._value_),
+        _cached("pycm.outcome", end.outcome._value_),
+        _cached("pycm.api_calls", end.api_calls),
+    ]
+    if begin.namespace:
+        parts.append(_cached("k8s.namespace.name", begin.namespace))
+    resource = begin.resource
+    kind = K8S_KIND.get(resource)
+    if resource:
+        parts.append(_cached("pycm.resource", resource))
+    if kind is not None:
+        if begin.name:
+            parts.append(_text(_kind_key(kind, "name"), begin.name))
+        if end.uid:
+            parts.append(_text(_kind_key(kind, "uid"), end.uid))
+    if end.action:
+        parts.append(_cached("pycm.action", end.action))
+    if end.requeue_after_ms:
+        parts.append(_double(_K["pycm.requeue_after_ms"], end.requeue_after_ms))
+    if begin.trigger_event:
+        parts.append(_cached("pycm.trigger.event", begin.trigger_event))
+    if begin.trigger_trace_id and begin.trigger_span_id:
+        link: dict[str, Any] = {"pycm.trigger.event": begin.trigger_event or "unknown"}
+        if begin.trigger_kind:
+            link["pycm.trigger.kind"] = begin.trigger_kind
+        if begin.trigger_rv:
+            link["pycm.trigger.resource_version"] = begin.trigger_rv
+        body = (
+            b"\x0a\x10"
+            + bytes.fromhex(begin.trigger_trace_id)
+            + b"\x12\x08"
+            + bytes.fromhex(begin.trigger_span_id)
+            + encode_attributes(b"\x22", link)
+        )
+        parts.append(_field(b"\x6a", body + _LINK_FLAGS))
+    parts.append(_STATUS_UNSET + _SPAN_FLAGS)
+    body = b"".join(parts)
+    n = len(body)
+    return b"\x12" + (_SMALL[n] if n < 0x80 else _varint(n)) + body
+
+
+_kind_keys: dict[tuple[str, str], bytes] = {}
+
+
+def _kind_key(kind: str, what: str) -> bytes:
+    """The key field of ``k8s.<kind>.<what>`` (OTel's k8s semantic conventions)."""
+    key = _kind_keys.get((kind, what))
+    if key is None:
+        key = _kind_keys[kind, what] = _field(b"\x0a", f"k8s.{kind}.{what}".encode())
+    return key

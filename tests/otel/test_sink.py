@@ -296,3 +296,36 @@ def test_sink_a_child_that_ends_after_its_root_follows_the_root_decision() -> No
         finally:
             _current.reset(token)
         assert len(h.spans()) == exported
+
+
+def test_sink_builds_nothing_for_a_dropped_trace(monkeypatch: pytest.MonkeyPatch) -> None:
+    import pycm.otel.sink as sink_module
+
+    built: list[str] = []
+    real_api_span, real_step_span = sink_module.api_span, sink_module.step_span
+    monkeypatch.setattr(sink_module, "api_span", lambda p: built.append("api") or real_api_span(p))
+    monkeypatch.setattr(
+        sink_module, "step_span", lambda b, e: built.append("step") or real_step_span(b, e)
+    )
+    h = make_harness(ratio=0.0)
+    reconcile(h.bus, h.clock, calls=3)  # fast and ok: sampled out
+    assert h.spans() == [] and built == []
+    assert h.metric("pycm_otel_spans_dropped_total", reason="sampled_out") == 4
+    reconcile(h.bus, h.clock, calls=3, fail="boom")  # kept at the tail: built then
+    assert len(h.spans()) == 4
+    assert sorted(built) == ["api", "api", "api", "step"]
+
+
+def test_sink_open_steps_are_bounded_between_batches() -> None:
+    h = make_harness(ratio=1.0, max_open=2)
+
+    def begin(i: int) -> None:
+        h.bus.step(
+            ReconcileStarted(controller="deployment", key=f"default/d{i}", resource="deployments")
+        ).__enter__()
+
+    for i in range(3):
+        contextvars.copy_context().run(begin, i)
+    h.pump()
+    assert len(h.sink._open) == 2
+    assert h.metric("pycm_otel_spans_dropped_total", reason="unmatched") == 1

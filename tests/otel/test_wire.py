@@ -12,9 +12,9 @@ from opentelemetry.trace import SpanKind
 
 from pycm.otel.resource import build_resource
 from pycm.otel.spans import SpanRecord, api_span, step_span, to_readable
-from pycm.otel.wire import RequestEncoder
+from pycm.otel.wire import RequestEncoder, encode_ok_reconcile, encode_span
 from pycm.trace.bus import Bus
-from pycm.trace.kinds import ApiRequestCompleted
+from pycm.trace.kinds import ApiRequestCompleted, ReconcileResult, ReconcileStarted
 from pycm.util.clock import FakeClock
 from tests.otel.scripts import reconcile
 
@@ -104,3 +104,56 @@ def test_wire_cache_keeps_int_and_bool_of_one_key_apart() -> None:
     (kv,) = request.resource_spans[0].scope_spans[0].spans[0].attributes
     assert kv.value.WhichOneof("value") == "bool_value"
     assert _ours([one, true]) == _sdk_bytes([one, true])
+
+
+def _reconcile_events(begin: dict[str, Any], **finish: Any) -> tuple[Any, Any]:
+    bus = Bus(instance="r", clock=FakeClock())
+    sub = bus.subscribe(name="t", maxsize=10)
+    with bus.step(ReconcileStarted(**begin)) as step:
+        step.finish(**finish)
+    started, finished = sub.drain()
+    return started, finished
+
+
+_BEGIN = {
+    "controller": "deployment",
+    "key": "default/web",
+    "namespace": "default",
+    "name": "web",
+    "resource": "deployments",
+    "queue_wait_ms": 3.25,
+    "retries": 2,
+}
+
+
+@pytest.mark.parametrize(
+    ("begin", "finish"),
+    [
+        pytest.param(_BEGIN, {"action": "noop", "uid": "u-1", "api_calls": 0}, id="noop"),
+        pytest.param(
+            {
+                **_BEGIN,
+                "trigger_kind": "Pod",
+                "trigger_rv": "42",
+                "trigger_event": "update",
+                "trigger_trace_id": "12" * 16,
+                "trigger_span_id": "34" * 8,
+            },
+            {"result": ReconcileResult.REQUEUE_AFTER, "requeue_after_ms": 1500.0},
+            id="triggered-requeue-after",
+        ),
+        pytest.param(
+            {**_BEGIN, "namespace": "", "resource": "widgets", "key": "k" * 200},
+            {"uid": "u"},
+            id="cluster-scoped-unknown-kind-long-key",
+        ),
+        pytest.param({"controller": ""}, {}, id="bare"),
+    ],
+)
+def test_wire_ok_reconcile_from_its_events_is_the_record_encoding(
+    begin: dict[str, Any], finish: dict[str, Any]
+) -> None:
+    started, finished = _reconcile_events(begin, **finish)
+    expected = encode_span(step_span(started, finished))
+    assert encode_ok_reconcile(started, finished) == expected
+    assert encode_ok_reconcile(started, finished) == expected  # and again, from the caches
