@@ -12,8 +12,10 @@ structurally. Only what differs between objects (names, uids, the per-pod token 
 ever decoded. ``metadata.managedFields`` is skipped as a raw slice and never materialised.
 
 The result is plain dicts and lists, equal to ``orjson.loads`` of the same bytes minus
-``metadata.managedFields``; shared sub-trees are the same objects in several cached objects, so
-they must never be mutated (the cache's rule anyway).
+``metadata.managedFields`` (an object's top-level members come in the usual order, apiVersion,
+kind, metadata, spec, status, whatever order they were sent in; JSON gives key order no
+meaning, and every other level keeps the order sent); shared sub-trees are the same objects
+in several cached objects, so they must never be mutated (the cache's rule anyway).
 
 The table is bounded: two generations of at most ``max_entries`` slices each; a hit in the old
 generation is promoted, and when the new one is full it becomes the old one (the oldest
