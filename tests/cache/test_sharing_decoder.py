@@ -328,3 +328,16 @@ def test_sharing_decoder_watched_update_reuses_the_previous_spec_whole_unless_ch
     assert b["spec"] is a["spec"]
     assert c["spec"] is not a["spec"]
     assert c["spec"]["containers"][0]["env"] is a["spec"]["containers"][0]["env"]
+
+
+def test_client_list_watch_capability_asked_of_the_class_not_a_strict_double() -> None:
+    class Strict:
+        async def list(self, resource: Any, **kwargs: Any) -> Any: ...
+
+        def watch(self, resource: Any, **kwargs: Any) -> Any: ...
+
+        def __getattr__(self, name: str) -> Any:
+            raise AssertionError(f"unexpected API call: {name}")
+
+    lw = ClientListWatch(Strict(), kube_resources.PODS, decoder=SharingDecoder())
+    assert lw.decoder is None
