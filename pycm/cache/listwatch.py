@@ -133,10 +133,9 @@ class ClientListWatch:
         decoder: Decoder | None = None,
     ) -> None:
         self.client = client
-        # The decoder applies only with a client that hands out raw bytes. The client's class is
-        # asked, not the client: probing an instance runs its __getattr__ (test doubles that
-        # fail on any unexpected API call, proxies that would make a request).
-        self.decoder = decoder if hasattr(type(client), "list_raw") else None
+        # The decoder applies only with a client that hands out raw bytes. Asked of the class:
+        # a test double may fail on any unexpected attribute read from the instance.
+        self.decoder = decoder if _has(client, "list_raw") else None
         # The next page, requested before this one is decoded (its continue token, its fetch).
         self._prefetch: tuple[str, asyncio.Task[bytes]] | None = None
         self.resource = resource
@@ -236,10 +235,14 @@ class ClientListWatch:
             **self._scope(),
         ) as stream:
             decoder = self.decoder
-            if decoder is not None and hasattr(stream, "line_batches"):
+            if decoder is not None and _has(stream, "line_batches"):
                 yield _decoded(stream.line_batches(), decoder)
             else:
                 yield _pairs(stream)
+
+
+def _has(obj: object, method: str) -> bool:
+    return callable(getattr(type(obj), method, None))
 
 
 async def _decoded(

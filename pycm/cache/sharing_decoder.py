@@ -12,8 +12,10 @@ structurally. Only what differs between objects (names, uids, the per-pod token 
 ever decoded. ``metadata.managedFields`` is skipped as a raw slice and never materialised.
 
 The result is plain dicts and lists, equal to ``orjson.loads`` of the same bytes minus
-``metadata.managedFields``; shared sub-trees are the same objects in several cached objects, so
-they must never be mutated (the cache's rule anyway).
+``metadata.managedFields`` (an object's top-level members come in the usual order, apiVersion,
+kind, metadata, spec, status, whatever order they were sent in; JSON gives key order no
+meaning, and every other level keeps the order sent); shared sub-trees are the same objects
+in several cached objects, so they must never be mutated (the cache's rule anyway).
 
 The table is bounded: two generations of at most ``max_entries`` slices each; a hit in the old
 generation is promoted, and when the new one is full it becomes the old one (the oldest
@@ -38,9 +40,11 @@ __all__ = ["DEFAULT_MAX_ENTRIES", "SharingDecoder", "list_head"]
 
 Obj = dict[str, Any]
 
-DEFAULT_MAX_ENTRIES = 8192
-"""Slices per table generation: a few per template and per pod in flight is plenty; the bound
-keeps a cluster of unique objects from growing the table (≈1 KB a slice at worst)."""
+DEFAULT_MAX_ENTRIES = 32_768
+"""Slices per table generation. Watched objects' specs are remembered whole (one entry per
+object updated, ~3 KB of key for a pod): two generations of this size keep them for about
+10k–30k objects between two updates of the same object; past that, sharing degrades
+gracefully. The bound keeps a cluster of unique objects from growing the table without end."""
 
 _SPLIT_DICT = msgspec.json.Decoder(dict[str, msgspec.Raw])
 _SPLIT_LIST = msgspec.json.Decoder(list[msgspec.Raw])
@@ -112,11 +116,26 @@ _VOLUME_SPLIT: frozenset[str] = frozenset()
 _EVENT = msgspec.json.Decoder(_EventEnvelope)
 
 
+class _WatchedTop(msgspec.Struct, forbid_unknown_fields=True):
+    """:class:`_Top` for a watched object: its spec kept whole, to be looked up whole first.
+
+    Why: an update (status, labels, annotations) leaves the spec byte for byte as it was, so
+    the spec of the object's previous version — remembered by its bytes — is the answer,
+    without splitting it or looking up its parts. A list does not do this: a pod's spec is
+    unique to it (its token volume), and listing sees each object once."""
+
+    apiVersion: str | UnsetType = UNSET
+    kind: str | UnsetType = UNSET
+    metadata: dict[str, msgspec.Raw] | UnsetType = UNSET
+    spec: msgspec.Raw | UnsetType = UNSET
+    status: msgspec.Raw | UnsetType = UNSET
+
+
 class _UsualEvent(msgspec.Struct):
     """A watch line whose object has the usual shape: split in the same single scan."""
 
     type: str = ""
-    object: _Top | UnsetType = UNSET
+    object: _WatchedTop | UnsetType = UNSET
 
 
 _USUAL_EVENT = msgspec.json.Decoder(_UsualEvent)
@@ -308,7 +327,7 @@ class SharingDecoder:
 
     # -- the usual shape, inlined ---------------------------------------------------------------
 
-    def _object(self, top: _Top) -> Obj:
+    def _object(self, top: _Top | _WatchedTop) -> Obj:
         # Hot path (every object of a list or watch): lookups inlined, a call only on a miss.
         obj: Obj = {}
         if top.apiVersion is not UNSET:
@@ -328,31 +347,48 @@ class SharingDecoder:
                 elif name != "managedFields":
                     meta[name] = decode(raw)
             obj["metadata"] = meta
-        if top.spec is not UNSET:
-            spec: Obj = {}
-            for name, raw in top.spec.items():
-                if name in _SPEC_CONTAINERS:
-                    spec[name] = self._items(raw, _CONTAINER_SPLIT)
-                    seen = self._new.get  # (a miss may have started a new generation)
-                elif name == "volumes":
-                    spec[name] = self._items(raw, _VOLUME_SPLIT)
-                    seen = self._new.get
-                elif name in _SPEC_PER_OBJECT:
-                    spec[name] = decode(raw)
-                elif name == "template":
-                    spec[name] = self._decode(raw, self._template_plan)
-                    seen = self._new.get
-                else:
-                    key = bytes(raw)
-                    value = seen(key)
-                    spec[name] = miss(key, raw) if value is None else value
-            obj["spec"] = spec
+        spec_parts = top.spec
+        if spec_parts is not UNSET:
+            if isinstance(spec_parts, dict):
+                obj["spec"] = self._spec(spec_parts)
+            else:  # a watched object's spec, whole: most updates leave it as it was
+                key = bytes(spec_parts)
+                value = self._new.get(key)
+                if value is None:
+                    value = self._old.get(key)
+                    if value is None:
+                        value = self._spec(_SPLIT_DICT.decode(spec_parts))
+                    self._remember(key, value)
+                obj["spec"] = value
         if top.status is not UNSET:
             raw = top.status
             key = bytes(raw)
             value = self._new.get(key)
             obj["status"] = miss(key, raw) if value is None else value
         return obj
+
+    def _spec(self, parts: dict[str, msgspec.Raw]) -> Obj:
+        seen = self._new.get
+        miss = self._miss
+        decode = _ANY.decode
+        spec: Obj = {}
+        for name, raw in parts.items():
+            if name in _SPEC_CONTAINERS:
+                spec[name] = self._items(raw, _CONTAINER_SPLIT)
+                seen = self._new.get  # (a miss may have started a new generation)
+            elif name == "volumes":
+                spec[name] = self._items(raw, _VOLUME_SPLIT)
+                seen = self._new.get
+            elif name in _SPEC_PER_OBJECT:
+                spec[name] = decode(raw)
+            elif name == "template":
+                spec[name] = self._decode(raw, self._template_plan)
+                seen = self._new.get
+            else:
+                key = bytes(raw)
+                value = seen(key)
+                spec[name] = miss(key, raw) if value is None else value
+        return spec
 
     def _miss(self, key: bytes, raw: Any) -> Any:
         """Not in the new generation: promote it from the old one, or decode and remember it."""

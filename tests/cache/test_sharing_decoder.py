@@ -312,3 +312,32 @@ def test_factory_shares_by_decoder_with_raw_client_by_interner_otherwise() -> No
     off = SharedInformerFactory(_RawClient(), bus=Bus(), intern=False)
     lw = off.informer_for(kube_resources.PODS).reflector.list_watch
     assert isinstance(lw, ClientListWatch) and lw.decoder is None
+
+
+def test_sharing_decoder_watched_update_reuses_the_previous_spec_whole_unless_changed() -> None:
+    decoder = SharingDecoder()
+    first, second = _served(4, rv=1), _served(4, rv=2)
+    second["metadata"]["annotations"] = {"bench/generation": "1"}
+    changed = copy.deepcopy(second)
+    changed["spec"]["containers"][0]["image"] = "registry.example.com/team/svc-4:2.0"
+    events = decoder.decode_events(
+        [orjson.dumps({"type": "MODIFIED", "object": o}) for o in (first, second, changed)]
+    )
+    (_, a), (_, b), (_, c) = events
+    assert [a, b, c] == [_without_managed_fields(o) for o in (first, second, changed)]
+    assert b["spec"] is a["spec"]
+    assert c["spec"] is not a["spec"]
+    assert c["spec"]["containers"][0]["env"] is a["spec"]["containers"][0]["env"]
+
+
+def test_client_list_watch_capability_asked_of_the_class_not_a_strict_double() -> None:
+    class Strict:
+        async def list(self, resource: Any, **kwargs: Any) -> Any: ...
+
+        def watch(self, resource: Any, **kwargs: Any) -> Any: ...
+
+        def __getattr__(self, name: str) -> Any:
+            raise AssertionError(f"unexpected API call: {name}")
+
+    lw = ClientListWatch(Strict(), kube_resources.PODS, decoder=SharingDecoder())
+    assert lw.decoder is None
