@@ -160,12 +160,9 @@ def _reconcile(record: SpanRecord, begin: ReconcileStarted, end: ReconcileFinish
     if end.result is ReconcileResult.ERROR and end.outcome is Outcome.OK:
         record.error = end.error or "reconcile failed"
     if begin.trigger_trace_id and begin.trigger_span_id:
-        link: dict[str, Any] = {"pycm.trigger.event": begin.trigger_event or "unknown"}
-        if begin.trigger_kind:
-            link["pycm.trigger.kind"] = begin.trigger_kind
-        if begin.trigger_rv:
-            link["pycm.trigger.resource_version"] = begin.trigger_rv
-        record.links.append((begin.trigger_trace_id, begin.trigger_span_id, link))
+        record.links.append(
+            (begin.trigger_trace_id, begin.trigger_span_id, trigger_link_attributes(begin))
+        )
 
 
 def reconcile_failed(end: ReconcileFinished) -> bool:
@@ -277,3 +274,14 @@ def to_readable(
 
 def _attrs(attributes: Mapping[str, Any]) -> dict[str, Any]:
     return dict(attributes)
+
+
+def trigger_link_attributes(begin: ReconcileStarted) -> dict[str, Any]:
+    """The attributes of a reconcile's link to the watch event that caused it (one place for
+    the record path here and the direct encoder in :mod:`pycm.otel.wire`)."""
+    link: dict[str, Any] = {"pycm.trigger.event": begin.trigger_event or "unknown"}
+    if begin.trigger_kind:
+        link["pycm.trigger.kind"] = begin.trigger_kind
+    if begin.trigger_rv:
+        link["pycm.trigger.resource_version"] = begin.trigger_rv
+    return link

@@ -22,7 +22,7 @@ from typing import Any
 
 from opentelemetry.trace import SpanKind
 
-from pycm.otel.spans import K8S_KIND, SpanRecord
+from pycm.otel.spans import K8S_KIND, SpanRecord, trigger_link_attributes
 from pycm.trace.kinds import ReconcileFinished, ReconcileStarted
 
 __all__ = ["RequestEncoder", "encode_attributes", "encode_ok_reconcile", "encode_span"]
@@ -310,11 +310,7 @@ def encode_ok_reconcile(begin: ReconcileStarted, end: ReconcileFinished) -> byte
     if begin.trigger_event:
         parts.append(_cached("pycm.trigger.event", begin.trigger_event))
     if begin.trigger_trace_id and begin.trigger_span_id:
-        link: dict[str, Any] = {"pycm.trigger.event": begin.trigger_event or "unknown"}
-        if begin.trigger_kind:
-            link["pycm.trigger.kind"] = begin.trigger_kind
-        if begin.trigger_rv:
-            link["pycm.trigger.resource_version"] = begin.trigger_rv
+        link = trigger_link_attributes(begin)
         body = (
             b"\x0a\x10"
             + bytes.fromhex(begin.trigger_trace_id)
