@@ -46,11 +46,6 @@ class TailSampler:
         bound = round(ratio * _TWO_64)  # TraceIdRatio's bound on the low 64 bits
         self.ratio_bound_hex = f"{bound:016x}" if bound < _TWO_64 else None
 
-    def by_ratio_text(self, trace_id: str) -> bool:
-        """``by_ratio`` for a pycm trace id, compared as text (the sink's inline rule)."""
-        bound = self.ratio_bound_hex
-        return bound is None or trace_id[16:] < bound
-
     def decide(self, trace_id: str, *, failed: bool, dur_ns: int) -> Decision:
         if failed:
             return _ERROR
