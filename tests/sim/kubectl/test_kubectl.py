@@ -212,8 +212,14 @@ def test_kubectl_rollout_status_sees_a_complete_deployment(
 
 def test_kubectl_describe_pod_and_deployment(run_kubectl: Kubectl, ns: str, tmp_path: Path) -> None:
     run_kubectl("run", "p", "--image=nginx:1.25", "-n", ns)
-    wait_for(lambda: "Running" in run_kubectl("get", "pod", "p", "-n", ns).stdout, "the pod to run")
-    out = run_kubectl("describe", "pod", "p", "-n", ns).stdout
+
+    # The kubelet turns a pod Running (containers started, not ready) before it turns Ready:
+    # describe is read once the Ready condition is True, not at the first Running.
+    def described_ready() -> str | None:
+        described = run_kubectl("describe", "pod", "p", "-n", ns).stdout
+        return described if "Ready             True" in described else None
+
+    out = wait_for(described_ready, "the pod to be Ready")
     for line in ("Name:         p", f"Namespace:    {ns}", "Status:       Running"):
         assert line in out
     assert "Node:         sim-node-" in out
