@@ -139,8 +139,13 @@ class Controller:
         # The bus's clock readings, bound once for the reconcile step (process()).
         self._wall_ns = self._bus.clock.wall_ns
         self._monotonic_ns = self._bus.clock.monotonic_ns
-        self.queue: RateLimitingQueue[str] = queue or RateLimitingQueue(
-            name, clock=clock, bus=self._bus, metrics=metrics.queue if metrics else None
+        # (Not `queue or ...`: an empty queue is falsy, and a given queue is always empty.)
+        self.queue: RateLimitingQueue[str] = (
+            queue
+            if queue is not None
+            else RateLimitingQueue(
+                name, clock=clock, bus=self._bus, metrics=metrics.queue if metrics else None
+            )
         )
         self.max_retries = max_retries
         self._metrics = metrics
@@ -265,9 +270,15 @@ class Controller:
         queue = self.queue
         triggers = self._triggers
         trigger = triggers.pop(key, None) if triggers else None
-        # (Read into a local, then called: see the bound clocks below.)
-        num_requeues = queue.num_requeues
-        retries = num_requeues(key)
+        # The limiter's counts when it exposes them: a lookup, and no forget() call below
+        # while no key is counted (a call each, else).
+        requeues = queue.requeues
+        if requeues is None:
+            # (Read into a local, then called: see the bound clocks below.)
+            num_requeues = queue.num_requeues
+            retries = num_requeues(key)
+        else:
+            retries = requeues.get(key, 0) if requeues else 0
         bus = self._bus
         parent = get_span()
         if parent is None:
@@ -356,8 +367,8 @@ class Controller:
                 api_calls = calls[0]
             else:
                 requeue_after = result.requeue_after
-                forget = queue.forget
                 if requeue_after > 0.0:
+                    forget = queue.forget
                     forget(key)
                     queue.add_after(key, requeue_after, "requeue_after")
                     requeue_after_ms = requeue_after * 1000
@@ -367,7 +378,8 @@ class Controller:
                     queue.add_rate_limited(key)
                     outcome = _REQUEUE
                     ended = _REQUEUE_V
-                else:
+                elif requeues is None or requeues:
+                    forget = queue.forget
                     forget(key)
                 action, uid = result.action, result.uid
                 api_calls = result.api_calls or calls[0]

@@ -102,22 +102,24 @@ _RESULTS = {r.value: r for r in ReconcileResult}
 
 
 def _reconcile_begin(r: Record) -> Event:
+    # One unpacking into locals, then one store per slot: cheaper than indexing per field.
+    (_, seq, ts, instance, trace_id, span_id, parent_id, controller, key, names, resource,
+     wait_ns, retries, trigger) = r  # fmt: skip
     e = _BEGIN_TWIN()
     e.v = SCHEMA_VERSION
-    e.seq = r[1]
-    e.ts = r[2]
-    e.instance = r[3]
-    e.trace_id = r[4]
-    e.span_id = r[5]
-    e.parent_id = r[6]
+    e.seq = seq
+    e.ts = ts
+    e.instance = instance
+    e.trace_id = trace_id
+    e.span_id = span_id
+    e.parent_id = parent_id
     e.dur_ns = 0
-    e.controller = r[7]
-    e.key = r[8]
-    e.namespace, e.name = r[9]
-    e.resource = r[10]
-    e.queue_wait_ms = r[11] / 1e6
-    e.retries = r[12]
-    trigger = r[13]
+    e.controller = controller
+    e.key = key
+    e.namespace, e.name = names
+    e.resource = resource
+    e.queue_wait_ms = wait_ns / 1e6
+    e.retries = retries
     if trigger is None:
         e.trigger_kind = e.trigger_rv = e.trigger_event = ""
         e.trigger_trace_id = e.trigger_span_id = ""
@@ -133,25 +135,25 @@ def _reconcile_begin(r: Record) -> Event:
 
 
 def _reconcile_end(r: Record) -> Event:
-    b = r[2]
+    _, seq, b, dur_ns, outcome, error, result, action, uid, api_calls, requeue_after_ms = r
     e = _END_TWIN()
     e.v = SCHEMA_VERSION
-    e.seq = r[1]
-    e.ts = b[2] + r[3]
+    e.seq = seq
+    e.ts = b[2] + dur_ns
     e.instance = b[3]
     e.trace_id = b[4]
     e.span_id = b[5]
     e.parent_id = b[6]
-    e.dur_ns = r[3]
-    e.outcome = _OUTCOMES[r[4]]
-    e.error = r[5]
+    e.dur_ns = dur_ns
+    e.outcome = _OUTCOMES[outcome]
+    e.error = error
     e.controller = b[7]
     e.key = b[8]
-    e.result = _RESULTS[r[6]]
-    e.action = r[7]
-    e.uid = r[8]
-    e.api_calls = r[9]
-    e.requeue_after_ms = r[10]
+    e.result = _RESULTS[result]
+    e.action = action
+    e.uid = uid
+    e.api_calls = api_calls
+    e.requeue_after_ms = requeue_after_ms
     e.retries = b[12]
     e.__class__ = ReconcileFinished
     event: Event = e
