@@ -32,7 +32,7 @@ from typing import Any, Protocol
 
 from pycm.controller.metrics import ControllerMetrics
 from pycm.kube.errors import Conflict
-from pycm.trace.bus import Bus, default_bus
+from pycm.trace.bus import RECONCILE_BEGIN, RECONCILE_END, Bus, default_bus
 from pycm.trace.context import (
     current_span,
     error_text,
@@ -45,13 +45,11 @@ from pycm.trace.context import (
     take_span_id,
     take_trace_id,
 )
-from pycm.trace.events import SCHEMA_VERSION, Outcome, blank_class
+from pycm.trace.events import Outcome
 from pycm.trace.kinds import (
     ControllerStarted,
     ControllerStopped,
-    ReconcileFinished,
     ReconcileResult,
-    ReconcileStarted,
 )
 from pycm.util.clock import REAL_CLOCK, Clock
 from pycm.util.tasks import cancel_and_wait
@@ -141,8 +139,13 @@ class Controller:
         # The bus's clock readings, bound once for the reconcile step (process()).
         self._wall_ns = self._bus.clock.wall_ns
         self._monotonic_ns = self._bus.clock.monotonic_ns
-        self.queue: RateLimitingQueue[str] = queue or RateLimitingQueue(
-            name, clock=clock, bus=self._bus, metrics=metrics.queue if metrics else None
+        # (Not `queue or ...`: an empty queue is falsy, and a given queue is always empty.)
+        self.queue: RateLimitingQueue[str] = (
+            queue
+            if queue is not None
+            else RateLimitingQueue(
+                name, clock=clock, bus=self._bus, metrics=metrics.queue if metrics else None
+            )
         )
         self.max_retries = max_retries
         self._metrics = metrics
@@ -256,21 +259,27 @@ class Controller:
 
         The sync is one traced step, emitted here the way ``Bus.step`` emits a step, without
         its machinery: every reconcile pays for this, and against a no-op sync a step object,
-        two context managers and keyword-built events cost a quarter of the sync. So the two
-        events are built on the kinds' mutable twins with one store per field and frozen (the
-        same frozen events any step delivers; tests/controller/test_worker_events.py holds
-        them field by field), the span and the API-call counter are one contextvar set, the
-        clocks (bound once per controller) are read once each at either end, and delivery is
-        the bus's own (ring, sinks, parked readers), inlined.
+        two context managers and built events cost a quarter of the sync. So the begin and the
+        end are each one tuple appended to the bus (a compact reconcile record, see
+        pycm.trace.bus: readers get the same frozen events, built when read;
+        tests/controller/test_worker_events.py holds them field by field), the span and the
+        API-call counter are one contextvar set, the clocks (bound once per controller) are
+        read once each at either end, and delivery is the bus's own (ring, sinks, parked
+        readers), inlined.
         """
         queue = self.queue
         triggers = self._triggers
-        trigger = triggers.pop(key, _NO_TRIGGER) if triggers else _NO_TRIGGER
-        # (Read into a local, then called: see the bound clocks below.)
-        num_requeues = queue.num_requeues
-        retries = num_requeues(key)
+        trigger = triggers.pop(key, None) if triggers else None
+        # The limiter's counts when it exposes them: a lookup, and no forget() call below
+        # while no key is counted (a call each, else).
+        requeues = queue.requeues
+        if requeues is None:
+            # (Read into a local, then called: see the bound clocks below.)
+            num_requeues = queue.num_requeues
+            retries = num_requeues(key)
+        else:
+            retries = requeues.get(key, 0) if requeues else 0
         bus = self._bus
-        instance = bus.instance
         parent = get_span()
         if parent is None:
             # A root (the workers' case): the span id is the trace id's low half.
@@ -291,36 +300,29 @@ class Controller:
         names = self._names.get(key)
         if names is None:
             names = self._split(key)
-        namespace, obj_name = names
         # Bound callables are read into locals before the call: a method call on an instance
         # attribute (not a method of the class) is a generic lookup in Python 3.11.
         wall_ns = self._wall_ns
         monotonic_ns = self._monotonic_ns
         ring_append = bus._ring_append
-        begin: Any = _STARTED_TWIN()
-        begin.v = SCHEMA_VERSION
-        begin.ts = begin_ts = wall_ns()
-        begin.instance = instance
-        begin.trace_id = trace_id
-        begin.span_id = span_id
-        begin.parent_id = parent_id
-        begin.dur_ns = 0
-        begin.controller = name
-        begin.key = key
-        begin.namespace = namespace
-        begin.name = obj_name
-        begin.resource = self.resource
-        begin.queue_wait_ms = queue.waits.get(key, 0) / 1e6
-        begin.retries = retries
-        begin.trigger_kind = trigger.kind
-        begin.trigger_rv = trigger.resource_version
-        begin.trigger_event = trigger.event
-        begin.trigger_trace_id = trigger.trace_id
-        begin.trigger_span_id = trigger.span_id
-        # Bus.emit's stamping and delivery, inlined (as Step does).
+        # Bus.emit's stamping and delivery, inlined (as Step does), of the begin's record.
         bus._seq = seq = bus._seq + 1
-        begin.seq = seq
-        begin.__class__ = ReconcileStarted
+        begin = (
+            RECONCILE_BEGIN,
+            seq,
+            wall_ns(),
+            bus.instance,
+            trace_id,
+            span_id,
+            parent_id,
+            name,
+            key,
+            names,
+            self.resource,
+            queue.waits.get(key, 0),
+            retries,
+            trigger,
+        )
         ring_append(begin)
         sink = bus._sink
         if sink is not None:
@@ -341,9 +343,9 @@ class Controller:
         # For the metric only (its clock, not the bus's).
         start = self._clock.monotonic() if metrics is not None else 0.0
         outcome = _SUCCESS
-        # The end event's attributes: their defaults unless a branch below got to its end
-        # (what a step that was never finished ends with).
-        ended, end_outcome, error = _SUCCESS, _OK, ""
+        # The end's attributes (the record holds the enums' values): their defaults unless a
+        # branch below got to its end (what a step that was never finished ends with).
+        ended, end_outcome, error = _SUCCESS_V, _OK_V, ""
         action = uid = ""
         api_calls = 0
         requeue_after_ms = 0.0
@@ -357,59 +359,53 @@ class Controller:
                 if metrics is not None:
                     metrics.terminal_errors_total.inc()
                 outcome = _ERROR
-                ended, end_outcome, error = outcome, Outcome.ERROR, error_text(exc)
+                ended, end_outcome, error = outcome._value_, _ERROR_V, error_text(exc)
                 api_calls = calls[0]
             except Exception as exc:
                 outcome = self._handle_error(key, exc, retries)
-                ended, end_outcome, error = outcome, Outcome.ERROR, error_text(exc)
+                ended, end_outcome, error = outcome._value_, _ERROR_V, error_text(exc)
                 api_calls = calls[0]
             else:
                 requeue_after = result.requeue_after
-                forget = queue.forget
                 if requeue_after > 0.0:
+                    forget = queue.forget
                     forget(key)
                     queue.add_after(key, requeue_after, "requeue_after")
                     requeue_after_ms = requeue_after * 1000
                     outcome = _REQUEUE_AFTER
+                    ended = _REQUEUE_AFTER_V
                 elif result.requeue:
                     queue.add_rate_limited(key)
                     outcome = _REQUEUE
-                else:
+                    ended = _REQUEUE_V
+                elif requeues is None or requeues:
+                    forget = queue.forget
                     forget(key)
-                ended, action, uid = outcome, result.action, result.uid
+                action, uid = result.action, result.uid
                 api_calls = result.api_calls or calls[0]
         except BaseException as exc:  # cancelled, or the handling above failed: as a step ends
-            if end_outcome is _OK:
-                end_outcome = (
-                    Outcome.CANCELLED if isinstance(exc, asyncio.CancelledError) else Outcome.ERROR
-                )
-            if not error and end_outcome is Outcome.ERROR:
+            if end_outcome is _OK_V:
+                end_outcome = _CANCELLED_V if isinstance(exc, asyncio.CancelledError) else _ERROR_V
+            if not error and end_outcome is _ERROR_V:
                 error = error_text(exc)
             raise
         finally:
             dur_ns = monotonic_ns() - start_ns
             reset_span(span_token)
-            end: Any = _FINISHED_TWIN()
-            end.v = SCHEMA_VERSION
-            end.ts = begin_ts + dur_ns
-            end.instance = instance
-            end.trace_id = trace_id
-            end.span_id = span_id
-            end.parent_id = parent_id
-            end.dur_ns = dur_ns
-            end.outcome = end_outcome
-            end.error = error
-            end.controller = name
-            end.key = key
-            end.result = ended
-            end.action = action
-            end.uid = uid
-            end.api_calls = api_calls
-            end.requeue_after_ms = requeue_after_ms
-            end.retries = retries
             bus._seq = seq = bus._seq + 1
-            end.seq = seq
-            end.__class__ = ReconcileFinished
+            end = (
+                RECONCILE_END,
+                seq,
+                begin,
+                dur_ns,
+                end_outcome,
+                error,
+                ended,
+                action,
+                uid,
+                api_calls,
+                requeue_after_ms,
+            )
             ring_append(end)
             sink = bus._sink
             if sink is not None:
@@ -508,7 +504,6 @@ def _is_api_error(exc: Exception) -> bool:
     return hasattr(exc, "code")
 
 
-_NO_TRIGGER = Trigger()
 _NAMES_LIMIT = 65536  # ~11 MB of split keys at most; more keys than this are split again
 _EMPTY = Result()
 # The enum members process() uses, bound once: reading one off its class goes through
@@ -517,8 +512,11 @@ _SUCCESS = ReconcileResult.SUCCESS
 _REQUEUE = ReconcileResult.REQUEUE
 _REQUEUE_AFTER = ReconcileResult.REQUEUE_AFTER
 _ERROR = ReconcileResult.ERROR
-_OK = Outcome.OK
-# The reconcile kinds' mutable twins (pycm.trace.events.blank_class): process() stores every
-# field of a twin instance, then freezes it by switching its class to the kind.
-_STARTED_TWIN = blank_class(ReconcileStarted)
-_FINISHED_TWIN = blank_class(ReconcileFinished)
+# The values the end's record holds (plain str: a record of plain values is one the GC
+# untracks; see pycm.trace.bus).
+_SUCCESS_V: str = _SUCCESS._value_
+_REQUEUE_V: str = _REQUEUE._value_
+_REQUEUE_AFTER_V: str = _REQUEUE_AFTER._value_
+_OK_V: str = Outcome.OK._value_
+_ERROR_V: str = Outcome.ERROR._value_
+_CANCELLED_V: str = Outcome.CANCELLED._value_

@@ -32,12 +32,19 @@ from pycm.trace.context import (
 from pycm.trace.events import (
     _KW_ONLY,
     ENVELOPE_FIELDS,
+    SCHEMA_VERSION,
     Event,
+    Outcome,
     StepBegin,
     StepEnd,
     blank_class,
 )
-from pycm.trace.kinds import SubscriberLagged
+from pycm.trace.kinds import (
+    ReconcileFinished,
+    ReconcileResult,
+    ReconcileStarted,
+    SubscriberLagged,
+)
 from pycm.util.clock import REAL_CLOCK, Clock
 
 __all__ = ["Bus", "Step", "Subscription", "default_bus", "set_default_bus", "step_class"]
@@ -63,6 +70,125 @@ _set_parent_id = _slot_setter("parent_id")
 _set_dur_ns = _slot_setter("dur_ns")
 _set_class: Callable[[object, type], None] = object.__dict__["__class__"].__set__
 
+# --- compact reconcile records ----------------------------------------------------------------
+#
+# Every reconcile emits a begin and an end event (pycm.controller.worker.Controller.process).
+# Built as event objects, each is ~20 slot stores, a class switch, and an object the cyclic GC
+# tracks for as long as the ring holds it (traversed by every older-generation collection: as
+# much again as building it). So the reconcile step appends a *record* instead: a plain tuple
+# of the event's values, which the GC untracks at its first collection (it holds only strings
+# and numbers). Readers never see one: a subscription, ``recent()`` and the backfill of a new
+# subscription hand out the event, built from the record when it is read (``materialize``), with
+# every field, seq and kind it would have had. Each reader builds its own object (equal, not
+# identical, to another reader's), so nothing long-lived is tracked by the GC either way.
+#
+# The layouts (the tag first, the seq second, as every reader of a buffer needs them):
+#   begin: (RECONCILE_BEGIN, seq, ts, instance, trace_id, span_id, parent_id, controller, key,
+#           (namespace, name), resource, queue_wait_ns, retries, trigger or None)
+#   end:   (RECONCILE_END, seq, begin record, dur_ns, outcome value, error, result value, action,
+#           uid, api_calls, requeue_after_ms)
+# ``trigger`` is a pycm.controller.worker.Trigger (its kind, resource_version, event, trace_id and
+# span_id); the end's ts is the begin's plus dur_ns, as a step's.
+
+RECONCILE_BEGIN = 0
+RECONCILE_END = 1
+
+Record = tuple[Any, ...]
+
+_BEGIN_TWIN: Any = blank_class(ReconcileStarted)
+_END_TWIN: Any = blank_class(ReconcileFinished)
+_OUTCOMES = {o.value: o for o in Outcome}
+_RESULTS = {r.value: r for r in ReconcileResult}
+
+
+def _reconcile_begin(r: Record) -> Event:
+    # One unpacking into locals, then one store per slot: cheaper than indexing per field.
+    (_, seq, ts, instance, trace_id, span_id, parent_id, controller, key, names, resource,
+     wait_ns, retries, trigger) = r  # fmt: skip
+    e = _BEGIN_TWIN()
+    e.v = SCHEMA_VERSION
+    e.seq = seq
+    e.ts = ts
+    e.instance = instance
+    e.trace_id = trace_id
+    e.span_id = span_id
+    e.parent_id = parent_id
+    e.dur_ns = 0
+    e.controller = controller
+    e.key = key
+    e.namespace, e.name = names
+    e.resource = resource
+    e.queue_wait_ms = wait_ns / 1e6
+    e.retries = retries
+    if trigger is None:
+        e.trigger_kind = e.trigger_rv = e.trigger_event = ""
+        e.trigger_trace_id = e.trigger_span_id = ""
+    else:
+        e.trigger_kind = trigger.kind
+        e.trigger_rv = trigger.resource_version
+        e.trigger_event = trigger.event
+        e.trigger_trace_id = trigger.trace_id
+        e.trigger_span_id = trigger.span_id
+    e.__class__ = ReconcileStarted
+    event: Event = e
+    return event
+
+
+def _reconcile_end(r: Record) -> Event:
+    _, seq, b, dur_ns, outcome, error, result, action, uid, api_calls, requeue_after_ms = r
+    e = _END_TWIN()
+    e.v = SCHEMA_VERSION
+    e.seq = seq
+    e.ts = b[2] + dur_ns
+    e.instance = b[3]
+    e.trace_id = b[4]
+    e.span_id = b[5]
+    e.parent_id = b[6]
+    e.dur_ns = dur_ns
+    e.outcome = _OUTCOMES[outcome]
+    e.error = error
+    e.controller = b[7]
+    e.key = b[8]
+    e.result = _RESULTS[result]
+    e.action = action
+    e.uid = uid
+    e.api_calls = api_calls
+    e.requeue_after_ms = requeue_after_ms
+    e.retries = b[12]
+    e.__class__ = ReconcileFinished
+    event: Event = e
+    return event
+
+
+# By tag: the record's builder and its kind's wire name.
+_BUILDERS: tuple[Callable[[Record], Event], ...] = (_reconcile_begin, _reconcile_end)
+_RECORD_KINDS: tuple[str, ...] = (ReconcileStarted.KIND, ReconcileFinished.KIND)
+
+
+def materialize(entry: Event | Record) -> Event:
+    """The event an entry of the ring or of a subscription's buffer stands for."""
+    if type(entry) is tuple:
+        return _BUILDERS[entry[0]](entry)
+    event: Event = entry  # type: ignore[assignment]
+    return event
+
+
+def _seq_of(entry: Event | Record) -> int:
+    seq: int = entry[1] if type(entry) is tuple else entry.seq  # type: ignore[union-attr]
+    return seq
+
+
+def _kind_of(entry: Event | Record) -> str:
+    if type(entry) is tuple:
+        return _RECORD_KINDS[entry[0]]
+    return entry.KIND  # type: ignore[union-attr]
+
+
+def _materialize_all(entries: Iterable[Event | Record]) -> list[Event]:
+    builders = _BUILDERS
+    return [e if type(e) is not tuple else builders[e[0]](e) for e in entries]  # type: ignore[misc]
+
+
 _get_current = _current.get
 _set_current = _current.set
 _reset_current = _current.reset
@@ -72,11 +198,13 @@ class Subscription:
     """One consumer's view of the bus: a bounded FIFO, read by ``async for`` or :meth:`drain`.
 
     The buffer is a deque with ``maxlen=maxsize``, so appending to a full one drops the oldest
-    event in C. A subscription that takes every kind (``_direct``) is fed by the bus appending
-    to that deque and nothing else; its losses are not counted as they happen but read off the
-    sequence numbers, since it receives every seq in order: the events between the next seq it
-    expected (``_next_seq``) and its oldest buffered one are lost. A filtered subscription is fed
-    through :meth:`_push`, which counts what it drops in ``_lost``. Invariants:
+    event in C. It may hold compact reconcile records (see ``materialize``): every read hands
+    out the event a record stands for. A subscription that takes every kind (``_direct``) is
+    fed by the bus appending to that deque and nothing else; its losses are not counted as they
+    happen but read off the sequence numbers, since it receives every seq in order: the events
+    between the next seq it expected (``_next_seq``) and its oldest buffered one are lost. A
+    filtered subscription is fed through :meth:`_push`, which counts what it drops in ``_lost``.
+    Invariants:
     ``len(_buffer) <= maxsize``; a direct buffer holds consecutive seqs.
     """
 
@@ -101,16 +229,17 @@ class Subscription:
         self.maxsize = maxsize
         self._kinds = kinds
         self._direct = kinds is None
-        self._buffer: deque[Event] = deque(maxlen=maxsize)
+        self._buffer: deque[Event | Record] = deque(maxlen=maxsize)
         self._lost = 0
         self._next_seq = bus.last_seq + 1
         self._waiter: asyncio.Future[None] | None = None
         self._closed = False
 
-    def _push(self, event: Event) -> None:
-        """Deliver one event through the filter (the bus's path for filtered subscriptions)."""
+    def _push(self, event: Event | Record) -> None:
+        """Deliver one event (or reconcile record) through the filter (the bus's path for
+        filtered subscriptions)."""
         kinds = self._kinds
-        if kinds is not None and event.KIND not in kinds:
+        if kinds is not None and _kind_of(event) not in kinds:
             return
         buffer = self._buffer
         if len(buffer) == self.maxsize:
@@ -128,7 +257,7 @@ class Subscription:
     def _unannounced_loss(self) -> int:
         lost = self._lost
         if self._direct and self._buffer:
-            lost += self._buffer[0].seq - self._next_seq
+            lost += _seq_of(self._buffer[0]) - self._next_seq
         return lost
 
     @property
@@ -143,7 +272,7 @@ class Subscription:
     def _lag_event(self, lost: int) -> SubscriberLagged:
         self._lost = 0
         if self._buffer:
-            self._next_seq = self._buffer[0].seq
+            self._next_seq = _seq_of(self._buffer[0])
         bus = self._bus
         return SubscriberLagged(
             subscriber=self.name, lost=lost, ts=bus.clock.wall_ns(), instance=bus.instance
@@ -155,7 +284,7 @@ class Subscription:
         if lost:
             return self._lag_event(lost)
         if self._buffer:
-            event = self._buffer.popleft()
+            event = materialize(self._buffer.popleft())
             self._next_seq = event.seq + 1
             return event
         return None
@@ -166,11 +295,11 @@ class Subscription:
         lag = self._lag_event(lost) if lost else None
         buffer = self._buffer
         if limit is None or limit >= len(buffer):
-            taken = list(buffer)
+            taken = _materialize_all(buffer)
             buffer.clear()
         else:
             popleft = buffer.popleft
-            taken = [popleft() for _ in range(limit)]
+            taken = _materialize_all([popleft() for _ in range(limit)])
         if taken:
             self._next_seq = taken[-1].seq + 1
         if lag is not None:
@@ -495,14 +624,14 @@ class Bus:
             raise ValueError("the ring holds at least one event")
         self.instance = instance
         self.clock = clock
-        self._ring: deque[Event] = deque(maxlen=ring_size)
+        self._ring: deque[Event | Record] = deque(maxlen=ring_size)
         self._ring_append = self._ring.append
         self._seq = 0
         self._subscribers: tuple[Subscription, ...] = ()
-        self._sinks: tuple[Callable[[Event], None], ...] = ()
+        self._sinks: tuple[Callable[[Event | Record], None], ...] = ()
         # The one sink when there is exactly one (else None): delivered by a call, with no
         # iterator allocated an event.
-        self._sink: Callable[[Event], None] | None = None
+        self._sink: Callable[[Event | Record], None] | None = None
         self._parked: list[Subscription] = []
         self._wall_ns = clock.wall_ns
         self._monotonic_ns = clock.monotonic_ns
@@ -574,10 +703,10 @@ class Bus:
         ring = self._ring
         if not ring or since >= self._seq:
             return []
-        first = ring[0].seq
+        first = self._seq - len(ring) + 1  # the ring holds consecutive seqs
         if since < first:
-            return list(ring)
-        return list(ring)[since - first + 1 :]
+            return _materialize_all(ring)
+        return _materialize_all(list(ring)[since - first + 1 :])
 
     def subscribe(
         self,

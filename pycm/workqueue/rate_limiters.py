@@ -8,7 +8,7 @@ exponential backoff and an overall token bucket.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Mapping
 from typing import Protocol
 
 from pycm.util.clock import REAL_CLOCK, Clock
@@ -55,6 +55,8 @@ class ItemExponentialFailureRateLimiter:
         self.base_delay = base_delay
         self.max_delay = max_delay
         self._failures: dict[Hashable, int] = {}
+        # The counts themselves, read-only (see MaxOfRateLimiter.requeues).
+        self.requeues: Mapping[Hashable, int] = self._failures
 
     def when(self, item: Hashable) -> float:
         failures = self._failures
@@ -85,6 +87,7 @@ class ItemFastSlowRateLimiter:
         self.slow_delay = slow_delay
         self.max_fast_attempts = max_fast_attempts
         self._failures: dict[Hashable, int] = {}
+        self.requeues: Mapping[Hashable, int] = self._failures
 
     def when(self, item: Hashable) -> float:
         attempts = self._failures.get(item, 0) + 1
@@ -135,15 +138,22 @@ class MaxOfRateLimiter:
 
     forget: Callable[[Hashable], None]
     num_requeues: Callable[[Hashable], int]
+    requeues: Mapping[Hashable, int] | None
+    """When one limiter counts items and it exposes its counts (``requeues``, item → tries
+    since forgotten; the per-item limiters do), that mapping, read-only: ``num_requeues(item)``
+    is ``requeues.get(item, 0)`` and ``forget`` does nothing while it is empty. A reconcile
+    reads it instead of two calls (pycm.controller.worker). Else None."""
 
     def __init__(self, *limiters: RateLimiter) -> None:
         if not limiters:
             raise ValueError("MaxOfRateLimiter needs at least one limiter")
         self.limiters = limiters
         self._per_item = tuple(lim for lim in limiters if getattr(lim, "TRACKS_ITEMS", True))
+        self.requeues = None
         if len(self._per_item) == 1:
             self.forget = self._per_item[0].forget
             self.num_requeues = self._per_item[0].num_requeues
+            self.requeues = getattr(self._per_item[0], "requeues", None)
         else:
             self.forget = self._forget_each
             self.num_requeues = self._most_requeues

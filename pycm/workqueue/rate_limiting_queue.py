@@ -8,7 +8,7 @@ forgets the item and emits ``queue.drop`` with the retries the key had.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Final
 
 from pycm.trace.bus import Bus
@@ -34,6 +34,10 @@ class RateLimitingQueue(DelayingQueue[T]):
     """Stop counting the item's retries (it succeeded); it does not leave the queue."""
     num_requeues: Callable[[T], int]
     """How many times the item was rate-limited since it was last forgotten."""
+    requeues: Mapping[T, int] | None
+    """The limiter's counts when it exposes them (the default and the per-item limiters do),
+    read-only: ``num_requeues(item) == requeues.get(item, 0)``, and ``forget`` does nothing
+    while it is empty. The worker reads it where it would call both per reconcile. Else None."""
 
     def __init__(
         self,
@@ -51,6 +55,7 @@ class RateLimitingQueue(DelayingQueue[T]):
         self.rate_limiter: Final = limiter
         self.forget = limiter.forget
         self.num_requeues = limiter.num_requeues
+        self.requeues = getattr(limiter, "requeues", None)
 
     def _retries(self, item: T) -> int:
         return self.rate_limiter.num_requeues(item)

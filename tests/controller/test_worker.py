@@ -22,6 +22,12 @@ from pycm.trace.kinds import (
     StartupBegan,
 )
 from pycm.util.clock import FakeClock
+from pycm.workqueue.rate_limiters import (
+    ItemExponentialFailureRateLimiter,
+    ItemFastSlowRateLimiter,
+    MaxOfRateLimiter,
+)
+from pycm.workqueue.rate_limiting_queue import RateLimitingQueue
 
 
 def _controller(sync, *, max_retries: int = 3, registry: CollectorRegistry | None = None):  # type: ignore[no-untyped-def]
@@ -441,3 +447,32 @@ async def test_reconcile_begin_names_stay_right_past_the_split_keys_limit(
     ]
     assert len(ctrl._names) <= 2
     await ctrl.queue.aclose()
+
+
+@pytest.mark.asyncio
+async def test_success_forgets_the_key_under_a_limiter_without_exposed_counts() -> None:
+    # Two limiters count items: the queue exposes no `requeues`, so the worker calls
+    # num_requeues() and forget() (the fast path's fallback).
+    clock, bus = FakeClock(), Bus()
+    limiter = MaxOfRateLimiter(
+        ItemExponentialFailureRateLimiter(), ItemFastSlowRateLimiter(0.001, 1.0, 2)
+    )
+    queue = RateLimitingQueue[str]("replicaset", clock=clock, bus=bus, rate_limiter=limiter)
+    fail = True
+
+    async def sync(key: str) -> Result:
+        if fail:
+            raise ServerError("boom", code=500)
+        return Result()
+
+    ctrl = Controller("replicaset", sync, queue=queue, clock=clock, bus=bus)
+    assert queue.requeues is None
+    await ctrl.process("ns/a")
+    assert queue.num_requeues("ns/a") == 1
+    with bus.subscribe(name="t", kinds=(ReconcileStarted.KIND,)) as sub:
+        fail = False
+        await ctrl.process("ns/a")
+        (begin,) = sub.drain()
+    assert isinstance(begin, ReconcileStarted) and begin.retries == 1
+    assert queue.num_requeues("ns/a") == 0
+    await queue.aclose()

@@ -7,7 +7,11 @@ import pytest
 from pycm.trace.bus import Bus
 from pycm.trace.kinds import ItemDropped
 from pycm.util.clock import FakeClock
-from pycm.workqueue.rate_limiters import ItemExponentialFailureRateLimiter
+from pycm.workqueue.rate_limiters import (
+    ItemExponentialFailureRateLimiter,
+    ItemFastSlowRateLimiter,
+    MaxOfRateLimiter,
+)
 from pycm.workqueue.rate_limiting_queue import RateLimitingQueue
 from tests.workqueue.conftest import settle
 
@@ -81,3 +85,33 @@ async def test_rate_limiting_queue_after_shutdown_does_not_count_retries(
     queue.add_rate_limited("a")
     assert queue.num_requeues("a") == 0
     await queue.aclose()
+
+
+@pytest.mark.asyncio
+async def test_requeues_is_the_limiters_counts_when_one_limiter_counts_items(
+    clock: FakeClock, bus: Bus
+) -> None:
+    # The worker reads `requeues` in place of num_requeues() and skips forget() while it is
+    # empty: both must agree with the calls, as items are counted and forgotten.
+    async with RateLimitingQueue[str]("rl", clock=clock, bus=bus) as queue:
+        requeues = queue.requeues
+        assert requeues is not None and not requeues
+        queue.add_rate_limited("a")
+        queue.add_rate_limited("a")
+        queue.add_rate_limited("b")
+        assert (requeues.get("a", 0), requeues.get("b", 0)) == (2, 1)
+        assert (queue.num_requeues("a"), queue.num_requeues("b")) == (2, 1)
+        queue.forget("a")
+        queue.forget("b")
+        assert not requeues and queue.num_requeues("a") == 0
+
+
+@pytest.mark.asyncio
+async def test_requeues_is_none_when_several_limiters_count_items(
+    clock: FakeClock, bus: Bus
+) -> None:
+    limiter = MaxOfRateLimiter(
+        ItemExponentialFailureRateLimiter(), ItemFastSlowRateLimiter(0.001, 1.0, 2)
+    )
+    async with RateLimitingQueue[str]("rl", clock=clock, bus=bus, rate_limiter=limiter) as queue:
+        assert queue.requeues is None
