@@ -219,14 +219,39 @@ class OtelSink:
     def handle_batch(self, events: Iterable[Event]) -> None:
         """Fold in what one wake-up drained, then bring the metrics up to date.
 
-        The common case is handled inline: a reconcile root's begin is held, and at its end a
-        fast, successful reconcile with nothing buffered is decided on the spot (the decision
-        :meth:`TailSampler.decide` makes): outside the ratio it is dropped before anything is
-        built for it, inside it its span goes straight to the processor. Every other end takes
-        ``_end``."""
-        handle = self.handle
+        The common case is decided inline (:meth:`_pairs`, then :meth:`_each`): at its end, a
+        fast, successful reconcile root with nothing buffered is decided on the spot (the
+        decision :meth:`TailSampler.decide` makes): outside the ratio it is dropped before
+        anything is built for it, inside it its span goes straight to the processor. Every
+        other event takes :meth:`handle`."""
+        batch = events if type(events) is list else list(events)
+        dropped, kept = self._pairs(batch)
+        decided = self._decided
+        if len(decided) >= MAX_DECIDED:
+            self._decided_old, self._decided = decided, {}
         open_steps = self._open
-        open_pop = open_steps.pop
+        while len(open_steps) > self.max_open:
+            oldest = next(iter(open_steps))
+            del open_steps[oldest]
+            self._open_events.pop(oldest, None)
+            self._drop_spans(1, "unmatched")
+        if dropped:
+            self._count(self._traces_dropped[_SAMPLED_OUT], dropped)
+            self._counts["traces_dropped"] += dropped
+            self._drop_spans(dropped, _SAMPLED_OUT)
+        if kept:
+            self._count(self._traces_exported[_SAMPLED], kept)
+            self._counts["traces_exported"] += kept
+            self._count(self.metrics.spans_exported, kept)
+            self._counts["spans_exported"] += kept
+        self.flush_metrics()
+
+    def _pairs(self, events: list[Event]) -> tuple[int, int]:
+        """Fold in a batch two events at a time while each two are a reconcile's begin and its
+        end (a resync's batches, where a sync that does not wait ends before the next begins):
+        the begin is never held, and a fast, ok root is decided inline. From the first two that
+        are anything else, the rest of the batch goes to :meth:`_each`. Returns (dropped, kept)
+        of the reconciles decided inline (counted by the caller)."""
         open_events = self._open_events
         pending = self._pending
         decided = self._decided
@@ -234,15 +259,81 @@ class OtelSink:
         slow_ns = sampler.slow_ns if sampler.slow_ns > 0 else 1 << 63  # 0: no slow rule
         # "g" sorts after every 16 hex digits: ratio 1 keeps every id.
         bound = sampler.ratio_bound_hex or "g"
+        started, finished = ReconcileStarted, ReconcileFinished
+        ok, result_error, sampled_out = _OK, _RESULT_ERROR, _SAMPLED_OUT
+        dropped = kept = 0
+        odd = len(events) & 1
+        pairs = iter(events[:-1] if odd else events)
+        rest: list[Event] = []  # from the first two that are not a begin and its end, on
+        for begin, end in zip(pairs, pairs, strict=False):
+            if type(begin) is not started or type(end) is not finished:
+                rest += (begin, end)
+                break
+            span_id = end.span_id
+            if span_id != begin.span_id:
+                rest += (begin, end)
+                break
+            trace_id = end.trace_id
+            if (
+                end.outcome is ok
+                and end.result is not result_error
+                and end.dur_ns <= slow_ns
+                and not end.parent_id
+                and len(trace_id) == 32
+                and not (pending and trace_id in pending)
+                and not (open_events and span_id in open_events)
+            ):
+                # Pycm's ids are 32 lowercase hex digits: the ratio rule compares as text.
+                if trace_id[16:] < bound:
+                    self._keep_reconcile(begin, end)
+                    kept += 1
+                else:
+                    decided[trace_id] = sampled_out
+                    dropped += 1
+                continue
+            more_dropped, more_kept = self._each((begin, end))  # failed, slow, a child...
+            dropped += more_dropped
+            kept += more_kept
+            decided = self._decided  # handle may have started a new generation
+        rest += pairs
+        if odd:
+            rest.append(events[-1])
+        if rest:
+            more_dropped, more_kept = self._each(rest)
+            dropped += more_dropped
+            kept += more_kept
+        return dropped, kept
+
+    def _keep_reconcile(self, begin: ReconcileStarted, end: ReconcileFinished) -> None:
+        """Export a fast, ok reconcile root kept by the ratio (not counted here)."""
+        self._decided[end.trace_id] = _SAMPLED
+        if self._takes_records and type(begin) is ReconcileStarted:
+            # Encoded straight from the two events.
+            self.processor.on_span(encode_ok_reconcile(begin, end))  # type: ignore[union-attr]
+        else:
+            self._emit(step_span(begin, end))
+
+    def _each(self, events: Iterable[Event]) -> tuple[int, int]:
+        """Fold in events one by one: a reconcile root's begin is held until its end, which is
+        decided inline as in :meth:`_pairs`; every other event takes :meth:`handle`. Returns
+        (dropped, kept) of the reconciles decided inline (counted by the caller)."""
+        handle = self.handle
+        open_steps = self._open
+        open_pop = open_steps.pop
+        open_events = self._open_events
+        pending = self._pending
+        decided = self._decided
+        sampler = self.sampler
+        slow_ns = sampler.slow_ns if sampler.slow_ns > 0 else 1 << 63
+        bound = sampler.ratio_bound_hex or "g"
         by_ratio = sampler.by_ratio
         started, finished = ReconcileStarted, ReconcileFinished
-        ok, result_error, sampled, sampled_out = _OK, _RESULT_ERROR, _SAMPLED, _SAMPLED_OUT
-        takes_records = self._takes_records
+        ok, result_error, sampled_out = _OK, _RESULT_ERROR, _SAMPLED_OUT
         dropped = kept = 0
         for event in events:
             cls = type(event)
             if cls is started:
-                # Held until its end; the bound on open steps is kept after the loop.
+                # Held until its end; the bound on open steps is kept after the batch.
                 open_steps[event.span_id] = event  # type: ignore[assignment]
                 continue
             if cls is finished:
@@ -258,15 +349,8 @@ class OtelSink:
                     and not (open_events and end.span_id in open_events)
                 ):
                     trace_id = end.trace_id
-                    # Pycm's ids are 32 lowercase hex digits: the ratio rule compares as text.
                     if trace_id[16:] < bound if len(trace_id) == 32 else by_ratio(trace_id):
-                        decided[trace_id] = sampled
-                        if takes_records and type(begin) is started:
-                            # Encoded straight from the two events.
-                            span = encode_ok_reconcile(begin, end)
-                            self.processor.on_span(span)  # type: ignore[union-attr]
-                        else:
-                            self._emit(step_span(begin, end))
+                        self._keep_reconcile(begin, end)  # type: ignore[arg-type]
                         kept += 1
                     else:
                         decided[trace_id] = sampled_out
@@ -276,23 +360,7 @@ class OtelSink:
                     open_steps[end.span_id] = begin  # _end takes it from there
             handle(event)
             decided = self._decided  # handle may have started a new generation
-        if len(decided) >= MAX_DECIDED:
-            self._decided_old, self._decided = decided, {}
-        while len(open_steps) > self.max_open:
-            oldest = next(iter(open_steps))
-            del open_steps[oldest]
-            open_events.pop(oldest, None)
-            self._drop_spans(1, "unmatched")
-        if dropped:
-            self._count(self._traces_dropped[_SAMPLED_OUT], dropped)
-            self._counts["traces_dropped"] += dropped
-            self._drop_spans(dropped, _SAMPLED_OUT)
-        if kept:
-            self._count(self._traces_exported[_SAMPLED], kept)
-            self._counts["traces_exported"] += kept
-            self._count(self.metrics.spans_exported, kept)
-            self._counts["spans_exported"] += kept
-        self.flush_metrics()
+        return dropped, kept
 
     def flush_metrics(self) -> None:
         """Add the counts gathered since the last call to the Prometheus counters."""

@@ -22,7 +22,7 @@ from typing import Any
 
 from opentelemetry.trace import SpanKind
 
-from pycm.otel.spans import K8S_KIND, SpanRecord, trigger_link_attributes
+from pycm.otel.spans import K8S_KIND, SpanRecord, step_span, trigger_link_attributes
 from pycm.trace.kinds import ReconcileFinished, ReconcileStarted
 
 __all__ = ["RequestEncoder", "encode_attributes", "encode_ok_reconcile", "encode_span"]
@@ -235,102 +235,184 @@ class RequestEncoder:
 
 # -- the commonest kept span, straight from its events ---------------------------------------
 
-_reconcile_names: dict[str, bytes] = {}
-_K = {
-    name: _field(b"\x0a", name.encode())
-    for name in ("pycm.key", "pycm.queue.wait_ms", "pycm.requeue_after_ms")
-}
+
+def _text_headers(tag: bytes, key: str) -> list[bytes]:
+    """The head of a KeyValue field with ``tag`` and a text value, for values of 0 to
+    ``_HEADED - 1`` bytes: with the value's bytes appended, the whole field."""
+    key_field = _field(b"\x0a", key.encode())
+    heads = []
+    for n in range(_HEADED):
+        value_head = b"\x0a" + _varint(n)  # AnyValue.string_value
+        any_head = b"\x12" + _varint(len(value_head) + n)  # KeyValue.value
+        size = len(key_field) + len(any_head) + len(value_head) + n
+        heads.append(tag + _varint(size) + key_field + any_head + value_head)
+    return heads
 
 
-def _text(key_field: bytes, value: str) -> bytes:
-    """A span attribute with a text value seen once (an object's key, name or uid)."""
+_HEADED = 128  # text values shorter than this many bytes are written from a head table
+_KEY_HEADS = _text_headers(b"\x4a", "pycm.key")
+_RV_HEADS = _text_headers(b"\x22", "pycm.trigger.resource_version")
+_WAIT_HEAD = b"\x4a" + _key_value("pycm.queue.wait_ms", 0.0)[:-8]  # without the double
+_REQUEUE_HEAD = b"\x4a" + _key_value("pycm.requeue_after_ms", 0.0)[:-8]
+_pack_times = struct.Struct("<BQBQ").pack  # Span.start_time_unix_nano (7), end (8): fixed64
+_STATUS_AND_FLAGS = _STATUS_UNSET + _SPAN_FLAGS
+
+
+def _long_text(tag: bytes, key: str, value: str) -> bytes:
+    """A KeyValue field with ``tag`` and a text value too long for a head table (not cached)."""
+    kv = _field(b"\x0a", key.encode()) + _field(b"\x12", _field(b"\x0a", value.encode()))
+    return tag + _varint(len(kv)) + kv
+
+
+def _text(heads: list[bytes], tag: bytes, key: str, value: str) -> bytes:
+    """A KeyValue field with ``tag``, ``key`` and a text value (``heads``: its head table)."""
     encoded = value.encode()
     n = len(encoded)
-    if n > 125:
-        return _field(b"\x4a", key_field + _field(b"\x12", _field(b"\x0a", encoded)))
-    n += 2
-    body = key_field + b"\x12" + _SMALL[n] + b"\x0a" + _SMALL[n - 2] + encoded
-    n = len(body)
-    return b"\x4a" + (_SMALL[n] if n < 0x80 else _varint(n)) + body
+    return heads[n] + encoded if n < _HEADED else _long_text(tag, key, value)
 
 
-def _double(key_field: bytes, value: float) -> bytes:
-    body = key_field + b"\x12\x09\x21" + _pack_d(value)
-    n = len(body)
-    return b"\x4a" + (_SMALL[n] if n < 0x80 else _varint(n)) + body
+def _kind_text(begin: ReconcileStarted, what: str, value: str) -> bytes:
+    """The ``k8s.<kind>.<what>`` span attribute with a long value."""
+    return _long_text(b"\x4a", f"k8s.{K8S_KIND[begin.resource]}.{what}", value)
 
 
-def _cached(key: str, value: Any) -> bytes:
-    item = (key, value)
-    if type(value) is int:
-        return _span_int_attrs.get(item) or _span_attribute(item)
-    return _span_attrs.get(item) or _span_attribute(item)
+# What a reconcile span repeats, by what it depends on: the ends of the reconciles of one
+# controller and one kind that went alike (bounded: cleared when full).
+_Shape = tuple[bytes, bytes, bytes, "list[bytes] | None", "list[bytes] | None", bytes, bytes]
+_shapes: dict[tuple[Any, ...], _Shape] = {}
+# The head tables of k8s.<kind>.name and .uid, by kind (K8S_KIND's few).
+_kind_heads: dict[str, tuple[list[bytes], list[bytes]]] = {}
+
+
+def _shape(begin: ReconcileStarted, end: ReconcileFinished) -> _Shape:
+    """(name and kind, the controller attribute, retries to resource, the kind's name and uid
+    head tables, the action attribute, the trigger event attribute) in ``step_span``'s order."""
+    controller = begin.controller
+    head = _field(b"\x2a", f"reconcile {controller}".encode()) + _INTERNAL
+    middle = [
+        _span_attribute(("pycm.retries", begin.retries)),
+        _span_attribute(("pycm.result", end.result._value_)),
+        _span_attribute(("pycm.outcome", end.outcome._value_)),
+        _span_attribute(("pycm.api_calls", end.api_calls)),
+    ]
+    if begin.namespace:
+        middle.append(_span_attribute(("k8s.namespace.name", begin.namespace)))
+    resource = begin.resource
+    if resource:
+        middle.append(_span_attribute(("pycm.resource", resource)))
+    kind = K8S_KIND.get(resource)
+    names = uids = None
+    if kind is not None:
+        names, uids = _kind_heads.get(kind) or _kind_heads.setdefault(
+            kind,
+            (_text_headers(b"\x4a", f"k8s.{kind}.name"), _text_headers(b"\x4a", f"k8s.{kind}.uid")),
+        )
+    action = _span_attribute(("pycm.action", end.action)) if end.action else b""
+    event = begin.trigger_event
+    trigger = _span_attribute(("pycm.trigger.event", event)) if event else b""
+    controller_attr = _span_attribute(("pycm.controller", controller))
+    return head, controller_attr, b"".join(middle), names, uids, action, trigger
+
+
+_link_heads: dict[tuple[str, str], bytes] = {}
+
+
+def _trigger_link(begin: ReconcileStarted) -> bytes:
+    """Span.links (field 13): the link to the watch event that enqueued the key."""
+    event, kind = begin.trigger_event, begin.trigger_kind
+    attrs = _link_heads.get((event, kind))
+    if attrs is None:
+        bare = trigger_link_attributes(begin)
+        bare.pop("pycm.trigger.resource_version", None)
+        attrs = encode_attributes(b"\x22", bare)
+        if len(_link_heads) >= _MAX_CACHED:
+            _link_heads.clear()
+        _link_heads[event, kind] = attrs
+    rv = begin.trigger_rv
+    body = b"".join(
+        [
+            b"\x0a\x10",
+            bytes.fromhex(begin.trigger_trace_id),
+            b"\x12\x08",
+            bytes.fromhex(begin.trigger_span_id),
+            attrs,
+            _text(_RV_HEADS, b"\x22", "pycm.trigger.resource_version", rv) if rv else b"",
+            _LINK_FLAGS,
+        ]
+    )
+    return _field(b"\x6a", body)
 
 
 def encode_ok_reconcile(begin: ReconcileStarted, end: ReconcileFinished) -> bytes:
     """``encode_span(step_span(begin, end))`` for a reconcile that ended ok and not in error,
     with no span events, written without the record and its attribute dict (a test holds the
-    bytes equal). Attributes in :func:`pycm.otel.spans.step_span`'s order."""
-    controller = begin.controller
-    name = _reconcile_names.get(controller)
-    if name is None:
-        name = _reconcile_names[controller] = _field(b"\x2a", f"reconcile {controller}".encode())
+    bytes equal): what repeats from reconcile to reconcile comes whole from ``_shapes``, the
+    text values are appended to their fields' heads, and the ids go through one ``fromhex``.
+    Attributes in :func:`pycm.otel.spans.step_span`'s order."""
+    trace_id = begin.trace_id
+    span_id = begin.span_id
+    wait = begin.queue_wait_ms
+    if len(trace_id) != 32 or len(span_id) != 16 or type(wait) is not float:
+        return encode_span(step_span(begin, end))  # ids fromhex would splice wrongly; an int
+    key = (
+        begin.controller,
+        begin.resource,
+        begin.namespace,
+        begin.retries,
+        end.result._value_,
+        end.outcome._value_,
+        end.api_calls,
+        end.action,
+        begin.trigger_event,
+    )
+    shape = _shapes.get(key)
+    if shape is None:
+        if len(_shapes) >= _MAX_CACHED:
+            _shapes.clear()
+        shape = _shapes[key] = _shape(begin, end)
+    head, controller, middle, names, uids, action, trigger = shape
+    parent = begin.parent_id
     start = begin.ts
     stop = start + end.dur_ns
-    parent = begin.parent_id
+    obj_key = begin.key.encode()
+    n = len(obj_key)
     parts = [
-        b"\x0a\x10" + bytes.fromhex(begin.trace_id) + b"\x12\x08" + bytes.fromhex(begin.span_id),
-        b"\x22\x08" + bytes.fromhex(parent) if parent else b"",
-        name,
-        _INTERNAL,
-        b"\x39" + _pack_q(start) + b"\x41" + _pack_q(stop if stop > start else start),
-        _cached("pycm.controller", controller),
-        _text(_K["pycm.key"], begin.key),
-        _double(_K["pycm.queue.wait_ms"], begin.queue_wait_ms),
-        _cached("pycm.retries", begin.retries),
-        _cached("pycm.result", end.result._value_),
-        _cached("pycm.outcome", end.outcome._value_),
-        _cached("pycm.api_calls", end.api_calls),
+        # Span.trace_id (1), span_id (2) and parent_span_id (4) with their tags, in one call.
+        bytes.fromhex(
+            f"0a10{trace_id}1208{span_id}2208{parent}" if parent else f"0a10{trace_id}1208{span_id}"
+        ),
+        head,
+        _pack_times(0x39, start, 0x41, stop if stop > start else start),
+        controller,
+        _KEY_HEADS[n] + obj_key if n < _HEADED else _long_text(b"\x4a", "pycm.key", begin.key),
+        _WAIT_HEAD + _pack_d(wait),
+        middle,
     ]
-    if begin.namespace:
-        parts.append(_cached("k8s.namespace.name", begin.namespace))
-    resource = begin.resource
-    kind = K8S_KIND.get(resource)
-    if resource:
-        parts.append(_cached("pycm.resource", resource))
-    if kind is not None:
-        if begin.name:
-            parts.append(_text(_kind_key(kind, "name"), begin.name))
-        if end.uid:
-            parts.append(_text(_kind_key(kind, "uid"), end.uid))
-    if end.action:
-        parts.append(_cached("pycm.action", end.action))
+    if names is not None:
+        name = begin.name
+        if name:
+            encoded = name.encode()
+            n = len(encoded)
+            parts.append(names[n] + encoded if n < _HEADED else _kind_text(begin, "name", name))
+        uid = end.uid
+        if uid:
+            encoded = uid.encode()
+            n = len(encoded)
+            if n < _HEADED:
+                parts.append(uids[n] + encoded)  # type: ignore[index]
+            else:
+                parts.append(_kind_text(begin, "uid", uid))
+    parts.append(action)
     if end.requeue_after_ms:
-        parts.append(_double(_K["pycm.requeue_after_ms"], end.requeue_after_ms))
-    if begin.trigger_event:
-        parts.append(_cached("pycm.trigger.event", begin.trigger_event))
+        parts.append(_REQUEUE_HEAD + _pack_d(end.requeue_after_ms))
+    parts.append(trigger)
     if begin.trigger_trace_id and begin.trigger_span_id:
-        link = trigger_link_attributes(begin)
-        body = (
-            b"\x0a\x10"
-            + bytes.fromhex(begin.trigger_trace_id)
-            + b"\x12\x08"
-            + bytes.fromhex(begin.trigger_span_id)
-            + encode_attributes(b"\x22", link)
-        )
-        parts.append(_field(b"\x6a", body + _LINK_FLAGS))
-    parts.append(_STATUS_UNSET + _SPAN_FLAGS)
+        parts.append(_trigger_link(begin))
+    parts.append(_STATUS_AND_FLAGS)
     body = b"".join(parts)
     n = len(body)
-    return b"\x12" + (_SMALL[n] if n < 0x80 else _varint(n)) + body
-
-
-_kind_keys: dict[tuple[str, str], bytes] = {}
-
-
-def _kind_key(kind: str, what: str) -> bytes:
-    """The key field of ``k8s.<kind>.<what>`` (OTel's k8s semantic conventions)."""
-    key = _kind_keys.get((kind, what))
-    if key is None:
-        key = _kind_keys[kind, what] = _field(b"\x0a", f"k8s.{kind}.{what}".encode())
-    return key
+    if n < 0x80:
+        return b"\x12" + _SMALL[n] + body
+    if n < 0x4000:
+        return bytes((0x12, n & 0x7F | 0x80, n >> 7)) + body
+    return b"\x12" + _varint(n) + body

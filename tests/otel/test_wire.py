@@ -148,6 +148,26 @@ _BEGIN = {
             id="cluster-scoped-unknown-kind-long-key",
         ),
         pytest.param({"controller": ""}, {}, id="bare"),
+        pytest.param(
+            {
+                **_BEGIN,
+                "key": "ns/" + "k" * 300,
+                "name": "é" * 70,  # 140 bytes: past the head tables, and not ASCII
+                "retries": 300,  # an int past one varint byte
+                "trigger_event": "resync",
+                "trigger_trace_id": "56" * 16,
+                "trigger_span_id": "78" * 8,
+                "trigger_rv": "9" * 200,
+            },
+            {"uid": "u" * 127, "api_calls": 7, "action": "scaled"},
+            id="long-text-values-long-rv-link-without-kind",
+        ),
+        pytest.param(
+            {**_BEGIN, "trigger_trace_id": "56" * 16, "trigger_span_id": "78" * 8},
+            {"uid": "u" * 128, "requeue_after_ms": 0.5},
+            id="link-without-event-or-rv",
+        ),
+        pytest.param({**_BEGIN, "queue_wait_ms": 3}, {}, id="an-int-wait"),
     ],
 )
 def test_wire_ok_reconcile_from_its_events_is_the_record_encoding(
@@ -157,3 +177,14 @@ def test_wire_ok_reconcile_from_its_events_is_the_record_encoding(
     expected = encode_span(step_span(started, finished))
     assert encode_ok_reconcile(started, finished) == expected
     assert encode_ok_reconcile(started, finished) == expected  # and again, from the caches
+
+
+def test_wire_ok_reconcile_of_a_child_step_carries_its_parent() -> None:
+    bus = Bus(instance="r", clock=FakeClock())
+    sub = bus.subscribe(name="t", maxsize=10)
+    with bus.step(ReconcileStarted(controller="outer")), bus.step(ReconcileStarted(**_BEGIN)):
+        pass
+    _, inner_begin, inner_end, _ = sub.drain()
+    assert inner_begin.parent_id
+    expected = encode_span(step_span(inner_begin, inner_end))  # type: ignore[arg-type]
+    assert encode_ok_reconcile(inner_begin, inner_end) == expected  # type: ignore[arg-type]
