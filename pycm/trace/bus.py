@@ -47,7 +47,18 @@ from pycm.trace.kinds import (
 )
 from pycm.util.clock import REAL_CLOCK, Clock
 
-__all__ = ["Bus", "Step", "Subscription", "default_bus", "set_default_bus", "step_class"]
+__all__ = [
+    "RECONCILE_BEGIN",
+    "RECONCILE_END",
+    "Bus",
+    "Record",
+    "Step",
+    "Subscription",
+    "default_bus",
+    "materialize",
+    "set_default_bus",
+    "step_class",
+]
 
 DEFAULT_RING_SIZE = 8192
 DEFAULT_SUBSCRIBER_QUEUE = 4096
@@ -291,17 +302,26 @@ class Subscription:
 
     def drain(self, limit: int | None = None) -> list[Event]:
         """Everything waiting (up to ``limit``), a lag notice first if events were lost."""
+        return _materialize_all(self.drain_entries(limit))
+
+    def drain_entries(self, limit: int | None = None) -> list[Event | Record]:
+        """As :meth:`drain`, but a reconcile's begin or end is handed out as its compact record
+        (a tuple: layouts and ``materialize`` in pycm.trace.bus) where the bus appended one,
+        unbuilt: for a reader that can use the values as they are (an exporter folding a
+        reconcile into one span) and so need not build two event objects per reconcile.
+        ``[materialize(e) for e in sub.drain_entries()]`` is ``sub.drain()``."""
         lost = self._unannounced_loss()
         lag = self._lag_event(lost) if lost else None
         buffer = self._buffer
+        taken: list[Event | Record]
         if limit is None or limit >= len(buffer):
-            taken = _materialize_all(buffer)
+            taken = list(buffer)
             buffer.clear()
         else:
             popleft = buffer.popleft
-            taken = _materialize_all([popleft() for _ in range(limit)])
+            taken = [popleft() for _ in range(limit)]
         if taken:
-            self._next_seq = taken[-1].seq + 1
+            self._next_seq = _seq_of(taken[-1]) + 1
         if lag is not None:
             taken.insert(0, lag)
         return taken

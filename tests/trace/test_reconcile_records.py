@@ -10,7 +10,7 @@ import gc
 import pytest
 
 from pycm.controller import Controller, Result, Trigger
-from pycm.trace.bus import Bus
+from pycm.trace.bus import Bus, materialize
 from pycm.trace.events import Event
 from pycm.trace.kinds import (
     ReconcileFinished,
@@ -104,4 +104,30 @@ async def test_the_ring_keeps_reconciles_out_of_the_collectors_sight() -> None:
     assert not any(gc.is_tracked(entry) for entry in bus._ring)
     events: list[Event] = bus.recent()
     assert all(isinstance(e, ReconcileStarted | ReconcileFinished) for e in events)
+    await ctrl.queue.aclose()
+
+
+@pytest.mark.asyncio
+async def test_drain_entries_hands_out_records_that_materialize_to_what_drain_gives() -> None:
+    clock = _clock()
+    bus = Bus(instance="pycm-0", clock=clock)
+    ctrl = _controller(bus, clock)
+    raw = bus.subscribe(name="raw", maxsize=4)
+    built = bus.subscribe(name="built", maxsize=4)
+    with bus.step(StartupBegan()):
+        await ctrl.process("ns/a")
+    await ctrl.process("ns/b")  # 6 events: 2 lost to each subscription
+
+    entries = raw.drain_entries()
+    events = built.drain()
+    assert isinstance(entries[0], SubscriberLagged) and entries[0].lost == 2
+    assert [type(e) is tuple for e in entries[1:]] == [True, False, True, True]
+    assert isinstance(events[0], SubscriberLagged) and events[0].lost == 2
+    assert [materialize(e) for e in entries[1:]] == events[1:]
+    end = events[1]
+    assert isinstance(end, ReconcileFinished) and end.key == "ns/a" and end.parent_id != ""
+    assert raw.drain_entries() == [] and raw.pending == 0
+    await ctrl.process("ns/c")
+    assert [materialize(e) for e in raw.drain_entries(limit=1)] == built.drain(limit=1)
+    assert [materialize(e).seq for e in raw.drain_entries()] == [8]
     await ctrl.queue.aclose()
