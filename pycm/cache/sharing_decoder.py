@@ -408,14 +408,16 @@ class SharingDecoder:
         special = plan.special
         other = plan.other
         decode = _ANY.decode
+        shared = _SHARED
+        to_bytes = _to_bytes
         objs: list[Obj] = []
         for parts in elements:
             seen = self._new.get
             out: Obj = {}
             for name, raw in parts.items():
                 sub = keys[name] if name in special else other
-                if sub is _SHARED:
-                    key = _to_bytes((raw,))
+                if sub is shared:
+                    key = to_bytes((raw,))
                     value = seen(key)
                     out[name] = self._miss(key, raw) if value is None else value
                 elif sub is None:
