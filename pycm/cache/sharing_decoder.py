@@ -11,6 +11,11 @@ custom) and costs a hash and a ``memcmp`` — nothing is decoded, allocated or c
 structurally. Only what differs between objects (names, uids, the per-pod token volume, ...) is
 ever decoded. ``metadata.managedFields`` is skipped as a raw slice and never materialised.
 
+What is shared is stated once, in a plan (:func:`default_plan`). An object of the usual shape
+(apiVersion, kind, metadata, spec, status) is split in one scan by a struct generated from the
+plan's top level; anything else is split level by level. Either way one interpreter of the plan
+assembles the result, so both paths share exactly what the plan says.
+
 The result is plain dicts and lists, equal to ``orjson.loads`` of the same bytes minus
 ``metadata.managedFields`` (an object's top-level members come in the usual order, apiVersion,
 kind, metadata, spec, status, whatever order they were sent in; JSON gives key order no
