@@ -11,6 +11,11 @@ custom) and costs a hash and a ``memcmp`` — nothing is decoded, allocated or c
 structurally. Only what differs between objects (names, uids, the per-pod token volume, ...) is
 ever decoded. ``metadata.managedFields`` is skipped as a raw slice and never materialised.
 
+What is shared is stated once, in a plan (:func:`default_plan`). An object of the usual shape
+(apiVersion, kind, metadata, spec, status) is split in one scan by a struct generated from the
+plan's top level; anything else is split level by level. Either way one interpreter of the plan
+assembles the result, so both paths share exactly what the plan says.
+
 The result is plain dicts and lists, equal to ``orjson.loads`` of the same bytes minus
 ``metadata.managedFields`` (an object's top-level members come in the usual order, apiVersion,
 kind, metadata, spec, status, whatever order they were sent in; JSON gives key order no
@@ -51,31 +56,10 @@ _SPLIT_LIST = msgspec.json.Decoder(list[msgspec.Raw])
 _ANY = msgspec.json.Decoder()
 
 
-class _Top(msgspec.Struct, forbid_unknown_fields=True):
-    """The usual shape of an object, split in one scan: metadata and spec members as raw
-    slices. Any other top-level member makes it fail, and the object takes the generic walk."""
-
-    apiVersion: str | UnsetType = UNSET
-    kind: str | UnsetType = UNSET
-    metadata: dict[str, msgspec.Raw] | UnsetType = UNSET
-    spec: dict[str, msgspec.Raw] | UnsetType = UNSET
-    status: msgspec.Raw | UnsetType = UNSET
-
-
-_TOP = msgspec.json.Decoder(_Top)
-
-
 class _ListEnvelope(msgspec.Struct):
     """A List's body: its metadata and its items as raw slices (kind and apiVersion skipped)."""
 
     items: list[msgspec.Raw] | None = None
-    metadata: dict[str, Any] | None = None
-
-
-class _UsualList(msgspec.Struct):
-    """A List whose items all have the usual shape: split in the same single scan."""
-
-    items: list[_Top] | None = None
     metadata: dict[str, Any] | None = None
 
 
@@ -110,60 +94,51 @@ def list_head(body: bytes) -> Obj | None:
     return head.metadata
 
 
-_USUAL_LIST = msgspec.json.Decoder(_UsualList)
-_CONTAINER_SPLIT = frozenset({"volumeMounts"})
-_VOLUME_SPLIT: frozenset[str] = frozenset()
 _EVENT = msgspec.json.Decoder(_EventEnvelope)
-
-
-class _WatchedTop(msgspec.Struct, forbid_unknown_fields=True):
-    """:class:`_Top` for a watched object: its spec kept whole, to be looked up whole first.
-
-    Why: an update (status, labels, annotations) leaves the spec byte for byte as it was, so
-    the spec of the object's previous version — remembered by its bytes — is the answer,
-    without splitting it or looking up its parts. A list does not do this: a pod's spec is
-    unique to it (its token volume), and listing sees each object once."""
-
-    apiVersion: str | UnsetType = UNSET
-    kind: str | UnsetType = UNSET
-    metadata: dict[str, msgspec.Raw] | UnsetType = UNSET
-    spec: msgspec.Raw | UnsetType = UNSET
-    status: msgspec.Raw | UnsetType = UNSET
-
-
-class _UsualEvent(msgspec.Struct):
-    """A watch line whose object has the usual shape: split in the same single scan."""
-
-    type: str = ""
-    object: _WatchedTop | UnsetType = UNSET
-
-
-_USUAL_EVENT = msgspec.json.Decoder(_UsualEvent)
+_SPLIT_ITEMS = msgspec.json.Decoder(list[dict[str, msgspec.Raw]])
+_DECODE_ERRORS = (msgspec.DecodeError, msgspec.ValidationError)
+# A slice's bytes, for a table key: ``bytes(raw)`` parses its arguments and asks for a full
+# buffer description, a quarter more instructions than joining a one-tuple (~1000 vs ~760).
+_to_bytes = b"".join
 
 
 class _Plan:
-    """How to decode one place of an object.
+    """How to decode one place of an object: the one statement of what is shared. The usual
+    shape's single scan is generated from it (:func:`_first_scan`), and one interpreter
+    (:meth:`SharingDecoder._value`, :meth:`SharingDecoder._members`) serves that fast path and
+    the generic walk of unusual shapes alike.
 
-    ``share``: look the slice's bytes up in the table first (a hit is the whole answer).
+    ``share``: look the slice's bytes up in the table first (a hit is the whole answer; a miss
+    is decoded by the rest of the plan and remembered whole).
+    ``share_updates``: the same for a top-level member of a watched object only. An update
+    leaves most of an object byte for byte as it was (a pod's spec); a list sees each object
+    once, and looking up a slice unique to it (a pod's spec holds its token volume) is pure
+    cost. (The generic walk, for unusual shapes, does not look these up.)
     ``keys`` (a dict): split an object and decode each member by its own plan (``other`` for
-    members not named; ``None`` there means decode plainly, :data:`_DROP` means leave out).
+    members not named); ``None`` there means decode plainly (per object: names, uids, ...),
+    :data:`_DROP` means leave out (managedFields).
     ``each``: split an array and decode each element by that plan. Neither: decode plainly.
     """
 
-    __slots__ = ("each", "keys", "other", "share")
+    __slots__ = ("each", "keys", "other", "share", "share_updates", "special")
 
     def __init__(
         self,
         *,
         share: bool = False,
+        share_updates: bool = False,
         keys: Mapping[str, _Plan | None] | None = None,
         other: _Plan | None = None,
         each: _Plan | None = None,
     ) -> None:
         self.share = share
+        self.share_updates = share_updates
         self.keys: dict[str, _Plan | None] | None = dict(keys) if keys is not None else None
         self.other = other
         self.each = each
+        # The named members that differ from ``other``: the interpreter tests this set, cheaper
+        # than a ``keys.get`` for every member. (A plan is not changed once made.)
+        self.special = frozenset(n for n, sub in (keys or {}).items() if sub is not other)
 
 
 _DROP = _Plan()  # a member left out (managedFields)
@@ -185,50 +160,72 @@ def _object_meta() -> _Plan:
     )
 
 
-def _pod_spec() -> _Plan:
+def _pod_spec_keys() -> dict[str, _Plan | None]:
     # A container differs between pods only by the per-pod token volume's mount: split it,
-    # share each member (and each mount); a volume likewise by its name.
+    # share each member (and each mount); a volume likewise, but for its name. The lists and
+    # containers are not looked up whole: the token volume makes them differ between any two
+    # pods, so hashing them whole is pure cost. Names are decoded, not looked up (cheaper).
     container = _Plan(
-        share=True,
-        keys={"volumeMounts": _Plan(share=True, each=_SHARED)},
+        keys={"name": None, "volumeMounts": _Plan(each=_SHARED)},
         other=_SHARED,
     )
-    containers = _Plan(share=True, each=container)
-    volume = _Plan(share=True, keys={"name": None}, other=_SHARED)
-    return _Plan(
-        keys={
-            "containers": containers,
-            "initContainers": containers,
-            "ephemeralContainers": containers,
-            "volumes": _Plan(share=True, each=volume),
-            "nodeName": None,
-            "hostname": None,
-        },
-        other=_SHARED,
-    )
+    containers = _Plan(each=container)
+    volume = _Plan(keys={"name": None}, other=_SHARED)
+    return {
+        "containers": containers,
+        "initContainers": containers,
+        "ephemeralContainers": containers,
+        "volumes": _Plan(each=volume),
+        "nodeName": None,
+        "hostname": None,
+    }
 
 
 def default_plan() -> _Plan:
     """The plan for any resource, tuned for pods and the workloads that embed a pod template
-    (``spec.template``): metadata split, the pod spec split down to container members."""
+    (``spec.template``): metadata split, the pod spec split down to container members, the
+    spec looked up whole in watch events, the status always."""
     meta = _object_meta()
-    pod_spec = _pod_spec()
+    pod_spec = _Plan(keys=_pod_spec_keys(), other=_SHARED)
     template = _Plan(share=True, keys={"metadata": meta, "spec": pod_spec}, other=_SHARED)
-    spec = _Plan(keys=dict(pod_spec.keys or {}), other=_SHARED)
-    assert spec.keys is not None
-    spec.keys["template"] = template
-    return _Plan(keys={"metadata": meta, "spec": spec}, other=_SHARED)
+    spec = _Plan(share_updates=True, keys=_pod_spec_keys() | {"template": template}, other=_SHARED)
+    return _Plan(
+        keys={"apiVersion": None, "kind": None, "metadata": meta, "spec": spec, "status": _SHARED},
+        other=_SHARED,
+    )
 
 
-_SPLIT_ITEMS = msgspec.json.Decoder(list[dict[str, msgspec.Raw]])
-_DECODE_ERRORS = (msgspec.DecodeError, msgspec.ValidationError)
-# Members of metadata worth sharing (the rest is per object: name, uid, resourceVersion, ...).
-_META_SHARED = frozenset(
-    {"labels", "annotations", "ownerReferences", "finalizers", "namespace", "generateName"}
-)
-# Members of a pod spec holding lists whose elements differ per pod only in part.
-_SPEC_CONTAINERS = frozenset({"containers", "initContainers", "ephemeralContainers"})
-_SPEC_PER_OBJECT = frozenset({"nodeName", "hostname"})
+# How a member of the first scan arrives (see _first_scan).
+_DECODED, _PARTS, _WHOLE, _RAW, _LEFT_OUT = range(5)
+_Field = tuple[str, "_Plan | None", int]
+
+
+def _first_scan(plan: _Plan, *, watched: bool) -> tuple[type[msgspec.Struct], list[_Field]]:
+    """The usual shape of an object under ``plan``, split in one msgspec scan: a struct with a
+    field per member the plan names (in the plan's order: the top-level order of the result),
+    and how each arrives. Members decoded plainly arrive decoded; members split by ``keys``
+    arrive as their raw members (unless looked up whole first); others as one raw slice. Any
+    member the plan does not name makes the scan fail, and the object takes the generic walk.
+    """
+    assert plan.keys is not None
+    fields: list[tuple[str, Any, Any]] = []
+    how: list[_Field] = []
+    for name, sub in plan.keys.items():
+        if sub is None:
+            fields.append((name, Any, UNSET))
+            how.append((name, sub, _DECODED))
+        elif sub is _DROP:
+            fields.append((name, msgspec.Raw | UnsetType, UNSET))
+            how.append((name, sub, _LEFT_OUT))
+        elif sub.share or (watched and sub.share_updates) or sub.keys is None:
+            fields.append((name, msgspec.Raw | UnsetType, UNSET))
+            how.append((name, sub, _WHOLE if sub.share or sub.share_updates else _RAW))
+        else:
+            fields.append((name, dict[str, msgspec.Raw] | UnsetType, UNSET))
+            how.append((name, sub, _PARTS))
+    kind = "Watched" if watched else "Listed"
+    struct = msgspec.defstruct(f"_{kind}Top", fields, forbid_unknown_fields=True)
+    return struct, how
 
 
 class SharingDecoder:
@@ -237,9 +234,18 @@ class SharingDecoder:
     def __init__(self, max_entries: int = DEFAULT_MAX_ENTRIES, plan: _Plan | None = None):
         self.max_entries = max_entries
         self._plan = plan or default_plan()
-        spec = (self._plan.keys or {}).get("spec")
-        template = (spec.keys or {}).get("template") if spec is not None else None
-        self._template_plan = template or _SHARED
+        listed, self._listed = _first_scan(self._plan, watched=False)
+        watched, self._watched = _first_scan(self._plan, watched=True)
+        usual_list = msgspec.defstruct(
+            "_UsualList",
+            [("items", list[listed] | None, None), ("metadata", dict[str, Any] | None, None)],  # type: ignore[valid-type]
+        )
+        usual_event = msgspec.defstruct(
+            "_UsualEvent", [("type", str, ""), ("object", watched | UnsetType, UNSET)]
+        )
+        self._top: msgspec.json.Decoder[Any] = msgspec.json.Decoder(listed)
+        self._usual_list: msgspec.json.Decoder[Any] = msgspec.json.Decoder(usual_list)
+        self._usual_event: msgspec.json.Decoder[Any] = msgspec.json.Decoder(usual_event)
         self._new: dict[bytes, Any] = {}
         self._old: dict[bytes, Any] = {}
         self.misses = 0  # slices decoded for the table (hits are not counted: the hot path)
@@ -253,11 +259,11 @@ class SharingDecoder:
         """One object (a JSON object's bytes)."""
         try:
             try:
-                top = _TOP.decode(data)
+                top = self._top.decode(data)
             except msgspec.ValidationError:  # another shape: the generic walk
-                obj = self._decode(data, self._plan)
+                obj = self._value(data, self._plan)
             else:
-                obj = self._object(top)
+                obj = self._object(top, self._listed)
         except _DECODE_ERRORS as e:
             raise KubeError(f"undecodable object: {e}") from None
         if type(obj) is not dict:
@@ -271,7 +277,7 @@ class SharingDecoder:
     def decode_list(self, body: bytes) -> tuple[list[Obj], Obj]:
         """A List body: its items (each decoded as :meth:`decode_object`) and its metadata."""
         try:
-            usual = _USUAL_LIST.decode(body)
+            usual = self._usual_list.decode(body)
         except msgspec.ValidationError:
             pass  # an item of another shape (or a bad body): one by one below
         except msgspec.DecodeError as e:
@@ -279,7 +285,8 @@ class SharingDecoder:
         else:
             try:
                 to_obj = self._object
-                return [to_obj(top) for top in usual.items or ()], usual.metadata or {}
+                how = self._listed
+                return [to_obj(top, how) for top in usual.items or ()], usual.metadata or {}
             except _DECODE_ERRORS as e:
                 raise KubeError(f"undecodable object: {e}") from None
         try:
@@ -295,15 +302,17 @@ class SharingDecoder:
         out: list[tuple[str, Obj]] = []
         decode = self.decode_object
         to_obj = self._object
+        how = self._watched
+        usual_event = self._usual_event.decode
         for line in lines:
             try:
-                usual = _USUAL_EVENT.decode(line)
+                usual = usual_event(line)
             except _DECODE_ERRORS:
                 pass  # another shape, or undecodable: told apart below
             else:
                 if usual.object is not UNSET and usual.type != "ERROR":
                     try:
-                        out.append((usual.type, to_obj(usual.object)))
+                        out.append((usual.type, to_obj(usual.object, how)))
                     except _DECODE_ERRORS as e:
                         raise KubeError(f"undecodable watch event: {e}") from None
                     continue
@@ -325,70 +334,104 @@ class SharingDecoder:
                 out.append((event.type, decode(event.object)))
         return out
 
-    # -- the usual shape, inlined ---------------------------------------------------------------
+    # -- the plan's interpreter -----------------------------------------------------------------
 
-    def _object(self, top: _Top | _WatchedTop) -> Obj:
-        # Hot path (every object of a list or watch): lookups inlined, a call only on a miss.
+    def _object(self, top: msgspec.Struct, how: list[_Field]) -> Obj:
+        """An object split by its first scan (:func:`_first_scan`), assembled by the plan."""
         obj: Obj = {}
-        if top.apiVersion is not UNSET:
-            obj["apiVersion"] = top.apiVersion
-        if top.kind is not UNSET:
-            obj["kind"] = top.kind
-        seen = self._new.get
-        miss = self._miss
-        decode = _ANY.decode
-        if top.metadata is not UNSET:
-            meta: Obj = {}
-            for name, raw in top.metadata.items():
-                if name in _META_SHARED:
-                    key = bytes(raw)
-                    value = seen(key)
-                    meta[name] = miss(key, raw) if value is None else value
-                elif name != "managedFields":
-                    meta[name] = decode(raw)
-            obj["metadata"] = meta
-        spec_parts = top.spec
-        if spec_parts is not UNSET:
-            if isinstance(spec_parts, dict):
-                obj["spec"] = self._spec(spec_parts)
-            else:  # a watched object's spec, whole: most updates leave it as it was
-                key = bytes(spec_parts)
-                value = self._new.get(key)
-                if value is None:
-                    value = self._old.get(key)
-                    if value is None:
-                        value = self._spec(_SPLIT_DICT.decode(spec_parts))
-                    self._remember(key, value)
-                obj["spec"] = value
-        if top.status is not UNSET:
-            raw = top.status
-            key = bytes(raw)
-            value = self._new.get(key)
-            obj["status"] = miss(key, raw) if value is None else value
+        for (name, plan, arrives), value in zip(how, msgspec.structs.astuple(top), strict=False):
+            if value is UNSET:
+                continue
+            if arrives is _DECODED:
+                obj[name] = value
+            elif arrives is _PARTS:
+                assert plan is not None
+                obj[name] = self._members(value, plan)
+            elif arrives is _WHOLE:
+                assert plan is not None
+                obj[name] = self._remembered(value, plan)
+            elif arrives is _RAW:
+                assert plan is not None
+                obj[name] = self._build(value, plan)
         return obj
 
-    def _spec(self, parts: dict[str, msgspec.Raw]) -> Obj:
-        seen = self._new.get
-        miss = self._miss
+    def _value(self, raw: Any, plan: _Plan) -> Any:
+        """The decoded value of ``raw`` by ``plan``."""
+        if plan.share:
+            return self._remembered(raw, plan)
+        return self._build(raw, plan)
+
+    def _remembered(self, raw: Any, plan: _Plan) -> Any:
+        """The table's value for these bytes, else built by the plan now and remembered."""
+        key = _to_bytes((raw,))
+        value = self._new.get(key)
+        if value is not None:
+            return value
+        value = self._old.get(key)
+        if value is None:
+            self.misses += 1
+            value = self._build(raw, plan)
+        self._remember(key, value)
+        return value
+
+    def _build(self, raw: Any, plan: _Plan) -> Any:
+        if plan.keys is not None:
+            try:
+                parts = _SPLIT_DICT.decode(raw)
+            except msgspec.ValidationError:  # not an object here: take it as it is
+                return _ANY.decode(raw)
+            return self._members(parts, plan)
+        each = plan.each
+        if each is not None:
+            if each.keys is not None and not each.share:
+                try:  # a list of objects, split to their members in one scan
+                    elements = _SPLIT_ITEMS.decode(raw)
+                except msgspec.ValidationError:
+                    pass  # not all objects: element by element below
+                else:
+                    return self._objects(elements, each)
+            try:
+                items = _SPLIT_LIST.decode(raw)
+            except msgspec.ValidationError:  # not a list here: take it as it is
+                return _ANY.decode(raw)
+            build = self._remembered if each.share else self._build
+            out = []
+            for item in items:  # (no comprehension: its closure costs every call)
+                out.append(build(item, each))
+            return out
+        return _ANY.decode(raw)
+
+    def _members(self, parts: dict[str, Any], plan: _Plan) -> Obj:
+        return self._objects((parts,), plan)[0]
+
+    def _objects(self, elements: Iterable[dict[str, Any]], plan: _Plan) -> list[Obj]:
+        """Split objects (their members as raw slices) assembled by ``plan``: the hot path of
+        every list and watch, so lookups are inlined (a call only on a miss) and a list of
+        objects (containers, volumes) is one call."""
+        keys = plan.keys
+        assert keys is not None
+        special = plan.special
+        other = plan.other
         decode = _ANY.decode
-        spec: Obj = {}
-        for name, raw in parts.items():
-            if name in _SPEC_CONTAINERS:
-                spec[name] = self._items(raw, _CONTAINER_SPLIT)
-                seen = self._new.get  # (a miss may have started a new generation)
-            elif name == "volumes":
-                spec[name] = self._items(raw, _VOLUME_SPLIT)
-                seen = self._new.get
-            elif name in _SPEC_PER_OBJECT:
-                spec[name] = decode(raw)
-            elif name == "template":
-                spec[name] = self._decode(raw, self._template_plan)
-                seen = self._new.get
-            else:
-                key = bytes(raw)
-                value = seen(key)
-                spec[name] = miss(key, raw) if value is None else value
-        return spec
+        shared = _SHARED
+        to_bytes = _to_bytes
+        objs: list[Obj] = []
+        for parts in elements:
+            seen = self._new.get
+            out: Obj = {}
+            for name, raw in parts.items():
+                sub = keys[name] if name in special else other
+                if sub is shared:
+                    key = to_bytes((raw,))
+                    value = seen(key)
+                    out[name] = self._miss(key, raw) if value is None else value
+                elif sub is None:
+                    out[name] = decode(raw)
+                elif sub is not _DROP:
+                    out[name] = self._remembered(raw, sub) if sub.share else self._build(raw, sub)
+                    seen = self._new.get  # (a miss may have started a new generation)
+            objs.append(out)
+        return objs
 
     def _miss(self, key: bytes, raw: Any) -> Any:
         """Not in the new generation: promote it from the old one, or decode and remember it."""
@@ -399,90 +442,8 @@ class SharingDecoder:
         self._remember(key, value)
         return value
 
-    def _share(self, raw: Any) -> Any:
-        """The decoded value of ``raw``: the table's when these bytes were seen, else decoded
-        now and remembered."""
-        key = bytes(raw)
-        value = self._new.get(key)
-        return self._miss(key, raw) if value is None else value
-
-    def _items(self, raw: Any, split: frozenset[str]) -> Any:
-        """A list of objects (containers, volumes): each element's members shared one by one,
-        except ``split`` ones taken element-wise (a container's volumeMounts) and ``name`` (per
-        pod for the token volume). Not looked up whole: the per-pod token volume and its mounts
-        make these lists differ between any two pods, so hashing them whole is pure cost."""
-        try:
-            elements = _SPLIT_ITEMS.decode(raw)
-        except msgspec.ValidationError:  # not a list of objects: take it as it is
-            return self._share(raw)
-        miss = self._miss
-        decode = _ANY.decode
-        value = []
-        for members in elements:
-            element: Obj = {}
-            for name, sub in members.items():
-                if name in split:
-                    element[name] = self._each(sub)
-                elif name == "name":
-                    element[name] = decode(sub)
-                else:
-                    key = bytes(sub)
-                    shared = self._new.get(key)
-                    element[name] = miss(key, sub) if shared is None else shared
-            value.append(element)
-        return value
-
-    def _each(self, raw: Any) -> Any:
-        try:
-            parts = _SPLIT_LIST.decode(raw)
-        except msgspec.ValidationError:  # not a list: take it as it is
-            return self._share(raw)
-        share = self._share
-        return [share(x) for x in parts]
-
-    # -- the generic walk -----------------------------------------------------------------------
-    def _decode(self, raw: Any, plan: _Plan) -> Any:
-        if plan.share:
-            key = bytes(raw)
-            value = self._new.get(key)
-            if value is not None:
-                return value
-            value = self._old.get(key)
-            if value is None:
-                self.misses += 1
-                value = self._split(raw, plan)
-            self._remember(key, value)
-            return value
-        return self._split(raw, plan)
-
     def _remember(self, key: bytes, value: Any) -> None:
         new = self._new
         new[key] = value
         if len(new) >= self.max_entries:
             self._old, self._new = new, {}
-
-    def _split(self, raw: Any, plan: _Plan) -> Any:
-        keys = plan.keys
-        if keys is not None:
-            try:
-                parts = _SPLIT_DICT.decode(raw)
-            except msgspec.ValidationError:  # not an object here: take it as it is
-                return _ANY.decode(raw)
-            other = plan.other
-            out: dict[str, Any] = {}
-            for name, sub in parts.items():
-                p = keys.get(name, other)
-                if p is None:
-                    out[name] = _ANY.decode(sub)
-                elif p is not _DROP:
-                    out[name] = self._decode(sub, p)
-            return out
-        each = plan.each
-        if each is not None:
-            try:
-                items = _SPLIT_LIST.decode(raw)
-            except msgspec.ValidationError:
-                return _ANY.decode(raw)
-            decode = self._decode
-            return [decode(sub, each) for sub in items]
-        return _ANY.decode(raw)

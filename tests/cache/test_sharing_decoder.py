@@ -341,3 +341,36 @@ def test_client_list_watch_capability_asked_of_the_class_not_a_strict_double() -
 
     lw = ClientListWatch(Strict(), kube_resources.PODS, decoder=SharingDecoder())
     assert lw.decoder is None
+
+
+def test_sharing_decoder_fast_path_and_generic_walk_follow_one_plan() -> None:
+    """What is shared is stated once, in the plan: a plan that shares nothing in metadata is
+    followed by the usual shape's single scan (lists, watch events) and by the generic walk."""
+    from pycm.cache.sharing_decoder import _DROP, _SHARED, _Plan, default_plan
+
+    default = default_plan()
+    assert default.keys is not None
+    plan = _Plan(
+        keys=default.keys | {"metadata": _Plan(keys={"managedFields": _DROP}, other=None)},
+        other=_SHARED,
+    )
+    pods = [_served(0), _served(10)]
+    odd = [p | {"extra": {"x": 1}} for p in pods]  # an unusual shape: the generic walk
+    listed, _ = SharingDecoder(plan=plan).decode_list(_list_body(pods))
+    watched = [
+        o
+        for _, o in SharingDecoder(plan=plan).decode_events(
+            [orjson.dumps({"type": "ADDED", "object": p}) for p in pods]
+        )
+    ]
+    walker = SharingDecoder(plan=plan)
+    walked = [walker.decode_object(orjson.dumps(p)) for p in odd]
+    for a, b in (listed, watched, walked):
+        assert a["metadata"]["labels"] == b["metadata"]["labels"]
+        assert a["metadata"]["labels"] is not b["metadata"]["labels"]
+        assert a["spec"]["tolerations"] is b["spec"]["tolerations"]
+    assert listed == watched == [_without_managed_fields(p) for p in pods]
+    assert walked == [_without_managed_fields(p) for p in odd]
+    # The default plan shares labels on every path.
+    a, b = SharingDecoder().decode_list(_list_body(pods))[0]
+    assert a["metadata"]["labels"] is b["metadata"]["labels"]
