@@ -260,17 +260,24 @@ class OtelSink:
         # "g" sorts after every 16 hex digits: ratio 1 keeps every id.
         bound = sampler.ratio_bound_hex or "g"
         started, finished = ReconcileStarted, ReconcileFinished
-        ok, result_error, sampled_out = _OK, _RESULT_ERROR, _SAMPLED_OUT
-        dropped = kept = 0
-        odd = len(events) & 1
+        ok, result_error, sampled, sampled_out = _OK, _RESULT_ERROR, _SAMPLED, _SAMPLED_OUT
+        takes_records = self._takes_records
+        on_span = self.processor.on_span if takes_records else None  # type: ignore[union-attr]
+        # Nothing buffered for any trace or open step: no lookups a reconcile (redone after
+        # every pair that takes the event-by-event path, which may buffer).
+        clear = not pending and not open_events
+        kept = sent = 0  # kept here; pairs sent to _each
+        dropped_there = kept_there = 0  # what _each decided inline of those
+        n = len(events)
+        odd = n & 1
         pairs = iter(events[:-1] if odd else events)
         rest: list[Event] = []  # from the first two that are not a begin and its end, on
         for begin, end in zip(pairs, pairs, strict=False):
-            if type(begin) is not started or type(end) is not finished:
-                rest += (begin, end)
-                break
-            span_id = end.span_id
-            if span_id != begin.span_id:
+            if (
+                type(begin) is not started
+                or type(end) is not finished
+                or end.span_id != begin.span_id
+            ):
                 rest += (begin, end)
                 break
             trace_id = end.trace_id
@@ -280,22 +287,29 @@ class OtelSink:
                 and end.dur_ns <= slow_ns
                 and not end.parent_id
                 and len(trace_id) == 32
-                and not (pending and trace_id in pending)
-                and not (open_events and span_id in open_events)
+                and (clear or not (trace_id in pending or end.span_id in open_events))
             ):
                 # Pycm's ids are 32 lowercase hex digits: the ratio rule compares as text.
                 if trace_id[16:] < bound:
-                    self._keep_reconcile(begin, end)
+                    decided[trace_id] = sampled
+                    if on_span is not None:
+                        on_span(encode_ok_reconcile(begin, end))  # encoded from the events
+                    else:
+                        self._emit(step_span(begin, end))
                     kept += 1
                 else:
-                    decided[trace_id] = sampled_out
-                    dropped += 1
+                    decided[trace_id] = sampled_out  # counted below
                 continue
-            more_dropped, more_kept = self._each((begin, end))  # failed, slow, a child...
-            dropped += more_dropped
-            kept += more_kept
+            sent += 1  # failed, slow, a child, something buffered for it...
+            more_dropped, more_kept = self._each((begin, end))
+            dropped_there += more_dropped
+            kept_there += more_kept
             decided = self._decided  # handle may have started a new generation
+            clear = not pending and not open_events
         rest += pairs
+        # Every pair before ``rest`` was kept here, dropped here, or sent to _each.
+        dropped = (n - odd - len(rest)) // 2 - kept - sent + dropped_there
+        kept += kept_there
         if odd:
             rest.append(events[-1])
         if rest:
