@@ -153,7 +153,9 @@ class OtelSink:
     """Invariants: a span id is in ``_open`` iff its begin was seen and its end was not (bounded
     by ``max_open``); a trace id is in ``_pending`` only while its root has not ended and no
     decision is known for it; ``_decided``, ``_decided_old`` and ``_startup`` hold the decisions
-    of ended roots. ``_pending`` holds a child as the API request point it came from until its
+    of ended roots, and ``_dropped``, ``_dropped_old`` the trace ids of fast ok reconcile roots
+    the ratio dropped, in the generation of the same age (a list until a decision is looked up:
+    :meth:`_settle`). ``_pending`` holds a child as the API request point it came from until its
     trace is kept: nothing is built for a trace that is dropped."""
 
     def __init__(
@@ -186,6 +188,12 @@ class OtelSink:
         self._pending: OrderedDict[str, list[_Child]] = OrderedDict()
         self._decided: dict[str, Decision] = {}
         self._decided_old: dict[str, Decision] = {}
+        # Nine in ten reconciles are dropped, and a decision is looked up only for a child that
+        # ends after its root (or one in flight): their ids are appended here, not hashed into
+        # ``_decided`` one by one, and folded in when a lookup comes (or never: a generation of
+        # a no-op resync's ids is dropped whole).
+        self._dropped: list[str] = []
+        self._dropped_old: list[str] = []
         # Kept spans go to the processor encoded when it takes them so (our OTLP pipeline),
         # otherwise as the SDK's ReadableSpan (any SDK span processor; the tests' in-memory one).
         self._takes_records = isinstance(processor, RecordProcessor)
@@ -226,9 +234,8 @@ class OtelSink:
         other event takes :meth:`handle`."""
         batch = events if type(events) is list else list(events)
         dropped, kept = self._pairs(batch)
-        decided = self._decided
-        if len(decided) >= MAX_DECIDED:
-            self._decided_old, self._decided = decided, {}
+        if len(self._decided) + len(self._dropped) >= MAX_DECIDED:
+            self._new_generation()
         open_steps = self._open
         while len(open_steps) > self.max_open:
             oldest = next(iter(open_steps))
@@ -260,17 +267,25 @@ class OtelSink:
         # "g" sorts after every 16 hex digits: ratio 1 keeps every id.
         bound = sampler.ratio_bound_hex or "g"
         started, finished = ReconcileStarted, ReconcileFinished
-        ok, result_error, sampled_out = _OK, _RESULT_ERROR, _SAMPLED_OUT
-        dropped = kept = 0
-        odd = len(events) & 1
+        ok, result_error, sampled = _OK, _RESULT_ERROR, _SAMPLED
+        drop = self._dropped.append
+        takes_records = self._takes_records
+        on_span = self.processor.on_span if takes_records else None  # type: ignore[union-attr]
+        # Nothing buffered for any trace or open step: no lookups a reconcile (redone after
+        # every pair that takes the event-by-event path, which may buffer).
+        clear = not pending and not open_events
+        kept = sent = 0  # kept here; pairs sent to _each
+        dropped_there = kept_there = 0  # what _each decided inline of those
+        n = len(events)
+        odd = n & 1
         pairs = iter(events[:-1] if odd else events)
         rest: list[Event] = []  # from the first two that are not a begin and its end, on
         for begin, end in zip(pairs, pairs, strict=False):
-            if type(begin) is not started or type(end) is not finished:
-                rest += (begin, end)
-                break
-            span_id = end.span_id
-            if span_id != begin.span_id:
+            if (
+                type(begin) is not started
+                or type(end) is not finished
+                or end.span_id != begin.span_id
+            ):
                 rest += (begin, end)
                 break
             trace_id = end.trace_id
@@ -280,22 +295,30 @@ class OtelSink:
                 and end.dur_ns <= slow_ns
                 and not end.parent_id
                 and len(trace_id) == 32
-                and not (pending and trace_id in pending)
-                and not (open_events and span_id in open_events)
+                and (clear or not (trace_id in pending or end.span_id in open_events))
             ):
                 # Pycm's ids are 32 lowercase hex digits: the ratio rule compares as text.
                 if trace_id[16:] < bound:
-                    self._keep_reconcile(begin, end)
+                    decided[trace_id] = sampled
+                    if on_span is not None:
+                        on_span(encode_ok_reconcile(begin, end))  # encoded from the events
+                    else:
+                        self._emit(step_span(begin, end))
                     kept += 1
                 else:
-                    decided[trace_id] = sampled_out
-                    dropped += 1
+                    drop(trace_id)  # counted below
                 continue
-            more_dropped, more_kept = self._each((begin, end))  # failed, slow, a child...
-            dropped += more_dropped
-            kept += more_kept
-            decided = self._decided  # handle may have started a new generation
+            sent += 1  # failed, slow, a child, something buffered for it...
+            more_dropped, more_kept = self._each((begin, end))
+            dropped_there += more_dropped
+            kept_there += more_kept
+            # handle may have started a new generation
+            decided, drop = self._decided, self._dropped.append
+            clear = not pending and not open_events
         rest += pairs
+        # Every pair before ``rest`` was kept here, dropped here, or sent to _each.
+        dropped = (n - odd - len(rest)) // 2 - kept - sent + dropped_there
+        kept += kept_there
         if odd:
             rest.append(events[-1])
         if rest:
@@ -322,13 +345,13 @@ class OtelSink:
         open_pop = open_steps.pop
         open_events = self._open_events
         pending = self._pending
-        decided = self._decided
         sampler = self.sampler
         slow_ns = sampler.slow_ns if sampler.slow_ns > 0 else 1 << 63
         bound = sampler.ratio_bound_hex or "g"
         by_ratio = sampler.by_ratio
         started, finished = ReconcileStarted, ReconcileFinished
-        ok, result_error, sampled_out = _OK, _RESULT_ERROR, _SAMPLED_OUT
+        ok, result_error = _OK, _RESULT_ERROR
+        drop = self._dropped.append
         dropped = kept = 0
         for event in events:
             cls = type(event)
@@ -353,13 +376,13 @@ class OtelSink:
                         self._keep_reconcile(begin, end)  # type: ignore[arg-type]
                         kept += 1
                     else:
-                        decided[trace_id] = sampled_out
+                        drop(trace_id)
                         dropped += 1
                     continue
                 if begin is not None:
                     open_steps[end.span_id] = begin  # _end takes it from there
             handle(event)
-            decided = self._decided  # handle may have started a new generation
+            drop = self._dropped.append  # handle may have started a new generation
         return dropped, kept
 
     def flush_metrics(self) -> None:
@@ -533,14 +556,30 @@ class OtelSink:
     def _decision(self, trace_id: str) -> Decision | None:
         if trace_id in self._startup:
             return Decision.ALWAYS
+        if self._dropped or self._dropped_old:
+            self._settle()
         decision = self._decided.get(trace_id)
         return self._decided_old.get(trace_id) if decision is None else decision
 
+    def _settle(self) -> None:
+        """Fold the dropped ids into their generations' decisions."""
+        for dropped, decided in (
+            (self._dropped, self._decided),
+            (self._dropped_old, self._decided_old),
+        ):
+            if dropped:
+                decided.update(dict.fromkeys(dropped, _SAMPLED_OUT))
+                dropped.clear()
+
     def _remember(self, trace_id: str, decision: Decision) -> None:
-        decided = self._decided
-        decided[trace_id] = decision
-        if len(decided) >= MAX_DECIDED:
-            self._decided_old, self._decided = decided, {}
+        self._decided[trace_id] = decision
+        if len(self._decided) + len(self._dropped) >= MAX_DECIDED:
+            self._new_generation()
+
+    def _new_generation(self) -> None:
+        """Start the decisions' new generation; the older one is forgotten."""
+        self._decided_old, self._decided = self._decided, {}
+        self._dropped_old, self._dropped = self._dropped, []
 
     def _child(self, record: _Child) -> None:
         trace_id = record.trace_id

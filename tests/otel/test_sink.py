@@ -289,6 +289,7 @@ def test_sink_a_child_that_ends_after_its_root_follows_the_root_decision() -> No
     for ratio, exported in ((1.0, 2), (0.0, 0)):
         h = make_harness(ratio=ratio)
         trace_id, span_id = reconcile(h.bus, h.clock, calls=0)
+        h.pump()  # the root decided in a batch of its own, the child in the next one
         # A task started inside the reconcile finishes after it (its context kept the span).
         token = _current.set((trace_id, span_id))
         try:
@@ -296,6 +297,35 @@ def test_sink_a_child_that_ends_after_its_root_follows_the_root_decision() -> No
         finally:
             _current.reset(token)
         assert len(h.spans()) == exported
+        assert h.metric("pycm_otel_spans_dropped_total", reason="sampled_out") == 2 - exported
+        assert h.metric("pycm_otel_pending_traces") == 0
+
+
+def test_sink_remembers_decisions_for_two_generations(monkeypatch: pytest.MonkeyPatch) -> None:
+    import pycm.otel.sink as sink_module
+
+    monkeypatch.setattr(sink_module, "MAX_DECIDED", 4)
+    h = make_harness(ratio=0.0)
+    roots = []
+    # Dropped roots, a batch each: 0-3 and 4-7 fill a generation each, 8 and 9 start the third.
+    for i in range(10):
+        roots.append(reconcile(h.bus, h.clock, name=f"d{i}", calls=0))
+        h.pump()
+
+    def late_child(root: tuple[str, str]) -> None:
+        token = _current.set(root)
+        try:
+            api_call(h.bus, h.clock)
+        finally:
+            _current.reset(token)
+        h.pump()
+
+    late_child(roots[9])  # the newest generation: dropped with its root
+    late_child(roots[5])  # the older one: still remembered
+    assert h.metric("pycm_otel_spans_dropped_total", reason="sampled_out") == 10 + 2
+    assert h.metric("pycm_otel_pending_traces") == 0
+    late_child(roots[0])  # forgotten: waits for a root that has come and gone
+    assert h.metric("pycm_otel_pending_traces") == 1
 
 
 def test_sink_builds_nothing_for_a_dropped_trace(monkeypatch: pytest.MonkeyPatch) -> None:

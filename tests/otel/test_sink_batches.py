@@ -110,6 +110,7 @@ def _outcome(batches: list[list[Event]], records: bool) -> tuple[Any, ...]:
         for s in metric.samples
         if not s.name.endswith("_created")
     )
+    sink._settle()  # the dropped ids into the decisions, as a lookup would
     return exported, samples, sink._decided, list(sink._open), sink._counts
 
 

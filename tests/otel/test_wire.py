@@ -86,6 +86,10 @@ CASES = [
         ],
         id="long-name-empty-error-negative-duration-no-attributes",
     ),
+    pytest.param(
+        [_record(span_id=f"{i:016x}") for i in range(1, 400)],
+        id="a-batch-whose-lengths-take-three-varint-bytes",
+    ),
 ]
 
 
