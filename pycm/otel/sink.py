@@ -64,7 +64,7 @@ from pycm.otel.spans import (
     to_readable,
 )
 from pycm.otel.wire import encode_ok_reconcile, encode_span
-from pycm.trace.bus import Bus, Subscription
+from pycm.trace.bus import RECONCILE_BEGIN, RECONCILE_END, Bus, Record, Subscription, materialize
 from pycm.trace.context import new_span_id, new_trace_id
 from pycm.trace.events import Event, Outcome, StepBegin, StepEnd
 from pycm.trace.kinds import (
@@ -107,6 +107,8 @@ REPORT_INTERVAL = 10.0
 # Points that are spans of the start-up trace when they carry its trace id.
 _ALWAYS, _SAMPLED, _SAMPLED_OUT = Decision.ALWAYS, Decision.SAMPLED, Decision.SAMPLED_OUT
 _OK, _RESULT_ERROR = Outcome.OK, ReconcileResult.ERROR
+# As a reconcile record holds them (pycm.trace.bus): the enums' values.
+_OK_V, _RESULT_ERROR_V = _OK.value, _RESULT_ERROR.value
 _STARTUP_POINTS = (HandlerChainBuilt, ServingStarted, InformerSynced, InformersStarted)
 _LEASE_TERM_POINTS = {
     LeaseRenewed: "lease.renew",
@@ -224,8 +226,9 @@ class OtelSink:
 
     # -- events ---------------------------------------------------------------------------
 
-    def handle_batch(self, events: Iterable[Event]) -> None:
-        """Fold in what one wake-up drained, then bring the metrics up to date.
+    def handle_batch(self, events: Iterable[Event | Record]) -> None:
+        """Fold in what one wake-up drained (events, or a subscription's entries: a reconcile's
+        compact records, see ``Subscription.drain_entries``), then bring the metrics up to date.
 
         The common case is decided inline (:meth:`_pairs`, then :meth:`_each`): at its end, a
         fast, successful reconcile root with nothing buffered is decided on the spot (the
@@ -253,7 +256,7 @@ class OtelSink:
             self._counts["spans_exported"] += kept
         self.flush_metrics()
 
-    def _pairs(self, events: list[Event]) -> tuple[int, int]:
+    def _pairs(self, events: list[Event | Record]) -> tuple[int, int]:
         """Fold in a batch two events at a time while each two are a reconcile's begin and its
         end (a resync's batches, where a sync that does not wait ends before the next begins):
         the begin is never held, and a fast, ok root is decided inline. From the first two that
@@ -279,8 +282,51 @@ class OtelSink:
         n = len(events)
         odd = n & 1
         pairs = iter(events[:-1] if odd else events)
-        rest: list[Event] = []  # from the first two that are not a begin and its end, on
+        rest: list[Event | Record] = []  # from the first two not a begin and its end, on
+        begin_tag, end_tag, ok_v, result_error_v = (
+            RECONCILE_BEGIN,
+            RECONCILE_END,
+            _OK_V,
+            _RESULT_ERROR_V,
+        )
         for begin, end in zip(pairs, pairs, strict=False):
+            if type(begin) is tuple:
+                # The bus's compact records (see pycm.trace.bus for their layouts): decided on
+                # their values, and built into events only when kept or sent on.
+                if type(end) is not tuple or begin[0] != begin_tag or end[0] != end_tag:
+                    rest += (begin, end)
+                    break
+                if end[2] is not begin:  # not this begin's own end
+                    rest += (begin, end)
+                    break
+                trace_id = begin[4]
+                if (
+                    end[4] == ok_v
+                    and end[6] != result_error_v
+                    and end[3] <= slow_ns
+                    and not begin[6]
+                    and len(trace_id) == 32
+                    and (clear or not (trace_id in pending or begin[5] in open_events))
+                ):
+                    if trace_id[16:] < bound:
+                        built_begin: Any = materialize(begin)
+                        built_end: Any = materialize(end)
+                        decided[trace_id] = sampled
+                        if on_span is not None:
+                            on_span(encode_ok_reconcile(built_begin, built_end))
+                        else:
+                            self._emit(step_span(built_begin, built_end))
+                        kept += 1
+                    else:
+                        drop(trace_id)  # counted below
+                    continue
+                sent += 1
+                more_dropped, more_kept = self._each((materialize(begin), materialize(end)))
+                dropped_there += more_dropped
+                kept_there += more_kept
+                decided, drop = self._decided, self._dropped.append
+                clear = not pending and not open_events
+                continue
             if (
                 type(begin) is not started
                 or type(end) is not finished
@@ -322,7 +368,7 @@ class OtelSink:
         if odd:
             rest.append(events[-1])
         if rest:
-            more_dropped, more_kept = self._each(rest)
+            more_dropped, more_kept = self._each([materialize(e) for e in rest])
             dropped += more_dropped
             kept += more_kept
         return dropped, kept
@@ -691,10 +737,11 @@ class OtelSink:
         try:
             while not sub.closed:
                 await sub.wait()
-                self.handle_batch(sub.drain())
+                # Entries: a reconcile's records are never built into events unless kept.
+                self.handle_batch(sub.drain_entries())
                 self.report()
         finally:
-            self.handle_batch(sub.drain())
+            self.handle_batch(sub.drain_entries())
             sub.close()
             self.report(force=True)
             await asyncio.shield(stop_processor(self.processor, limit_s=SHUTDOWN_TIMEOUT))

@@ -1,0 +1,105 @@
+"""The sink fed a subscription's entries (a reconcile's compact records, as the manager's sink
+task drains them) decides, exports and counts exactly as when fed the built events, and builds
+no event for a reconcile it drops."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from typing import Any
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+import pycm.otel.sink as sink_module
+from pycm.controller import Controller, Result
+from pycm.otel.metrics import SinkMetrics
+from pycm.otel.resource import build_resource
+from pycm.otel.sampling import TailSampler
+from pycm.otel.sink import OtelSink
+from pycm.trace.bus import Bus, materialize
+from pycm.trace.context import note_call
+from pycm.util.clock import FakeClock
+from tests.otel.test_sink_batches import _outcome, _Records, _splits
+
+
+async def _resync(n: int, *, mixed: bool = True) -> tuple[list[Any], list[Any]]:
+    """(entries, events) of the same ``n`` reconciles through ``Controller.process``: fast ok
+    ones, with failures, slow ones and API calls mixed in unless not ``mixed``."""
+    clock = FakeClock(wall_start_ns=1_700_000_000_000_000_000)
+    bus = Bus(instance="pycm-0", clock=clock)
+    rng = random.Random(11)
+    rolls: dict[str, float] = {}
+
+    async def sync(key: str) -> Result | None:
+        roll = rolls[key]
+        if roll < 0.05:
+            raise RuntimeError("boom")
+        if roll < 0.10:
+            clock.advance(2.0)  # slower than the sampler's 1 s threshold
+        elif roll < 0.15:
+            note_call()
+        return None
+
+    ctrl = Controller("deployment", sync, resource="deployments", clock=clock, bus=bus)
+    entries_sub = bus.subscribe(name="entries", maxsize=10 * n)
+    events_sub = bus.subscribe(name="events", maxsize=10 * n)
+    for i in range(n):
+        key = f"default/d{i}"
+        rolls[key] = rng.random() if mixed else 1.0
+        await ctrl.process(key)
+    await ctrl.queue.aclose()
+    return entries_sub.drain_entries(), events_sub.drain()
+
+
+def _sink(processor: Any, registry: CollectorRegistry, ratio: float) -> OtelSink:
+    return OtelSink(
+        processor,
+        resource=build_resource("r", {}, version="9.9.9"),
+        sampler=TailSampler(ratio, 1.0),
+        metrics=SinkMetrics(registry),
+    )
+
+
+def test_the_worker_appends_records_that_the_sink_reads_as_they_are() -> None:
+    entries, events = asyncio.run(_resync(400))
+    assert len(entries) == len(events) > 800  # failures add the queue's own events
+    assert sum(type(e) is tuple for e in entries) == 800  # the record path is what is tested
+    assert [materialize(e) for e in entries] == events
+
+
+@pytest.mark.parametrize("records", [True, False], ids=["records", "sdk-spans"])
+def test_sink_decides_entries_as_it_decides_their_events(records: bool) -> None:
+    entries, events = asyncio.run(_resync(400))
+    from_events = _outcome([events], records)
+    exported, _, decided, _, counts = from_events
+    assert exported and decided and counts["traces_dropped"] > 100  # kept, failed and dropped
+    assert _outcome([entries], records) == from_events
+    assert _outcome([[e] for e in entries], records) == from_events
+    assert _outcome([entries[1:], entries[:1]][::-1], records) == _outcome(
+        [events[1:], events[:1]][::-1], records
+    )
+    for seed in range(3):
+        assert _outcome(_splits(entries, seed), records) == from_events
+
+
+def test_a_dropped_fast_reconcile_is_never_built(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A resync's batch (every sync fast and ok) at ratio 0: every trace dropped, no event built.
+    (From the first entry that is not a begin and its end, the rest of a batch is built and
+    taken event by event: test_sink_decides_entries_as_it_decides_their_events covers that.)"""
+    entries, _ = asyncio.run(_resync(400, mixed=False))
+    built: list[Any] = []
+
+    def counting(entry: Any) -> Any:
+        if type(entry) is tuple:  # (events pass through it unchanged)
+            built.append(entry)
+        return materialize(entry)
+
+    monkeypatch.setattr(sink_module, "materialize", counting)
+    sink = _sink(_Records(), CollectorRegistry(), ratio=0.0)
+    sink.handle_batch(entries)
+    assert sink._counts["traces_dropped"] == 400 and built == []
+    # At ratio 1 the same batch is kept whole, each pair built once to be encoded.
+    kept = _sink(_Records(), CollectorRegistry(), ratio=1.0)
+    kept.handle_batch(entries)
+    assert kept._counts["traces_exported"] == 400 and len(built) == 800
