@@ -58,6 +58,8 @@ class Watcher:
         self.namespace = namespace
         self.labels = labels
         self.fields = fields
+        # Without selectors only the namespace decides what this watcher sees.
+        self._unselective = labels.empty and fields.empty
         self.capacity = capacity
         self._on_stop = on_stop
         # Invariant: len(_live) <= capacity; nothing is added once `closed`.
@@ -78,6 +80,14 @@ class Watcher:
         """The event this watcher sees for ``event``, if any."""
         if event.resource != self.resource:
             return None
+        if self._unselective:
+            # An object never changes namespace, so no transition: seen as it is, or not at all
+            # (the same answer as below, without matching the old object too: a replayed
+            # backlog translates every event of the history).
+            if self.namespace is None:
+                return event.type, event.obj
+            meta = event.obj.get("metadata") or {}
+            return (event.type, event.obj) if meta.get("namespace", "") == self.namespace else None
         now = self.matches(event.obj)
         if event.type != MODIFIED or event.old is None:
             return (event.type, event.obj) if now else None
