@@ -1,16 +1,14 @@
 """One watch served as newline-delimited JSON: ``{"type": ..., "object": ...}`` per line.
 
 Every event already queued when one is written goes into the same chunk (up to
-``JOIN_BYTES``), and the chunk is sent once the queue is empty. The flushing is kube-apiserver's:
-its ``WatchServer.HandleHTTP`` (k8s.io/apiserver/pkg/endpoints/handlers/watch.go) encodes each
-event into the response writer and calls ``flusher.Flush()`` only ``if len(ch) == 0``, so a
-backlog leaves it in large writes. Its HTTP/1.1 *framing* differs: Go's ``net/http`` writes a
-chunk per write through its 2 KB ``bufferBeforeChunkingSize`` buffer, i.e. about one chunk per
-event, where this joins them into one chunk. Chunk boundaries carry no meaning in HTTP/1.1 (a
-transfer coding that any intermediary may re-chunk) and clients see the same lines; but a
-client that pays per chunk (h11: one ``Data`` event each) reads a backlog faster here than from
-kube over HTTP/1.1. The cap keeps backpressure: each chunk waits for the transport to drain
-before the next is built, and nothing beyond one chunk is encoded ahead of a slow client.
+``JOIN_BYTES``), and the chunk is sent once the queue is empty, as kube-apiserver does: its
+``WatchServer.HandleHTTP`` (k8s.io/apiserver/pkg/endpoints/handlers/watch.go) encodes each event
+into the response writer and calls ``flusher.Flush()`` only ``if len(ch) == 0``, i.e. when no
+further event is waiting. Chunk boundaries carry no meaning in HTTP/1.1 (a transfer coding that
+any intermediary may re-chunk), so clients see the same lines either way; what changes is that a
+replayed backlog reaches them in a few large reads instead of one small chunk per event. The cap
+keeps backpressure: each chunk waits for the transport to drain before the next is built, and
+nothing beyond one chunk is encoded ahead of a slow client.
 
 The stream ends when the watcher is closed (overflow, ``drop_watches``, shutdown), when
 ``timeoutSeconds`` pass, or when the client goes away; it always unregisters the watcher.
@@ -34,12 +32,10 @@ from pycm.sim.watch import BOOKMARK, ERROR, Watcher
 
 __all__ = ["JOIN_BYTES", "error_stream", "event_line", "watch_stream"]
 
-JOIN_BYTES = 64 * 1024
-"""A chunk takes further queued events until it holds at least this many bytes (about 11 pods
-of 5.7 KB): the size of httpx's socket reads, and small enough that a slow client holds back at
-most one chunk of encoded events. It also bounds what joining costs the ``kubernetes`` client,
-whose line splitter copies the rest of its buffer after each line (~32 KB a line here, a few
-microseconds against its ~1 ms of model decoding an event)."""
+JOIN_BYTES = 256 * 1024
+"""A chunk takes further queued events until it holds at least this many bytes (about 45 pods
+of 5.7 KB): large enough that a client reads a backlog in 64 KiB socket reads, small enough
+that a slow client holds back at most one chunk of encoded events."""
 
 
 def event_line(type_: str, obj: Any) -> bytes:
