@@ -706,6 +706,8 @@ class Client:
                     finally:
                         if not stream or resp.status_code >= 300:
                             await resp.aclose()
+                    if not stream or resp.status_code >= 300:
+                        _unbind(resp)
                 except httpx.TimeoutException as e:
                     metrics.requests.labels("<error>", method, host).inc()
                     raise Timeout(
@@ -756,6 +758,19 @@ class Client:
                 ),
                 dur_ns=dur_ns,
             )
+
+
+def _unbind(resp: httpx.Response) -> None:
+    """Cut the reference cycle httpx leaves in a response it has read and closed.
+
+    ``httpx.AsyncClient.send`` binds the response's stream to the response (``resp.stream`` is
+    a ``BoundAsyncStream`` whose ``_response`` is ``resp``), so a response is freed only by a
+    cyclic collection, never by reference counting, and its body with it: every list page (MBs)
+    outlived its use until the next collection, and was frozen with the cache when the informer
+    froze it (``gc.freeze()``) before one ran. Once read and closed the stream has nothing left
+    to give; a plain stream over the body (as a response built from content has) replaces it.
+    """
+    resp.stream = httpx.ByteStream(resp.content)
 
 
 def _put(params: dict[str, str], key: str, value: str | None) -> None:

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import random
 from collections.abc import AsyncIterator, Iterable
 from typing import Any
@@ -370,3 +371,28 @@ async def test_reflector_broken_stream_after_events_rewatches_without_relist(
     [closed] = of_kind(rig.sub, WatchClosed)
     assert closed.reason is WatchCloseReason.SERVER_CLOSED
     assert "broken" in closed.error
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    ("pause", "expected"),
+    [
+        # The first list's hook runs before the collector is back (a freeze there is never
+        # preceded by a collection over the new cache); a relist's after it (its garbage is
+        # collected, not frozen).
+        pytest.param(True, [False, True], id="paused"),
+        pytest.param(False, [True, True], id="not-paused"),
+    ],
+)
+async def test_reflector_after_list_runs_inside_gc_pause_on_first_list_only(
+    pause: bool, expected: list[bool]
+) -> None:
+    enabled: list[bool] = []
+    lw = FakeListWatch().add_list(ListPage([pod("a", "1")], "1"), ListPage([pod("a", "2")], "2"))
+    rig = Rig(lw, pause_gc_during_list=pause, after_list=lambda: enabled.append(gc.isenabled()))
+    assert gc.isenabled()
+    await rig.reflector.list()
+    await rig.reflector.list()
+    assert enabled == expected
+    assert gc.isenabled()
+    assert [op for op, _, _ in rig.store.ops] == ["replace", "replace"]
