@@ -293,66 +293,55 @@ class OtelSink:
             if type(begin) is tuple:
                 # The bus's compact records (see pycm.trace.bus for their layouts): decided on
                 # their values, and built into events only when kept or sent on.
-                if type(end) is not tuple or begin[0] != begin_tag or end[0] != end_tag:
-                    rest += (begin, end)
-                    break
-                if end[2] is not begin:  # not this begin's own end
+                if (
+                    type(end) is not tuple
+                    or begin[0] != begin_tag
+                    or end[0] != end_tag
+                    or end[2] is not begin  # not this begin's own end
+                ):
                     rest += (begin, end)
                     break
                 trace_id = begin[4]
-                if (
+                fast = (
                     end[4] == ok_v
                     and end[6] != result_error_v
                     and end[3] <= slow_ns
                     and not begin[6]
                     and len(trace_id) == 32
                     and (clear or not (trace_id in pending or begin[5] in open_events))
-                ):
-                    if trace_id[16:] < bound:
-                        built_begin: Any = materialize(begin)
-                        built_end: Any = materialize(end)
-                        decided[trace_id] = sampled
-                        if on_span is not None:
-                            on_span(encode_ok_reconcile(built_begin, built_end))
-                        else:
-                            self._emit(step_span(built_begin, built_end))
-                        kept += 1
-                    else:
-                        drop(trace_id)  # counted below
-                    continue
-                sent += 1
-                more_dropped, more_kept = self._each((materialize(begin), materialize(end)))
-                dropped_there += more_dropped
-                kept_there += more_kept
-                decided, drop = self._decided, self._dropped.append
-                clear = not pending and not open_events
-                continue
-            if (
-                type(begin) is not started
-                or type(end) is not finished
-                or end.span_id != begin.span_id
-            ):
-                rest += (begin, end)
-                break
-            trace_id = end.trace_id
-            if (
-                end.outcome is ok
-                and end.result is not result_error
-                and end.dur_ns <= slow_ns
-                and not end.parent_id
-                and len(trace_id) == 32
-                and (clear or not (trace_id in pending or end.span_id in open_events))
-            ):
+                )
                 # Pycm's ids are 32 lowercase hex digits: the ratio rule compares as text.
-                if trace_id[16:] < bound:
-                    decided[trace_id] = sampled
-                    if on_span is not None:
-                        on_span(encode_ok_reconcile(begin, end))  # encoded from the events
-                    else:
-                        self._emit(step_span(begin, end))
-                    kept += 1
-                else:
+                if fast and trace_id[16:] >= bound:
                     drop(trace_id)  # counted below
+                    continue
+                begin, end = materialize(begin), materialize(end)
+            else:
+                if (
+                    type(begin) is not started
+                    or type(end) is not finished
+                    or end.span_id != begin.span_id
+                ):
+                    rest += (begin, end)
+                    break
+                trace_id = end.trace_id
+                fast = (
+                    end.outcome is ok
+                    and end.result is not result_error
+                    and end.dur_ns <= slow_ns
+                    and not end.parent_id
+                    and len(trace_id) == 32
+                    and (clear or not (trace_id in pending or end.span_id in open_events))
+                )
+                if fast and trace_id[16:] >= bound:
+                    drop(trace_id)  # counted below
+                    continue
+            if fast:  # kept by the ratio
+                decided[trace_id] = sampled
+                if on_span is not None:
+                    on_span(encode_ok_reconcile(begin, end))  # type: ignore[arg-type]
+                else:
+                    self._emit(step_span(begin, end))  # type: ignore[arg-type]
+                kept += 1
                 continue
             sent += 1  # failed, slow, a child, something buffered for it...
             more_dropped, more_kept = self._each((begin, end))
