@@ -103,11 +103,11 @@ class Watch:
 
     def _split(self, chunk: bytes) -> list[bytes]:
         """The non-blank lines ``chunk`` completes; its unfinished last line is kept for the
-        next chunk. A watch read holds many pod-sized lines (the server joins the events it has
-        ready): newlines are found with ``bytes.find`` (memchr) and each line sliced out once,
-        because ``bytes.split`` walks every byte in a C loop (~4.6 instructions a byte, 27k
-        for a 5.7 KB pod). A line that straddles reads is joined from its pieces once, however
-        many reads a very long one spans."""
+        next chunk. A read can hold many pod-sized lines (a replayed backlog fills the socket
+        buffer faster than the reader drains it): newlines are found with ``bytes.find``
+        (memchr) and each line sliced out once, because ``bytes.split`` walks every byte in a
+        C loop (~4.6 instructions a byte, 27k for a 5.7 KB pod). A line that straddles reads
+        is joined from its pieces once, however many reads a very long one spans."""
         lines: list[bytes] = []
         find = chunk.find
         start = 0
