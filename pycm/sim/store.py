@@ -36,7 +36,7 @@ from pycm.sim.gc import (
     GarbageCollector,
     ObjectRef,
 )
-from pycm.sim.history import DEFAULT_HISTORY_BYTES, History
+from pycm.sim.history import DEFAULT_HISTORY_BYTES, History, event_size
 from pycm.sim.objects import Obj, copy_value, deep_copy, generate_name, meta, new_uid, rfc3339
 from pycm.sim.patch import apply_patch
 from pycm.sim.pruning import prune_unknown_fields
@@ -302,9 +302,11 @@ class Store:
             table[ref[1:]] = obj
             self._by_uid[str(m.get("uid"))] = ref
             self._gc.index.add(ref, obj)
-        event = StoreEvent(type_, res.key, obj, old, self._rv)
-        # The encoded size stands for the object's memory (a dict holds a few times more).
-        self._history.append(event, len(orjson.dumps(obj)))
+        # Encoded once here: the history sizes the event by it and every typed watch serves
+        # these bytes (the object is never mutated after its commit).
+        encoded = orjson.dumps(obj)
+        event = StoreEvent(type_, res.key, obj, old, self._rv, encoded)
+        self._history.append(event, event_size(encoded))
         for watcher in list(self._watchers):
             watcher.offer(event)
         if res.kind == "Event" and type_ != DELETED:
@@ -363,7 +365,7 @@ class Store:
             for event in self._history.since(since):
                 seen = watcher.translate(event)
                 if seen is not None:
-                    watcher.add_initial(*seen)
+                    watcher.add_initial(seen[0], seen[1], event.encoded)
         self._watchers.add(watcher)
         return watcher
 

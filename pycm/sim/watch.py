@@ -9,6 +9,10 @@ A watcher that falls more than ``capacity`` live events behind is ended (``overf
 buffered without bound: its client relists and rewatches, as client-go's reflector does when
 the apiserver drops a slow watch. The initial events (the synthetic ADDED of the current state,
 or the replay from the retained history) are finite and not counted against the capacity.
+
+Each queued entry carries the object's JSON encoding when the store made one at commit
+(``StoreEvent.encoded``), so a typed watch serves those bytes instead of encoding the object
+again for every watcher.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from pycm.sim.objects import Obj
 from pycm.sim.resources import ResourceKey
 from pycm.sim.selectors import FieldSelector, LabelSelector
 
-__all__ = ["ADDED", "BOOKMARK", "DELETED", "ERROR", "MODIFIED", "StoreEvent", "Watcher"]
+__all__ = ["ADDED", "BOOKMARK", "DELETED", "ERROR", "MODIFIED", "Entry", "StoreEvent", "Watcher"]
 
 ADDED = "ADDED"
 MODIFIED = "MODIFIED"
@@ -33,13 +37,22 @@ ERROR = "ERROR"
 
 @dataclass(frozen=True, slots=True)
 class StoreEvent:
-    """One change in the store. ``obj`` and ``old`` are the store's own copies: never mutate."""
+    """One change in the store. ``obj`` and ``old`` are the store's own copies: never mutate.
+
+    ``encoded`` is ``orjson.dumps(obj)`` as the store made it at commit (None when it did not):
+    the same bytes a watch would produce, since the object never changes afterwards.
+    """
 
     type: str
     resource: ResourceKey
     obj: Obj
     old: Obj | None
     rv: int
+    encoded: bytes | None = None
+
+
+# A queued event: (type as this watcher sees it, the object, its JSON encoding or None).
+Entry = tuple[str, Obj, bytes | None]
 
 
 class Watcher:
@@ -63,8 +76,8 @@ class Watcher:
         self.capacity = capacity
         self._on_stop = on_stop
         # Invariant: len(_live) <= capacity; nothing is added once `closed`.
-        self._initial: deque[tuple[str, Obj]] = deque()
-        self._live: deque[tuple[str, Obj]] = deque()
+        self._initial: deque[Entry] = deque()
+        self._live: deque[Entry] = deque()
         self._wake = asyncio.Event()
         self.closed = False
         self.overflowed = False
@@ -100,8 +113,8 @@ class Watcher:
             return (DELETED, event.obj)
         return None
 
-    def add_initial(self, type_: str, obj: Obj) -> None:
-        self._initial.append((type_, obj))
+    def add_initial(self, type_: str, obj: Obj, encoded: bytes | None = None) -> None:
+        self._initial.append((type_, obj, encoded))
         self._wake.set()
 
     def offer(self, event: StoreEvent) -> None:
@@ -114,40 +127,51 @@ class Watcher:
             self.overflowed = True
             self.close("watcher fell behind: queue capacity exceeded")
             return
-        self._live.append(seen)
+        self._live.append((seen[0], seen[1], event.encoded))
         self._wake.set()
 
     @property
     def pending(self) -> int:
         return len(self._initial) + len(self._live)
 
-    def pop(self) -> tuple[str, Obj] | None:
-        """The next queued event without waiting (None when empty)."""
+    def pop_entry(self) -> Entry | None:
+        """The next queued entry without waiting (None when empty)."""
         if self._initial:
             return self._initial.popleft()
         if self._live:
             return self._live.popleft()
         return None
 
+    def pop(self) -> tuple[str, Obj] | None:
+        """The next queued event without waiting (None when empty)."""
+        entry = self.pop_entry()
+        return None if entry is None else (entry[0], entry[1])
+
+    async def wait(self, wait_seconds: float | None = None) -> bool:
+        """Wait until an entry is queued (True) or ``wait_seconds`` pass or the watcher closes
+        (False). It returns at once when one is queued already: a consumer that drains every
+        queued entry after each wake-up pays for a wait once a batch, not once an event."""
+        while not self.closed:
+            if self._initial or self._live:
+                return True
+            self._wake.clear()
+            if wait_seconds is not None and wait_seconds <= 0:
+                return False
+            try:
+                async with asyncio.timeout(wait_seconds):
+                    await self._wake.wait()
+            except TimeoutError:
+                return False
+        return False
+
     async def next(self, wait_seconds: float | None = None) -> tuple[str, Obj] | None:
         """The next event; None on timeout or once closed and drained (check ``closed``).
 
         A closed watcher drops what it had queued: an ended watch delivers nothing more.
         """
-        while True:
-            if self.closed:
-                return None
-            item = self.pop()
-            if item is not None:
-                return item
-            self._wake.clear()
-            if wait_seconds is not None and wait_seconds <= 0:
-                return None
-            try:
-                async with asyncio.timeout(wait_seconds):
-                    await self._wake.wait()
-            except TimeoutError:
-                return None
+        if not await self.wait(wait_seconds):
+            return None
+        return self.pop()
 
     def close(self, reason: str = "closed") -> None:
         if self.closed:

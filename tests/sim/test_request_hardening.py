@@ -246,7 +246,8 @@ def test_store_history_bounded_in_bytes_under_large_objects() -> None:
     for i in range(200):  # 200 x ~50 KB = 10 MB of objects through the history
         store.create(cms, {"metadata": {"name": f"c{i}"}, "data": {"k": "x" * 50_000}}, "default")
     assert store._history.bytes <= 1_000_000
-    assert 15 <= len(store._history) <= 20
+    # Each event counts its held encoding (~50 KB) and as much again for its object's dict.
+    assert 7 <= len(store._history) <= 10
 
 
 # ---------------------------------------------------------------- object size, logged text
