@@ -187,6 +187,9 @@ class Emulator:
             access_log=False,
             lifespan="off",
             proxy_headers=False,  # nothing sits in front of the emulator: trust no X-Forwarded-*
+            # uvicorn's C-parser implementation: its send path frames a watch's chunk in a few
+            # lines where h11's runs a state machine per chunk (~half the serving cost before).
+            http="httptools",
             timeout_graceful_shutdown=int(_SHUTDOWN_TIMEOUT),
             timeout_keep_alive=_IDLE_KEEP_ALIVE,
             **ssl,
