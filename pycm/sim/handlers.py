@@ -31,7 +31,7 @@ from pycm.sim.reviews import subject_access_review, token_review
 from pycm.sim.selectors import parse_field_selector, parse_label_selector
 from pycm.sim.serviceaccounts import token_request
 from pycm.sim.store import DeleteOptions, Store
-from pycm.sim.streaming import error_stream, watch_stream
+from pycm.sim.streaming import WatchResponse, error_stream, send_watch
 from pycm.sim.tables import partial_metadata, table
 from pycm.sim.tokens import decode_continue
 from pycm.sim.versions import parse_resource_version
@@ -441,14 +441,17 @@ def _watch(
         if err.code != 410:
             raise
         return StreamingResponse(error_stream(err.status()), media_type="application/json")
-    stream = watch_stream(
+    return WatchResponse(
         watcher,
-        res,
-        ctx.store,
-        out,
-        include_object=query.get("includeObject", "Metadata"),
-        timeout_seconds=timeout,
-        bookmark_interval=ctx.bookmark_interval if bookmarks else None,
-        stopping=lambda: ctx.stopping,
+        lambda send: send_watch(
+            send,
+            watcher,
+            res,
+            ctx.store,
+            out,
+            include_object=query.get("includeObject", "Metadata"),
+            timeout_seconds=timeout,
+            bookmark_interval=ctx.bookmark_interval if bookmarks else None,
+            stopping=lambda: ctx.stopping,
+        ),
     )
-    return StreamingResponse(stream, media_type="application/json")

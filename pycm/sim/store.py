@@ -362,10 +362,7 @@ class Store:
                 watcher.add_initial(ADDED, obj)
         else:
             since = parse_resource_version(resource_version) or 0
-            for event in self._history.since(since):
-                seen = watcher.translate(event)
-                if seen is not None:
-                    watcher.add_initial(seen[0], seen[1], event.encoded)
+            watcher.replay(self._history.since(since))
         self._watchers.add(watcher)
         return watcher
 

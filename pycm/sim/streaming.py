@@ -14,10 +14,12 @@ nothing is queued, so a bookmark's resourceVersion never runs ahead of an undeli
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import orjson
+from starlette.responses import StreamingResponse
+from starlette.types import Send
 
 from pycm.sim.negotiation import METADATA, TABLE, Output
 from pycm.sim.resources import Resource
@@ -25,7 +27,7 @@ from pycm.sim.store import Store
 from pycm.sim.tables import partial_metadata, table
 from pycm.sim.watch import ADDED, BOOKMARK, DELETED, ERROR, MODIFIED, Entry, Watcher
 
-__all__ = ["encoded_line", "error_stream", "event_line", "watch_stream"]
+__all__ = ["WatchResponse", "encoded_line", "error_stream", "event_line", "send_watch"]
 
 
 def event_line(type_: str, obj: Any) -> bytes:
@@ -51,7 +53,30 @@ async def error_stream(status: dict[str, Any]) -> AsyncIterator[bytes]:
     yield event_line(ERROR, status)
 
 
-async def watch_stream(
+class WatchResponse(StreamingResponse):
+    """A watch's response: Starlette's streaming response (headers, the end of the body, and
+    ending the stream when the client disconnects), whose body is sent by :func:`send_watch`
+    straight to ``send``, one ASGI body message (one chunk) per event, with no iterator between
+    the watcher's queue and the server."""
+
+    def __init__(self, watcher: Watcher, run: Callable[[Send], Awaitable[None]]) -> None:
+        super().__init__((), media_type="application/json")  # the body comes from ``run``
+        self._watcher = watcher
+        self._run = run
+
+    async def stream_response(self, send: Send) -> None:
+        try:
+            start = {"type": "http.response.start", "status": self.status_code}
+            await send({**start, "headers": self.raw_headers})
+            await self._run(send)
+        finally:
+            # Unregistered even when cancelled (client gone) before ``run`` began.
+            self._watcher.stop()
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+async def send_watch(
+    send: Send,
     watcher: Watcher,
     res: Resource,
     store: Store,
@@ -61,11 +86,16 @@ async def watch_stream(
     timeout_seconds: int | None = None,
     bookmark_interval: float | None = None,
     stopping: Callable[[], bool] = lambda: False,
-) -> AsyncIterator[bytes]:
+) -> None:
+    """Send the watch's events as ASGI body messages until it ends (see the module's doc)."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout_seconds if timeout_seconds else None
     next_bookmark = loop.time() + bookmark_interval if bookmark_interval else None
     render = _renderer(res, store, out, include_object)
+    # A typed watch splices the commit's bytes here rather than through `render`: this loop is
+    # the whole per-event cost of serving a replay.
+    typed = out.mode not in (METADATA, TABLE)
+    envelopes, end, join, pop = _ENVELOPES, _END, b"".join, watcher.pop_entry
     try:
         while not stopping():
             now = loop.time()
@@ -75,8 +105,13 @@ async def watch_stream(
             if await watcher.wait(max(0.0, min(waits)) if waits else None):
                 # Everything queued now, one chunk each; a close empties the queue, so the
                 # drain ends with it. Stop and deadline are checked between events as before.
-                while (entry := watcher.pop_entry()) is not None:
-                    yield render(entry)
+                while (entry := pop()) is not None:
+                    type_, _, encoded = entry
+                    if typed and encoded is not None and (envelope := envelopes.get(type_)):
+                        body = join((envelope, encoded, end))
+                    else:
+                        body = render(entry)
+                    await send({"type": "http.response.body", "body": body, "more_body": True})
                     if stopping() or (deadline is not None and loop.time() >= deadline):
                         return
                 continue
@@ -91,7 +126,8 @@ async def watch_stream(
                         "apiVersion": res.api_version,
                         "metadata": {"resourceVersion": str(store.resource_version)},
                     }
-                    yield event_line(BOOKMARK, mark)
+                    line = event_line(BOOKMARK, mark)
+                    await send({"type": "http.response.body", "body": line, "more_body": True})
     finally:
         watcher.stop()
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from pycm.sim.objects import Obj
@@ -116,6 +116,18 @@ class Watcher:
     def add_initial(self, type_: str, obj: Obj, encoded: bytes | None = None) -> None:
         self._initial.append((type_, obj, encoded))
         self._wake.set()
+
+    def replay(self, events: Iterable[StoreEvent]) -> None:
+        """Queue, as initial entries, what this watcher sees of ``events`` (the history)."""
+        translate = self.translate
+        entries = [
+            (seen[0], seen[1], event.encoded)
+            for event in events
+            if (seen := translate(event)) is not None
+        ]
+        if entries:
+            self._initial.extend(entries)
+            self._wake.set()
 
     def offer(self, event: StoreEvent) -> None:
         if self.closed:

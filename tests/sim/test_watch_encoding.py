@@ -16,7 +16,7 @@ from pycm.sim.negotiation import negotiate
 from pycm.sim.seed import seed_cluster
 from pycm.sim.server import Emulator, run_emulator
 from pycm.sim.store import Store
-from pycm.sim.streaming import encoded_line, event_line, watch_stream
+from pycm.sim.streaming import encoded_line, event_line, send_watch
 from pycm.sim.tables import partial_metadata, table
 from pycm.sim.watch import ADDED, BOOKMARK, DELETED, ERROR, MODIFIED, StoreEvent
 from pycm.util.clock import FakeClock
@@ -168,13 +168,17 @@ async def test_a_stop_between_queued_events_ends_the_stream_at_once() -> None:
     res = store.resource("configmaps")
     since = _changes(store)
     watcher = store.watch(res, "default", resource_version=str(since))
-    stopped = False
-    stream = watch_stream(watcher, res, store, negotiate(None), stopping=lambda: stopped)
-    lines = []
-    async for line in stream:
-        lines.append(line)
-        stopped = True  # three more are queued: none of them is sent
-    assert len(lines) == 1 and watcher.closed and store.watcher_count == 0
+    sent: list[Any] = []
+
+    async def send(message: Any) -> None:
+        sent.append(message)
+
+    await send_watch(send, watcher, res, store, negotiate(None), stopping=lambda: bool(sent))
+    # Three more were queued: none of them is sent once stopping.
+    assert [m["body"] for m in sent] == [
+        orjson.dumps({"type": e.type, "object": e.obj}) + b"\n" for e in _history(store, since)
+    ][:1]
+    assert watcher.closed and store.watcher_count == 0
 
 
 @pytest.mark.asyncio
