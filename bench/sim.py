@@ -12,6 +12,11 @@ client's work is not counted against the server. Figures:
 - ``sim.watch_fanout``: events/s delivered to ``_WATCHERS`` watchers while ``n`` configmaps are
   created (deliveries / time from the first create to the last watcher's last event). Peer: the
   same run with one watcher; ratio fan-out / single (> 1: the fan-out delivers more in total).
+- ``sim.watch_serve``: events/s the emulator serves to a raw socket reader (no HTTP parsing)
+  replaying ``events`` ADDED events of ~5.7 KB ConfigMaps (the informers bench's pod size) from
+  a resourceVersion; median of ``_SERVE_READS`` reads. Peer: the same reader reading the same
+  bytes from a local socket pair filled by a thread (the reader's own ceiling); ratio ours /
+  peer (the share of that ceiling the emulator reaches).
 """
 
 from __future__ import annotations
@@ -20,10 +25,12 @@ import asyncio
 import os
 import re
 import signal
+import socket
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
@@ -44,6 +51,9 @@ _WATCHERS = 20
 _CONCURRENCY = 16
 _LINE = re.compile(r"^pycm sim: serving (\S+) \(kubeconfig: (.+)\)$")
 _START_TIMEOUT = 20.0
+_SERVE_READS = 3
+# A ConfigMap's data sized like the informers bench's pods (~5.7 KB of JSON an event).
+_SERVE_DATA = {f"key-{i:02d}": "v" * 100 for i in range(50)}
 
 
 @contextmanager
@@ -55,6 +65,8 @@ def _emulator() -> Iterator[tuple[str, str]]:
         kubeconfig = Path(tmp) / "kubeconfig"
         argv = [sys.executable, "-m", "pycm", "sim", "--port", "0", "--tls=false", "--kubelet=off"]
         argv += ["--watch-window", "100000", "--kubeconfig-out", str(kubeconfig)]
+        # sim.watch_serve replays up to 10k events of ~5.7 KB: past 64 MiB it would get 410.
+        argv += ["--watch-history-mib", "1024"]
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, env=env, cwd=tmp)
         try:
             assert proc.stdout is not None
@@ -191,12 +203,72 @@ async def _fanout(url: str, token: str, n: int, watchers: int, prefix: str) -> f
         return watchers * n / (max(done_at) - start)
 
 
+async def _read_watch(reader: asyncio.StreamReader, events: int) -> tuple[float, bytes]:
+    """Seconds to read ``events`` watch lines off ``reader`` (counted, not parsed); the bytes."""
+    got, seen = [], 0
+    start = time.perf_counter()
+    while seen < events:
+        data = await reader.read(1 << 20)
+        if not data:
+            raise RuntimeError(f"the watch ended after {seen} of {events} events")
+        seen += data.count(b"}\n")
+        got.append(data)
+    return time.perf_counter() - start, b"".join(got)
+
+
+async def _serve(url: str, token: str, events: int) -> Figure:
+    path = "/api/v1/namespaces/default/configmaps"
+    async with _client(url, token) as c:
+        rv = (await c.get(path, params={"limit": "1"})).json()["metadata"]["resourceVersion"]
+
+        async def create(i: int) -> None:
+            body = orjson.dumps({"metadata": {"name": f"serve-{i:05d}"}, "data": _SERVE_DATA})
+            (await c.post(path, content=body)).raise_for_status()
+
+        await _in_parallel(events, create)
+    host, port = url.removeprefix("http://").rsplit(":", 1)
+    request = (
+        f"GET {path}?watch=1&resourceVersion={rv}&timeoutSeconds=600 HTTP/1.1\r\n"
+        f"Host: {host}\r\nAuthorization: Bearer {token}\r\n\r\n"
+    ).encode()
+    ours, body = [], b""
+    for _ in range(_SERVE_READS):
+        reader, writer = await asyncio.open_connection(host, int(port))
+        writer.write(request)
+        await reader.readuntil(b"\r\n\r\n")
+        seconds, body = await _read_watch(reader, events)
+        ours.append(events / seconds)
+        writer.close()
+    peer = []
+    for _ in range(_SERVE_READS):
+        ours_end, theirs = socket.socketpair()
+        filler = threading.Thread(target=theirs.sendall, args=(body,), name="bench-sim-fill")
+        reader, writer = await asyncio.open_connection(sock=ours_end)
+        filler.start()
+        seconds, _ = await _read_watch(reader, events)
+        peer.append(events / seconds)
+        filler.join()
+        writer.close()
+        theirs.close()
+    served, ceiling = statistics.median(ours), statistics.median(peer)
+    return Figure(
+        "sim.watch_serve",
+        served,
+        f"events/s_({events}_events,_{len(body) / events / 1e3:.1f}_KB)",
+        "socketpair_read",
+        ceiling,
+        "events/s",
+        served / ceiling,
+    )
+
+
 async def _run(size: str) -> list[Figure]:
     n, repeats, events = _SIZES[size]
     with _emulator() as (url, token):
         figures = await _create_and_list(url, token, n, repeats)
         fanned = await _fanout(url, token, events, _WATCHERS, "fan")
         single = await _fanout(url, token, events, 1, "one")
+        served = await _serve(url, token, events)
     figures.append(
         Figure(
             "sim.watch_fanout",
@@ -208,6 +280,7 @@ async def _run(size: str) -> list[Figure]:
             fanned / single,
         )
     )
+    figures.append(served)
     return figures
 
 
