@@ -35,9 +35,12 @@ class FramingError(ValueError):
 
 
 class Framing(Protocol):
-    """One response body's framing. ``done`` once the whole body has been fed."""
+    """One response body's framing. ``done`` once the whole body has been fed; ``error`` is
+    the framing error found after body bytes that :meth:`feed` returned first (the reader
+    raises it before waiting for more)."""
 
     done: bool
+    error: FramingError | None
 
     def feed(self, data: bytes) -> bytes:
         """The body bytes ``data`` carries (b"" if none). Bytes past the body's end are
@@ -55,6 +58,7 @@ class Length:
     def __init__(self, length: int) -> None:
         self._left = length
         self.done = length == 0
+        self.error: FramingError | None = None
 
     def feed(self, data: bytes) -> bytes:
         if self.done:
@@ -75,6 +79,7 @@ class UntilClose:
 
     def __init__(self) -> None:
         self.done = False
+        self.error: FramingError | None = None
 
     def feed(self, data: bytes) -> bytes:
         return b"" if self.done else data
@@ -95,26 +100,52 @@ class Chunked:
 
     def __init__(self) -> None:
         self.done = False
+        self.error: FramingError | None = None
         self._state = _SIZE
         self._left = 0
         self._carry = b""
         self._trailer = 0
 
     def feed(self, data: bytes) -> bytes:
+        if self.error is not None:
+            raise self.error
         if self.done or not data:
             return b""
         if self._carry:
             data = self._carry + data
             self._carry = b""
         pieces: list[bytes] = []
+        try:
+            self._parse(data, pieces)
+        except FramingError as e:
+            if not pieces:
+                raise
+            self.error = e  # the body bytes before the error are given first
+        if len(pieces) == 1:
+            return pieces[0]
+        return b"".join(pieces)
+
+    def _parse(self, data: bytes, pieces: list[bytes]) -> None:
+        """Append the body bytes of ``data`` to ``pieces``, advancing the state."""
         n = len(data)
         pos = 0
         state = self._state
         left = self._left
         find = data.find
-        size_line = _SIZE_LINE.fullmatch
+        size_line = _SIZE_LINE.match
         while pos < n:
-            if state == _DATA:
+            if state == _SIZE and (match := size_line(data, pos)) is not None:
+                # The common case first: a whole size line, and usually its chunk's data and
+                # CRLF in this read too, all taken in this one step.
+                left = int(match.group(1), 16)
+                pos = match.end()
+                end = pos + left
+                if left and end + 2 <= n and data.startswith(b"\r\n", end):
+                    pieces.append(data[pos:end])
+                    pos = end + 2
+                else:
+                    state = _DATA if left else _TRAILER
+            elif state == _DATA:
                 end = pos + left
                 if end > n:  # the chunk goes on in the next read
                     pieces.append(data[pos:] if pos else data)
@@ -133,30 +164,21 @@ class Chunked:
                 else:
                     raise FramingError("chunk data not followed by CRLF")
                 state = _SIZE
-            else:
+            else:  # a size line that did not match (cut short, or bad), or a trailer line
                 nl = find(b"\n", pos)
                 if nl < 0:
                     self._keep_line(data, pos, state)
                     break
-                if state == _TRAILER:
-                    self._trailer += nl + 1 - pos
-                    if self._trailer > MAX_TRAILER:
-                        raise FramingError("chunked trailer too long")
-                    if nl - pos <= 1 and (nl == pos or data[pos] == 13):  # b"\r\n" or b"\n"
-                        self.done = True
-                        break
-                    pos = nl + 1
-                    continue
-                match = size_line(data, pos, nl + 1)
-                if match is None:
-                    raise FramingError(f"bad chunk size line {bytes(data[pos : nl + 1])[:40]!r}")
-                left = int(match.group(1), 16)
+                if state == _SIZE:
+                    raise FramingError(f"bad chunk size line {data[pos : nl + 1][:40]!r}")
+                self._trailer += nl + 1 - pos
+                if self._trailer > MAX_TRAILER:
+                    raise FramingError("chunked trailer too long")
+                if nl - pos <= 1 and (nl == pos or data[pos] == 13):  # b"\r\n" or b"\n"
+                    self.done = True
+                    break
                 pos = nl + 1
-                state = _DATA if left else _TRAILER
         self._state, self._left = state, left
-        if len(pieces) == 1:
-            return pieces[0]
-        return b"".join(pieces)
 
     def _keep_line(self, data: bytes, pos: int, state: int) -> None:
         """Keep a line's start until its end arrives (bounded: see MAX_LINE)."""
@@ -166,6 +188,8 @@ class Chunked:
         self._carry = data[pos:]
 
     def end(self) -> None:
+        if self.error is not None:
+            raise self.error
         if not self.done:
             raise FramingError("connection closed in the middle of a chunked body")
 

@@ -153,6 +153,9 @@ class WireBody(httpx.AsyncByteStream):
     async def read(self) -> bytes | None:
         framing = self._framing
         while not framing.done and not self._closed:
+            if framing.error is not None:
+                self.close()
+                raise httpx.RemoteProtocolError(str(framing.error))
             if self._first:
                 data, self._first = self._first, b""
             else:
