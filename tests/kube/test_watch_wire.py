@@ -204,6 +204,12 @@ async def test_wire_watch_reads_every_framing(
             _writes(b"HTTP/9 OK\r\n\r\n"), TransportError, "RemoteProtocolError", id="bad-head"
         ),
         pytest.param(_writes(b""), TransportError, "disconnected", id="no-answer"),
+        pytest.param(
+            _writes(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: h2c\r\n\r\n"),
+            TransportError,
+            "without a pending proposal",
+            id="unrequested-upgrade",
+        ),
     ],
 )
 async def test_wire_watch_open_failures_raise_the_mapped_error(
