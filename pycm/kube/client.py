@@ -9,7 +9,9 @@ Every request goes through the same pipeline (:meth:`Client._send`):
    inside a trace step — sampled (flag 01) only in the traces the manager exports by ratio
    (:class:`pycm.util.sampling.TraceIdRatio` at ``trace_sample_ratio``), 00 otherwise;
 3. the request, with the config's timeout (watch streams use ``timeoutSeconds`` plus a read
-   margin instead);
+   margin instead); watch requests go through a second httpx client over the wire transport
+   (:mod:`pycm.kube.wire`: one connection per watch, the body read in bulk), unless the client
+   was given a transport of its own (a test's) or no TLS context to reuse;
 4. a 429 — or a 5xx — carrying Retry-After is retried after that many seconds, up to
    :data:`MAX_RETRIES` times (client-go's ``checkWait``), each retry through the limiter again;
 5. the whole body is decoded with one ``orjson.loads`` (no per-item work);
