@@ -159,7 +159,11 @@ class WireBody(httpx.AsyncByteStream):
             if self._first:
                 data, self._first = self._first, b""
             else:
-                data = await self._sock.read(self._timeout)
+                try:
+                    data = await self._sock.read(self._timeout)
+                except httpx.HTTPError:  # timed out or broken: the connection is done with
+                    self.close()
+                    raise
             try:
                 if not data:
                     framing.end()
