@@ -9,7 +9,9 @@ Every request goes through the same pipeline (:meth:`Client._send`):
    inside a trace step — sampled (flag 01) only in the traces the manager exports by ratio
    (:class:`pycm.util.sampling.TraceIdRatio` at ``trace_sample_ratio``), 00 otherwise;
 3. the request, with the config's timeout (watch streams use ``timeoutSeconds`` plus a read
-   margin instead);
+   margin instead); watch requests go through a second httpx client over the wire transport
+   (:mod:`pycm.kube.wire`: one connection per watch, the body read in bulk), unless the client
+   was given a transport of its own (a test's) or no TLS context to reuse;
 4. a 429 — or a 5xx — carrying Retry-After is retried after that many seconds, up to
    :data:`MAX_RETRIES` times (client-go's ``checkWait``), each retry through the limiter again;
 5. the whole body is decoded with one ``orjson.loads`` (no per-item work);
@@ -45,7 +47,7 @@ from pycm.kube.errors import (
 )
 from pycm.kube.metrics import ClientMetrics, client_metrics
 from pycm.kube.resources import Resource
-from pycm.kube.transport import build_http_client, build_ssl_context
+from pycm.kube.transport import build_http_client, build_ssl_context, build_watch_client
 from pycm.kube.watch import Watch
 from pycm.trace.bus import Bus, default_bus
 from pycm.trace.context import current_span, error_text, new_span_id, note_call
@@ -196,6 +198,7 @@ class Client:
         clock: Clock = REAL_CLOCK,
         max_retries: int = MAX_RETRIES,
         _http: httpx.AsyncClient | None = None,
+        _watch_http: httpx.AsyncClient | None = None,
         _auth: Authenticator | None = None,
     ) -> None:
         self.config = config
@@ -204,6 +207,11 @@ class Client:
             config, ssl_context=ssl_context, transport=transport
         )
         self._owns_http = _http is None
+        # Watch streams go through the wire transport (bulk reads; see pycm.kube.wire) when
+        # requests go over the network as configured; a test transport serves them too.
+        if _http is None and transport is None:
+            _watch_http = build_watch_client(config, ssl_context)
+        self._watch_http = _watch_http
         self._limiter: RateLimiter | None = (
             rate_limiter if rate_limiter is not None else _limiter_for(config, clock)
         )
@@ -238,12 +246,15 @@ class Client:
             clock=self._clock,
             max_retries=self._max_retries,
             _http=self._http,
+            _watch_http=self._watch_http,
             _auth=self._auth,
         )
 
     async def aclose(self) -> None:
         if self._owns_http:
             await self._http.aclose()
+            if self._watch_http is not None:
+                await self._watch_http.aclose()
 
     async def __aenter__(self) -> Client:
         return self
@@ -685,11 +696,12 @@ class Client:
         host = self.host
         metrics = self._metrics
         span_id, traceparent = self._traceparent()
+        http = self._watch_http if stream and self._watch_http is not None else self._http
         try:
             while True:
                 waited += await self._throttle(method)
                 headers = await self._headers(accept, content_type, traceparent)
-                request = self._http.build_request(
+                request = http.build_request(
                     method,
                     path,
                     params=params,
@@ -699,7 +711,7 @@ class Client:
                     extensions=self._extensions,
                 )
                 try:
-                    resp = await self._http.send(request, stream=True)
+                    resp = await http.send(request, stream=True)
                     try:
                         if not stream or resp.status_code >= 300:
                             await resp.aread()

@@ -12,8 +12,15 @@ import ssl
 import httpx
 
 from pycm.kube.config import ClientConfig
+from pycm.kube.wire import WireTransport
 
-__all__ = ["MAX_CONNECTIONS", "MAX_KEEPALIVE", "build_http_client", "build_ssl_context"]
+__all__ = [
+    "MAX_CONNECTIONS",
+    "MAX_KEEPALIVE",
+    "build_http_client",
+    "build_ssl_context",
+    "build_watch_client",
+]
 
 MAX_CONNECTIONS = 1024
 MAX_KEEPALIVE = 128
@@ -59,3 +66,19 @@ def build_http_client(
         trust_env=False,
         follow_redirects=False,
     )
+
+
+def build_watch_client(config: ClientConfig, ssl_context: object) -> httpx.AsyncClient | None:
+    """An AsyncClient for watch streams over the wire transport (:mod:`pycm.kube.wire`), or
+    None where the regular client must serve them: a server URL that is neither http nor
+    https, or https without a built TLS context (``Client.connect`` always builds one; a
+    client made without one trusts httpx's default CA bundle, which the wire path does not
+    reproduce)."""
+    scheme = httpx.URL(config.server).scheme
+    if scheme == "http":
+        tls = None
+    elif scheme == "https" and isinstance(ssl_context, ssl.SSLContext):
+        tls = ssl_context
+    else:
+        return None
+    return build_http_client(config, transport=WireTransport(tls))

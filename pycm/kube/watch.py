@@ -19,6 +19,7 @@ import httpx
 import orjson
 
 from pycm.kube.errors import KubeError, Timeout, TransportError, error_from_status
+from pycm.kube.wire import WIRE_BODY, WireBody
 
 __all__ = ["Watch", "WatchEvent"]
 
@@ -47,8 +48,14 @@ class Watch:
         self.events = 0  # events returned so far
 
     async def __aenter__(self) -> Watch:
-        self._response = await self._opener()
-        self._chunks = self._response.aiter_bytes()
+        self._response = response = await self._opener()
+        body = response.extensions.get(WIRE_BODY)
+        if isinstance(body, WireBody) and _identity(response):
+            # The wire transport's blocks as they are (each all the body bytes of one socket
+            # read): httpx's per-block layers add nothing to an unencoded body.
+            self._chunks = aiter(body)
+        else:
+            self._chunks = response.aiter_bytes()
         return self
 
     async def __aexit__(
@@ -165,3 +172,9 @@ class Watch:
             raise error_from_status(obj)
         self.events += 1
         return WatchEvent(kind, obj)
+
+
+def _identity(response: httpx.Response) -> bool:
+    """The body is sent as is (no Content-Encoding for httpx to undo)."""
+    encoding: str = response.headers.get("content-encoding", "identity")
+    return encoding.strip().lower() == "identity"
