@@ -16,6 +16,12 @@ What is shared is stated once, in a plan (:func:`default_plan`). An object of th
 plan's top level; anything else is split level by level. Either way one interpreter of the plan
 assembles the result, so both paths share exactly what the plan says.
 
+A watch event of an object seen before usually changes only its metadata: its tail (spec and
+status, looked up whole in watch events) is byte for byte the last event's. Each object's last
+tail is remembered with its values; a line ending with it is scanned up to the tail only
+(managedFields included, ~2.7 KB of a 5.7 KB pod) and takes the tail's values as they are (see
+``SharingDecoder._from_head`` for why that is exact).
+
 The result is plain dicts and lists, equal to ``orjson.loads`` of the same bytes minus
 ``metadata.managedFields`` (an object's top-level members come in the usual order, apiVersion,
 kind, metadata, spec, status, whatever order they were sent in; JSON gives key order no
@@ -46,8 +52,8 @@ __all__ = ["DEFAULT_MAX_ENTRIES", "SharingDecoder", "list_head"]
 Obj = dict[str, Any]
 
 DEFAULT_MAX_ENTRIES = 32_768
-"""Slices per table generation. Watched objects' specs are remembered whole (one entry per
-object updated, ~3 KB of key for a pod): two generations of this size keep them for about
+"""Entries per table generation. Watched objects' tails are remembered whole (one entry per
+object updated, ~3 KB of tail bytes for a pod): two generations of this size keep them for about
 10k–30k objects between two updates of the same object; past that, sharing degrades
 gracefully. The bound keeps a cluster of unique objects from growing the table without end."""
 
@@ -110,10 +116,12 @@ class _Plan:
 
     ``share``: look the slice's bytes up in the table first (a hit is the whole answer; a miss
     is decoded by the rest of the plan and remembered whole).
-    ``share_updates``: the same for a top-level member of a watched object only. An update
-    leaves most of an object byte for byte as it was (a pod's spec); a list sees each object
-    once, and looking up a slice unique to it (a pod's spec holds its token volume) is pure
-    cost. (The generic walk, for unusual shapes, does not look these up.)
+    ``share_updates``: for a top-level member of a watched object only, compared with the same
+    object's last event (its remembered tail) rather than the table: an update leaves most of
+    an object byte for byte as it was (a pod's spec), while a slice unique to one object (a
+    pod's spec holds its token volume) is pure cost to hash and hold in the table; a list sees
+    each object once and does not compare these. (Neither does the generic walk, for unusual
+    shapes.)
     ``keys`` (a dict): split an object and decode each member by its own plan (``other`` for
     members not named); ``None`` there means decode plainly (per object: names, uids, ...),
     :data:`_DROP` means leave out (managedFields).
@@ -184,7 +192,7 @@ def _pod_spec_keys() -> dict[str, _Plan | None]:
 def default_plan() -> _Plan:
     """The plan for any resource, tuned for pods and the workloads that embed a pod template
     (``spec.template``): metadata split, the pod spec split down to container members, the
-    spec looked up whole in watch events, the status always."""
+    spec compared whole with the object's last one in watch events, the status looked up always."""
     meta = _object_meta()
     pod_spec = _Plan(keys=_pod_spec_keys(), other=_SHARED)
     template = _Plan(share=True, keys={"metadata": meta, "spec": pod_spec}, other=_SHARED)
@@ -198,6 +206,9 @@ def default_plan() -> _Plan:
 # How a member of the first scan arrives (see _first_scan).
 _DECODED, _PARTS, _WHOLE, _RAW, _LEFT_OUT = range(5)
 _Field = tuple[str, "_Plan | None", int]
+# A watched object's last tail: its bytes, each member's (name, start, end, value) in them, and
+# the members' values (see SharingDecoder._from_head).
+_Tail = tuple[bytes, tuple[tuple[str, int, int, Any], ...], Obj]
 
 
 def _first_scan(plan: _Plan, *, watched: bool) -> tuple[type[msgspec.Struct], list[_Field]]:
@@ -243,6 +254,35 @@ class SharingDecoder:
         usual_event = msgspec.defstruct(
             "_UsualEvent", [("type", str, ""), ("object", watched | UnsetType, UNSET)]
         )
+        # A watched object's tail: its last members looked up whole (spec, status), in the
+        # plan's order; the head event holds the rest (see _from_tail).
+        tail: list[str] = []
+        for name, _, arrives in reversed(self._watched):
+            if arrives != _WHOLE:
+                break
+            tail.insert(0, name)
+        self._tail = tuple(tail)
+        self._tail_how = [
+            (name, f',"{name}":'.encode(), plan)
+            for name, plan, _ in self._watched
+            if name in tail and plan is not None
+        ]
+        self._head_how = [f for f in self._watched if f[0] not in tail]
+        head = msgspec.defstruct(
+            "_WatchedHead",
+            [
+                (f.name, f.type, UNSET)
+                for f in msgspec.structs.fields(watched)
+                if f.name not in tail
+            ],
+            forbid_unknown_fields=True,
+        )
+        head_event = msgspec.defstruct(
+            "_HeadEvent",
+            [("type", str, ""), ("object", head | UnsetType, UNSET)],
+            forbid_unknown_fields=True,
+        )
+        self._head_event: msgspec.json.Decoder[Any] = msgspec.json.Decoder(head_event)
         self._top: msgspec.json.Decoder[Any] = msgspec.json.Decoder(listed)
         self._usual_list: msgspec.json.Decoder[Any] = msgspec.json.Decoder(usual_list)
         self._usual_event: msgspec.json.Decoder[Any] = msgspec.json.Decoder(usual_event)
@@ -301,10 +341,25 @@ class SharingDecoder:
         ERROR event's object (a Status) is decoded plainly."""
         out: list[tuple[str, Obj]] = []
         decode = self.decode_object
-        to_obj = self._object
-        how = self._watched
         usual_event = self._usual_event.decode
+        watched = self._watched_object
+        from_head = self._from_head
+        new_get = self._new.get
+        tails = bool(self._tail)
         for line in lines:
+            hint = entry = None
+            if tails:
+                at = line.find(b'"name":"')
+                if at >= 0:
+                    hint = line[at : line.find(b'"', at + 8)]
+                    entry = new_get(hint)
+                    if entry is None:
+                        entry = self._tail_entry(hint)
+                    if entry is not None and line.endswith(entry[0]):
+                        pair = from_head(line, entry)
+                        if pair is not None:
+                            out.append(pair)
+                            continue
             try:
                 usual = usual_event(line)
             except _DECODE_ERRORS:
@@ -312,9 +367,10 @@ class SharingDecoder:
             else:
                 if usual.object is not UNSET and usual.type != "ERROR":
                     try:
-                        out.append((usual.type, to_obj(usual.object, how)))
+                        out.append((usual.type, watched(usual.object, hint, entry)))
                     except _DECODE_ERRORS as e:
                         raise KubeError(f"undecodable watch event: {e}") from None
+                    new_get = self._new.get  # (a new generation may have started)
                     continue
             try:
                 event = _EVENT.decode(line)
@@ -332,7 +388,85 @@ class SharingDecoder:
                 out.append((event.type, status))
             else:
                 out.append((event.type, decode(event.object)))
+            new_get = self._new.get
         return out
+
+    # -- watched objects: the tail of an update seen before --------------------------------------
+    #
+    # An update usually leaves an object's tail (``,"spec":{...},"status":{...}}}``: the members
+    # the plan looks up whole in watch events, at the end of the line as kube-apiserver and the
+    # emulator send them) byte for byte as the object's last event sent it; scanning and hashing
+    # it again is most of an event's cost (~3 KB of a 5.7 KB pod). So each object's last tail
+    # is remembered in the table, with its members' values, under a hint found in the line (its
+    # first ``"name":"...``: the object's name, as servers send metadata). A line ending with
+    # those bytes is decoded as its head (the line up to the tail, closed by ``}}``) plus the
+    # remembered values. Exact, whatever the hint finds: the head must decode as an event whose
+    # object has a member and no tail member (the head struct allows the event's type and
+    # object only, and the object's non-tail members only), so it ends just after a member
+    # value inside the event's object; from there the tail parses as it did before: each member
+    # a complete JSON value, then the two closing braces. Anything else takes the usual path,
+    # where a tail member is still compared with the object's last one before the table.
+
+    def _tail_entry(self, hint: bytes) -> _Tail | None:
+        """The old generation's tail for ``hint``, promoted; None if there is none."""
+        entry: _Tail | None = self._old.get(hint)
+        if entry is not None:
+            self._remember(hint, entry)
+        return entry
+
+    def _from_head(self, line: bytes, entry: _Tail) -> tuple[str, Obj] | None:
+        """The event of ``line``, which ends with ``entry``'s tail, from its head; None when
+        the head is not an event's object of the usual shape (the usual path decides)."""
+        try:
+            head = self._head_event.decode(line[: len(line) - len(entry[0])] + b"}}")
+        except _DECODE_ERRORS:
+            return None
+        top = head.object
+        if top is UNSET or head.type == "ERROR":
+            return None
+        for value in msgspec.structs.astuple(top):
+            if value is not UNSET:  # a member before the tail: the head ends after a value
+                break
+        else:
+            return None
+        try:
+            obj = self._object(top, self._head_how)
+        except _DECODE_ERRORS:
+            return None
+        obj.update(entry[2])
+        return head.type, obj
+
+    def _watched_object(self, top: msgspec.Struct, hint: bytes | None, entry: _Tail | None) -> Obj:
+        """A watched object by its first scan; a tail member equal to the object's last one
+        (``entry``) is its last value, others are decoded by the plan (a ``share`` member
+        looked up in the table). The tail is remembered under ``hint``."""
+        obj = self._object(top, self._head_how)
+        last_tail, last_members, _ = entry if entry is not None else (b"", (), {})
+        pieces: list[Any] = []
+        members: list[tuple[str, int, int, Any]] = []
+        values: Obj = {}
+        at = 0
+        for name, sep, plan in self._tail_how:
+            raw = getattr(top, name)
+            if raw is UNSET:
+                continue
+            at += len(sep)
+            size = len(raw)
+            value: Any = None
+            for was, start, end, last in last_members:
+                if was == name and end - start == size and last_tail.startswith(raw, start):
+                    value = last
+                    break
+            if value is None:
+                value = self._remembered(raw, plan) if plan.share else self._build(raw, plan)
+            obj[name] = values[name] = value
+            pieces += (sep, raw)
+            members.append((name, at, at + size, value))
+            at += size
+        if hint is not None and members:
+            pieces.append(b"}}")
+            self._remember(hint, (_to_bytes(pieces), tuple(members), values))
+        return obj
 
     # -- the plan's interpreter -----------------------------------------------------------------
 
