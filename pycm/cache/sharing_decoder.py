@@ -20,7 +20,9 @@ A watch event of an object seen before usually changes only its metadata: its ta
 status, looked up whole in watch events) is byte for byte the last event's. Each object's last
 tail is remembered with its values; a line ending with it is scanned up to the tail only
 (managedFields included, ~2.7 KB of a 5.7 KB pod) and takes the tail's values as they are (see
-``SharingDecoder._from_head`` for why that is exact).
+``SharingDecoder._from_head`` for why that is exact). A list remembers each object's tail values
+only (a few references an object, no bytes); an object's first watch event encodes them to
+compare with its line (equal bytes decode to equal values, so this is exact too).
 
 The result is plain dicts and lists, equal to ``orjson.loads`` of the same bytes minus
 ``metadata.managedFields`` (an object's top-level members come in the usual order, apiVersion,
@@ -39,7 +41,8 @@ reflector backs off and retries, as for any undecodable body.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import operator
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import msgspec
@@ -206,9 +209,11 @@ def default_plan() -> _Plan:
 # How a member of the first scan arrives (see _first_scan).
 _DECODED, _PARTS, _WHOLE, _RAW, _LEFT_OUT = range(5)
 _Field = tuple[str, "_Plan | None", int]
-# A watched object's last tail: its bytes, each member's (name, start, end, value) in them, and
-# the members' values (see SharingDecoder._from_head).
-_Tail = tuple[bytes, tuple[tuple[str, int, int, Any], ...], Obj]
+# A watched object's last tail: its bytes, each member's (start, end) in them and its value, in
+# the order of SharingDecoder._tail (see SharingDecoder._from_head). A listed object's entry has
+# no bytes yet (b""): they are encoded from the values when a watch event first needs them.
+_Tail = tuple[bytes, tuple[tuple[int, int], ...], tuple[Any, ...]]
+_ENCODER = msgspec.json.Encoder()
 
 
 def _first_scan(plan: _Plan, *, watched: bool) -> tuple[type[msgspec.Struct], list[_Field]]:
@@ -239,13 +244,21 @@ def _first_scan(plan: _Plan, *, watched: bool) -> tuple[type[msgspec.Struct], li
     return struct, how
 
 
+def _getter(names: tuple[str, ...]) -> Callable[[Obj], tuple[Any, ...]]:
+    """Those members of an object as a tuple (KeyError if one is missing), in one C call."""
+    if len(names) >= 2:
+        getter: Callable[[Obj], tuple[Any, ...]] = operator.itemgetter(*names)
+        return getter
+    return lambda obj: tuple(obj[n] for n in names)
+
+
 class SharingDecoder:
     """Decodes list pages, watch lines and objects, sharing identical sub-trees across them."""
 
     def __init__(self, max_entries: int = DEFAULT_MAX_ENTRIES, plan: _Plan | None = None):
         self.max_entries = max_entries
         self._plan = plan or default_plan()
-        listed, self._listed = _first_scan(self._plan, watched=False)
+        listed, self._listed_how = _first_scan(self._plan, watched=False)
         watched, self._watched = _first_scan(self._plan, watched=True)
         usual_list = msgspec.defstruct(
             "_UsualList",
@@ -262,6 +275,7 @@ class SharingDecoder:
                 break
             tail.insert(0, name)
         self._tail = tuple(tail)
+        self._tail_values = _getter(self._tail)
         self._tail_how = [
             (name, f',"{name}":'.encode(), plan)
             for name, plan, _ in self._watched
@@ -303,7 +317,7 @@ class SharingDecoder:
             except msgspec.ValidationError:  # another shape: the generic walk
                 obj = self._value(data, self._plan)
             else:
-                obj = self._object(top, self._listed)
+                obj = self._object(top, self._listed_how)
         except _DECODE_ERRORS as e:
             raise KubeError(f"undecodable object: {e}") from None
         if type(obj) is not dict:
@@ -325,8 +339,11 @@ class SharingDecoder:
         else:
             try:
                 to_obj = self._object
-                how = self._listed
-                return [to_obj(top, how) for top in usual.items or ()], usual.metadata or {}
+                how = self._listed_how
+                items = [to_obj(top, how) for top in usual.items or ()]
+                if self._tail:
+                    self._listed(items)
+                return items, usual.metadata or {}
             except _DECODE_ERRORS as e:
                 raise KubeError(f"undecodable object: {e}") from None
         try:
@@ -355,6 +372,8 @@ class SharingDecoder:
                     entry = new_get(hint)
                     if entry is None:
                         entry = self._tail_entry(hint)
+                    if entry is not None and not entry[0]:
+                        entry = self._encoded(hint, entry)
                     if entry is not None and line.endswith(entry[0]):
                         pair = from_head(line, entry)
                         if pair is not None:
@@ -433,40 +452,80 @@ class SharingDecoder:
             obj = self._object(top, self._head_how)
         except _DECODE_ERRORS:
             return None
-        obj.update(entry[2])
+        obj.update(zip(self._tail, entry[2], strict=True))
         return head.type, obj
 
     def _watched_object(self, top: msgspec.Struct, hint: bytes | None, entry: _Tail | None) -> Obj:
         """A watched object by its first scan; a tail member equal to the object's last one
         (``entry``) is its last value, others are decoded by the plan (a ``share`` member
-        looked up in the table). The tail is remembered under ``hint``."""
+        looked up in the table). The tail is remembered under ``hint`` when it is complete."""
         obj = self._object(top, self._head_how)
-        last_tail, last_members, _ = entry if entry is not None else (b"", (), {})
+        last_tail, last_spans, last_values = entry if entry is not None else (b"", (), ())
         pieces: list[Any] = []
-        members: list[tuple[str, int, int, Any]] = []
-        values: Obj = {}
+        spans: list[tuple[int, int]] = []
+        values: list[Any] = []
         at = 0
-        for name, sep, plan in self._tail_how:
+        for i, (name, sep, plan) in enumerate(self._tail_how):
             raw = getattr(top, name)
             if raw is UNSET:
                 continue
             at += len(sep)
             size = len(raw)
             value: Any = None
-            for was, start, end, last in last_members:
-                if was == name and end - start == size and last_tail.startswith(raw, start):
-                    value = last
-                    break
+            if last_spans:
+                start, end = last_spans[i]
+                if end - start == size and last_tail.startswith(raw, start):
+                    value = last_values[i]
             if value is None:
                 value = self._remembered(raw, plan) if plan.share else self._build(raw, plan)
-            obj[name] = values[name] = value
+            obj[name] = value
+            values.append(value)
+            spans.append((at, at + size))
             pieces += (sep, raw)
-            members.append((name, at, at + size, value))
             at += size
-        if hint is not None and members:
+        if hint is not None and len(values) == len(self._tail):
             pieces.append(b"}}")
-            self._remember(hint, (_to_bytes(pieces), tuple(members), values))
+            self._remember(hint, (_to_bytes(pieces), tuple(spans), tuple(values)))
         return obj
+
+    def _encoded(self, hint: bytes, entry: _Tail) -> _Tail | None:
+        """A listed object's entry with its tail's bytes, encoded from its values: compared
+        with a line's bytes, a match is as exact as the line's own (decoding what is encoded
+        gives the same values back); a server that formats otherwise only misses it."""
+        pieces: list[bytes] = []
+        spans: list[tuple[int, int]] = []
+        at = 0
+        try:
+            for (_, sep, _), value in zip(self._tail_how, entry[2], strict=True):
+                data = _ENCODER.encode(value)
+                at += len(sep)
+                spans.append((at, at + len(data)))
+                pieces += (sep, data)
+                at += len(data)
+        except (TypeError, ValueError):  # (values decoded from JSON always encode)
+            return None
+        pieces.append(b"}}")
+        encoded = (_to_bytes(pieces), tuple(spans), entry[2])
+        self._remember(hint, encoded)
+        return encoded
+
+    def _listed(self, items: list[Obj]) -> None:
+        """Each listed object's tail values remembered under its name's hint (no bytes: a few
+        references an object), so its first watch event can take the head path too."""
+        values_of = self._tail_values
+        new = self._new
+        limit = self.max_entries
+        for obj in items:
+            try:
+                name = obj["metadata"]["name"]
+                values = values_of(obj)
+            except (KeyError, TypeError):  # no name, or no tail member: nothing to remember
+                continue
+            if type(name) is str:
+                new[b'"name":"' + name.encode()] = (b"", (), values)
+                if len(new) >= limit:
+                    self._old, self._new = new, {}
+                    new = self._new
 
     # -- the plan's interpreter -----------------------------------------------------------------
 

@@ -160,3 +160,35 @@ def test_tails_are_bounded_with_the_table() -> None:
     got = decoder.decode_events(lines)
     assert [o for _, o in got] == [_expected(line) for line in lines]
     assert len(decoder) <= 32
+
+
+def _list_body(items: list[dict[str, Any]]) -> bytes:
+    return orjson.dumps({"kind": "PodList", "metadata": {"resourceVersion": "9"}, "items": items})
+
+
+def test_a_listed_objects_first_update_takes_the_head_path_with_the_listed_spec() -> None:
+    decoder = SharingDecoder()
+    pods = [_served(i) for i in range(3)]
+    listed, _ = decoder.decode_list(_list_body(pods))
+    usual = _counted(decoder)
+    lines = [_line(_bumped(p, 1)) for p in pods]
+    got = [o for _, o in decoder.decode_events(lines)]
+    assert got == [_expected(line) for line in lines]
+    assert usual.calls == 0  # each tail encoded from the listed values matched the line
+    for a, b in zip(listed, got, strict=True):
+        assert b["spec"] is a["spec"] and b["status"] is a["status"]
+
+
+def test_a_listed_object_sent_otherwise_formatted_or_changed_decodes_as_orjson() -> None:
+    decoder = SharingDecoder()
+    pods = [_served(i) for i in range(3)]
+    listed, _ = decoder.decode_list(_list_body(pods))
+    spaced = _line(_bumped(pods[0], 1)).replace(b'"containers":[', b'"containers": [', 1)
+    changed = _bumped(pods[1], 1)
+    changed["status"] = {"phase": "Running"}
+    escaped = _line(_bumped(pods[2], 1)).replace(b"/", b"\\/")  # the same JSON, other bytes
+    lines = [spaced, _line(changed), escaped]
+    got = [o for _, o in decoder.decode_events(lines)]
+    assert got == [_expected(line) for line in lines]
+    assert got[0]["spec"] is not listed[0]["spec"]  # bytes differ: decoded again
+    assert got[1]["spec"] is listed[1]["spec"]  # the status changed: the spec still matches
