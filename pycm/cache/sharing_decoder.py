@@ -46,6 +46,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import msgspec
+import orjson
 from msgspec import UNSET, UnsetType
 
 from pycm.kube.errors import KubeError
@@ -213,7 +214,6 @@ _Field = tuple[str, "_Plan | None", int]
 # the order of SharingDecoder._tail (see SharingDecoder._from_head). A listed object's entry has
 # no bytes yet (b""): they are encoded from the values when a watch event first needs them.
 _Tail = tuple[bytes, tuple[tuple[int, int], ...], tuple[Any, ...]]
-_ENCODER = msgspec.json.Encoder()
 
 
 def _first_scan(plan: _Plan, *, watched: bool) -> tuple[type[msgspec.Struct], list[_Field]]:
@@ -443,14 +443,20 @@ class SharingDecoder:
         top = head.object
         if top is UNSET or head.type == "ERROR":
             return None
-        for value in msgspec.structs.astuple(top):
-            if value is not UNSET:  # a member before the tail: the head ends after a value
-                break
-        else:
-            return None
+        obj: Obj = {}
         try:
-            obj = self._object(top, self._head_how)
+            for (name, plan, arrives), value in zip(
+                self._head_how, msgspec.structs.astuple(top), strict=True
+            ):
+                if value is UNSET:
+                    continue
+                if arrives is _DECODED:
+                    obj[name] = value
+                elif arrives is not _LEFT_OUT:
+                    obj[name] = self._arrived(value, plan, arrives)
         except _DECODE_ERRORS:
+            return None
+        if not obj:  # no member before the tail (``{,"spec":...`` is not JSON), or none kept
             return None
         obj.update(zip(self._tail, entry[2], strict=True))
         return head.type, obj
@@ -491,18 +497,21 @@ class SharingDecoder:
     def _encoded(self, hint: bytes, entry: _Tail) -> _Tail | None:
         """A listed object's entry with its tail's bytes, encoded from its values: compared
         with a line's bytes, a match is as exact as the line's own (decoding what is encoded
-        gives the same values back); a server that formats otherwise only misses it."""
+        gives the same values back); a server that formats otherwise only misses it. (orjson:
+        a quarter fewer instructions than msgspec's encoder on a pod spec, and the emulator's
+        own format.)"""
         pieces: list[bytes] = []
         spans: list[tuple[int, int]] = []
         at = 0
         try:
             for (_, sep, _), value in zip(self._tail_how, entry[2], strict=True):
-                data = _ENCODER.encode(value)
+                data = orjson.dumps(value)
                 at += len(sep)
                 spans.append((at, at + len(data)))
                 pieces += (sep, data)
                 at += len(data)
-        except (TypeError, ValueError):  # (values decoded from JSON always encode)
+        except TypeError:  # (an integer past 64 bits: orjson refuses it) never compared again
+            self._new.pop(hint, None)
             return None
         pieces.append(b"}}")
         encoded = (_to_bytes(pieces), tuple(spans), entry[2])
@@ -547,6 +556,16 @@ class SharingDecoder:
                 assert plan is not None
                 obj[name] = self._build(value, plan)
         return obj
+
+    def _arrived(self, value: Any, plan: _Plan | None, arrives: int) -> Any:
+        """A first scan's member that is not decoded yet, by how it arrives (as in
+        :meth:`_object`, which keeps its own branches: a call less for every listed object)."""
+        assert plan is not None
+        if arrives is _PARTS:
+            return self._members(value, plan)
+        if arrives is _WHOLE:
+            return self._remembered(value, plan)
+        return self._build(value, plan)
 
     def _value(self, raw: Any, plan: _Plan) -> Any:
         """The decoded value of ``raw`` by ``plan``."""
