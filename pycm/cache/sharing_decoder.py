@@ -526,15 +526,14 @@ class SharingDecoder:
         limit = self.max_entries
         for obj in items:
             try:
-                name = obj["metadata"]["name"]
+                hint = b'"name":"' + obj["metadata"]["name"].encode()
                 values = values_of(obj)
-            except (KeyError, TypeError):  # no name, or no tail member: nothing to remember
+            except (KeyError, TypeError, AttributeError):  # no name (a string), or no tail
                 continue
-            if type(name) is str:
-                new[b'"name":"' + name.encode()] = (b"", (), values)
-                if len(new) >= limit:
-                    self._old, self._new = new, {}
-                    new = self._new
+            new[hint] = (b"", (), values)
+            if len(new) >= limit:
+                self._old, self._new = new, {}
+                new = self._new
 
     # -- the plan's interpreter -----------------------------------------------------------------
 
@@ -606,8 +605,18 @@ class SharingDecoder:
                 items = _SPLIT_LIST.decode(raw)
             except msgspec.ValidationError:  # not a list here: take it as it is
                 return _ANY.decode(raw)
-            build = self._remembered if each.share else self._build
             out = []
+            if each is _SHARED:  # (volume mounts: the lookup inlined, a call only on a miss)
+                seen = self._new.get
+                for item in items:
+                    key = _to_bytes((item,))
+                    value = seen(key)
+                    if value is None:
+                        value = self._miss(key, item)
+                        seen = self._new.get  # (a new generation may have started)
+                    out.append(value)
+                return out
+            build = self._remembered if each.share else self._build
             for item in items:  # (no comprehension: its closure costs every call)
                 out.append(build(item, each))
             return out

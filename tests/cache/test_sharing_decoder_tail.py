@@ -192,3 +192,17 @@ def test_a_listed_object_sent_otherwise_formatted_or_changed_decodes_as_orjson()
     assert got == [_expected(line) for line in lines]
     assert got[0]["spec"] is not listed[0]["spec"]  # bytes differ: decoded again
     assert got[1]["spec"] is listed[1]["spec"]  # the status changed: the spec still matches
+
+
+def test_listed_objects_without_a_name_or_a_tail_decode_as_orjson_and_are_not_remembered() -> None:
+    decoder = SharingDecoder()
+    odd = [
+        {"kind": "Pod", "metadata": {"name": 7}, "spec": {"a": 1}, "status": {}},
+        {"kind": "Pod", "metadata": {"name": "no-status"}, "spec": {"a": 1}},
+        {"kind": "Pod", "spec": {"a": 1}, "status": {}},
+    ]
+    items, _ = decoder.decode_list(_list_body(odd))
+    assert items == odd
+    assert len(decoder) == 2  # the slices `{}` (status) and `1` (spec.a) only: no tail entry
+    lines = [_line(o) for o in odd]
+    assert [o for _, o in decoder.decode_events(lines)] == odd
