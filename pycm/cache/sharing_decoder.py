@@ -22,7 +22,9 @@ tail is remembered with its values; a line ending with it is scanned up to the t
 (managedFields included, ~2.7 KB of a 5.7 KB pod) and takes the tail's values as they are (see
 ``SharingDecoder._from_head`` for why that is exact). A list remembers each object's tail values
 only (a few references an object, no bytes); an object's first watch event encodes them to
-compare with its line (equal bytes decode to equal values, so this is exact too).
+compare with its line (equal bytes decode to equal values, so this is exact too). A line must
+end at the event's closing braces for this (the watch reader hands lines without their newline);
+any other line is decoded the usual way.
 
 The result is plain dicts and lists, equal to ``orjson.loads`` of the same bytes minus
 ``metadata.managedFields`` (an object's top-level members come in the usual order, apiVersion,
@@ -30,7 +32,8 @@ kind, metadata, spec, status, whatever order they were sent in; JSON gives key o
 meaning, and every other level keeps the order sent); shared sub-trees are the same objects
 in several cached objects, so they must never be mutated (the cache's rule anyway).
 
-The table is bounded: two generations of at most ``max_entries`` slices each; a hit in the old
+The table is bounded: two generations of at most ``max_entries`` entries (slices, and objects'
+tails) each; a hit in the old
 generation is promoted, and when the new one is full it becomes the old one (the oldest
 dropped). Dropping only loses sharing, never correctness.
 
@@ -361,7 +364,6 @@ class SharingDecoder:
         usual_event = self._usual_event.decode
         watched = self._watched_object
         from_head = self._from_head
-        new_get = self._new.get
         tails = bool(self._tail)
         for line in lines:
             hint = entry = None
@@ -369,7 +371,7 @@ class SharingDecoder:
                 at = line.find(b'"name":"')
                 if at >= 0:
                     hint = line[at : line.find(b'"', at + 8)]
-                    entry = new_get(hint)
+                    entry = self._new.get(hint)  # (any line may start a new generation)
                     if entry is None:
                         entry = self._tail_entry(hint)
                     if entry is not None and not entry[0]:
@@ -389,7 +391,6 @@ class SharingDecoder:
                         out.append((usual.type, watched(usual.object, hint, entry)))
                     except _DECODE_ERRORS as e:
                         raise KubeError(f"undecodable watch event: {e}") from None
-                    new_get = self._new.get  # (a new generation may have started)
                     continue
             try:
                 event = _EVENT.decode(line)
@@ -407,7 +408,6 @@ class SharingDecoder:
                 out.append((event.type, status))
             else:
                 out.append((event.type, decode(event.object)))
-            new_get = self._new.get
         return out
 
     # -- watched objects: the tail of an update seen before --------------------------------------
