@@ -206,3 +206,14 @@ def test_listed_objects_without_a_name_or_a_tail_decode_as_orjson_and_are_not_re
     assert len(decoder) == 2  # the slices `{}` (status) and `1` (spec.a) only: no tail entry
     lines = [_line(o) for o in odd]
     assert [o for _, o in decoder.decode_events(lines)] == odd
+
+
+def test_a_tail_remembered_after_a_new_generation_serves_the_same_batch() -> None:
+    # Four entries a generation: the first event's slices start new generations before its
+    # tail is remembered; the second event, in the same batch, still finds it.
+    decoder = SharingDecoder(max_entries=4)
+    usual = _counted(decoder)
+    lines = [_line(_bumped(_served(2), n)) for n in range(2)]
+    got = decoder.decode_events(lines)
+    assert [o for _, o in got] == [_expected(line) for line in lines]
+    assert usual.calls == 1
