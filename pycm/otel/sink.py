@@ -64,7 +64,15 @@ from pycm.otel.spans import (
     to_readable,
 )
 from pycm.otel.wire import encode_ok_reconcile, encode_span
-from pycm.trace.bus import RECONCILE_BEGIN, RECONCILE_END, Bus, Record, Subscription, materialize
+from pycm.trace.bus import (
+    RECONCILE_BEGIN,
+    RECONCILE_END,
+    Bus,
+    Record,
+    Subscription,
+    materialize,
+    record_ids,
+)
 from pycm.trace.context import new_span_id, new_trace_id
 from pycm.trace.events import Event, Outcome, StepBegin, StepEnd
 from pycm.trace.kinds import (
@@ -109,6 +117,7 @@ _ALWAYS, _SAMPLED, _SAMPLED_OUT = Decision.ALWAYS, Decision.SAMPLED, Decision.SA
 _OK, _RESULT_ERROR = Outcome.OK, ReconcileResult.ERROR
 # As a reconcile record holds them (pycm.trace.bus): the enums' values.
 _OK_V, _RESULT_ERROR_V = _OK.value, _RESULT_ERROR.value
+_MASK_64 = (1 << 64) - 1
 _STARTUP_POINTS = (HandlerChainBuilt, ServingStarted, InformerSynced, InformersStarted)
 _LEASE_TERM_POINTS = {
     LeaseRenewed: "lease.renew",
@@ -194,8 +203,9 @@ class OtelSink:
         # ends after its root (or one in flight): their ids are appended here, not hashed into
         # ``_decided`` one by one, and folded in when a lookup comes (or never: a generation of
         # a no-op resync's ids is dropped whole).
-        self._dropped: list[str] = []
-        self._dropped_old: list[str] = []
+        # (A fast reconcile's begin record stands for its trace id, made when folded in.)
+        self._dropped: list[str | Record] = []
+        self._dropped_old: list[str | Record] = []
         # Kept spans go to the processor encoded when it takes them so (our OTLP pipeline),
         # otherwise as the SDK's ReadableSpan (any SDK span processor; the tests' in-memory one).
         self._takes_records = isinstance(processor, RecordProcessor)
@@ -269,6 +279,7 @@ class OtelSink:
         slow_ns = sampler.slow_ns if sampler.slow_ns > 0 else 1 << 63  # 0: no slow rule
         # "g" sorts after every 16 hex digits: ratio 1 keeps every id.
         bound = sampler.ratio_bound_hex or "g"
+        bound_int = int(bound, 16) if bound != "g" else 1 << 64  # as a number
         started, finished = ReconcileStarted, ReconcileFinished
         ok, result_error, sampled = _OK, _RESULT_ERROR, _SAMPLED
         drop = self._dropped.append
@@ -301,20 +312,31 @@ class OtelSink:
                 ):
                     rest += (begin, end)
                     break
-                trace_id = begin[4]
                 fast = (
                     end[4] == ok_v
                     and end[6] != result_error_v
                     and end[3] <= slow_ns
-                    and not begin[6]
-                    and len(trace_id) == 32
-                    and (clear or not (trace_id in pending or begin[5] in open_events))
+                    and not begin[5]
                 )
-                # Pycm's ids are 32 lowercase hex digits: the ratio rule compares as text.
-                if fast and trace_id[16:] >= bound:
-                    drop(trace_id)  # counted below
-                    continue
+                if fast and not clear:
+                    trace_id, span_id = record_ids(begin)
+                    fast = not (trace_id in pending or span_id in open_events)
+                if fast:
+                    # A root's ids are derived from the bus's id key and the seq (pycm.trace.bus):
+                    # the ratio rule compares the trace id's low half as the number it is, with
+                    # no text made for it; a dropped one's trace id is made only if a decision
+                    # is ever looked up (_settle).
+                    ids = begin[4]
+                    low = (
+                        (begin[1] * ids[1] + ids[2]) & _MASK_64
+                        if len(ids) == 3
+                        else int(ids[0][16:], 16)
+                    )
+                    if low >= bound_int:
+                        drop(begin)  # counted below
+                        continue
                 begin, end = materialize(begin), materialize(end)
+                trace_id = end.trace_id
             else:
                 if (
                     type(begin) is not started
@@ -603,7 +625,9 @@ class OtelSink:
             (self._dropped_old, self._decided_old),
         ):
             if dropped:
-                decided.update(dict.fromkeys(dropped, _SAMPLED_OUT))
+                # (A begin record stands for its trace id: see _pairs.)
+                ids = (d if type(d) is str else record_ids(d)[0] for d in dropped)  # type: ignore[arg-type]
+                decided.update(dict.fromkeys(ids, _SAMPLED_OUT))
                 dropped.clear()
 
     def _remember(self, trace_id: str, decision: Decision) -> None:
