@@ -266,7 +266,6 @@ class Controller:
         """
         queue = self.queue
         triggers = self._triggers
-        trigger = triggers.pop(key, None) if triggers else None
         # The limiter's counts when it exposes them: a lookup, and no forget() call below
         # while no key is counted (a call each, else).
         requeues = queue.requeues
@@ -283,13 +282,10 @@ class Controller:
         monotonic_ns = self._monotonic_ns
         start_ns = monotonic_ns()
         bus._seq = seq = bus._seq + 1
-        calls = [0]
-        span: Any
         if parent is None:
             # A root (the workers' case): its ids are derived from the key and the seq when read.
             ids: tuple[Any, ...] = bus.id_key
             parent_id = ""
-            span = (ids, seq, calls)
         else:
             trace_id, parent_id = span_ids(parent)
             try:
@@ -297,7 +293,6 @@ class Controller:
             except IndexError:
                 span_id = new_span_id()
             ids = (trace_id, span_id)
-            span = (trace_id, span_id, calls)
         # Bus.emit's stamping and delivery, inlined (as Step does), of the begin's record.
         begin = (
             RECONCILE_BEGIN,
@@ -311,7 +306,7 @@ class Controller:
             self.resource,
             queue.waits.get(key, 0),
             retries,
-            trigger,
+            triggers.pop(key, None) if triggers else None,  # the trigger
         )
         ring_append = bus._ring_append
         ring_append(begin)
@@ -323,14 +318,16 @@ class Controller:
                 sink(begin)
         if bus._parked:
             bus._wake_parked()
-        # The span and the API-call counter of the sync, in one contextvar.
-        span_token = set_span(span)
+        # The span and the API-call counter of the sync, in one contextvar: a root's is this
+        # list itself (its ids are derived from the begin record when read: context.py).
+        calls: list[Any] = [0, begin]
+        span_token = set_span(calls if parent is None else (ids[0], ids[1], calls))
         metrics = self._bound
         self.active_workers += 1
         if metrics is not None:
             metrics.active_workers.inc()
-        # For the metric only (its clock, not the bus's).
-        start = self._clock.monotonic() if metrics is not None else 0.0
+            # For the metric only (its clock, not the bus's).
+            start = self._clock.monotonic()
         outcome = _SUCCESS
         # The end's attributes (the record holds the enums' values): their defaults unless a
         # branch below got to its end (what a step that was never finished ends with).

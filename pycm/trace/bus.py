@@ -469,11 +469,12 @@ class Step:
                 span_id = new_span_id()
             parent_ids = span_ids(parent)  # a root reconcile's are derived (context.py)
             # A step inside a counting step (a reconcile) counts its API calls there too.
-            ids = (
-                (parent_ids[0], span_id)
-                if len(parent) == 2
-                else (parent_ids[0], span_id, parent[2])
-            )
+            if type(parent) is list:  # a root reconcile: the list is its counter
+                ids = (parent_ids[0], span_id, parent)
+            elif len(parent) == 2:
+                ids = (parent_ids[0], span_id)
+            else:
+                ids = (parent_ids[0], span_id, parent[2])
         frozen = type(begin)
         _set_class(begin, self._BEGIN_BLANK)
         begin.trace_id = ids[0]

@@ -13,8 +13,8 @@ Ids are W3C-sized: a 32-hex-digit trace id and 16-hex-digit span ids, never all 
 A reconcile (pycm.controller.worker) draws no ids: its ids are derived, when something reads
 them, from its bus's id key and the seq of its begin record (:func:`new_id_key`,
 :func:`reconcile_ids`), and its contextvar value holds the key and the seq in place of the ids
-(``(id_key, seq, calls)``; :func:`current_span` and the bus resolve them). Every reader derives
-the same ids from the same record.
+(``[calls, begin record]``; :func:`current_span` and the bus resolve them). Every reader
+derives the same ids from the same record.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ import asyncio
 import contextvars
 import os
 import random
+from typing import Any
 
 from pycm.trace.events import Outcome, StepEnd
 
@@ -44,12 +45,14 @@ SpanContext = tuple[str, str]
 IdKey = tuple[str, int, int]
 """A bus's key for the ids of its reconcile records (:func:`new_id_key`)."""
 
-SpanValue = tuple[str, str] | tuple[str, str, list[int]] | tuple[IdKey, int, list[int]]
+SpanValue = tuple[str, str] | tuple[str, str, list[Any]] | list[Any]
 """What the span contextvar holds: (trace_id, span_id), plus — inside a step that counts API
 calls (a reconcile, and the steps nested in it) — the counter, ``calls[0]`` calls so far. One
 contextvar for both: a reconcile sets and resets one, not two (each set/reset pair is ~1.6k
-instructions). A root reconcile holds ``(id_key, seq, calls)`` instead of its ids, which are
-derived only when read (:func:`span_ids`)."""
+instructions). A root reconcile holds one list, ``[calls, begin record]``: its own counter (so
+``calls[0]`` counts), and, in place of its ids, the record they are derived from when read
+(:func:`span_ids`; the record's layout is pycm.trace.bus's). One allocation, not a tuple and a
+list."""
 
 _current: contextvars.ContextVar[SpanValue | None] = contextvars.ContextVar(
     "pycm_trace_span", default=None
@@ -155,10 +158,10 @@ def reconcile_ids(key: IdKey, seq: int) -> SpanContext:
 
 def span_ids(span: SpanValue) -> SpanContext:
     """(trace_id, span_id) of a span contextvar value, derived for a root reconcile's."""
-    first = span[0]
-    if type(first) is str:
-        return first, span[1]  # type: ignore[return-value]
-    return reconcile_ids(first, span[1])  # type: ignore[arg-type]
+    if type(span) is list:
+        begin = span[1]  # a root reconcile's record: its seq, then its bus's id key at [4]
+        return reconcile_ids(begin[4], begin[1])
+    return span[0], span[1]
 
 
 def new_root_ids() -> SpanContext:
@@ -171,8 +174,11 @@ def note_call() -> None:
     """Count one API call in the innermost counting step of this context, if any (the API
     client calls it per request; tasks started inside the step count too)."""
     span = _current.get()
-    if span is not None and len(span) == 3:
-        span[2][0] += 1
+    if span is not None:
+        if type(span) is list:  # a root reconcile's own counter
+            span[0] += 1
+        elif len(span) == 3:
+            span[2][0] += 1
 
 
 # The raw operations, bound once, for a hot path that opens a span without a Step (the
