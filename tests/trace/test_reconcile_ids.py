@@ -178,3 +178,32 @@ async def test_a_fake_clocks_wall_time_is_read_exactly_for_every_begin() -> None
         first, second = sub.drain()
     assert second.ts == first.ts + 12_345
     await ctrl.queue.aclose()
+
+
+@pytest.mark.asyncio
+async def test_a_reconcile_inside_a_reconcile_is_its_child_and_counts_its_own_calls() -> None:
+    from pycm.trace.context import note_call
+
+    bus = Bus(clock=FakeClock())
+
+    async def inner_sync(key: str) -> None:
+        note_call()
+
+    inner = Controller("inner", inner_sync, bus=bus)
+
+    async def outer_sync(key: str) -> None:
+        note_call()
+        await inner.process("ns/b")
+        note_call()
+
+    outer = Controller("outer", outer_sync, bus=bus)
+    with bus.subscribe(name="t") as sub:
+        await outer.process("ns/a")
+        events = sub.drain()
+    begins = {e.controller: e for e in events if isinstance(e, ReconcileStarted)}
+    ends = {e.controller: e for e in events if isinstance(e, ReconcileFinished)}
+    assert begins["inner"].trace_id == begins["outer"].trace_id
+    assert begins["inner"].parent_id == begins["outer"].span_id
+    assert (ends["outer"].api_calls, ends["inner"].api_calls) == (2, 1)
+    await inner.queue.aclose()
+    await outer.queue.aclose()
