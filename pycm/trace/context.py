@@ -10,11 +10,11 @@ started during start-up: each of its steps would join the start-up trace. Such l
 
 Ids are W3C-sized: a 32-hex-digit trace id and 16-hex-digit span ids, never all zeros.
 
-A reconcile (pycm.controller.worker) draws no ids: its ids are derived, when something reads
+A root reconcile (pycm.controller.worker) draws no ids: they are derived, when something reads
 them, from its bus's id key and the seq of its begin record (:func:`new_id_key`,
-:func:`reconcile_ids`), and its contextvar value holds the key and the seq in place of the ids
-(``[calls, begin record]``; :func:`current_span` and the bus resolve them). Every reader
-derives the same ids from the same record.
+:func:`reconcile_ids`), and its contextvar value holds that record in place of the ids
+(``[calls, begin record]``; :func:`current_span` and the bus resolve it). Every reader
+derives the same ids from the same record. (A bus's key is drawn again in a forked child.)
 """
 
 from __future__ import annotations
