@@ -38,12 +38,11 @@ from pycm.trace.context import (
     error_text,
     get_span,
     new_span_id,
-    new_trace_id,
     reset_span,
     root_context,
     set_span,
+    span_ids,
     take_span_id,
-    take_trace_id,
 )
 from pycm.trace.events import Outcome
 from pycm.trace.kinds import (
@@ -136,8 +135,7 @@ class Controller:
         self.resource = resource
         self._bus = bus or default_bus()
         self._clock = clock
-        # The bus's clock readings, bound once for the reconcile step (process()).
-        self._wall_ns = self._bus.clock.wall_ns
+        # The bus's clock reading, bound once for the reconcile step (process()).
         self._monotonic_ns = self._bus.clock.monotonic_ns
         # (Not `queue or ...`: an empty queue is falsy, and a given queue is always empty.)
         self.queue: RateLimitingQueue[str] = (
@@ -155,9 +153,6 @@ class Controller:
             _BoundMetrics(metrics, name) if metrics is not None else None
         )
         self._stop_timeout = stop_timeout
-        # (namespace, name) by key, split once: every reconcile's begin event carries both.
-        # Cleared when full (_NAMES_LIMIT keys), so keys of deleted objects do not pile up.
-        self._names: dict[str, tuple[str, str]] = {}
         # The newest trigger per key waiting in the queue (a burst of events for one key is one
         # reconcile; it links to the last of them).
         self._triggers: dict[str, Trigger] = {}
@@ -263,66 +258,57 @@ class Controller:
         end are each one tuple appended to the bus (a compact reconcile record, see
         pycm.trace.bus: readers get the same frozen events, built when read;
         tests/controller/test_worker_events.py holds them field by field), the span and the
-        API-call counter are one contextvar set, the clocks (bound once per controller) are
-        read once each at either end, and delivery is the bus's own (ring, sinks, parked
-        readers), inlined.
+        API-call counter are one contextvar set, the monotonic clock (bound once per
+        controller) is read once at either end (the begin's wall time is derived from the
+        first: ``Bus.wall_at``), a root reconcile draws no ids (they are derived from the bus's
+        id key and the begin's seq when read: pycm.trace.context.reconcile_ids), and delivery
+        is the bus's own (ring, sinks, parked readers), inlined.
         """
         queue = self.queue
         triggers = self._triggers
-        trigger = triggers.pop(key, None) if triggers else None
         # The limiter's counts when it exposes them: a lookup, and no forget() call below
         # while no key is counted (a call each, else).
         requeues = queue.requeues
         if requeues is None:
-            # (Read into a local, then called: see the bound clocks below.)
+            # (Read into a local, then called: see the bound clock below.)
             num_requeues = queue.num_requeues
             retries = num_requeues(key)
         else:
             retries = requeues.get(key, 0) if requeues else 0
         bus = self._bus
         parent = get_span()
+        # Bound callables are read into locals before the call: a method call on an instance
+        # attribute (not a method of the class) is a generic lookup in Python 3.11.
+        monotonic_ns = self._monotonic_ns
+        start_ns = monotonic_ns()
+        bus._seq = seq = bus._seq + 1
         if parent is None:
-            # A root (the workers' case): the span id is the trace id's low half.
-            try:
-                trace_id = take_trace_id()
-            except IndexError:
-                trace_id = new_trace_id()
-            span_id = trace_id[16:]
+            # A root (the workers' case): its ids are derived from the key and the seq when read.
+            ids: tuple[Any, ...] = bus.id_key
             parent_id = ""
         else:
-            trace_id = parent[0]
-            parent_id = parent[1]
+            trace_id, parent_id = span_ids(parent)
             try:
                 span_id = take_span_id()
             except IndexError:
                 span_id = new_span_id()
-        name = self.name
-        names = self._names.get(key)
-        if names is None:
-            names = self._split(key)
-        # Bound callables are read into locals before the call: a method call on an instance
-        # attribute (not a method of the class) is a generic lookup in Python 3.11.
-        wall_ns = self._wall_ns
-        monotonic_ns = self._monotonic_ns
-        ring_append = bus._ring_append
+            ids = (trace_id, span_id)
         # Bus.emit's stamping and delivery, inlined (as Step does), of the begin's record.
-        bus._seq = seq = bus._seq + 1
         begin = (
             RECONCILE_BEGIN,
             seq,
-            wall_ns(),
+            start_ns + bus._wall_offset if start_ns < bus._offset_due else bus.wall_at(start_ns),
             bus.instance,
-            trace_id,
-            span_id,
+            ids,
             parent_id,
-            name,
+            self.name,
             key,
-            names,
             self.resource,
             queue.waits.get(key, 0),
             retries,
-            trigger,
+            triggers.pop(key, None) if triggers else None,  # the trigger
         )
+        ring_append = bus._ring_append
         ring_append(begin)
         sink = bus._sink
         if sink is not None:
@@ -332,16 +318,16 @@ class Controller:
                 sink(begin)
         if bus._parked:
             bus._wake_parked()
-        # The span and the API-call counter of the sync, in one contextvar.
-        calls = [0]
-        span_token = set_span((trace_id, span_id, calls))
+        # The span and the API-call counter of the sync, in one contextvar: a root's is this
+        # list itself (its ids are derived from the begin record when read: context.py).
+        calls: list[Any] = [0, begin]
+        span_token = set_span(calls if parent is None else (ids[0], ids[1], calls))
         metrics = self._bound
         self.active_workers += 1
         if metrics is not None:
             metrics.active_workers.inc()
-        start_ns = monotonic_ns()
-        # For the metric only (its clock, not the bus's).
-        start = self._clock.monotonic() if metrics is not None else 0.0
+            # For the metric only (its clock, not the bus's).
+            start = self._clock.monotonic()
         outcome = _SUCCESS
         # The end's attributes (the record holds the enums' values): their defaults unless a
         # branch below got to its end (what a step that was never finished ends with).
@@ -355,7 +341,7 @@ class Controller:
                 result = await sync(key) or _EMPTY
             except TerminalError as exc:
                 queue.drop(key, reason="terminal error")
-                log.error("%s: dropping %s: terminal error: %s", name, key, exc)
+                log.error("%s: dropping %s: terminal error: %s", self.name, key, exc)
                 if metrics is not None:
                     metrics.terminal_errors_total.inc()
                 outcome = _ERROR
@@ -423,14 +409,6 @@ class Controller:
                 if outcome is _ERROR:
                     metrics.reconcile_errors_total.inc()
         return outcome
-
-    def _split(self, key: str) -> tuple[str, str]:
-        names = self._names
-        if len(names) >= _NAMES_LIMIT:
-            names.clear()
-        namespace, _, obj_name = key.rpartition("/")
-        split = names[key] = (namespace, obj_name)
-        return split
 
     def stalled(self, threshold: float) -> str | None:
         """Why the queue is not making progress, or None: keys wait, yet no worker has taken
@@ -504,7 +482,6 @@ def _is_api_error(exc: Exception) -> bool:
     return hasattr(exc, "code")
 
 
-_NAMES_LIMIT = 65536  # ~11 MB of split keys at most; more keys than this are split again
 _EMPTY = Result()
 # The enum members process() uses, bound once: reading one off its class goes through
 # EnumType.__getattr__ in Python 3.11 (~0.9k instructions, a tenth of a no-op sync's tracing).

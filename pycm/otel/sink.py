@@ -64,7 +64,15 @@ from pycm.otel.spans import (
     to_readable,
 )
 from pycm.otel.wire import encode_ok_reconcile, encode_span
-from pycm.trace.bus import RECONCILE_BEGIN, RECONCILE_END, Bus, Record, Subscription, materialize
+from pycm.trace.bus import (
+    RECONCILE_BEGIN,
+    RECONCILE_END,
+    Bus,
+    Record,
+    Subscription,
+    materialize,
+    record_ids,
+)
 from pycm.trace.context import new_span_id, new_trace_id
 from pycm.trace.events import Event, Outcome, StepBegin, StepEnd
 from pycm.trace.kinds import (
@@ -109,6 +117,7 @@ _ALWAYS, _SAMPLED, _SAMPLED_OUT = Decision.ALWAYS, Decision.SAMPLED, Decision.SA
 _OK, _RESULT_ERROR = Outcome.OK, ReconcileResult.ERROR
 # As a reconcile record holds them (pycm.trace.bus): the enums' values.
 _OK_V, _RESULT_ERROR_V = _OK.value, _RESULT_ERROR.value
+_MASK_64 = (1 << 64) - 1
 _STARTUP_POINTS = (HandlerChainBuilt, ServingStarted, InformerSynced, InformersStarted)
 _LEASE_TERM_POINTS = {
     LeaseRenewed: "lease.renew",
@@ -194,8 +203,9 @@ class OtelSink:
         # ends after its root (or one in flight): their ids are appended here, not hashed into
         # ``_decided`` one by one, and folded in when a lookup comes (or never: a generation of
         # a no-op resync's ids is dropped whole).
-        self._dropped: list[str] = []
-        self._dropped_old: list[str] = []
+        # (A fast reconcile's begin record stands for its trace id, made when folded in.)
+        self._dropped: list[str | Record] = []
+        self._dropped_old: list[str | Record] = []
         # Kept spans go to the processor encoded when it takes them so (our OTLP pipeline),
         # otherwise as the SDK's ReadableSpan (any SDK span processor; the tests' in-memory one).
         self._takes_records = isinstance(processor, RecordProcessor)
@@ -257,11 +267,13 @@ class OtelSink:
         self.flush_metrics()
 
     def _pairs(self, events: list[Event | Record]) -> tuple[int, int]:
-        """Fold in a batch two events at a time while each two are a reconcile's begin and its
-        end (a resync's batches, where a sync that does not wait ends before the next begins):
-        the begin is never held, and a fast, ok root is decided inline. From the first two that
-        are anything else, the rest of the batch goes to :meth:`_each`. Returns (dropped, kept)
-        of the reconciles decided inline (counted by the caller)."""
+        """Fold in a batch two events at a time where two are a reconcile's begin and its end
+        (a resync's batches, where a sync that does not wait ends before the next begins): the
+        begin is never held, and a fast, ok root is decided inline. An entry that does not
+        start such a pair (another kind, a begin whose end is not next, the end of a begin held
+        earlier) goes to :meth:`_each` with the run of misfits it starts, in order, and the
+        pairs resume after the run. Returns (dropped, kept) of the reconciles decided inline
+        here or in _each (counted by the caller)."""
         open_events = self._open_events
         pending = self._pending
         decided = self._decided
@@ -269,27 +281,29 @@ class OtelSink:
         slow_ns = sampler.slow_ns if sampler.slow_ns > 0 else 1 << 63  # 0: no slow rule
         # "g" sorts after every 16 hex digits: ratio 1 keeps every id.
         bound = sampler.ratio_bound_hex or "g"
+        bound_int = int(bound, 16) if bound != "g" else 1 << 64  # as a number
         started, finished = ReconcileStarted, ReconcileFinished
         ok, result_error, sampled = _OK, _RESULT_ERROR, _SAMPLED
         drop = self._dropped.append
         takes_records = self._takes_records
         on_span = self.processor.on_span if takes_records else None  # type: ignore[union-attr]
         # Nothing buffered for any trace or open step: no lookups a reconcile (redone after
-        # every pair that takes the event-by-event path, which may buffer).
+        # everything that takes the event-by-event path, which may buffer).
         clear = not pending and not open_events
-        kept = sent = 0  # kept here; pairs sent to _each
-        dropped_there = kept_there = 0  # what _each decided inline of those
+        dropped = kept = 0
         n = len(events)
-        odd = n & 1
-        pairs = iter(events[:-1] if odd else events)
-        rest: list[Event | Record] = []  # from the first two not a begin and its end, on
+        last = n - 1  # the last index a pair can start at
+        i = 0
+        misfits = -1  # the index the run of entries waiting for _each starts at (-1: none)
         begin_tag, end_tag, ok_v, result_error_v = (
             RECONCILE_BEGIN,
             RECONCILE_END,
             _OK_V,
             _RESULT_ERROR_V,
         )
-        for begin, end in zip(pairs, pairs, strict=False):
+        while i < n:
+            begin = events[i]
+            end = events[i + 1] if i < last else None
             if type(begin) is tuple:
                 # The bus's compact records (see pycm.trace.bus for their layouts): decided on
                 # their values, and built into events only when kept or sent on.
@@ -299,41 +313,68 @@ class OtelSink:
                     or end[0] != end_tag
                     or end[2] is not begin  # not this begin's own end
                 ):
-                    rest += (begin, end)
-                    break
-                trace_id = begin[4]
-                fast = (
-                    end[4] == ok_v
-                    and end[6] != result_error_v
-                    and end[3] <= slow_ns
-                    and not begin[6]
-                    and len(trace_id) == 32
-                    and (clear or not (trace_id in pending or begin[5] in open_events))
-                )
-                # Pycm's ids are 32 lowercase hex digits: the ratio rule compares as text.
-                if fast and trace_id[16:] >= bound:
-                    drop(trace_id)  # counted below
+                    if misfits < 0:
+                        misfits = i
+                    i += 1
                     continue
-                begin, end = materialize(begin), materialize(end)
-            else:
-                if (
-                    type(begin) is not started
-                    or type(end) is not finished
-                    or end.span_id != begin.span_id
-                ):
-                    rest += (begin, end)
-                    break
-                trace_id = end.trace_id
+            elif (
+                type(begin) is not started
+                or type(end) is not finished
+                or end.span_id != begin.span_id
+            ):
+                if misfits < 0:
+                    misfits = i
+                i += 1
+                continue
+            if misfits >= 0:
+                # The run before this pair first, in order: it may buffer for the pair's trace.
+                more_dropped, more_kept = self._each([materialize(e) for e in events[misfits:i]])
+                dropped += more_dropped
+                kept += more_kept
+                misfits = -1
+                decided, drop = self._decided, self._dropped.append  # a new generation?
+                clear = not pending and not open_events
+            i += 2
+            if type(begin) is tuple:
                 fast = (
-                    end.outcome is ok
-                    and end.result is not result_error
-                    and end.dur_ns <= slow_ns
-                    and not end.parent_id
+                    end[4] == ok_v  # type: ignore[index]
+                    and end[6] != result_error_v  # type: ignore[index]
+                    and end[3] <= slow_ns  # type: ignore[index]
+                    and not begin[5]
+                )
+                if fast and not clear:
+                    trace_id, span_id = record_ids(begin)
+                    fast = not (trace_id in pending or span_id in open_events)
+                if fast:
+                    # A root's ids are derived from the bus's id key and the seq (pycm.trace.bus):
+                    # the ratio rule compares the trace id's low half as the number it is, with
+                    # no text made for it; a dropped one's trace id is made only if a decision
+                    # is ever looked up (_settle).
+                    ids = begin[4]
+                    low = (
+                        (begin[1] * ids[1] + ids[2]) & _MASK_64
+                        if len(ids) == 3
+                        else int(ids[0][16:], 16)
+                    )
+                    if low >= bound_int:
+                        drop(begin)
+                        dropped += 1
+                        continue
+                begin, end = materialize(begin), materialize(end)
+                trace_id = end.trace_id
+            else:
+                trace_id = end.trace_id  # type: ignore[union-attr]
+                fast = (
+                    end.outcome is ok  # type: ignore[union-attr]
+                    and end.result is not result_error  # type: ignore[union-attr]
+                    and end.dur_ns <= slow_ns  # type: ignore[union-attr]
+                    and not end.parent_id  # type: ignore[union-attr]
                     and len(trace_id) == 32
-                    and (clear or not (trace_id in pending or end.span_id in open_events))
+                    and (clear or not (trace_id in pending or end.span_id in open_events))  # type: ignore[union-attr]
                 )
                 if fast and trace_id[16:] >= bound:
-                    drop(trace_id)  # counted below
+                    drop(trace_id)
+                    dropped += 1
                     continue
             if fast:  # kept by the ratio
                 decided[trace_id] = sampled
@@ -343,21 +384,15 @@ class OtelSink:
                     self._emit(step_span(begin, end))  # type: ignore[arg-type]
                 kept += 1
                 continue
-            sent += 1  # failed, slow, a child, something buffered for it...
-            more_dropped, more_kept = self._each((begin, end))
-            dropped_there += more_dropped
-            kept_there += more_kept
+            # Failed, slow, a child, something buffered for it...
+            more_dropped, more_kept = self._each((begin, end))  # type: ignore[arg-type]
+            dropped += more_dropped
+            kept += more_kept
             # handle may have started a new generation
             decided, drop = self._decided, self._dropped.append
             clear = not pending and not open_events
-        rest += pairs
-        # Every pair before ``rest`` was kept here, dropped here, or sent to _each.
-        dropped = (n - odd - len(rest)) // 2 - kept - sent + dropped_there
-        kept += kept_there
-        if odd:
-            rest.append(events[-1])
-        if rest:
-            more_dropped, more_kept = self._each([materialize(e) for e in rest])
+        if misfits >= 0:
+            more_dropped, more_kept = self._each([materialize(e) for e in events[misfits:]])
             dropped += more_dropped
             kept += more_kept
         return dropped, kept
@@ -603,7 +638,9 @@ class OtelSink:
             (self._dropped_old, self._decided_old),
         ):
             if dropped:
-                decided.update(dict.fromkeys(dropped, _SAMPLED_OUT))
+                # (A begin record stands for its trace id: see _pairs.)
+                ids = (d if type(d) is str else record_ids(d)[0] for d in dropped)  # type: ignore[arg-type]
+                decided.update(dict.fromkeys(ids, _SAMPLED_OUT))
                 dropped.clear()
 
     def _remember(self, trace_id: str, decision: Decision) -> None:

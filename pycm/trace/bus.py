@@ -15,17 +15,23 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import os
+import weakref
 from collections import deque
 from collections.abc import Callable, Iterable
 from types import TracebackType
 from typing import Any, ClassVar
 
 from pycm.trace.context import (
+    IdKey,
     _current,
     mark_failed,
+    new_id_key,
     new_root_ids,
     new_span_id,
     new_trace_id,
+    reconcile_ids,
+    span_ids,
     take_span_id,
     take_trace_id,
 )
@@ -45,7 +51,7 @@ from pycm.trace.kinds import (
     ReconcileStarted,
     SubscriberLagged,
 )
-from pycm.util.clock import REAL_CLOCK, Clock
+from pycm.util.clock import REAL_CLOCK, Clock, RealClock
 
 __all__ = [
     "RECONCILE_BEGIN",
@@ -56,6 +62,7 @@ __all__ = [
     "Subscription",
     "default_bus",
     "materialize",
+    "record_ids",
     "set_default_bus",
     "step_class",
 ]
@@ -94,12 +101,16 @@ _set_class: Callable[[object, type], None] = object.__dict__["__class__"].__set_
 # identical, to another reader's), so nothing long-lived is tracked by the GC either way.
 #
 # The layouts (the tag first, the seq second, as every reader of a buffer needs them):
-#   begin: (RECONCILE_BEGIN, seq, ts, instance, trace_id, span_id, parent_id, controller, key,
-#           (namespace, name), resource, queue_wait_ns, retries, trigger or None)
+#   begin: (RECONCILE_BEGIN, seq, ts, instance, ids, parent_id, controller, key, resource,
+#           queue_wait_ns, retries, trigger or None)
 #   end:   (RECONCILE_END, seq, begin record, dur_ns, outcome value, error, result value, action,
 #           uid, api_calls, requeue_after_ms)
+# ``ids`` is the bus's id key (``Bus.id_key``, three items) for a root reconcile, whose ids are
+# derived from it and the begin's seq when read (pycm.trace.context.reconcile_ids: none are
+# drawn per reconcile), or the (trace_id, span_id) pair of a reconcile nested in a step.
 # ``trigger`` is a pycm.controller.worker.Trigger (its kind, resource_version, event, trace_id and
-# span_id); the end's ts is the begin's plus dur_ns, as a step's.
+# span_id); the end's ts is the begin's plus dur_ns, as a step's. The key's namespace and name
+# are split from the key when the begin is built.
 
 RECONCILE_BEGIN = 0
 RECONCILE_END = 1
@@ -112,22 +123,30 @@ _OUTCOMES = {o.value: o for o in Outcome}
 _RESULTS = {r.value: r for r in ReconcileResult}
 
 
+def record_ids(begin: Record) -> tuple[str, str]:
+    """(trace_id, span_id) of a reconcile's begin record."""
+    ids = begin[4]
+    if len(ids) == 3:
+        return reconcile_ids(ids, begin[1])
+    pair: tuple[str, str] = ids
+    return pair
+
+
 def _reconcile_begin(r: Record) -> Event:
     # One unpacking into locals, then one store per slot: cheaper than indexing per field.
-    (_, seq, ts, instance, trace_id, span_id, parent_id, controller, key, names, resource,
-     wait_ns, retries, trigger) = r  # fmt: skip
+    (_, seq, ts, instance, ids, parent_id, controller, key, resource, wait_ns, retries,
+     trigger) = r  # fmt: skip
     e = _BEGIN_TWIN()
     e.v = SCHEMA_VERSION
     e.seq = seq
     e.ts = ts
     e.instance = instance
-    e.trace_id = trace_id
-    e.span_id = span_id
+    e.trace_id, e.span_id = reconcile_ids(ids, seq) if len(ids) == 3 else ids
     e.parent_id = parent_id
     e.dur_ns = 0
     e.controller = controller
     e.key = key
-    e.namespace, e.name = names
+    e.namespace, _, e.name = key.rpartition("/")
     e.resource = resource
     e.queue_wait_ms = wait_ns / 1e6
     e.retries = retries
@@ -152,20 +171,20 @@ def _reconcile_end(r: Record) -> Event:
     e.seq = seq
     e.ts = b[2] + dur_ns
     e.instance = b[3]
-    e.trace_id = b[4]
-    e.span_id = b[5]
-    e.parent_id = b[6]
+    ids = b[4]
+    e.trace_id, e.span_id = reconcile_ids(ids, b[1]) if len(ids) == 3 else ids
+    e.parent_id = b[5]
     e.dur_ns = dur_ns
     e.outcome = _OUTCOMES[outcome]
     e.error = error
-    e.controller = b[7]
-    e.key = b[8]
+    e.controller = b[6]
+    e.key = b[7]
     e.result = _RESULTS[result]
     e.action = action
     e.uid = uid
     e.api_calls = api_calls
     e.requeue_after_ms = requeue_after_ms
-    e.retries = b[12]
+    e.retries = b[10]
     e.__class__ = ReconcileFinished
     event: Event = e
     return event
@@ -448,14 +467,20 @@ class Step:
                 span_id = take_span_id()
             except IndexError:
                 span_id = new_span_id()
+            parent_ids = span_ids(parent)  # a root reconcile's are derived (context.py)
             # A step inside a counting step (a reconcile) counts its API calls there too.
-            ids = (parent[0], span_id) if len(parent) == 2 else (parent[0], span_id, parent[2])
+            if type(parent) is list:  # a root reconcile: the list is its counter
+                ids = (parent_ids[0], span_id, parent)
+            elif len(parent) == 2:
+                ids = (parent_ids[0], span_id)
+            else:
+                ids = (parent_ids[0], span_id, parent[2])
         frozen = type(begin)
         _set_class(begin, self._BEGIN_BLANK)
         begin.trace_id = ids[0]
         begin.span_id = ids[1]
         if parent is not None:
-            begin.parent_id = parent[1]
+            begin.parent_id = parent_ids[1]
         # Bus.emit, inlined.
         bus._seq = seq = bus._seq + 1
         begin.seq = seq
@@ -655,6 +680,28 @@ class Bus:
         self._parked: list[Subscription] = []
         self._wall_ns = clock.wall_ns
         self._monotonic_ns = clock.monotonic_ns
+        # The key the ids of this bus's reconciles are derived from (see the record layouts).
+        self.id_key: IdKey = new_id_key()
+        # The reconcile step reads one clock at each end: its begin's wall time is its
+        # monotonic reading plus ``_wall_offset`` while that reading is before
+        # ``_offset_due`` (else :meth:`wall_at` reads the wall clock and renews the offset).
+        # Only for the real clock, whose readings are the system's: the offset is renewed
+        # every _OFFSET_TTL_NS, so a derived time is off by at most the wall clock's slew
+        # against the monotonic one over that second (NTP slews at most 500 ppm: 0.5 ms), and
+        # a step of the wall clock (settimeofday) shows within a second. Any other clock (a
+        # FakeClock in tests) is read exactly every time: its due time is never reached.
+        self._wall_offset = 0
+        self._offset_due = 0 if isinstance(clock, RealClock) else -(1 << 63)
+        _buses.add(self)
+
+    def wall_at(self, monotonic_ns: int) -> int:
+        """The wall time (ns) at the monotonic reading ``monotonic_ns`` just taken: read, and
+        the offset renewed (see ``_offset_due``; the reconcile step's slow path)."""
+        wall_ns = self._wall_ns()
+        if self._offset_due >= 0:
+            self._wall_offset = wall_ns - monotonic_ns
+            self._offset_due = monotonic_ns + _OFFSET_TTL_NS
+        return wall_ns
 
     @property
     def last_seq(self) -> int:
@@ -696,8 +743,9 @@ class Bus:
         which keeps hot untraced points such as queue adds from informer handlers cheap."""
         parent = _current.get()
         if parent is not None:
-            _set_trace_id(event, parent[0])
-            _set_parent_id(event, parent[1])
+            trace_id, parent_id = span_ids(parent)
+            _set_trace_id(event, trace_id)
+            _set_parent_id(event, parent_id)
             if not event.span_id:
                 _set_span_id(event, new_span_id())
         elif dur_ns:
@@ -774,6 +822,21 @@ class Bus:
     def subscribers(self) -> int:
         return len(self._subscribers)
 
+
+_OFFSET_TTL_NS = 1_000_000_000
+
+# Every bus, for the fork hook below.
+_buses: weakref.WeakSet[Bus] = weakref.WeakSet()
+
+
+def _rekey() -> None:
+    # A forked child would otherwise derive the same reconcile ids as its parent.
+    for bus in list(_buses):
+        bus.id_key = new_id_key()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_rekey)
 
 _default = Bus()
 

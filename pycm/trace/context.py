@@ -9,6 +9,12 @@ started during start-up: each of its steps would join the start-up trace. Such l
 :func:`root_context` (or under :class:`detached`), so each unit of their work is a trace root.
 
 Ids are W3C-sized: a 32-hex-digit trace id and 16-hex-digit span ids, never all zeros.
+
+A root reconcile (pycm.controller.worker) draws no ids: they are derived, when something reads
+them, from its bus's id key and the seq of its begin record (:func:`new_id_key`,
+:func:`reconcile_ids`), and its contextvar value holds that record in place of the ids
+(``[calls, begin record]``; :func:`current_span` and the bus resolve it). Every reader
+derives the same ids from the same record. (A bus's key is drawn again in a forked child.)
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ import asyncio
 import contextvars
 import os
 import random
+from typing import Any
 
 from pycm.trace.events import Outcome, StepEnd
 
@@ -35,11 +42,17 @@ __all__ = [
 SpanContext = tuple[str, str]
 """(trace_id, span_id) of the current step."""
 
-SpanValue = tuple[str, str] | tuple[str, str, list[int]]
+IdKey = tuple[str, int, int]
+"""A bus's key for the ids of its reconcile records (:func:`new_id_key`)."""
+
+SpanValue = tuple[str, str] | tuple[str, str, list[Any]] | list[Any]
 """What the span contextvar holds: (trace_id, span_id), plus — inside a step that counts API
 calls (a reconcile, and the steps nested in it) — the counter, ``calls[0]`` calls so far. One
 contextvar for both: a reconcile sets and resets one, not two (each set/reset pair is ~1.6k
-instructions)."""
+instructions). A root reconcile holds one list, ``[calls, begin record]``: its own counter (so
+``calls[0]`` counts), and, in place of its ids, the record they are derived from when read
+(:func:`span_ids`; the record's layout is pycm.trace.bus's). One allocation, not a tuple and a
+list."""
 
 _current: contextvars.ContextVar[SpanValue | None] = contextvars.ContextVar(
     "pycm_trace_span", default=None
@@ -105,6 +118,52 @@ def new_span_id() -> str:
         return take_span_id()
 
 
+_MASK_64 = (1 << 64) - 1
+
+
+def new_id_key() -> IdKey:
+    """A key for the ids of one bus's reconciles: (the trace ids' high half as 16 hex digits,
+    an odd 64-bit multiplier, a 64-bit addend), from os.urandom, so unpredictable across runs.
+
+    A reconcile whose begin record has seq ``s`` has the span id ``(s * mult + add) mod 2**64``
+    as 16 hex digits, and the trace id ``high + span id`` (a root's span id is its trace id's
+    low half, as :func:`new_root_ids` gives). An odd multiplier makes the low half a bijection
+    of the seq, so the bus's seqs (unique, increasing) give unique ids; the high half is random
+    per key, so two buses' ids differ too. Exactly one seq mod 2**64 maps to a zero low half:
+    the key is drawn again until that seq is past 2**63, which a bus never reaches, so no span
+    id is all zeros (nor, with a nonzero high half, any trace id). The low halves of
+    consecutive seqs spread evenly over the 64-bit range (a Weyl sequence), so the tail
+    sampler's ratio rule on the low half keeps its ratio. Within a run the ids are not
+    secret: they need only be unique (as W3C asks), not unguessable from one another."""
+    while True:
+        bits = int.from_bytes(os.urandom(24))
+        high = f"{bits >> 128:016x}"
+        mult = (bits >> 64) & _MASK_64 | 1
+        add = bits & _MASK_64
+        zero_seq = (-add * pow(mult, -1, 1 << 64)) & _MASK_64
+        if high != _ZERO_SPAN and zero_seq >= 1 << 63:
+            return high, mult, add
+
+
+def reconcile_span_id(key: IdKey, seq: int) -> str:
+    """The span id of the reconcile whose begin record has ``seq`` (see :func:`new_id_key`)."""
+    return f"{(seq * key[1] + key[2]) & _MASK_64:016x}"
+
+
+def reconcile_ids(key: IdKey, seq: int) -> SpanContext:
+    """(trace_id, span_id) of the reconcile whose begin record has ``seq``."""
+    low = f"{(seq * key[1] + key[2]) & _MASK_64:016x}"
+    return key[0] + low, low
+
+
+def span_ids(span: SpanValue) -> SpanContext:
+    """(trace_id, span_id) of a span contextvar value, derived for a root reconcile's."""
+    if type(span) is list:
+        begin = span[1]  # a root reconcile's record: its seq, then its bus's id key at [4]
+        return reconcile_ids(begin[4], begin[1])
+    return span[0], span[1]
+
+
 def new_root_ids() -> SpanContext:
     """(trace_id, span_id) for a root span: the span id is the trace id's low half."""
     trace_id = new_trace_id()
@@ -115,8 +174,11 @@ def note_call() -> None:
     """Count one API call in the innermost counting step of this context, if any (the API
     client calls it per request; tasks started inside the step count too)."""
     span = _current.get()
-    if span is not None and len(span) == 3:
-        span[2][0] += 1
+    if span is not None:
+        if type(span) is list:  # a root reconcile's own counter
+            span[0] += 1
+        elif len(span) == 3:
+            span[2][0] += 1
 
 
 # The raw operations, bound once, for a hot path that opens a span without a Step (the
@@ -131,7 +193,7 @@ reset_span = _current.reset
 def current_span() -> SpanContext | None:
     """The (trace_id, span_id) of the innermost open step in this context, if any."""
     span = _current.get()
-    return None if span is None else (span[0], span[1])
+    return None if span is None else span_ids(span)
 
 
 def root_context() -> contextvars.Context:

@@ -19,6 +19,7 @@ from pycm.otel.sampling import TailSampler
 from pycm.otel.sink import OtelSink
 from pycm.trace.bus import Bus, materialize
 from pycm.trace.context import note_call
+from pycm.trace.kinds import ControllerStarted
 from pycm.util.clock import FakeClock
 from tests.otel.test_sink_batches import _outcome, _Records, _splits
 
@@ -85,8 +86,9 @@ def test_sink_decides_entries_as_it_decides_their_events(records: bool) -> None:
 
 def test_a_dropped_fast_reconcile_is_never_built(monkeypatch: pytest.MonkeyPatch) -> None:
     """A resync's batch (every sync fast and ok) at ratio 0: every trace dropped, no event built.
-    (From the first entry that is not a begin and its end, the rest of a batch is built and
-    taken event by event: test_sink_decides_entries_as_it_decides_their_events covers that.)"""
+    (Entries that are not a begin and its end are built and taken event by event:
+    test_sink_decides_entries_as_it_decides_their_events covers that, and
+    test_a_misfit_mid_batch_leaves_the_later_pairs_on_the_record_path the pairs after one.)"""
     entries, _ = asyncio.run(_resync(400, mixed=False))
     built: list[Any] = []
 
@@ -103,3 +105,35 @@ def test_a_dropped_fast_reconcile_is_never_built(monkeypatch: pytest.MonkeyPatch
     kept = _sink(_Records(), CollectorRegistry(), ratio=1.0)
     kept.handle_batch(entries)
     assert kept._counts["traces_exported"] == 400 and len(built) == 800
+
+
+@pytest.mark.parametrize("records", [True, False], ids=["records", "sdk-spans"])
+def test_a_misfit_mid_batch_leaves_the_later_pairs_on_the_record_path(
+    records: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An entry that is not a begin followed by its end (here a point between a begin and its
+    end, at an odd index) goes event by event with the entries around it that cannot pair; the
+    pairs after it are decided on their records again, with the same results."""
+    entries, events = asyncio.run(_resync(400, mixed=False))
+    point = ControllerStarted(controller="other", workers=1, seq=10_000)
+    mid = 401  # between the begin at 400 and its end at 402
+    entries.insert(mid, point)
+    events.insert(mid, point)
+    built: list[Any] = []
+
+    def counting(entry: Any) -> Any:
+        if type(entry) is tuple:
+            built.append(entry)
+        return materialize(entry)
+
+    from_events = _outcome([events], records)
+    monkeypatch.setattr(sink_module, "materialize", counting)
+    assert _outcome([entries], records) == from_events
+    # Built: the split reconcile's begin and end (taken event by event), and each other pair
+    # kept at the ratio (0.5), to be encoded; none of the pairs dropped after the point (before
+    # the pairs resumed after a misfit, every entry after it was built).
+    _, _, decided, _, counts = from_events
+    assert counts["traces_exported"] + counts["traces_dropped"] == 400
+    split_kept = decided[materialize(entries[400]).trace_id].keep
+    assert len(built) == 2 + 2 * (counts["traces_exported"] - split_kept)
+    assert counts["traces_dropped"] > 150  # ... of which there were many
