@@ -356,25 +356,25 @@ class Reflector:
         start = self.clock.monotonic()
         events = 0
         error: Exception | None = None
+        # The per-event path: one dict lookup picks the store's method, the RV is read inline.
+        apply = {"MODIFIED": store.update, "ADDED": store.add, "DELETED": store.delete}
         try:
             async for kind, obj in stream:
                 events += 1
-                if kind == "MODIFIED":
-                    store.update(obj)
-                elif kind == "ADDED":
-                    store.add(obj)
-                elif kind == "DELETED":
-                    store.delete(obj)
-                elif kind == "BOOKMARK":
-                    pass
+                op = apply.get(kind)
+                if op is not None:
+                    op(obj)
                 elif kind == "ERROR":
                     raise StatusError.from_status(obj)
-                else:
+                elif kind != "BOOKMARK":
                     _log.error("%s: unknown watch event type %r", self.resource, kind)
                     continue
-                rv = _rv_of(obj)
+                try:
+                    rv = obj["metadata"]["resourceVersion"]
+                except (KeyError, TypeError):
+                    continue
                 if rv:
-                    self.last_sync_resource_version = rv
+                    self.last_sync_resource_version = rv if type(rv) is str else str(rv)
         except asyncio.CancelledError:
             self.bus.point(
                 WatchClosed(
