@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import random
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
@@ -24,8 +26,9 @@ from pycm.cache.reflector import Reflector
 from pycm.cache.shared_informer import SharedIndexInformer
 from pycm.cache.store import DeletedFinalStateUnknown, meta_namespace_key
 from pycm.trace.bus import Bus
+from pycm.trace.kinds import WatchClosed, WatchCloseReason
 from pycm.util.clock import FakeClock
-from tests.cache.helpers import pod, until
+from tests.cache.helpers import pod, status, until
 
 
 class CountingIndex:
@@ -337,3 +340,69 @@ async def test_reflector_rv_from_odd_events_number_kept_none_or_missing_ignored(
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
+
+
+class _BatchStream:
+    """A watch stream that offers its events by the list (``pair_batches``)."""
+
+    def __init__(self, batches: list[list[tuple[str, Any]]]) -> None:
+        self.batches = batches
+        self.pairs_taken = False
+
+    def __aiter__(self) -> Any:
+        self.pairs_taken = True  # the reflector must not fall back to pairs
+        raise AssertionError("iterated pair by pair")
+
+    async def pair_batches(self) -> AsyncIterator[list[tuple[str, Any]]]:
+        for batch in self.batches:
+            await asyncio.sleep(0)
+            yield batch
+
+
+class _BatchListWatch:
+    def __init__(self, streams: list[_BatchStream]) -> None:
+        self.streams = streams
+        self.watch_rvs: list[str] = []
+
+    async def list(self, *, resource_version: str, limit: int | None, continue_: str | None) -> Any:
+        return ListPage([], "10")
+
+    @asynccontextmanager
+    async def watch(
+        self, *, resource_version: str, timeout_seconds: int, allow_watch_bookmarks: bool
+    ) -> AsyncIterator[Any]:
+        self.watch_rvs.append(resource_version)
+        if not self.streams:
+            await asyncio.Event().wait()
+        yield self.streams.pop(0)
+
+
+@pytest.mark.asyncio
+async def test_reflector_batched_stream_applies_in_order_and_error_mid_batch_stops() -> None:
+    first = _BatchStream(
+        [
+            [("ADDED", pod("a", "11")), ("MODIFIED", pod("a", "12"))],
+            [("BOOKMARK", {"kind": "Pod", "metadata": {"resourceVersion": "15"}})],
+            [
+                ("DELETED", pod("a", "16")),
+                ("ERROR", status(500, "InternalError")),
+                ("ADDED", pod("z", "17")),
+            ],
+        ]
+    )
+    lw = _BatchListWatch([first])
+    store = _Store()
+    bus = Bus()
+    sub = bus.subscribe(maxsize=1000)
+    reflector = Reflector(lw, store, resource="pods", clock=FakeClock(), bus=bus)
+    task = asyncio.create_task(reflector.list_and_watch())
+    try:
+        reason = await asyncio.wait_for(task, timeout=5)
+    finally:
+        task.cancel()
+    assert reason.startswith("watch:")
+    assert store.ops == ["replace", "add", "update", "delete"]  # nothing after the ERROR
+    assert reflector.last_sync_resource_version == "16"
+    assert not first.pairs_taken
+    closed = [e for e in sub.drain() if isinstance(e, WatchClosed)]
+    assert [(c.reason, c.events) for c in closed] == [(WatchCloseReason.ERROR, 5)]
