@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from pycm.cache import processor
 from pycm.cache.fifo import DeltaType
 from pycm.cache.indexer import (
     CONTROLLER_UID_INDEX,
@@ -406,3 +407,45 @@ async def test_reflector_batched_stream_applies_in_order_and_error_mid_batch_sto
     assert not first.pairs_taken
     closed = [e for e in sub.drain() if isinstance(e, WatchClosed)]
     assert [(c.reason, c.events) for c in closed] == [(WatchCloseReason.ERROR, 5)]
+
+
+class _FakeTime:
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.reads = 0
+
+    def __call__(self) -> float:
+        self.reads += 1
+        return self.now
+
+
+def test_deliver_for_slow_handler_yields_after_about_one_quantum(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    fake = _FakeTime()
+    monkeypatch.setattr(processor, "_clock", fake)
+    inf = _informer()
+
+    def slow(old: Any, new: Any) -> None:
+        fake.now += 0.001  # each call takes 1 ms
+
+    reg = inf.add_event_handler(HandlerFuncs(on_update=slow))
+    reg.push_many([_note(i) for i in range(50)], 0)
+    reg._deliver_for(0.002)
+    assert reg.delivered == 2  # one per clock reading: stopped at the 2 ms deadline
+    reg._deliver_for(0.002)
+    assert reg.delivered == 4
+
+
+def test_deliver_for_fast_handler_reads_the_clock_once_per_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    fake = _FakeTime()
+    monkeypatch.setattr(processor, "_clock", fake)
+    inf = _informer()
+    reg = inf.add_event_handler(HandlerFuncs(on_update=lambda o, n: None))
+    reg.push_many([_note(i) for i in range(100)], 0)
+    reg._deliver_for(0.002)
+    assert reg.delivered == 100
+    # Runs of 1, 2, 4, 8, then 16 at most: 10 runs, 11 readings (not one per notification).
+    assert fake.reads == 11
