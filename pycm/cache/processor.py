@@ -53,6 +53,9 @@ _log = logging.getLogger(__name__)
 
 DEFAULT_BUFFER_SIZE = 10_000
 DEFAULT_QUANTUM = 0.002
+_clock = time.perf_counter  # the delivery's time slices (a module global: tests replace it)
+_CLOCK_EVERY = 16
+"""At most this many notifications are delivered between two readings of the clock."""
 
 ADD, UPDATE, DELETE = 0, 1, 2
 Notification = tuple[int, Any, Any, bool]
@@ -127,6 +130,7 @@ class Registration:
         self._lost = 0
         self._initial_left = 0
         self._waiter: asyncio.Future[None] | None = None
+        self._run_size = 1  # notifications per clock reading (adapted by _deliver_for)
         self._task: asyncio.Task[None] | None = None
         self._removed = False
         self.delivered = 0
@@ -164,6 +168,24 @@ class Registration:
             if not waiter.done():
                 waiter.set_result(None)
 
+    def push_many(self, notes: list[Notification], initial: int) -> None:
+        """Append ``notes`` in order, of which ``initial`` are marked initial: the same as
+        pushing them one by one (the oldest beyond the bound dropped first), in one call per
+        batch of the informer instead of one per event."""
+        buffer = self._buffer
+        buffer.extend(notes)
+        self._initial_left += initial
+        over = len(buffer) - self.buffer_size
+        if over > 0:
+            drop, popleft = self._drop, buffer.popleft
+            for _ in range(over):
+                drop(popleft())
+        waiter = self._waiter
+        if waiter is not None:
+            self._waiter = None
+            if not waiter.done():
+                waiter.set_result(None)
+
     def _drop(self, note: Notification) -> None:
         kind, a, _, initial = note
         self._lost += 1
@@ -193,7 +215,6 @@ class Registration:
 
     async def _run(self) -> None:
         buffer = self._buffer
-        clock = time.perf_counter
         while True:
             while not buffer and not self._dropped:
                 waiter = asyncio.get_running_loop().create_future()
@@ -203,37 +224,90 @@ class Registration:
                 finally:
                     if self._waiter is waiter:
                         self._waiter = None
-            deadline = clock() + self.quantum
-            while True:
-                if self._dropped:
-                    self._replay()
-                if not buffer:
-                    break
-                self._deliver(buffer.popleft())
-                if clock() >= deadline:
-                    break
+            self._deliver_for(self.quantum)
             self.informer._maybe_synced()
             await asyncio.sleep(0)
 
-    def _deliver(self, note: Notification) -> None:
-        kind, a, b, initial = note
+    def _deliver_for(self, quantum: float) -> None:
+        """Deliver buffered notifications for about ``quantum`` seconds (replaying dropped keys
+        first). The clock is read after runs of notifications, not after each (reading it
+        cost as much as a cheap handler call). A run doubles, up to ``_CLOCK_EVERY``, while
+        runs stay short, and falls back to one notification as soon as a run takes more than
+        an eighth of the quantum, so a slow handler still yields after about one quantum."""
+        buffer = self._buffer
+        clock = _clock
+        run = self._run_size
+        before = clock()
+        deadline = before + quantum
+        short = quantum / 8
+        while True:
+            if self._dropped:
+                self._replay()
+            if not buffer:
+                break
+            self._deliver_run(run)
+            now = clock()
+            if now - before > short:
+                run = 1
+            elif run < _CLOCK_EVERY:
+                run *= 2
+            before = now
+            if now >= deadline:
+                break
+        self._run_size = run
+
+    def _callbacks(
+        self,
+    ) -> tuple[
+        Callable[[Any, bool], None] | None,
+        Callable[[Any, Any], None] | None,
+        Callable[[Any], None] | None,
+    ]:
+        """The handler's three methods, resolved once per run of deliveries; for a
+        :class:`HandlerFuncs` its functions themselves (None: nothing to call)."""
         handler = self.handler
-        try:
-            if kind == UPDATE:
-                handler.on_update(a, b)
-            elif kind == ADD:
-                handler.on_add(a, initial)
-            else:
-                handler.on_delete(a)
-        except CacheMutationError:
-            raise
-        except Exception:
-            self.errors += 1
-            _log.exception("informer %s: handler %s failed", self.informer.resource, self.name)
-        finally:
-            if initial:
-                self._initial_left -= 1
-        self.delivered += 1
+        if type(handler) is HandlerFuncs:
+            return handler._add, handler._update, handler._delete
+        return handler.on_add, handler.on_update, handler.on_delete
+
+    def _deliver_run(self, limit: int) -> None:
+        """Deliver up to ``limit`` notifications from the buffer, in order. A handler's
+        exception is logged and counted and delivery goes on with the next notification."""
+        buffer = self._buffer
+        on_add, on_update, on_delete = self._callbacks()
+        left = min(limit, len(buffer))
+        while left > 0:
+            initial = False
+            try:
+                while left > 0:
+                    left -= 1
+                    kind, a, b, initial = buffer.popleft()
+                    if kind == UPDATE:
+                        if on_update is not None:
+                            on_update(a, b)
+                    elif kind == ADD:
+                        if on_add is not None:
+                            on_add(a, initial)
+                    elif on_delete is not None:
+                        on_delete(a)
+                    # Counted once the handler returned: has_synced() holds only after the
+                    # last initial add was handled.
+                    if initial:
+                        self._initial_left -= 1
+                    self.delivered += 1
+            except CacheMutationError:
+                raise
+            except Exception:
+                self.errors += 1
+                if initial:
+                    self._initial_left -= 1
+                self.delivered += 1
+                _log.exception("informer %s: handler %s failed", self.informer.resource, self.name)
+
+    def _deliver(self, note: Notification) -> None:
+        """Deliver one notification (the replay's path)."""
+        self._buffer.appendleft(note)
+        self._deliver_run(1)
 
     def _replay(self) -> None:
         dropped, self._dropped = self._dropped, {}

@@ -30,11 +30,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 from pycm.cache.gc_tuning import gc_paused
-from pycm.cache.listwatch import ListerWatcher, Obj, StatusError
+from pycm.cache.listwatch import ListerWatcher, Obj, StatusError, WatchEventPair
 from pycm.cache.store import ReflectorStore
 from pycm.kube import errors as kube_errors
 from pycm.trace.bus import Bus, default_bus
@@ -129,6 +129,17 @@ def is_connection_refused(exc: BaseException) -> bool:
 
 def _rv_of(obj: Obj) -> str:
     return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+
+
+def _pair_batches(stream: Any) -> AsyncIterator[Sequence[WatchEventPair]] | None:
+    """The stream's events by the list, if it offers them: a ``pair_batches()`` method giving
+    an async iterator of sequences of ``(type, object)`` pairs, in watch order (each sequence
+    typically what one read of the response decoded). None for a plain stream of pairs."""
+    method = getattr(type(stream), "pair_batches", None)
+    if not callable(method):
+        return None
+    batches: AsyncIterator[Sequence[WatchEventPair]] = stream.pair_batches()
+    return batches
 
 
 class Reflector:
@@ -356,25 +367,31 @@ class Reflector:
         start = self.clock.monotonic()
         events = 0
         error: Exception | None = None
+        # The per-event path: one dict lookup picks the store's method, the RV is read inline.
+        apply = {"MODIFIED": store.update, "ADDED": store.add, "DELETED": store.delete}
+        # A stream that can hand over its events by the list (what one read decoded) saves
+        # an async-generator step per event; the pairs of any other stream are taken one by one.
+        batched = _pair_batches(stream)
+        source: AsyncIterator[Any] = batched if batched is not None else stream
         try:
-            async for kind, obj in stream:
-                events += 1
-                if kind == "MODIFIED":
-                    store.update(obj)
-                elif kind == "ADDED":
-                    store.add(obj)
-                elif kind == "DELETED":
-                    store.delete(obj)
-                elif kind == "BOOKMARK":
-                    pass
-                elif kind == "ERROR":
-                    raise StatusError.from_status(obj)
-                else:
-                    _log.error("%s: unknown watch event type %r", self.resource, kind)
-                    continue
-                rv = _rv_of(obj)
-                if rv:
-                    self.last_sync_resource_version = rv
+            async for item in source:
+                pairs: Sequence[WatchEventPair] = item if batched is not None else (item,)
+                for kind, obj in pairs:
+                    events += 1
+                    op = apply.get(kind)
+                    if op is not None:
+                        op(obj)
+                    elif kind == "ERROR":
+                        raise StatusError.from_status(obj)
+                    elif kind != "BOOKMARK":
+                        _log.error("%s: unknown watch event type %r", self.resource, kind)
+                        continue
+                    try:
+                        rv = obj["metadata"]["resourceVersion"]
+                    except (KeyError, TypeError):
+                        continue
+                    if rv:
+                        self.last_sync_resource_version = rv if type(rv) is str else str(rv)
         except asyncio.CancelledError:
             self.bus.point(
                 WatchClosed(

@@ -59,6 +59,10 @@ BATCH = 1000
 """Deltas processed per turn of the loop before yielding to handlers and the reflector."""
 
 
+# Enum members as globals: reading one through its class is a descriptor call (Python 3.11).
+_DELETED, _SYNC, _REPLACED = DeltaType.DELETED, DeltaType.SYNC, DeltaType.REPLACED
+
+
 def _rv(obj: Any) -> Any:
     return (obj.get("metadata") or {}).get("resourceVersion")
 
@@ -228,43 +232,71 @@ class SharedIndexInformer:
             await asyncio.sleep(0)
 
     def _process(self, batch: list[tuple[DeltaType, Any]], initial: int) -> None:
+        """Apply popped deltas to the indexer and queue their notifications, in order.
+
+        The per-event path: each key is computed once here and handed to the indexer; the
+        notifications of the batch go to each handler's buffer in one call (a resync-only
+        notification, which goes to fewer handlers, first flushes those before it, so that
+        every handler still sees its notifications in delta order)."""
         items = self.indexer._items  # read without the access hook; writes go through it
-        indexer = self.indexer
+        put = self.indexer.put
+        delete_key = self.indexer.delete_key
         detector = self.detector
-        regs = self._registrations
-        deleted = DeltaType.DELETED
+        notes: list[Notification] = []
+        n_initial = 0
         for i, (kind, obj) in enumerate(batch):
-            key = meta_namespace_key(obj)
-            if kind is deleted:
+            # meta_namespace_key written out (one call less per event); anything unusual —
+            # a tombstone, no name, a non-string name — takes the function itself.
+            try:
+                meta = obj["metadata"]
+                name = meta["name"]
+                namespace = meta.get("namespace")
+            except (TypeError, KeyError, AttributeError):
+                key = meta_namespace_key(obj)
+            else:
+                if type(name) is str and name:
+                    key = f"{namespace}/{name}" if namespace else name
+                else:
+                    key = meta_namespace_key(obj)
+            if kind is _DELETED:
                 old = items.get(key)
-                indexer.delete_key(key)
+                delete_key(key)
                 if detector is not None and old is not None:
                     detector.forget(old)
-                note: Notification = (DELETE, obj, None, False)
-                for reg in regs:
-                    reg.push(note)
+                notes.append((DELETE, obj, None, False))
                 continue
-            old = items.get(key)
-            if old is None:
-                indexer.add(obj)
-                if detector is not None:
-                    detector.record(obj)
-                note = (ADD, obj, None, i < initial)
-                for reg in regs:
-                    reg.push(note)
-                continue
-            if old is not obj:
-                indexer.update(obj)
-                if detector is not None:
-                    detector.forget(old)
-                    detector.record(obj)
-            note = (UPDATE, old, obj, False)
-            if kind is DeltaType.SYNC or (kind is DeltaType.REPLACED and _rv(old) == _rv(obj)):
-                for reg in self._syncing:
-                    reg.push(note)
+            if kind is _SYNC:
+                old = items.get(key)  # a Sync delta carries the cached object itself
+                if old is not obj:
+                    put(key, obj)
             else:
-                for reg in regs:
-                    reg.push(note)
+                old = put(key, obj)
+            if old is None:
+                if detector is not None:
+                    detector.record(obj)
+                if i < initial:
+                    n_initial += 1
+                    notes.append((ADD, obj, None, True))
+                else:
+                    notes.append((ADD, obj, None, False))
+                continue
+            if detector is not None and old is not obj:
+                detector.forget(old)
+                detector.record(obj)
+            if kind is _SYNC or (kind is _REPLACED and _rv(old) == _rv(obj)):
+                if notes:
+                    self._push_notes(notes, n_initial)
+                    notes, n_initial = [], 0
+                for reg in self._syncing:
+                    reg.push((UPDATE, old, obj, False))
+            else:
+                notes.append((UPDATE, old, obj, False))
+        if notes:
+            self._push_notes(notes, n_initial)
+
+    def _push_notes(self, notes: list[Notification], initial: int) -> None:
+        for reg in self._registrations:
+            reg.push_many(notes, initial)
 
     def _maybe_synced(self) -> None:
         if self._synced_reported or not self.has_synced():
