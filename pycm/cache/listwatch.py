@@ -236,7 +236,7 @@ class ClientListWatch:
         ) as stream:
             decoder = self.decoder
             if decoder is not None and _has(stream, "line_batches"):
-                yield _decoded(stream.line_batches(), decoder)
+                yield _Decoded(stream.line_batches(), decoder)
             else:
                 yield _pairs(stream)
 
@@ -245,13 +245,38 @@ def _has(obj: object, method: str) -> bool:
     return callable(getattr(type(obj), method, None))
 
 
-async def _decoded(
-    batches: AsyncIterator[list[bytes]], decoder: Decoder
-) -> AsyncIterator[WatchEventPair]:
-    """Each batch of lines decoded in one call (the lines a read brought, in bulk)."""
-    async for lines in batches:
-        for pair in decoder.decode_events(lines):
-            yield pair
+class _Decoded:
+    """A watch's lines decoded a batch at a time (the lines a read brought, in one call).
+
+    Iterated, it gives the pairs one by one; ``pair_batches()`` gives each batch's pairs as
+    one list, which the reflector takes by the list: one async step per read rather than one
+    per event (a read of a backlog holds tens of events).
+    """
+
+    __slots__ = ("_batches", "_decoder", "_one_by_one")
+
+    def __init__(self, batches: AsyncIterator[list[bytes]], decoder: Decoder) -> None:
+        self._batches = batches
+        self._decoder = decoder
+        self._one_by_one: AsyncIterator[WatchEventPair] | None = None
+
+    async def pair_batches(self) -> AsyncIterator[list[WatchEventPair]]:
+        decode_events = self._decoder.decode_events
+        async for lines in self._batches:
+            yield decode_events(lines)
+
+    def __aiter__(self) -> _Decoded:
+        return self
+
+    async def __anext__(self) -> WatchEventPair:
+        if self._one_by_one is None:
+            self._one_by_one = self._pairs()
+        return await anext(self._one_by_one)
+
+    async def _pairs(self) -> AsyncIterator[WatchEventPair]:
+        async for pairs in self.pair_batches():
+            for pair in pairs:
+                yield pair
 
 
 async def _pairs(stream: AsyncIterator[Any]) -> AsyncIterator[WatchEventPair]:
