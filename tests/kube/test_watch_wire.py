@@ -122,6 +122,18 @@ async def _names(client: Client) -> list[str]:
         return [ev.object["metadata"]["name"] async for ev in w]
 
 
+async def _types_until_raises(
+    client: Client, error: type[Exception], match: str, **watch: Any
+) -> list[str]:
+    """The types of the events a watch gave before it raised ``error`` (matching ``match``)."""
+    seen: list[str] = []
+    with pytest.raises(error, match=match):
+        async with client.watch(PODS, **watch) as w:
+            async for ev in w:
+                seen.append(ev.type)
+    return seen
+
+
 @pytest.mark.asyncio
 async def test_wire_watch_one_read_of_many_events_is_one_batch(
     wire: Client, server: Server
@@ -233,12 +245,7 @@ async def test_wire_watch_error_event_raises_expired(wire: Client, server: Serve
     gone = {"kind": "Status", "code": 410, "reason": "Expired", "message": "too old"}
     error = orjson.dumps({"type": "ERROR", "object": gone}) + b"\n"
     server.scripts.append(_writes(HEAD, _chunk(_line("ADDED", "a")) + _chunk(error)))
-    seen = []
-    with pytest.raises(Expired, match="too old"):
-        async with wire.watch(PODS) as w:
-            async for ev in w:
-                seen.append(ev.type)
-    assert seen == ["ADDED"]
+    assert await _types_until_raises(wire, Expired, "too old") == ["ADDED"]
 
 
 @pytest.mark.asyncio
@@ -261,12 +268,7 @@ async def test_wire_watch_broken_stream_raises_transport_error(
     wire: Client, server: Server, rest: bytes
 ) -> None:
     server.scripts.append(_writes(HEAD, _chunk(_line("ADDED", "a")) + rest))
-    seen = []
-    with pytest.raises(TransportError, match="watch stream broken"):
-        async with wire.watch(PODS) as w:
-            async for ev in w:
-                seen.append(ev.type)
-    assert seen == ["ADDED"]
+    assert await _types_until_raises(wire, TransportError, "watch stream broken") == ["ADDED"]
 
 
 @pytest.mark.asyncio
@@ -276,12 +278,7 @@ async def test_wire_watch_read_timeout_raises_timeout(
     # The read timeout is timeoutSeconds plus the margin: 1 - 0.95 s here.
     monkeypatch.setattr(client_module, "WATCH_READ_MARGIN", -0.95)
     server.scripts.append(_writes(HEAD, _chunk(_line("ADDED", "a")), end=False))
-    seen = []
-    with pytest.raises(Timeout, match="timed out"):
-        async with wire.watch(PODS, timeout_seconds=1) as w:
-            async for ev in w:
-                seen.append(ev.type)
-    assert seen == ["ADDED"]
+    assert await _types_until_raises(wire, Timeout, "timed out", timeout_seconds=1) == ["ADDED"]
     await asyncio.wait_for(server.closed[0].wait(), 5)
 
 
