@@ -73,7 +73,7 @@ from pycm.trace.bus import (
     materialize,
     record_ids,
 )
-from pycm.trace.context import new_span_id, new_trace_id
+from pycm.trace.context import new_span_id, new_trace_id, root_low
 from pycm.trace.events import Event, Outcome, StepBegin, StepEnd
 from pycm.trace.kinds import (
     ApiRequestCompleted,
@@ -117,7 +117,6 @@ _ALWAYS, _SAMPLED, _SAMPLED_OUT = Decision.ALWAYS, Decision.SAMPLED, Decision.SA
 _OK, _RESULT_ERROR = Outcome.OK, ReconcileResult.ERROR
 # As a reconcile record holds them (pycm.trace.bus): the enums' values.
 _OK_V, _RESULT_ERROR_V = _OK.value, _RESULT_ERROR.value
-_MASK_64 = (1 << 64) - 1
 _STARTUP_POINTS = (HandlerChainBuilt, ServingStarted, InformerSynced, InformersStarted)
 _LEASE_TERM_POINTS = {
     LeaseRenewed: "lease.renew",
@@ -203,9 +202,14 @@ class OtelSink:
         # ends after its root (or one in flight): their ids are appended here, not hashed into
         # ``_decided`` one by one, and folded in when a lookup comes (or never: a generation of
         # a no-op resync's ids is dropped whole).
-        # (A fast reconcile's begin record stands for its trace id, made when folded in.)
-        self._dropped: list[str | Record] = []
-        self._dropped_old: list[str | Record] = []
+        # A root reconcile's dropped id is kept as its low half, an int, when its high half is
+        # ``_root_prefix`` (the bus's id key: the same for all of them), its text made when
+        # folded in. Not the begin record: records kept here past the bus's ring are tracked
+        # objects the young collections keep walking (measured: 2.5 collections and ~1.4 ms a
+        # pass of 2000 no-op reconciles, ~0.7 µs a reconcile), where an int is not tracked.
+        self._dropped: list[str | int] = []
+        self._dropped_old: list[str | int] = []
+        self._root_prefix = ""
         # Kept spans go to the processor encoded when it takes them so (our OTLP pipeline),
         # otherwise as the SDK's ReadableSpan (any SDK span processor; the tests' in-memory one).
         self._takes_records = isinstance(processor, RecordProcessor)
@@ -351,13 +355,15 @@ class OtelSink:
                     # no text made for it; a dropped one's trace id is made only if a decision
                     # is ever looked up (_settle).
                     ids = begin[4]
-                    low = (
-                        (begin[1] * ids[1] + ids[2]) & _MASK_64
-                        if len(ids) == 3
-                        else int(ids[0][16:], 16)
-                    )
+                    low = root_low(ids, begin[1]) if len(ids) == 3 else int(ids[0][16:], 16)
                     if low >= bound_int:
-                        drop(begin)
+                        if len(ids) == 3 and ids[0] == self._root_prefix:
+                            drop(low)
+                        elif len(ids) == 3 and not self._root_prefix:
+                            self._root_prefix = ids[0]
+                            drop(low)
+                        else:  # a redrawn key (after a fork), or a nested reconcile's ids
+                            drop(record_ids(begin)[0])
                         dropped += 1
                         continue
                 begin, end = materialize(begin), materialize(end)
@@ -638,8 +644,9 @@ class OtelSink:
             (self._dropped_old, self._decided_old),
         ):
             if dropped:
-                # (A begin record stands for its trace id: see _pairs.)
-                ids = (d if type(d) is str else record_ids(d)[0] for d in dropped)  # type: ignore[arg-type]
+                # (An int is a root reconcile's low half under ``_root_prefix``: see _pairs.)
+                prefix = self._root_prefix
+                ids = (d if type(d) is str else f"{prefix}{d:016x}" for d in dropped)
                 decided.update(dict.fromkeys(ids, _SAMPLED_OUT))
                 dropped.clear()
 

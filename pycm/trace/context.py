@@ -131,10 +131,13 @@ def new_id_key() -> IdKey:
     of the seq, so the bus's seqs (unique, increasing) give unique ids; the high half is random
     per key, so two buses' ids differ too. Exactly one seq mod 2**64 maps to a zero low half:
     the key is drawn again until that seq is past 2**63, which a bus never reaches, so no span
-    id is all zeros (nor, with a nonzero high half, any trace id). The low halves of
-    consecutive seqs spread evenly over the 64-bit range (a Weyl sequence), so the tail
-    sampler's ratio rule on the low half keeps its ratio. Within a run the ids are not
-    secret: they need only be unique (as W3C asks), not unguessable from one another."""
+    id is all zeros (nor, with a nonzero high half, any trace id). The low half is that Weyl
+    step passed through splitmix64's finalizer (:func:`root_low`, a bijection that keeps 0 at
+    0, so both facts hold): the Weyl step alone spreads consecutive seqs evenly only for a
+    "good" multiplier — with one near a small fraction of 2**64 (1, 2**63 + 1, ...) runs of
+    consecutive reconciles fell on the same side of the tail sampler's ratio bound, which
+    kept all or none of them. Within a run the ids are not secret: they need only be unique
+    (as W3C asks), not unguessable from one another."""
     while True:
         bits = int.from_bytes(os.urandom(24))
         high = f"{bits >> 128:016x}"
@@ -145,14 +148,23 @@ def new_id_key() -> IdKey:
             return high, mult, add
 
 
+def root_low(key: IdKey, seq: int) -> int:
+    """The span id, as a number, of the root reconcile whose begin record has ``seq``: the
+    key's Weyl step, mixed by splitmix64's finalizer (see :func:`new_id_key`)."""
+    z = (seq * key[1] + key[2]) & _MASK_64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK_64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK_64
+    return z ^ (z >> 31)
+
+
 def reconcile_span_id(key: IdKey, seq: int) -> str:
     """The span id of the reconcile whose begin record has ``seq`` (see :func:`new_id_key`)."""
-    return f"{(seq * key[1] + key[2]) & _MASK_64:016x}"
+    return f"{root_low(key, seq):016x}"
 
 
 def reconcile_ids(key: IdKey, seq: int) -> SpanContext:
     """(trace_id, span_id) of the reconcile whose begin record has ``seq``."""
-    low = f"{(seq * key[1] + key[2]) & _MASK_64:016x}"
+    low = f"{root_low(key, seq):016x}"
     return key[0] + low, low
 
 

@@ -207,3 +207,20 @@ async def test_a_reconcile_inside_a_reconcile_is_its_child_and_counts_its_own_ca
     assert (ends["outer"].api_calls, ends["inner"].api_calls) == (2, 1)
     await inner.queue.aclose()
     await outer.queue.aclose()
+
+
+@pytest.mark.parametrize(
+    "mult",
+    [1, (1 << 63) + 1, ((1 << 64) // 3) | 1, ((1 << 64) // 10) | 1, ((1 << 64) - 1)],
+    ids=["one", "half", "third", "tenth", "minus-one"],
+)
+@pytest.mark.parametrize("ratio", [0.1, 0.5])
+def test_the_ratio_holds_over_a_short_run_whatever_the_multiplier(mult: int, ratio: float) -> None:
+    """Any odd multiplier new_id_key may draw: over 400 consecutive reconciles (a resync of a
+    small controller) the ratio rule keeps about its ratio, not all or none of a run (the
+    plain Weyl step kept every reconcile or none with these multipliers)."""
+    sampler = TailSampler(ratio, 1.0)
+    key = ("0123456789abcdef", mult, 12345)
+    n = 400
+    kept = sum(sampler.by_ratio(reconcile_ids(key, seq)[0]) for seq in range(1, n + 1))
+    assert abs(kept / n - ratio) < 0.1
