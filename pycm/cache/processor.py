@@ -162,11 +162,7 @@ class Registration:
         buffer.append(note)
         if note[3]:
             self._initial_left += 1
-        waiter = self._waiter
-        if waiter is not None:
-            self._waiter = None
-            if not waiter.done():
-                waiter.set_result(None)
+        self._wake()
 
     def push_many(self, notes: list[Notification], initial: int) -> None:
         """Append ``notes`` in order, of which ``initial`` are marked initial: the same as
@@ -180,6 +176,10 @@ class Registration:
             drop, popleft = self._drop, buffer.popleft
             for _ in range(over):
                 drop(popleft())
+        self._wake()
+
+    def _wake(self) -> None:
+        """Wake the delivery task if it waits for notifications."""
         waiter = self._waiter
         if waiter is not None:
             self._waiter = None
