@@ -645,7 +645,10 @@ class SharingDecoder:
                 if sub is shared:
                     key = to_bytes((raw,))
                     value = seen(key)
-                    out[name] = self._miss(key, raw) if value is None else value
+                    if value is None:
+                        value = self._miss(key, raw)
+                        seen = self._new.get  # (as below: the miss may have turned one)
+                    out[name] = value
                 elif sub is None:
                     out[name] = decode(raw)
                 elif sub is not _DROP:
