@@ -53,6 +53,15 @@ class RecordBatchProcessor(BatchSpanProcessor):
         # Every span the sink hands over is of a kept trace: no sampled flag to check.
         self._batch_processor.emit(span)  # type: ignore[arg-type]
 
+    def shutdown_within(self, limit_s: float) -> None:
+        """Flush and shut down, giving up after ``limit_s`` seconds: the SDK's own bound (its
+        ``shutdown()`` waits 30 s for the worker, and a worker still draining a full queue to a
+        stalled collector goes on retrying batch after batch, up to the export timeout each,
+        long after the caller gave up). Past the bound the SDK stops the worker exporting and
+        shuts the exporter down, which cuts its retry wait and its channel: the worker ends
+        within one export call, and what was still queued is dropped."""
+        self._batch_processor.shutdown(timeout_millis=round(limit_s * 1000))
+
 
 class _BytesStub:
     """TraceService's stub for requests already encoded (no serializer: bytes go as they are)."""

@@ -45,7 +45,8 @@ import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
-from typing import Any, Protocol
+from functools import partial
+from typing import Any, Protocol, runtime_checkable
 
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan
@@ -136,6 +137,13 @@ class SpanProcessorLike(Protocol):
     def on_end(self, span: ReadableSpan) -> None: ...
 
     def shutdown(self) -> None: ...
+
+
+@runtime_checkable
+class _BoundedShutdown(Protocol):
+    """A processor whose shutdown takes a bound (pycm.otel.export.RecordBatchProcessor)."""
+
+    def shutdown_within(self, limit_s: float) -> None: ...
 
 
 class _Labelled(dict[str, Any]):
@@ -808,9 +816,14 @@ async def stop_processor(processor: SpanProcessorLike | RecordProcessor, *, limi
             except RuntimeError:  # the loop closed meanwhile
                 pass
 
-    threading.Thread(
-        target=call, args=(processor.shutdown,), name="pycm-otel-shutdown", daemon=True
-    ).start()
+    # A processor that takes the bound stops its exporter when it passes (else its worker may
+    # go on retrying a stalled collector, in the background, for a minute).
+    shutdown: Callable[[], object] = (
+        partial(processor.shutdown_within, limit_s)
+        if isinstance(processor, _BoundedShutdown)
+        else processor.shutdown
+    )
+    threading.Thread(target=call, args=(shutdown,), name="pycm-otel-shutdown", daemon=True).start()
     try:
         await asyncio.wait_for(done, limit_s)
     except TimeoutError:

@@ -13,6 +13,7 @@ from prometheus_client import CollectorRegistry
 
 from pycm.app.config import TracingConfig
 from pycm.otel import start_otel_sink
+from pycm.otel.settings import EXPORT_TIMEOUT
 from pycm.trace.bus import Bus
 from pycm.util.clock import FakeClock
 from tests.otel.receivers import Receiver, otlp_grpc_receiver, otlp_http_receiver
@@ -144,3 +145,8 @@ async def test_export_to_a_stalled_receiver_never_blocks_the_loop(
         # Shutdown is bounded (SHUTDOWN_TIMEOUT = 3 s) even though the peer never answers.
         assert time.perf_counter() - before < 4.5
         assert receiver.spans() == []  # nothing got through while it stalled
+        # ... and so is the exporter's worker: past the bound it drops what is queued and stops
+        # (it used to go on retrying batch after batch, a minute in the background).
+        worker = processor._batch_processor._worker_thread
+        await asyncio.to_thread(worker.join, EXPORT_TIMEOUT + 2)
+        assert not worker.is_alive()
