@@ -282,10 +282,12 @@ class Controller:
         id key and the begin's seq when read: pycm.trace.context.reconcile_ids), and delivery
         is the bus's own (ring, sinks, parked readers), inlined.
 
-        Only a sync that returns runs the rest of this body; one that raises (and a failure of
-        the handling after it) ends in :meth:`_end_failed`. Keeping those paths out keeps this
-        coroutine's frame small: with under ~43 locals and stack slots its object fits
-        CPython's small-object allocator (≤ 512 bytes), above that each call is a malloc.
+        Only a sync that returns runs the rest of this body: one that raises ends in
+        :meth:`_end_failed`, a failure of the handling after a result in :meth:`_emit_end`.
+        Keeping those paths out keeps this coroutine small: its frame is inline, and with at
+        most 43 locals and stack slots (28 + 15 now) the object is at most 512 bytes, which
+        CPython's small-object allocator serves; above that every reconcile is a malloc and a
+        free (tests/controller/test_worker_events.py holds the size).
         """
         queue = self.queue
         # The limiter's counts when it exposes them: a lookup, and no forget() call below
