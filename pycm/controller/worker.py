@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from contextvars import Token
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -34,6 +35,7 @@ from pycm.controller.metrics import ControllerMetrics
 from pycm.kube.errors import Conflict
 from pycm.trace.bus import RECONCILE_BEGIN, RECONCILE_END, Bus, default_bus
 from pycm.trace.context import (
+    SpanValue,
     current_span,
     error_text,
     get_span,
@@ -60,6 +62,21 @@ __all__ = ["Controller", "ReconcileGate", "Result", "SyncHandler", "TerminalErro
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_RETRIES = 15  # KCM's deployment and replicaset controllers
+
+# The enum members process() uses, bound once: reading one off its class goes through
+# EnumType.__getattr__ in Python 3.11 (~0.9k instructions, a tenth of a no-op sync's tracing).
+_SUCCESS = ReconcileResult.SUCCESS
+_REQUEUE = ReconcileResult.REQUEUE
+_REQUEUE_AFTER = ReconcileResult.REQUEUE_AFTER
+_ERROR = ReconcileResult.ERROR
+# The values the end's record holds (plain str: a record of plain values is one the GC
+# untracks; see pycm.trace.bus).
+_SUCCESS_V: str = _SUCCESS._value_
+_REQUEUE_V: str = _REQUEUE._value_
+_REQUEUE_AFTER_V: str = _REQUEUE_AFTER._value_
+_OK_V: str = Outcome.OK._value_
+_ERROR_V: str = Outcome.ERROR._value_
+_CANCELLED_V: str = Outcome.CANCELLED._value_
 
 
 class TerminalError(Exception):
@@ -110,6 +127,8 @@ class ReconcileGate(Protocol):
     def age(self) -> float | None: ...
 
 
+SpanToken = Token[SpanValue | None]
+
 SyncHandler = Callable[[str], Awaitable[Result | None]]
 """``async sync(key) -> Result | None`` — injectable, so tests call it directly."""
 
@@ -156,7 +175,6 @@ class Controller:
         # The newest trigger per key waiting in the queue (a burst of events for one key is one
         # reconcile; it links to the last of them).
         self._triggers: dict[str, Trigger] = {}
-        self.active_workers = 0
         # Monotonic time a worker last took or finished a key (or the controller started):
         # the queue-progress health check compares it with the queue's backlog.
         self.last_progress = clock.monotonic()
@@ -263,16 +281,22 @@ class Controller:
         first: ``Bus.wall_at``), a root reconcile draws no ids (they are derived from the bus's
         id key and the begin's seq when read: pycm.trace.context.reconcile_ids), and delivery
         is the bus's own (ring, sinks, parked readers), inlined.
+
+        Only a sync that returns runs the rest of this body: one that raises ends in
+        :meth:`_end_failed`, a failure of the handling after a result in :meth:`_emit_end`.
+        Keeping those paths out keeps this coroutine small: its frame is inline, and with at
+        most 43 locals and stack slots (28 + 15 now) the object is at most 512 bytes, which
+        CPython's small-object allocator serves; above that every reconcile is a malloc and a
+        free (tests/controller/test_worker_events.py holds the size).
         """
         queue = self.queue
-        triggers = self._triggers
         # The limiter's counts when it exposes them: a lookup, and no forget() call below
         # while no key is counted (a call each, else).
         requeues = queue.requeues
         if requeues is None:
-            # (Read into a local, then called: see the bound clock below.)
-            num_requeues = queue.num_requeues
-            retries = num_requeues(key)
+            # (A generic lookup of an instance attribute's method, see the bound clock below:
+            # this limiter's fallback pays it rather than the frame a local more.)
+            retries = queue.num_requeues(key)
         else:
             retries = requeues.get(key, 0) if requeues else 0
         bus = self._bus
@@ -287,12 +311,7 @@ class Controller:
             ids: tuple[Any, ...] = bus.id_key
             parent_id = ""
         else:
-            trace_id, parent_id = span_ids(parent)
-            try:
-                span_id = take_span_id()
-            except IndexError:
-                span_id = new_span_id()
-            ids = (trace_id, span_id)
+            ids, parent_id = _child_ids(parent)
         # Bus.emit's stamping and delivery, inlined (as Step does), of the begin's record.
         begin = (
             RECONCILE_BEGIN,
@@ -306,7 +325,7 @@ class Controller:
             self.resource,
             queue.waits.get(key, 0),
             retries,
-            triggers.pop(key, None) if triggers else None,  # the trigger
+            self._triggers.pop(key, None) if self._triggers else None,  # the trigger
         )
         ring_append = bus._ring_append
         ring_append(begin)
@@ -321,94 +340,166 @@ class Controller:
         # The span and the API-call counter of the sync, in one contextvar: a root's is this
         # list itself (its ids are derived from the begin record when read: context.py).
         calls: list[Any] = [0, begin]
-        span_token = set_span(calls if parent is None else (ids[0], ids[1], calls))
+        token = set_span(calls if parent is None else (ids[0], ids[1], calls))
         metrics = self._bound
-        self.active_workers += 1
         if metrics is not None:
             metrics.active_workers.inc()
             # For the metric only (its clock, not the bus's).
             start = self._clock.monotonic()
+        try:
+            sync = self.sync
+            result = await sync(key) or _EMPTY
+        except BaseException as exc:
+            outcome = self._end_failed(
+                key, exc, retries, calls, token, start_ns, start if metrics is not None else 0.0
+            )
+            if outcome is None:  # cancelled: propagates
+                raise
+            return outcome
         outcome = _SUCCESS
-        # The end's attributes (the record holds the enums' values): their defaults unless a
-        # branch below got to its end (what a step that was never finished ends with).
-        ended, end_outcome, error = _SUCCESS_V, _OK_V, ""
-        action = uid = ""
-        api_calls = 0
+        ended = _SUCCESS_V
         requeue_after_ms = 0.0
         try:
-            try:
-                sync = self.sync
-                result = await sync(key) or _EMPTY
-            except TerminalError as exc:
-                queue.drop(key, reason="terminal error")
-                log.error("%s: dropping %s: terminal error: %s", self.name, key, exc)
-                if metrics is not None:
-                    metrics.terminal_errors_total.inc()
-                outcome = _ERROR
-                ended, end_outcome, error = outcome._value_, _ERROR_V, error_text(exc)
-                api_calls = calls[0]
-            except Exception as exc:
-                outcome = self._handle_error(key, exc, retries)
-                ended, end_outcome, error = outcome._value_, _ERROR_V, error_text(exc)
-                api_calls = calls[0]
-            else:
-                requeue_after = result.requeue_after
-                if requeue_after > 0.0:
-                    forget = queue.forget
-                    forget(key)
-                    queue.add_after(key, requeue_after, "requeue_after")
-                    requeue_after_ms = requeue_after * 1000
-                    outcome = _REQUEUE_AFTER
-                    ended = _REQUEUE_AFTER_V
-                elif result.requeue:
-                    queue.add_rate_limited(key)
-                    outcome = _REQUEUE
-                    ended = _REQUEUE_V
-                elif requeues is None or requeues:
-                    forget = queue.forget
-                    forget(key)
-                action, uid = result.action, result.uid
-                api_calls = result.api_calls or calls[0]
-        except BaseException as exc:  # cancelled, or the handling above failed: as a step ends
-            if end_outcome is _OK_V:
-                end_outcome = _CANCELLED_V if isinstance(exc, asyncio.CancelledError) else _ERROR_V
-            if not error and end_outcome is _ERROR_V:
-                error = error_text(exc)
-            raise
-        finally:
-            dur_ns = monotonic_ns() - start_ns
-            reset_span(span_token)
-            bus._seq = seq = bus._seq + 1
-            end = (
-                RECONCILE_END,
-                seq,
-                begin,
-                dur_ns,
-                end_outcome,
-                error,
-                ended,
-                action,
-                uid,
-                api_calls,
-                requeue_after_ms,
+            requeue_after = result.requeue_after
+            if requeue_after > 0.0:
+                forget = queue.forget
+                forget(key)
+                queue.add_after(key, requeue_after, "requeue_after")
+                requeue_after_ms = requeue_after * 1000
+                outcome = _REQUEUE_AFTER
+                ended = _REQUEUE_AFTER_V
+            elif result.requeue:
+                queue.add_rate_limited(key)
+                outcome = _REQUEUE
+                ended = _REQUEUE_V
+            elif requeues is None or requeues:
+                forget = queue.forget
+                forget(key)
+        except BaseException as exc:  # the handling failed: as a step ends (and propagates)
+            self._emit_end(
+                token,
+                calls,
+                start_ns,
+                start if metrics is not None else 0.0,
+                _SUCCESS,
+                *_failure(exc),
             )
-            ring_append(end)
-            sink = bus._sink
-            if sink is not None:
+            raise
+        # The end's record (its delivery as the begin's), the span closed.
+        reset_span(token)
+        bus._seq = seq = bus._seq + 1
+        end = (
+            RECONCILE_END,
+            seq,
+            begin,
+            monotonic_ns() - start_ns,  # dur_ns
+            _OK_V,
+            "",
+            ended,
+            result.action,
+            result.uid,
+            result.api_calls or calls[0],
+            requeue_after_ms,
+        )
+        ring_append(end)
+        sink = bus._sink
+        if sink is not None:
+            sink(end)
+        elif bus._sinks:
+            for sink in bus._sinks:
                 sink(end)
-            elif bus._sinks:
-                for sink in bus._sinks:
-                    sink(end)
-            if bus._parked:
-                bus._wake_parked()
-            self.active_workers -= 1
-            if metrics is not None:
-                metrics.active_workers.dec()
-                metrics.reconcile_time_seconds.observe(self._clock.monotonic() - start)
-                metrics.reconcile_total(outcome).inc()
-                if outcome is _ERROR:
-                    metrics.reconcile_errors_total.inc()
+        if bus._parked:
+            bus._wake_parked()
+        if metrics is not None:
+            metrics.active_workers.dec()
+            metrics.reconcile_time_seconds.observe(self._clock.monotonic() - start)
+            metrics.reconcile_total(outcome).inc()
         return outcome
+
+    def _end_failed(
+        self,
+        key: str,
+        exc: BaseException,
+        retries: int,
+        calls: list[Any],
+        token: SpanToken,
+        start_ns: int,
+        start: float,
+    ) -> ReconcileResult | None:
+        """The end of a reconcile (:meth:`process`) whose sync raised ``exc``: an Exception is
+        handled under the contract and its outcome returned; anything else (cancelled) ends
+        the step and returns None, for process to re-raise it. A failure of the handling ends
+        the step with its error and propagates, as a step's would."""
+        if not isinstance(exc, Exception):
+            self._emit_end(token, calls, start_ns, start, _SUCCESS, *_failure(exc))
+            return None
+        try:
+            if isinstance(exc, TerminalError):
+                self.queue.drop(key, reason="terminal error")
+                log.error("%s: dropping %s: terminal error: %s", self.name, key, exc)
+                if self._bound is not None:
+                    self._bound.terminal_errors_total.inc()
+                outcome = _ERROR
+            else:
+                outcome = self._handle_error(key, exc, retries)
+            error = error_text(exc)
+        except BaseException as failed:
+            # (The metric counts what the handling got to: nothing.)
+            self._emit_end(token, calls, start_ns, start, _SUCCESS, *_failure(failed))
+            raise
+        self._emit_end(
+            token, calls, start_ns, start, outcome, _ERROR_V, error, outcome._value_, calls[0]
+        )
+        return outcome
+
+    def _emit_end(
+        self,
+        token: SpanToken,
+        calls: list[Any],
+        start_ns: int,
+        start: float,
+        outcome: ReconcileResult,
+        end_outcome: str,
+        error: str,
+        ended: str = _SUCCESS_V,
+        api_calls: int = 0,
+    ) -> None:
+        """The end of a reconcile that did not return a result (:meth:`process` ends the
+        others inline, as this does): its record (``calls[1]`` is the begin's), the span
+        closed, the metrics."""
+        bus = self._bus
+        dur_ns = self._monotonic_ns() - start_ns
+        reset_span(token)
+        bus._seq = seq = bus._seq + 1
+        end = (
+            RECONCILE_END,
+            seq,
+            calls[1],
+            dur_ns,
+            end_outcome,
+            error,
+            ended,
+            "",
+            "",
+            api_calls,
+            0.0,
+        )
+        bus._ring_append(end)
+        sink = bus._sink
+        if sink is not None:
+            sink(end)
+        elif bus._sinks:
+            for sink in bus._sinks:
+                sink(end)
+        if bus._parked:
+            bus._wake_parked()
+        metrics = self._bound
+        if metrics is not None:
+            metrics.active_workers.dec()
+            metrics.reconcile_time_seconds.observe(self._clock.monotonic() - start)
+            metrics.reconcile_total(outcome).inc()
+            if outcome is _ERROR:
+                metrics.reconcile_errors_total.inc()
 
     def stalled(self, threshold: float) -> str | None:
         """Why the queue is not making progress, or None: keys wait, yet no worker has taken
@@ -482,18 +573,21 @@ def _is_api_error(exc: Exception) -> bool:
     return hasattr(exc, "code")
 
 
+def _failure(exc: BaseException) -> tuple[str, str]:
+    """(outcome value, error) of a step that ``exc`` ended, as a step's end has them."""
+    if isinstance(exc, asyncio.CancelledError):
+        return _CANCELLED_V, ""
+    return _ERROR_V, error_text(exc)
+
+
+def _child_ids(parent: SpanValue) -> tuple[tuple[str, str], str]:
+    """((trace_id, span_id), parent_id) of a reconcile nested in the span ``parent``."""
+    trace_id, parent_id = span_ids(parent)
+    try:
+        span_id = take_span_id()
+    except IndexError:
+        span_id = new_span_id()
+    return (trace_id, span_id), parent_id
+
+
 _EMPTY = Result()
-# The enum members process() uses, bound once: reading one off its class goes through
-# EnumType.__getattr__ in Python 3.11 (~0.9k instructions, a tenth of a no-op sync's tracing).
-_SUCCESS = ReconcileResult.SUCCESS
-_REQUEUE = ReconcileResult.REQUEUE
-_REQUEUE_AFTER = ReconcileResult.REQUEUE_AFTER
-_ERROR = ReconcileResult.ERROR
-# The values the end's record holds (plain str: a record of plain values is one the GC
-# untracks; see pycm.trace.bus).
-_SUCCESS_V: str = _SUCCESS._value_
-_REQUEUE_V: str = _REQUEUE._value_
-_REQUEUE_AFTER_V: str = _REQUEUE_AFTER._value_
-_OK_V: str = Outcome.OK._value_
-_ERROR_V: str = Outcome.ERROR._value_
-_CANCELLED_V: str = Outcome.CANCELLED._value_

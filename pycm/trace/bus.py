@@ -655,8 +655,9 @@ class Bus:
     reader waits for the next event.
 
     Two hot paths deliver as :meth:`emit` does, inline, on these internals: :class:`Step` and
-    the worker's reconcile step (``pycm.controller.worker.Controller.process``). A change to
-    how an event is delivered changes all three."""
+    the worker's reconcile step (``pycm.controller.worker.Controller.process``, and its
+    ``_emit_end`` for a reconcile that raised). A change to how an event is delivered changes
+    them all."""
 
     def __init__(
         self,

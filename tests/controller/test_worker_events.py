@@ -244,3 +244,53 @@ async def test_process_begin_carries_how_long_the_key_waited_in_the_queue() -> N
     ctrl.queue.done(key)
     assert ctrl.queue.wait_ns(key) == 0  # forgotten with the item's processing
     await ctrl.queue.aclose()
+
+
+class _QueueBroke(RuntimeError):
+    pass
+
+
+def _break(ctrl: Controller, method: str) -> None:
+    def broken(*args: object, **kwargs: object) -> None:
+        raise _QueueBroke(f"{method} failed")
+
+    setattr(ctrl.queue, method, broken)
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    ("sync", "method"),
+    [
+        pytest.param(_requeue_after, "add_after", id="after-a-result"),
+        pytest.param(_error, "add_rate_limited", id="after-an-error"),
+        pytest.param(_terminal, "drop", id="after-a-terminal-error"),
+    ],
+)
+async def test_process_handling_that_fails_ends_the_step_with_its_error_and_propagates(
+    sync: Callable[[str], Awaitable[Result | None]], method: str
+) -> None:
+    # As a step ends when its block raises: the end carries the handling's error (the
+    # result fields the handling did not get to keep their defaults), and the span closes.
+    ctrl, bus = _controller(sync)
+    _break(ctrl, method)
+    with bus.subscribe(name="t", kinds=(ReconcileFinished.KIND,)) as sub:
+        with pytest.raises(_QueueBroke):
+            await ctrl.process("ns/a")
+        (end,) = sub.drain()
+    assert _attrs(end) == _end(outcome=Outcome.ERROR, error=f"_QueueBroke: {method} failed")
+    assert current_span() is None
+    await ctrl.queue.aclose()
+
+
+def test_process_coroutine_fits_the_small_object_allocator() -> None:
+    # Every reconcile allocates process()'s coroutine, its frame inline: at most 512 bytes
+    # CPython's small-object allocator serves it (pycm.controller.worker.Controller.process),
+    # above that each reconcile is a malloc and a free.
+    import sys
+
+    ctrl, _ = _controller(_success)
+    coroutine = ctrl.process("ns/a")
+    try:
+        assert sys.getsizeof(coroutine) <= 512
+    finally:
+        coroutine.close()
