@@ -46,6 +46,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from functools import partial
+from itertools import islice
 from typing import Any, Protocol, runtime_checkable
 
 from opentelemetry.sdk.resources import Resource
@@ -64,7 +65,7 @@ from pycm.otel.spans import (
     step_span,
     to_readable,
 )
-from pycm.otel.wire import encode_ok_reconcile, encode_span
+from pycm.otel.wire import encode_ok_reconcile, encode_ok_record, encode_span
 from pycm.trace.bus import (
     RECONCILE_BEGIN,
     RECONCILE_END,
@@ -74,7 +75,7 @@ from pycm.trace.bus import (
     materialize,
     record_ids,
 )
-from pycm.trace.context import new_span_id, new_trace_id, root_low
+from pycm.trace.context import MIX_1, MIX_2, IdKey, new_span_id, new_trace_id, root_low
 from pycm.trace.events import Event, Outcome, StepBegin, StepEnd
 from pycm.trace.kinds import (
     ApiRequestCompleted,
@@ -218,6 +219,9 @@ class OtelSink:
         self._dropped: list[str | int] = []
         self._dropped_old: list[str | int] = []
         self._root_prefix = ""
+        # That key itself (its first item is ``_root_prefix``): the pairs whose begin holds it
+        # are decided by :meth:`_root_run`.
+        self._root_key: IdKey | None = None
         # Kept spans go to the processor encoded when it takes them so (our OTLP pipeline),
         # otherwise as the SDK's ReadableSpan (any SDK span processor; the tests' in-memory one).
         self._takes_records = isinstance(processor, RecordProcessor)
@@ -302,6 +306,7 @@ class OtelSink:
         # Nothing buffered for any trace or open step: no lookups a reconcile (redone after
         # everything that takes the event-by-event path, which may buffer).
         clear = not pending and not open_events
+        root_key = self._root_key
         dropped = kept = 0
         n = len(events)
         last = n - 1  # the last index a pair can start at
@@ -346,8 +351,20 @@ class OtelSink:
                 misfits = -1
                 decided, drop = self._decided, self._dropped.append  # a new generation?
                 clear = not pending and not open_events
-            i += 2
             if type(begin) is tuple:
+                if root_key is None and len(begin[4]) == 3:  # the bus's key, first seen
+                    self._root_key = root_key = begin[4]
+                    self._root_prefix = root_key[0]
+                if clear and begin[4] is root_key:
+                    # A run of pairs under the bus's key, decided in one loop; then on here
+                    # with the first pair it did not take, if any.
+                    done, more_kept = self._root_run(events, i)
+                    if done > i:
+                        dropped += (done - i) // 2 - more_kept
+                        kept += more_kept
+                        i = done
+                        continue
+                i += 2
                 fast = (
                     end[4] == ok_v  # type: ignore[index]
                     and end[6] != result_error_v  # type: ignore[index]
@@ -365,10 +382,7 @@ class OtelSink:
                     ids = begin[4]
                     low = root_low(ids, begin[1]) if len(ids) == 3 else int(ids[0][16:], 16)
                     if low >= bound_int:
-                        if len(ids) == 3 and ids[0] == self._root_prefix:
-                            drop(low)
-                        elif len(ids) == 3 and not self._root_prefix:
-                            self._root_prefix = ids[0]
+                        if ids is root_key:
                             drop(low)
                         else:  # a redrawn key (after a fork), or a nested reconcile's ids
                             drop(record_ids(begin)[0])
@@ -377,6 +391,7 @@ class OtelSink:
                 begin, end = materialize(begin), materialize(end)
                 trace_id = end.trace_id
             else:
+                i += 2
                 trace_id = end.trace_id  # type: ignore[union-attr]
                 fast = (
                     end.outcome is ok  # type: ignore[union-attr]
@@ -410,6 +425,57 @@ class OtelSink:
             dropped += more_dropped
             kept += more_kept
         return dropped, kept
+
+    def _root_run(self, events: list[Event | Record], i: int) -> tuple[int, int]:
+        """Decide the run of pairs from ``events[i]`` on that are a root reconcile's begin
+        record (under ``_root_key``) and its end, fast and ok, while nothing is buffered for
+        any trace or open step (the caller's ``clear``): a resync's common case, with no
+        lookup and no text for a dropped one. Returns the index of the first entry not taken
+        and how many of the pairs taken were kept (the rest were dropped)."""
+        key = self._root_key
+        assert key is not None
+        high, mult, add = key
+        mask = (1 << 64) - 1
+        sampler = self.sampler
+        slow_ns = sampler.slow_ns if sampler.slow_ns > 0 else 1 << 63  # 0: no slow rule
+        bound = sampler.ratio_bound_hex
+        bound_int = int(bound, 16) if bound is not None else 1 << 64  # ratio 1: keep all
+        ok_v, result_error_v, sampled = _OK_V, _RESULT_ERROR_V, _SAMPLED
+        drop = self._dropped.append
+        decided = self._decided
+        on_span = self.processor.on_span if self._takes_records else None  # type: ignore[union-attr]
+        start = len(self._dropped)
+        kept = 0
+        pairs = zip(islice(events, i, None, 2), islice(events, i + 1, None, 2), strict=False)
+        for begin, end in pairs:
+            if (
+                type(end) is not tuple
+                or end[2] is not begin  # not this begin's own end (an end holds its begin)
+                or begin[4] is not key
+                or end[4] != ok_v
+                or end[6] == result_error_v
+                or end[3] > slow_ns
+                or begin[5]  # a parent: not a root
+            ):
+                break
+            # root_low(key, seq), inline (a call is a third of its cost): the ratio rule
+            # compares the span id as the number it is; a dropped one's trace id is made
+            # only if a decision is ever looked up (_settle).
+            z = (begin[1] * mult + add) & mask
+            z = ((z ^ (z >> 30)) * MIX_1) & mask
+            z = ((z ^ (z >> 27)) * MIX_2) & mask
+            z ^= z >> 31
+            if z >= bound_int:
+                drop(z)
+                continue
+            trace_id = f"{high}{z:016x}"
+            decided[trace_id] = sampled
+            if on_span is not None:
+                on_span(encode_ok_record(begin, end, trace_id))
+            else:
+                self._emit(step_span(materialize(begin), materialize(end)))  # type: ignore[arg-type]
+            kept += 1
+        return i + 2 * (len(self._dropped) - start + kept), kept
 
     def _keep_reconcile(self, begin: ReconcileStarted, end: ReconcileFinished) -> None:
         """Export a fast, ok reconcile root kept by the ratio (not counted here)."""

@@ -161,7 +161,11 @@ def _reconcile(record: SpanRecord, begin: ReconcileStarted, end: ReconcileFinish
         record.error = end.error or "reconcile failed"
     if begin.trigger_trace_id and begin.trigger_span_id:
         record.links.append(
-            (begin.trigger_trace_id, begin.trigger_span_id, trigger_link_attributes(begin))
+            (
+                begin.trigger_trace_id,
+                begin.trigger_span_id,
+                trigger_link_attributes(begin.trigger_event, begin.trigger_kind, begin.trigger_rv),
+            )
         )
 
 
@@ -276,12 +280,13 @@ def _attrs(attributes: Mapping[str, Any]) -> dict[str, Any]:
     return dict(attributes)
 
 
-def trigger_link_attributes(begin: ReconcileStarted) -> dict[str, Any]:
-    """The attributes of a reconcile's link to the watch event that caused it (one place for
-    the record path here and the direct encoder in :mod:`pycm.otel.wire`)."""
-    link: dict[str, Any] = {"pycm.trigger.event": begin.trigger_event or "unknown"}
-    if begin.trigger_kind:
-        link["pycm.trigger.kind"] = begin.trigger_kind
-    if begin.trigger_rv:
-        link["pycm.trigger.resource_version"] = begin.trigger_rv
+def trigger_link_attributes(event: str, kind: str, rv: str) -> dict[str, Any]:
+    """The attributes of a reconcile's link to the watch event that caused it, from its
+    begin's trigger fields (one place for the record path here and the direct encoders in
+    :mod:`pycm.otel.wire`)."""
+    link: dict[str, Any] = {"pycm.trigger.event": event or "unknown"}
+    if kind:
+        link["pycm.trigger.kind"] = kind
+    if rv:
+        link["pycm.trigger.resource_version"] = rv
     return link

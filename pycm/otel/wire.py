@@ -25,7 +25,13 @@ from opentelemetry.trace import SpanKind
 from pycm.otel.spans import K8S_KIND, SpanRecord, step_span, trigger_link_attributes
 from pycm.trace.kinds import ReconcileFinished, ReconcileStarted
 
-__all__ = ["RequestEncoder", "encode_attributes", "encode_ok_reconcile", "encode_span"]
+__all__ = [
+    "RequestEncoder",
+    "encode_attributes",
+    "encode_ok_reconcile",
+    "encode_ok_record",
+    "encode_span",
+]
 
 _pack_q = struct.Struct("<Q").pack
 _pack_d = struct.Struct("<d").pack
@@ -285,9 +291,9 @@ def _text(heads: list[bytes], tag: bytes, key: str, value: str) -> bytes:
     return heads[n] + encoded if n < _HEADED else _long_text(tag, key, value)
 
 
-def _kind_text(begin: ReconcileStarted, what: str, value: str) -> bytes:
+def _kind_text(resource: str, what: str, value: str) -> bytes:
     """The ``k8s.<kind>.<what>`` span attribute with a long value."""
-    return _long_text(b"\x4a", f"k8s.{K8S_KIND[begin.resource]}.{what}", value)
+    return _long_text(b"\x4a", f"k8s.{K8S_KIND[resource]}.{what}", value)
 
 
 # What a reconcile span repeats, by what it depends on: the ends of the reconciles of one
@@ -298,20 +304,28 @@ _shapes: dict[tuple[Any, ...], _Shape] = {}
 _kind_heads: dict[str, tuple[list[bytes], list[bytes]]] = {}
 
 
-def _shape(begin: ReconcileStarted, end: ReconcileFinished) -> _Shape:
+def _shape(
+    controller: str,
+    resource: str,
+    namespace: str,
+    retries: int,
+    result: str,
+    outcome: str,
+    api_calls: int,
+    action: str,
+    event: str,
+) -> _Shape:
     """(name and kind, the controller attribute, retries to resource, the kind's name and uid
     head tables, the action attribute, the trigger event attribute) in ``step_span``'s order."""
-    controller = begin.controller
     head = _field(b"\x2a", f"reconcile {controller}".encode()) + _INTERNAL
     middle = [
-        _span_attribute(("pycm.retries", begin.retries)),
-        _span_attribute(("pycm.result", end.result._value_)),
-        _span_attribute(("pycm.outcome", end.outcome._value_)),
-        _span_attribute(("pycm.api_calls", end.api_calls)),
+        _span_attribute(("pycm.retries", retries)),
+        _span_attribute(("pycm.result", result)),
+        _span_attribute(("pycm.outcome", outcome)),
+        _span_attribute(("pycm.api_calls", api_calls)),
     ]
-    if begin.namespace:
-        middle.append(_span_attribute(("k8s.namespace.name", begin.namespace)))
-    resource = begin.resource
+    if namespace:
+        middle.append(_span_attribute(("k8s.namespace.name", namespace)))
     if resource:
         middle.append(_span_attribute(("pycm.resource", resource)))
     kind = K8S_KIND.get(resource)
@@ -321,34 +335,30 @@ def _shape(begin: ReconcileStarted, end: ReconcileFinished) -> _Shape:
             kind,
             (_text_headers(b"\x4a", f"k8s.{kind}.name"), _text_headers(b"\x4a", f"k8s.{kind}.uid")),
         )
-    action = _span_attribute(("pycm.action", end.action)) if end.action else b""
-    event = begin.trigger_event
+    action_attr = _span_attribute(("pycm.action", action)) if action else b""
     trigger = _span_attribute(("pycm.trigger.event", event)) if event else b""
     controller_attr = _span_attribute(("pycm.controller", controller))
-    return head, controller_attr, b"".join(middle), names, uids, action, trigger
+    return head, controller_attr, b"".join(middle), names, uids, action_attr, trigger
 
 
 _link_heads: dict[tuple[str, str], bytes] = {}
 
 
-def _trigger_link(begin: ReconcileStarted) -> bytes:
+def _trigger_link(event: str, kind: str, rv: str, trace_id: str, span_id: str) -> bytes:
     """Span.links (field 13): the link to the watch event that enqueued the key."""
-    event, kind = begin.trigger_event, begin.trigger_kind
     attrs = _link_heads.get((event, kind))
     if attrs is None:
-        bare = trigger_link_attributes(begin)
-        bare.pop("pycm.trigger.resource_version", None)
+        bare = trigger_link_attributes(event, kind, "")
         attrs = encode_attributes(b"\x22", bare)
         if len(_link_heads) >= _MAX_CACHED:
             _link_heads.clear()
         _link_heads[event, kind] = attrs
-    rv = begin.trigger_rv
     body = b"".join(
         [
             b"\x0a\x10",
-            bytes.fromhex(begin.trigger_trace_id),
+            bytes.fromhex(trace_id),
             b"\x12\x08",
-            bytes.fromhex(begin.trigger_span_id),
+            bytes.fromhex(span_id),
             attrs,
             _text(_RV_HEADS, b"\x22", "pycm.trigger.resource_version", rv) if rv else b"",
             _LINK_FLAGS,
@@ -368,27 +378,137 @@ def encode_ok_reconcile(begin: ReconcileStarted, end: ReconcileFinished) -> byte
     wait = begin.queue_wait_ms
     if len(trace_id) != 32 or len(span_id) != 16 or type(wait) is not float:
         return encode_span(step_span(begin, end))  # ids fromhex would splice wrongly; an int
-    key = (
+    return _encode_ok(
+        trace_id,
+        span_id,
+        begin.parent_id,
+        begin.ts,
+        end.dur_ns,
         begin.controller,
-        begin.resource,
+        begin.key,
         begin.namespace,
+        begin.name,
+        begin.resource,
+        wait,
         begin.retries,
         end.result._value_,
         end.outcome._value_,
         end.api_calls,
         end.action,
+        end.uid,
+        end.requeue_after_ms,
         begin.trigger_event,
+        begin.trigger_kind,
+        begin.trigger_rv,
+        begin.trigger_trace_id,
+        begin.trigger_span_id,
     )
-    shape = _shapes.get(key)
+
+
+def encode_ok_record(begin: tuple[Any, ...], end: tuple[Any, ...], trace_id: str) -> bytes:
+    """:func:`encode_ok_reconcile` of the events a root reconcile's compact records stand for
+    (their layouts: pycm.trace.bus), written from the records' values: the events are never
+    built. ``trace_id``: the begin's, as the bus derives it (the span id is its low half)."""
+    (_, _, ts, _, _, parent, controller, key, resource, wait_ns, retries, trigger) = begin
+    (_, _, _, dur_ns, outcome, _, result, action, uid, api_calls, requeue_after_ms) = end
+    namespace, _, name = key.rpartition("/")
+    if trigger is None:
+        return _encode_ok(
+            trace_id,
+            trace_id[16:],
+            parent,
+            ts,
+            dur_ns,
+            controller,
+            key,
+            namespace,
+            name,
+            resource,
+            wait_ns / 1e6,
+            retries,
+            result,
+            outcome,
+            api_calls,
+            action,
+            uid,
+            requeue_after_ms,
+            "",
+            "",
+            "",
+            "",
+            "",
+        )
+    return _encode_ok(
+        trace_id,
+        trace_id[16:],
+        parent,
+        ts,
+        dur_ns,
+        controller,
+        key,
+        namespace,
+        name,
+        resource,
+        wait_ns / 1e6,
+        retries,
+        result,
+        outcome,
+        api_calls,
+        action,
+        uid,
+        requeue_after_ms,
+        trigger.event,
+        trigger.kind,
+        trigger.resource_version,
+        trigger.trace_id,
+        trigger.span_id,
+    )
+
+
+def _encode_ok(
+    trace_id: str,
+    span_id: str,
+    parent: str,
+    start: int,
+    dur_ns: int,
+    controller: str,
+    key: str,
+    namespace: str,
+    name: str,
+    resource: str,
+    wait: float,
+    retries: int,
+    result: str,
+    outcome: str,
+    api_calls: int,
+    action: str,
+    uid: str,
+    requeue_after_ms: float,
+    event: str,
+    trigger_kind: str,
+    trigger_rv: str,
+    trigger_trace_id: str,
+    trigger_span_id: str,
+) -> bytes:
+    shape_key = (
+        controller,
+        resource,
+        namespace,
+        retries,
+        result,
+        outcome,
+        api_calls,
+        action,
+        event,
+    )
+    shape = _shapes.get(shape_key)
     if shape is None:
         if len(_shapes) >= _MAX_CACHED:
             _shapes.clear()
-        shape = _shapes[key] = _shape(begin, end)
-    head, controller, middle, names, uids, action, trigger = shape
-    parent = begin.parent_id
-    start = begin.ts
-    stop = start + end.dur_ns
-    obj_key = begin.key.encode()
+        shape = _shapes[shape_key] = _shape(*shape_key)
+    head, controller_attr, middle, names, uids, action_attr, trigger = shape
+    stop = start + dur_ns
+    obj_key = key.encode()
     n = len(obj_key)
     parts = [
         # Span.trace_id (1), span_id (2) and parent_span_id (4) with their tags, in one call.
@@ -397,31 +517,31 @@ def encode_ok_reconcile(begin: ReconcileStarted, end: ReconcileFinished) -> byte
         ),
         head,
         _pack_times(0x39, start, 0x41, stop if stop > start else start),
-        controller,
-        _KEY_HEADS[n] + obj_key if n < _HEADED else _long_text(b"\x4a", "pycm.key", begin.key),
+        controller_attr,
+        _KEY_HEADS[n] + obj_key if n < _HEADED else _long_text(b"\x4a", "pycm.key", key),
         _WAIT_HEAD + _pack_d(wait),
         middle,
     ]
     if names is not None:
-        name = begin.name
         if name:
             encoded = name.encode()
             n = len(encoded)
-            parts.append(names[n] + encoded if n < _HEADED else _kind_text(begin, "name", name))
-        uid = end.uid
+            parts.append(names[n] + encoded if n < _HEADED else _kind_text(resource, "name", name))
         if uid:
             encoded = uid.encode()
             n = len(encoded)
             if n < _HEADED:
                 parts.append(uids[n] + encoded)  # type: ignore[index]
             else:
-                parts.append(_kind_text(begin, "uid", uid))
-    parts.append(action)
-    if end.requeue_after_ms:
-        parts.append(_REQUEUE_HEAD + _pack_d(end.requeue_after_ms))
+                parts.append(_kind_text(resource, "uid", uid))
+    parts.append(action_attr)
+    if requeue_after_ms:
+        parts.append(_REQUEUE_HEAD + _pack_d(requeue_after_ms))
     parts.append(trigger)
-    if begin.trigger_trace_id and begin.trigger_span_id:
-        parts.append(_trigger_link(begin))
+    if trigger_trace_id and trigger_span_id:
+        parts.append(
+            _trigger_link(event, trigger_kind, trigger_rv, trigger_trace_id, trigger_span_id)
+        )
     parts.append(_STATUS_AND_FLAGS)
     body = b"".join(parts)
     n = len(body)

@@ -148,12 +148,17 @@ def new_id_key() -> IdKey:
             return high, mult, add
 
 
+# splitmix64's finalizer's multipliers (root_low; pycm.otel.sink inlines the same steps).
+MIX_1 = 0xBF58476D1CE4E5B9
+MIX_2 = 0x94D049BB133111EB
+
+
 def root_low(key: IdKey, seq: int) -> int:
     """The span id, as a number, of the root reconcile whose begin record has ``seq``: the
     key's Weyl step, mixed by splitmix64's finalizer (see :func:`new_id_key`)."""
     z = (seq * key[1] + key[2]) & _MASK_64
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK_64
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK_64
+    z = ((z ^ (z >> 30)) * MIX_1) & _MASK_64
+    z = ((z ^ (z >> 27)) * MIX_2) & _MASK_64
     return z ^ (z >> 31)
 
 

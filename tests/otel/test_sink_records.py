@@ -17,6 +17,7 @@ from pycm.otel.metrics import SinkMetrics
 from pycm.otel.resource import build_resource
 from pycm.otel.sampling import TailSampler
 from pycm.otel.sink import OtelSink
+from pycm.otel.wire import encode_ok_reconcile
 from pycm.trace.bus import Bus, materialize
 from pycm.trace.context import note_call
 from pycm.trace.kinds import ControllerStarted
@@ -101,10 +102,15 @@ def test_a_dropped_fast_reconcile_is_never_built(monkeypatch: pytest.MonkeyPatch
     sink = _sink(_Records(), CollectorRegistry(), ratio=0.0)
     sink.handle_batch(entries)
     assert sink._counts["traces_dropped"] == 400 and built == []
-    # At ratio 1 the same batch is kept whole, each pair built once to be encoded.
-    kept = _sink(_Records(), CollectorRegistry(), ratio=1.0)
+    # At ratio 1 the same batch is kept whole, encoded from the records: still none built,
+    # and the spans are the events' own encoding.
+    records = _Records()
+    kept = _sink(records, CollectorRegistry(), ratio=1.0)
     kept.handle_batch(entries)
-    assert kept._counts["traces_exported"] == 400 and len(built) == 800
+    assert kept._counts["traces_exported"] == 400 and built == []
+    events = [materialize(e) for e in entries[:800]]  # (then the queue's shutdown)
+    pairs = zip(events[::2], events[1::2], strict=True)
+    assert records.spans == [encode_ok_reconcile(b, e) for b, e in pairs]  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("records", [True, False], ids=["records", "sdk-spans"])
@@ -129,11 +135,13 @@ def test_a_misfit_mid_batch_leaves_the_later_pairs_on_the_record_path(
     from_events = _outcome([events], records)
     monkeypatch.setattr(sink_module, "materialize", counting)
     assert _outcome([entries], records) == from_events
-    # Built: the split reconcile's begin and end (taken event by event), and each other pair
-    # kept at the ratio (0.5), to be encoded; none of the pairs dropped after the point (before
-    # the pairs resumed after a misfit, every entry after it was built).
+    # Built: the split reconcile's begin and end (taken event by event), and, for SDK spans,
+    # each other pair kept at the ratio (0.5) (encoded spans are written from the records);
+    # none of the pairs dropped after the point (before the pairs resumed after a misfit,
+    # every entry after it was built).
     _, _, decided, _, counts = from_events
     assert counts["traces_exported"] + counts["traces_dropped"] == 400
     split_kept = decided[materialize(entries[400]).trace_id].keep
-    assert len(built) == 2 + 2 * (counts["traces_exported"] - split_kept)
+    kept_built = 0 if records else 2 * (counts["traces_exported"] - split_kept)
+    assert len(built) == 2 + kept_built
     assert counts["traces_dropped"] > 150  # ... of which there were many
