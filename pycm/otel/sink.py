@@ -46,7 +46,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from functools import partial
-from itertools import islice
+from itertools import compress, islice
 from typing import Any, Protocol, runtime_checkable
 
 from opentelemetry.sdk.resources import Resource
@@ -54,6 +54,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 
 from pycm.otel.export import RecordProcessor
+from pycm.otel.lanes import RootRatio
 from pycm.otel.metrics import SinkMetrics
 from pycm.otel.sampling import Decision, TailSampler
 from pycm.otel.spans import (
@@ -75,7 +76,7 @@ from pycm.trace.bus import (
     materialize,
     record_ids,
 )
-from pycm.trace.context import MIX_1, MIX_2, IdKey, new_span_id, new_trace_id, root_low
+from pycm.trace.context import IdKey, new_span_id, new_trace_id, root_low
 from pycm.trace.events import Event, Outcome, StepBegin, StepEnd
 from pycm.trace.kinds import (
     ApiRequestCompleted,
@@ -210,18 +211,19 @@ class OtelSink:
         # Nine in ten reconciles are dropped, and a decision is looked up only for a child that
         # ends after its root (or one in flight): their ids are appended here, not hashed into
         # ``_decided`` one by one, and folded in when a lookup comes (or never: a generation of
-        # a no-op resync's ids is dropped whole).
-        # A root reconcile's dropped id is kept as its low half, an int, when its high half is
-        # ``_root_prefix`` (the bus's id key: the same for all of them), its text made when
-        # folded in. Not the begin record: records kept here past the bus's ring are tracked
-        # objects the young collections keep walking (measured: 2.5 collections and ~1.4 ms a
-        # pass of 2000 no-op reconciles, ~0.7 µs a reconcile), where an int is not tracked.
-        self._dropped: list[str | int] = []
-        self._dropped_old: list[str | int] = []
-        self._root_prefix = ""
-        # That key itself (its first item is ``_root_prefix``): the pairs whose begin holds it
-        # are decided by :meth:`_root_run`.
+        # a no-op resync's ids is dropped whole). A dropped trace id as its text, or, for a
+        # root reconcile whose begin holds ``_root_key`` (the bus's id key, the first seen: the
+        # same for all of them), its begin's seq, an int, for a dropped one, and the seq
+        # negated for one the ratio kept in a run (:meth:`_root_run`): the ids are derived and
+        # their text made when folded in. Not the begin record: records kept here past the
+        # bus's ring are tracked objects the young collections keep walking (measured: 2.5
+        # collections and ~1.4 ms a pass of 2000 no-op reconciles, ~0.7 µs a reconcile), where
+        # an int is not tracked.
+        self._lazy: list[str | int] = []
+        self._lazy_old: list[str | int] = []
         self._root_key: IdKey | None = None
+        self._ratio: RootRatio | None = None  # the ratio rule for that key's runs
+        self._trace_head = b""  # Span.trace_id's tag and length, and the key's high half
         # Kept spans go to the processor encoded when it takes them so (our OTLP pipeline),
         # otherwise as the SDK's ReadableSpan (any SDK span processor; the tests' in-memory one).
         self._takes_records = isinstance(processor, RecordProcessor)
@@ -263,7 +265,7 @@ class OtelSink:
         other event takes :meth:`handle`."""
         batch = events if type(events) is list else list(events)
         dropped, kept = self._pairs(batch)
-        if len(self._decided) + len(self._dropped) >= MAX_DECIDED:
+        if len(self._decided) + len(self._lazy) >= MAX_DECIDED:
             self._new_generation()
         open_steps = self._open
         while len(open_steps) > self.max_open:
@@ -300,7 +302,7 @@ class OtelSink:
         bound_int = int(bound, 16) if bound != "g" else 1 << 64  # as a number
         started, finished = ReconcileStarted, ReconcileFinished
         ok, result_error, sampled = _OK, _RESULT_ERROR, _SAMPLED
-        drop = self._dropped.append
+        drop = self._lazy.append
         takes_records = self._takes_records
         on_span = self.processor.on_span if takes_records else None  # type: ignore[union-attr]
         # Nothing buffered for any trace or open step: no lookups a reconcile (redone after
@@ -349,12 +351,11 @@ class OtelSink:
                 dropped += more_dropped
                 kept += more_kept
                 misfits = -1
-                decided, drop = self._decided, self._dropped.append  # a new generation?
+                decided, drop = self._decided, self._lazy.append  # a new generation?
                 clear = not pending and not open_events
             if type(begin) is tuple:
                 if root_key is None and len(begin[4]) == 3:  # the bus's key, first seen
                     self._root_key = root_key = begin[4]
-                    self._root_prefix = root_key[0]
                 if clear and begin[4] is root_key:
                     # A run of pairs under the bus's key, decided in one loop; then on here
                     # with the first pair it did not take, if any.
@@ -383,7 +384,7 @@ class OtelSink:
                     low = root_low(ids, begin[1]) if len(ids) == 3 else int(ids[0][16:], 16)
                     if low >= bound_int:
                         if ids is root_key:
-                            drop(low)
+                            drop(begin[1])
                         else:  # a redrawn key (after a fork), or a nested reconcile's ids
                             drop(record_ids(begin)[0])
                         dropped += 1
@@ -418,7 +419,7 @@ class OtelSink:
             dropped += more_dropped
             kept += more_kept
             # handle may have started a new generation
-            decided, drop = self._decided, self._dropped.append
+            decided, drop = self._decided, self._lazy.append
             clear = not pending and not open_events
         if misfits >= 0:
             more_dropped, more_kept = self._each([materialize(e) for e in events[misfits:]])
@@ -429,23 +430,17 @@ class OtelSink:
     def _root_run(self, events: list[Event | Record], i: int) -> tuple[int, int]:
         """Decide the run of pairs from ``events[i]`` on that are a root reconcile's begin
         record (under ``_root_key``) and its end, fast and ok, while nothing is buffered for
-        any trace or open step (the caller's ``clear``): a resync's common case, with no
-        lookup and no text for a dropped one. Returns the index of the first entry not taken
-        and how many of the pairs taken were kept (the rest were dropped)."""
+        any trace or open step (the caller's ``clear``): a resync's common case. The ratio
+        rule is applied to the whole run at once (:class:`~pycm.otel.lanes.RootRatio`); a
+        dropped one is remembered as its seq, with no text made for it. Returns the index of
+        the first entry not taken and how many of the pairs taken were kept (the rest were
+        dropped)."""
         key = self._root_key
         assert key is not None
-        high, mult, add = key
-        mask = (1 << 64) - 1
-        sampler = self.sampler
-        slow_ns = sampler.slow_ns if sampler.slow_ns > 0 else 1 << 63  # 0: no slow rule
-        bound = sampler.ratio_bound_hex
-        bound_int = int(bound, 16) if bound is not None else 1 << 64  # ratio 1: keep all
-        ok_v, result_error_v, sampled = _OK_V, _RESULT_ERROR_V, _SAMPLED
-        drop = self._dropped.append
-        decided = self._decided
-        on_span = self.processor.on_span if self._takes_records else None  # type: ignore[union-attr]
-        start = len(self._dropped)
-        kept = 0
+        slow_ns = self.sampler.slow_ns if self.sampler.slow_ns > 0 else 1 << 63  # 0: none
+        ok_v, result_error_v = _OK_V, _RESULT_ERROR_V
+        seqs: list[int] = []
+        take = seqs.append
         pairs = zip(islice(events, i, None, 2), islice(events, i + 1, None, 2), strict=False)
         for begin, end in pairs:
             if (
@@ -458,24 +453,38 @@ class OtelSink:
                 or begin[5]  # a parent: not a root
             ):
                 break
-            # root_low(key, seq), inline (a call is a third of its cost): the ratio rule
-            # compares the span id as the number it is; a dropped one's trace id is made
-            # only if a decision is ever looked up (_settle).
-            z = (begin[1] * mult + add) & mask
-            z = ((z ^ (z >> 30)) * MIX_1) & mask
-            z = ((z ^ (z >> 27)) * MIX_2) & mask
-            z ^= z >> 31
-            if z >= bound_int:
-                drop(z)
-                continue
-            trace_id = f"{high}{z:016x}"
-            decided[trace_id] = sampled
-            if on_span is not None:
-                on_span(encode_ok_record(begin, end, trace_id))
-            else:
-                self._emit(step_span(materialize(begin), materialize(end)))  # type: ignore[arg-type]
-            kept += 1
-        return i + 2 * (len(self._dropped) - start + kept), kept
+            take(begin[1])
+        if not seqs:
+            return i, 0
+        ratio = self._ratio
+        if ratio is None:
+            ratio = self._ratio = RootRatio(key, self._ratio_bound())
+            self._trace_head = b"\x0a\x10" + bytes.fromhex(key[0])
+        drops, lanes = ratio.decide(seqs)
+        lazy = self._lazy
+        lazy.extend(compress(seqs, drops))
+        kept = 0
+        j = drops.find(0)
+        if j >= 0:
+            head = self._trace_head
+            on_span = self.processor.on_span if self._takes_records else None  # type: ignore[union-attr]
+            while j >= 0:
+                begin, end = events[i + 2 * j], events[i + 2 * j + 1]
+                lazy.append(-seqs[j])
+                if on_span is not None:
+                    span_id = lanes[16 * j : 16 * j + 8][::-1]
+                    ids = b"".join((head, span_id, b"\x12\x08", span_id))
+                    on_span(encode_ok_record(begin, end, ids))  # type: ignore[arg-type]
+                else:
+                    self._emit(step_span(materialize(begin), materialize(end)))  # type: ignore[arg-type]
+                kept += 1
+                j = drops.find(0, j + 1)
+        return i + 2 * len(seqs), kept
+
+    def _ratio_bound(self) -> int:
+        """The ratio rule's bound on a trace id's low 64 bits (2**64: every one kept)."""
+        bound = self.sampler.ratio_bound_hex
+        return int(bound, 16) if bound is not None else 1 << 64
 
     def _keep_reconcile(self, begin: ReconcileStarted, end: ReconcileFinished) -> None:
         """Export a fast, ok reconcile root kept by the ratio (not counted here)."""
@@ -501,7 +510,7 @@ class OtelSink:
         by_ratio = sampler.by_ratio
         started, finished = ReconcileStarted, ReconcileFinished
         ok, result_error = _OK, _RESULT_ERROR
-        drop = self._dropped.append
+        drop = self._lazy.append
         dropped = kept = 0
         for event in events:
             cls = type(event)
@@ -532,7 +541,7 @@ class OtelSink:
                 if begin is not None:
                     open_steps[end.span_id] = begin  # _end takes it from there
             handle(event)
-            drop = self._dropped.append  # handle may have started a new generation
+            drop = self._lazy.append  # handle may have started a new generation
         return dropped, kept
 
     def flush_metrics(self) -> None:
@@ -706,33 +715,36 @@ class OtelSink:
     def _decision(self, trace_id: str) -> Decision | None:
         if trace_id in self._startup:
             return Decision.ALWAYS
-        if self._dropped or self._dropped_old:
+        if self._lazy or self._lazy_old:
             self._settle()
         decision = self._decided.get(trace_id)
         return self._decided_old.get(trace_id) if decision is None else decision
 
     def _settle(self) -> None:
-        """Fold the dropped ids into their generations' decisions."""
-        for dropped, decided in (
-            (self._dropped, self._decided),
-            (self._dropped_old, self._decided_old),
+        """Fold the lazy decisions into their generations' (see ``_lazy``)."""
+        key = self._root_key
+        for lazy, decided in (
+            (self._lazy, self._decided),
+            (self._lazy_old, self._decided_old),
         ):
-            if dropped:
-                # (An int is a root reconcile's low half under ``_root_prefix``: see _pairs.)
-                prefix = self._root_prefix
-                ids = (d if type(d) is str else f"{prefix}{d:016x}" for d in dropped)
-                decided.update(dict.fromkeys(ids, _SAMPLED_OUT))
-                dropped.clear()
+            for d in lazy:
+                if isinstance(d, str):
+                    decided[d] = _SAMPLED_OUT
+                else:
+                    assert key is not None  # an int is a seq under the key
+                    trace_id = f"{key[0]}{root_low(key, abs(d)):016x}"
+                    decided[trace_id] = _SAMPLED_OUT if d > 0 else _SAMPLED
+            lazy.clear()
 
     def _remember(self, trace_id: str, decision: Decision) -> None:
         self._decided[trace_id] = decision
-        if len(self._decided) + len(self._dropped) >= MAX_DECIDED:
+        if len(self._decided) + len(self._lazy) >= MAX_DECIDED:
             self._new_generation()
 
     def _new_generation(self) -> None:
         """Start the decisions' new generation; the older one is forgotten."""
         self._decided_old, self._decided = self._decided, {}
-        self._dropped_old, self._dropped = self._dropped, []
+        self._lazy_old, self._lazy = self._lazy, []
 
     def _child(self, record: _Child) -> None:
         trace_id = record.trace_id

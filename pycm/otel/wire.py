@@ -378,129 +378,90 @@ def encode_ok_reconcile(begin: ReconcileStarted, end: ReconcileFinished) -> byte
     wait = begin.queue_wait_ms
     if len(trace_id) != 32 or len(span_id) != 16 or type(wait) is not float:
         return encode_span(step_span(begin, end))  # ids fromhex would splice wrongly; an int
+    parent = begin.parent_id
+    # Span.trace_id (1), span_id (2) and parent_span_id (4) with their tags, in one call.
+    ids = bytes.fromhex(
+        f"0a10{trace_id}1208{span_id}2208{parent}" if parent else f"0a10{trace_id}1208{span_id}"
+    )
+    event = begin.trigger_event
+    link_trace, link_span = begin.trigger_trace_id, begin.trigger_span_id
     return _encode_ok(
-        trace_id,
-        span_id,
-        begin.parent_id,
+        ids,
         begin.ts,
         end.dur_ns,
-        begin.controller,
         begin.key,
         begin.namespace,
         begin.name,
-        begin.resource,
         wait,
-        begin.retries,
-        end.result._value_,
-        end.outcome._value_,
-        end.api_calls,
-        end.action,
+        (
+            begin.controller,
+            begin.resource,
+            begin.namespace,
+            begin.retries,
+            end.result._value_,
+            end.outcome._value_,
+            end.api_calls,
+            end.action,
+            event,
+        ),
         end.uid,
         end.requeue_after_ms,
-        begin.trigger_event,
-        begin.trigger_kind,
-        begin.trigger_rv,
-        begin.trigger_trace_id,
-        begin.trigger_span_id,
+        (event, begin.trigger_kind, begin.trigger_rv, link_trace, link_span)
+        if link_trace and link_span
+        else None,
     )
 
 
-def encode_ok_record(begin: tuple[Any, ...], end: tuple[Any, ...], trace_id: str) -> bytes:
+def encode_ok_record(begin: tuple[Any, ...], end: tuple[Any, ...], ids: bytes) -> bytes:
     """:func:`encode_ok_reconcile` of the events a root reconcile's compact records stand for
     (their layouts: pycm.trace.bus), written from the records' values: the events are never
-    built. ``trace_id``: the begin's, as the bus derives it (the span id is its low half)."""
-    (_, _, ts, _, _, parent, controller, key, resource, wait_ns, retries, trigger) = begin
+    built. ``ids``: the Span's trace_id and span_id fields, tagged (``0a 10`` + the 16 bytes
+    of the trace id + ``12 08`` + the 8 of the span id), as the bus derives them."""
+    (_, _, ts, _, _, _, controller, key, resource, wait_ns, retries, trigger) = begin
     (_, _, _, dur_ns, outcome, _, result, action, uid, api_calls, requeue_after_ms) = end
     namespace, _, name = key.rpartition("/")
     if trigger is None:
-        return _encode_ok(
-            trace_id,
-            trace_id[16:],
-            parent,
-            ts,
-            dur_ns,
-            controller,
-            key,
-            namespace,
-            name,
-            resource,
-            wait_ns / 1e6,
-            retries,
-            result,
-            outcome,
-            api_calls,
-            action,
-            uid,
-            requeue_after_ms,
-            "",
-            "",
-            "",
-            "",
-            "",
+        event = ""
+        link = None
+    else:
+        event = trigger.event
+        link_trace, link_span = trigger.trace_id, trigger.span_id
+        link = (
+            (event, trigger.kind, trigger.resource_version, link_trace, link_span)
+            if link_trace and link_span
+            else None
         )
     return _encode_ok(
-        trace_id,
-        trace_id[16:],
-        parent,
+        ids,
         ts,
         dur_ns,
-        controller,
         key,
         namespace,
         name,
-        resource,
         wait_ns / 1e6,
-        retries,
-        result,
-        outcome,
-        api_calls,
-        action,
+        (controller, resource, namespace, retries, result, outcome, api_calls, action, event),
         uid,
         requeue_after_ms,
-        trigger.event,
-        trigger.kind,
-        trigger.resource_version,
-        trigger.trace_id,
-        trigger.span_id,
+        link,
     )
 
 
 def _encode_ok(
-    trace_id: str,
-    span_id: str,
-    parent: str,
+    ids: bytes,
     start: int,
     dur_ns: int,
-    controller: str,
     key: str,
     namespace: str,
     name: str,
-    resource: str,
     wait: float,
-    retries: int,
-    result: str,
-    outcome: str,
-    api_calls: int,
-    action: str,
+    shape_key: tuple[Any, ...],
     uid: str,
     requeue_after_ms: float,
-    event: str,
-    trigger_kind: str,
-    trigger_rv: str,
-    trigger_trace_id: str,
-    trigger_span_id: str,
+    link: tuple[str, str, str, str, str] | None,
 ) -> bytes:
-    shape_key = (
-        controller,
-        resource,
-        namespace,
-        retries,
-        result,
-        outcome,
-        api_calls,
-        action,
-        event,
-    )
+    """The span from its tagged ids, its times, its text values and what it repeats
+    (``shape_key``: :func:`_shape`'s arguments); ``link``: the trigger's event, kind, resource
+    version, trace id and span id, when it has a context."""
     shape = _shapes.get(shape_key)
     if shape is None:
         if len(_shapes) >= _MAX_CACHED:
@@ -511,10 +472,7 @@ def _encode_ok(
     obj_key = key.encode()
     n = len(obj_key)
     parts = [
-        # Span.trace_id (1), span_id (2) and parent_span_id (4) with their tags, in one call.
-        bytes.fromhex(
-            f"0a10{trace_id}1208{span_id}2208{parent}" if parent else f"0a10{trace_id}1208{span_id}"
-        ),
+        ids,
         head,
         _pack_times(0x39, start, 0x41, stop if stop > start else start),
         controller_attr,
@@ -523,6 +481,7 @@ def _encode_ok(
         middle,
     ]
     if names is not None:
+        resource = shape_key[1]
         if name:
             encoded = name.encode()
             n = len(encoded)
@@ -538,10 +497,8 @@ def _encode_ok(
     if requeue_after_ms:
         parts.append(_REQUEUE_HEAD + _pack_d(requeue_after_ms))
     parts.append(trigger)
-    if trigger_trace_id and trigger_span_id:
-        parts.append(
-            _trigger_link(event, trigger_kind, trigger_rv, trigger_trace_id, trigger_span_id)
-        )
+    if link is not None:
+        parts.append(_trigger_link(*link))
     parts.append(_STATUS_AND_FLAGS)
     body = b"".join(parts)
     n = len(body)
