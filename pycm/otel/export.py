@@ -14,6 +14,7 @@ the channel, credentials, headers, compression, timeouts, retries and reconnects
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 from urllib.parse import urlsplit
@@ -61,6 +62,27 @@ class RecordBatchProcessor(BatchSpanProcessor):
         shuts the exporter down, which cuts its retry wait and its channel: the worker ends
         within one export call, and what was still queued is dropped."""
         self._batch_processor.shutdown(timeout_millis=round(limit_s * 1000))
+
+    def on_spans(self, spans: list[bytes]) -> None:
+        """``on_span`` of each, in order, queued at once: the SDK's ``emit`` checks shutdown,
+        the process id (a system call) and a full queue for every span, and takes no list.
+        Whenever one of those checks would act (shut down, forked, the queue too full to
+        take them all), each span takes ``emit``, so its logging and drop counts are the
+        SDK's."""
+        processor: Any = self._batch_processor
+        queue = processor._queue
+        if (
+            processor._shutdown
+            or processor._pid != os.getpid()
+            or len(queue) + len(spans) > processor._max_queue_size
+        ):
+            for span in spans:
+                processor.emit(span)
+            return
+        queue.extendleft(spans)  # newest at the left, as emit's appendleft leaves them
+        awaken = processor._worker_awaken
+        if len(queue) >= processor._max_export_batch_size and not awaken.is_set():
+            awaken.set()
 
 
 class _BytesStub:

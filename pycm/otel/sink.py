@@ -227,6 +227,16 @@ class OtelSink:
         # Kept spans go to the processor encoded when it takes them so (our OTLP pipeline),
         # otherwise as the SDK's ReadableSpan (any SDK span processor; the tests' in-memory one).
         self._takes_records = isinstance(processor, RecordProcessor)
+        # Several encoded spans at once, where the processor takes them so.
+        on_spans = getattr(processor, "on_spans", None)
+        if on_spans is None and self._takes_records:
+            on_span = processor.on_span  # type: ignore[union-attr]
+
+            def on_spans(spans: list[bytes]) -> None:
+                for span in spans:
+                    on_span(span)
+
+        self._on_spans: Callable[[list[bytes]], None] = on_spans or (lambda spans: None)
         self._startup: dict[str, _Startup] = {}
         self._flags: FlagsParsed | None = None
         self._attempts: list[LeaseAcquireAttempted] = []
@@ -443,6 +453,7 @@ class OtelSink:
         take = seqs.append
         pairs = zip(islice(events, i, None, 2), islice(events, i + 1, None, 2), strict=False)
         for begin, end in pairs:
+            # (A begin holding the bus's key is a root's: its parent_id is empty.)
             if (
                 type(end) is not tuple
                 or end[2] is not begin  # not this begin's own end (an end holds its begin)
@@ -450,7 +461,6 @@ class OtelSink:
                 or end[4] != ok_v
                 or end[6] == result_error_v
                 or end[3] > slow_ns
-                or begin[5]  # a parent: not a root
             ):
                 break
             take(begin[1])
@@ -467,18 +477,20 @@ class OtelSink:
         j = drops.find(0)
         if j >= 0:
             head = self._trace_head
-            on_span = self.processor.on_span if self._takes_records else None  # type: ignore[union-attr]
+            spans: list[bytes] = []
             while j >= 0:
                 begin, end = events[i + 2 * j], events[i + 2 * j + 1]
                 lazy.append(-seqs[j])
-                if on_span is not None:
+                if self._takes_records:
                     span_id = lanes[16 * j : 16 * j + 8][::-1]
                     ids = b"".join((head, span_id, b"\x12\x08", span_id))
-                    on_span(encode_ok_record(begin, end, ids))  # type: ignore[arg-type]
+                    spans.append(encode_ok_record(begin, end, ids))  # type: ignore[arg-type]
                 else:
                     self._emit(step_span(materialize(begin), materialize(end)))  # type: ignore[arg-type]
                 kept += 1
                 j = drops.find(0, j + 1)
+            if spans:
+                self._on_spans(spans)
         return i + 2 * len(seqs), kept
 
     def _ratio_bound(self) -> int:

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import pytest
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from prometheus_client import CollectorRegistry
 
 from pycm.app.config import TracingConfig
 from pycm.otel import start_otel_sink
+from pycm.otel.export import RecordBatchProcessor
 from pycm.otel.settings import EXPORT_TIMEOUT
 from pycm.trace.bus import Bus
 from pycm.util.clock import FakeClock
@@ -150,3 +152,37 @@ async def test_export_to_a_stalled_receiver_never_blocks_the_loop(
         worker = processor._batch_processor._worker_thread
         await asyncio.to_thread(worker.join, EXPORT_TIMEOUT + 2)
         assert not worker.is_alive()
+
+
+class _Recording(SpanExporter):
+    def __init__(self) -> None:
+        self.batches: list[list[bytes]] = []
+
+    def export(self, spans: Sequence[Any]) -> SpanExportResult:
+        self.batches.append(list(spans))
+        return SpanExportResult.SUCCESS
+
+
+def test_record_processor_takes_several_spans_in_order() -> None:
+    exporter = _Recording()
+    processor = RecordBatchProcessor(exporter, schedule_delay_millis=60_000)
+    processor.on_span(b"a")
+    processor.on_spans([b"b", b"c"])
+    processor.on_span(b"d")
+    processor.force_flush()
+    processor.shutdown()
+    assert [span for batch in exporter.batches for span in batch] == [b"a", b"b", b"c", b"d"]
+
+
+def test_record_processor_spans_past_a_full_queue_take_the_sdks_emit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The SDK's own path (its warning and drop count for each span it drops)."""
+    processor = RecordBatchProcessor(
+        _Recording(), max_queue_size=2, max_export_batch_size=2, schedule_delay_millis=60_000
+    )
+    emitted: list[bytes] = []
+    monkeypatch.setattr(processor._batch_processor, "emit", emitted.append)
+    processor.on_spans([b"a", b"b", b"c"])
+    assert emitted == [b"a", b"b", b"c"]
+    processor.shutdown()
