@@ -46,7 +46,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from functools import partial
-from itertools import compress, islice
+from itertools import compress
 from typing import Any, Protocol, runtime_checkable
 
 from opentelemetry.sdk.resources import Resource
@@ -111,6 +111,8 @@ MAX_SPANS_PER_TRACE = 256
 # about this many (a dict per generation: the newest is filled — past this size by at most one
 # drained batch — and the older one dropped whole).
 MAX_DECIDED = 8192
+# Pairs a call of OtelSink._root_run takes at most (the run's slices and lanes are this long).
+RUN_WINDOW = 256
 MAX_ACQUIRE_ATTEMPTS = 16
 MAX_SPAN_EVENTS = 32
 REPORT_INTERVAL = 10.0
@@ -451,19 +453,25 @@ class OtelSink:
         ok_v, result_error_v = _OK_V, _RESULT_ERROR_V
         seqs: list[int] = []
         take = seqs.append
-        pairs = zip(islice(events, i, None, 2), islice(events, i + 1, None, 2), strict=False)
-        for begin, end in pairs:
-            # (A begin holding the bus's key is a root's: its parent_id is empty.)
-            if (
-                type(end) is not tuple
-                or end[2] is not begin  # not this begin's own end (an end holds its begin)
-                or begin[4] is not key
-                or end[4] != ok_v
-                or end[6] == result_error_v
-                or end[3] > slow_ns
-            ):
-                break
-            take(begin[1])
+        # At most RUN_WINDOW pairs a call (the caller calls again where a run goes on): the
+        # slices copy no more than that, however often misfits break the runs.
+        stop = i + 2 * RUN_WINDOW
+        begins: list[Any] = events[i:stop:2]
+        ends: list[Any] = events[i + 1 : stop : 2]
+        try:
+            for begin, end in zip(begins, ends, strict=False):
+                # (A begin holding the bus's key is a root's: its parent_id is empty.)
+                if (
+                    end[2] is not begin  # not this begin's own end (an end holds its begin)
+                    or begin[4] is not key
+                    or end[4] != ok_v
+                    or end[6] == result_error_v
+                    or end[3] > slow_ns
+                ):
+                    break
+                take(begin[1])
+        except TypeError:  # ``end`` is an event, not a record: not subscriptable
+            pass
         if not seqs:
             return i, 0
         ratio = self._ratio
