@@ -299,10 +299,11 @@ class OtelSink:
     def _pairs(self, events: list[Event | Record]) -> tuple[int, int]:
         """Fold in a batch two events at a time where two are a reconcile's begin and its end
         (a resync's batches, where a sync that does not wait ends before the next begins): the
-        begin is never held, and a fast, ok root is decided inline. An entry that does not
-        start such a pair (another kind, a begin whose end is not next, the end of a begin held
-        earlier) goes to :meth:`_each` with the run of misfits it starts, in order, and the
-        pairs resume after the run. Returns (dropped, kept) of the reconciles decided inline
+        begin is never held, and a fast, ok root is decided inline (a run of them under the
+        bus's id key at once: :meth:`_root_run`). An entry that does not start such a pair
+        (another kind, a begin whose end is not next, the end of a begin held earlier) goes to
+        :meth:`_each` with the run of misfits it starts, in order, and the pairs resume after
+        the run. Returns (dropped, kept) of the reconciles decided inline
         here or in _each (counted by the caller)."""
         open_events = self._open_events
         pending = self._pending
@@ -485,14 +486,15 @@ class OtelSink:
         j = drops.find(0)
         if j >= 0:
             head = self._trace_head
+            takes_records = self._takes_records
             spans: list[bytes] = []
             while j >= 0:
-                begin, end = events[i + 2 * j], events[i + 2 * j + 1]
+                begin, end = begins[j], ends[j]
                 lazy.append(-seqs[j])
-                if self._takes_records:
+                if takes_records:
                     span_id = lanes[16 * j : 16 * j + 8][::-1]
                     ids = b"".join((head, span_id, b"\x12\x08", span_id))
-                    spans.append(encode_ok_record(begin, end, ids))  # type: ignore[arg-type]
+                    spans.append(encode_ok_record(begin, end, ids))
                 else:
                     self._emit(step_span(materialize(begin), materialize(end)))  # type: ignore[arg-type]
                 kept += 1
