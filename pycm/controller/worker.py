@@ -484,15 +484,7 @@ class Controller:
             api_calls,
             0.0,
         )
-        bus._ring_append(end)
-        sink = bus._sink
-        if sink is not None:
-            sink(end)
-        elif bus._sinks:
-            for sink in bus._sinks:
-                sink(end)
-        if bus._parked:
-            bus._wake_parked()
+        bus.deliver(end)
         metrics = self._bound
         if metrics is not None:
             metrics.active_workers.dec()

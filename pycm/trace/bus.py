@@ -721,13 +721,19 @@ class Bus:
         _set_ts(event, self._wall_ns())
         if not event.instance:
             _set_instance(event, self.instance)
-        self._ring_append(event)
+        self.deliver(event)
+
+    def deliver(self, entry: Event | Record) -> None:
+        """Put a stamped event or record in the ring and hand it to the subscribers (the sinks,
+        then the parked readers' wake-up). The per-reconcile paths (Step, Controller.process)
+        inline this; everything else calls it."""
+        self._ring_append(entry)
         sink = self._sink
         if sink is not None:
-            sink(event)
+            sink(entry)
         elif self._sinks:
             for sink in self._sinks:
-                sink(event)
+                sink(entry)
         if self._parked:
             self._wake_parked()
 
