@@ -92,10 +92,7 @@ async def send_watch(
     deadline = loop.time() + timeout_seconds if timeout_seconds else None
     next_bookmark = loop.time() + bookmark_interval if bookmark_interval else None
     render = _renderer(res, store, out, include_object)
-    # A typed watch splices the commit's bytes here rather than through `render`: this loop is
-    # the whole per-event cost of serving a replay.
-    typed = out.mode not in (METADATA, TABLE)
-    envelopes, end, join, pop = _ENVELOPES, _END, b"".join, watcher.pop_entry
+    pop = watcher.pop_entry
     try:
         while not stopping():
             now = loop.time()
@@ -106,11 +103,7 @@ async def send_watch(
                 # Everything queued now, one chunk each; a close empties the queue, so the
                 # drain ends with it. Stop and deadline are checked between events as before.
                 while (entry := pop()) is not None:
-                    type_, _, encoded = entry
-                    if typed and encoded is not None and (envelope := envelopes.get(type_)):
-                        body = join((envelope, encoded, end))
-                    else:
-                        body = render(entry)
+                    body = render(entry)
                     await send({"type": "http.response.body", "body": body, "more_body": True})
                     if stopping() or (deadline is not None and loop.time() >= deadline):
                         return
