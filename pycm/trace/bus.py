@@ -30,7 +30,7 @@ from pycm.trace.context import (
     new_root_ids,
     new_span_id,
     new_trace_id,
-    reconcile_ids,
+    record_ids,
     span_ids,
     take_span_id,
     take_trace_id,
@@ -123,25 +123,16 @@ _OUTCOMES = {o.value: o for o in Outcome}
 _RESULTS = {r.value: r for r in ReconcileResult}
 
 
-def record_ids(begin: Record) -> tuple[str, str]:
-    """(trace_id, span_id) of a reconcile's begin record."""
-    ids = begin[4]
-    if len(ids) == 3:
-        return reconcile_ids(ids, begin[1])
-    pair: tuple[str, str] = ids
-    return pair
-
-
 def _reconcile_begin(r: Record) -> Event:
     # One unpacking into locals, then one store per slot: cheaper than indexing per field.
-    (_, seq, ts, instance, ids, parent_id, controller, key, resource, wait_ns, retries,
+    (_, seq, ts, instance, _, parent_id, controller, key, resource, wait_ns, retries,
      trigger) = r  # fmt: skip
     e = _BEGIN_TWIN()
     e.v = SCHEMA_VERSION
     e.seq = seq
     e.ts = ts
     e.instance = instance
-    e.trace_id, e.span_id = reconcile_ids(ids, seq) if len(ids) == 3 else ids
+    e.trace_id, e.span_id = record_ids(r)
     e.parent_id = parent_id
     e.dur_ns = 0
     e.controller = controller
@@ -171,8 +162,7 @@ def _reconcile_end(r: Record) -> Event:
     e.seq = seq
     e.ts = b[2] + dur_ns
     e.instance = b[3]
-    ids = b[4]
-    e.trace_id, e.span_id = reconcile_ids(ids, b[1]) if len(ids) == 3 else ids
+    e.trace_id, e.span_id = record_ids(b)
     e.parent_id = b[5]
     e.dur_ns = dur_ns
     e.outcome = _OUTCOMES[outcome]

@@ -162,22 +162,26 @@ def root_low(key: IdKey, seq: int) -> int:
     return z ^ (z >> 31)
 
 
-def reconcile_span_id(key: IdKey, seq: int) -> str:
-    """The span id of the reconcile whose begin record has ``seq`` (see :func:`new_id_key`)."""
-    return f"{root_low(key, seq):016x}"
-
-
 def reconcile_ids(key: IdKey, seq: int) -> SpanContext:
     """(trace_id, span_id) of the reconcile whose begin record has ``seq``."""
     low = f"{root_low(key, seq):016x}"
     return key[0] + low, low
 
 
+def record_ids(begin: tuple[Any, ...]) -> SpanContext:
+    """(trace_id, span_id) of a reconcile's begin record (its layout is pycm.trace.bus's: the
+    seq at [1], at [4] the bus's id key for a root, whose ids are derived, else the pair)."""
+    ids = begin[4]
+    if len(ids) == 3:
+        return reconcile_ids(ids, begin[1])
+    pair: SpanContext = ids
+    return pair
+
+
 def span_ids(span: SpanValue) -> SpanContext:
     """(trace_id, span_id) of a span contextvar value, derived for a root reconcile's."""
     if type(span) is list:
-        begin = span[1]  # a root reconcile's record: its seq, then its bus's id key at [4]
-        return reconcile_ids(begin[4], begin[1])
+        return record_ids(span[1])  # a root reconcile's [calls, begin record]
     return span[0], span[1]
 
 
