@@ -36,14 +36,15 @@ class TailSampler:
     """``by_ratio(trace_id)`` is :class:`TraceIdRatio`'s answer. For the ids pycm makes (32
     lowercase hex digits) the low 64 bits compare with the bound as text, which is what the sink
     does inline: ``ratio_bound_hex`` is the bound as 16 hex digits, or None when every id is
-    kept (ratio 1: the bound needs a 17th digit)."""
+    kept (ratio 1: the bound needs a 17th digit); ``ratio_bound`` is the bound as a number
+    (2**64 at ratio 1), for ids whose low half is at hand as one."""
 
     def __init__(self, ratio: float, slow_threshold_s: float) -> None:
         self._rule = TraceIdRatio(ratio)  # raises ValueError outside [0, 1]
         self.ratio = ratio
         self.slow_ns = int(slow_threshold_s * 1e9)
         self.by_ratio = self._rule.sampled
-        bound = round(ratio * _TWO_64)  # TraceIdRatio's bound on the low 64 bits
+        self.ratio_bound = bound = round(ratio * _TWO_64)  # TraceIdRatio's, on the low 64 bits
         self.ratio_bound_hex = f"{bound:016x}" if bound < _TWO_64 else None
 
     def decide(self, trace_id: str, *, failed: bool, dur_ns: int) -> Decision:

@@ -312,7 +312,7 @@ class OtelSink:
         slow_ns = sampler.slow_ns if sampler.slow_ns > 0 else 1 << 63  # 0: no slow rule
         # "g" sorts after every 16 hex digits: ratio 1 keeps every id.
         bound = sampler.ratio_bound_hex or "g"
-        bound_int = int(bound, 16) if bound != "g" else 1 << 64  # as a number
+        bound_int = sampler.ratio_bound
         started, finished = ReconcileStarted, ReconcileFinished
         ok, result_error, sampled = _OK, _RESULT_ERROR, _SAMPLED
         drop = self._lazy.append
@@ -477,7 +477,7 @@ class OtelSink:
             return i, 0
         ratio = self._ratio
         if ratio is None:
-            ratio = self._ratio = RootRatio(key, self._ratio_bound())
+            ratio = self._ratio = RootRatio(key, self.sampler.ratio_bound)
             self._trace_head = b"\x0a\x10" + bytes.fromhex(key[0])
         drops, lanes = ratio.decide(seqs)
         lazy = self._lazy
@@ -502,11 +502,6 @@ class OtelSink:
             if spans:
                 self._on_spans(spans)
         return i + 2 * len(seqs), kept
-
-    def _ratio_bound(self) -> int:
-        """The ratio rule's bound on a trace id's low 64 bits (2**64: every one kept)."""
-        bound = self.sampler.ratio_bound_hex
-        return int(bound, 16) if bound is not None else 1 << 64
 
     def _keep_reconcile(self, begin: ReconcileStarted, end: ReconcileFinished) -> None:
         """Export a fast, ok reconcile root kept by the ratio (not counted here)."""

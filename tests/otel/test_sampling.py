@@ -1,5 +1,6 @@
 """The ratio rule as text: the sink decides a pycm trace id (32 lowercase hex digits) by
-comparing its low half with ``TailSampler.ratio_bound_hex`` — the same answer as ``by_ratio``."""
+comparing its low half with ``TailSampler.ratio_bound_hex`` — the same answer as ``by_ratio`` —
+and a root reconcile by comparing its low half, a number, with ``ratio_bound``."""
 
 from __future__ import annotations
 
@@ -25,3 +26,4 @@ def test_ratio_as_text_agrees_with_the_rule_at_and_around_the_bound(ratio: float
     for low in lows:
         trace_id = f"{rng.getrandbits(64):016x}{low:016x}"
         assert _as_text(sampler, trace_id) == sampler.by_ratio(trace_id), (ratio, trace_id)
+        assert (low < sampler.ratio_bound) == sampler.by_ratio(trace_id), (ratio, trace_id)
