@@ -44,7 +44,6 @@ from pycm.trace.context import (
     root_context,
     set_span,
     span_ids,
-    take_span_id,
 )
 from pycm.trace.events import Outcome
 from pycm.trace.kinds import (
@@ -575,11 +574,7 @@ def _failure(exc: BaseException) -> tuple[str, str]:
 def _child_ids(parent: SpanValue) -> tuple[tuple[str, str], str]:
     """((trace_id, span_id), parent_id) of a reconcile nested in the span ``parent``."""
     trace_id, parent_id = span_ids(parent)
-    try:
-        span_id = take_span_id()
-    except IndexError:
-        span_id = new_span_id()
-    return (trace_id, span_id), parent_id
+    return (trace_id, new_span_id()), parent_id
 
 
 _EMPTY = Result()
