@@ -205,13 +205,16 @@ async def _fanout(url: str, token: str, n: int, watchers: int, prefix: str) -> f
 
 async def _read_watch(reader: asyncio.StreamReader, events: int) -> tuple[float, bytes]:
     """Seconds to read ``events`` watch lines off ``reader`` (counted, not parsed); the bytes."""
-    got, seen = [], 0
+    got, seen, last = [], 0, b""
     start = time.perf_counter()
     while seen < events:
         data = await reader.read(1 << 20)
         if not data:
             raise RuntimeError(f"the watch ended after {seen} of {events} events")
-        seen += data.count(b"}\n")
+        # A line's end split between two reads ("}" then "\n") counts too: missed, the loop
+        # would wait out the watch's timeout for a line already read.
+        seen += data.count(b"}\n") + (last == b"}" and data[:1] == b"\n")
+        last = data[-1:]
         got.append(data)
     return time.perf_counter() - start, b"".join(got)
 
