@@ -33,7 +33,7 @@ from typing import Any, Protocol
 
 from pycm.controller.metrics import ControllerMetrics
 from pycm.kube.errors import Conflict
-from pycm.trace.bus import RECONCILE_BEGIN, RECONCILE_END, Bus, default_bus
+from pycm.trace.bus import RECONCILE_BEGIN, RECONCILE_END, RECONCILE_FAILED, Bus, default_bus
 from pycm.trace.context import (
     SpanValue,
     current_span,
@@ -155,6 +155,8 @@ class Controller:
         self._clock = clock
         # The bus's clock reading, bound once for the reconcile step (process()).
         self._monotonic_ns = self._bus.clock.monotonic_ns
+        # What every root reconcile record of this controller repeats (pycm.trace.bus).
+        self._head = self._bus.reconcile_head(self, name, resource)
         # (Not `queue or ...`: an empty queue is falsy, and a given queue is always empty.)
         self.queue: RateLimitingQueue[str] = (
             queue
@@ -183,6 +185,10 @@ class Controller:
         # Set when run() stops: a worker waiting at a closed gate gives up its key at once
         # (else stopping would wait stop_timeout for it).
         self._stopping = asyncio.Event()
+
+    def renew_head(self) -> None:
+        """Take a new reconcile head from the bus (its instance or id key changed)."""
+        self._head = self._bus.reconcile_head(self, self.name, self.resource)
 
     # -- enqueueing (called from informer handlers: synchronous, cheap) ---------------------
 
@@ -276,10 +282,13 @@ class Controller:
         pycm.trace.bus: readers get the same frozen events, built when read;
         tests/controller/test_worker_events.py holds them field by field), the span and the
         API-call counter are one contextvar set, the monotonic clock (bound once per
-        controller) is read once at either end (the begin's wall time is derived from the
-        first: ``Bus.wall_at``), a root reconcile draws no ids (they are derived from the bus's
-        id key and the begin's seq when read: pycm.trace.context.reconcile_ids), and delivery
-        is the bus's own (ring, sinks, parked readers), inlined.
+        controller) is read once at either end and the readings are what the records keep
+        (the begin's wall time and the duration are derived when read, with the bus's wall
+        offset the begin holds: ``Bus.offset_at``), what a controller's root reconciles
+        repeat is one tuple they share (its head: ``Bus.reconcile_head``), a root reconcile
+        draws no ids (they are derived from the bus's id key and the begin's seq when read:
+        pycm.trace.context.reconcile_ids), and delivery is the bus's own (ring, sinks, parked
+        readers), inlined.
 
         Only a sync that returns runs the rest of this body: one that raises ends in
         :meth:`_end_failed`, a failure of the handling after a result in :meth:`_emit_end`.
@@ -305,23 +314,17 @@ class Controller:
         monotonic_ns = self._monotonic_ns
         start_ns = monotonic_ns()
         bus._seq = seq = bus._seq + 1
-        if parent is None:
-            # A root (the workers' case): its ids are derived from the key and the seq when read.
-            ids: tuple[Any, ...] = bus.id_key
-            parent_id = ""
-        else:
-            ids, parent_id = _child_ids(parent)
+        # A root (the workers' case) shares its controller's head: its ids are derived from
+        # the bus's key in it and the seq when read.
+        head = self._head if parent is None else self._nested_head(parent)
         # Bus.emit's stamping and delivery, inlined (as Step does), of the begin's record.
         begin = (
             RECONCILE_BEGIN,
             seq,
-            start_ns + bus._wall_offset if start_ns < bus._offset_due else bus.wall_at(start_ns),
-            bus.instance,
-            ids,
-            parent_id,
-            self.name,
+            head,
+            start_ns,
+            bus._wall_offset if start_ns < bus._offset_due else bus.offset_at(start_ns),
             key,
-            self.resource,
             queue.waits.get(key, 0),
             retries,
             self._triggers.pop(key, None) if self._triggers else None,  # the trigger
@@ -339,7 +342,7 @@ class Controller:
         # The span and the API-call counter of the sync, in one contextvar: a root's is this
         # list itself (its ids are derived from the begin record when read: context.py).
         calls: list[Any] = [0, begin]
-        token = set_span(calls if parent is None else (ids[0], ids[1], calls))
+        token = set_span(calls if parent is None else (*head[1], calls))
         metrics = self._bound
         if metrics is not None:
             metrics.active_workers.inc()
@@ -391,9 +394,7 @@ class Controller:
             RECONCILE_END,
             seq,
             begin,
-            monotonic_ns() - start_ns,  # dur_ns
-            _OK_V,
-            "",
+            monotonic_ns(),  # end_ns
             ended,
             result.action,
             result.uid,
@@ -467,21 +468,21 @@ class Controller:
         others inline, as this does): its record (``calls[1]`` is the begin's), the span
         closed, the metrics."""
         bus = self._bus
-        dur_ns = self._monotonic_ns() - start_ns
+        end_ns = self._monotonic_ns()
         reset_span(token)
         bus._seq = seq = bus._seq + 1
         end = (
-            RECONCILE_END,
+            RECONCILE_FAILED,
             seq,
             calls[1],
-            dur_ns,
-            end_outcome,
-            error,
+            end_ns,
             ended,
             "",
             "",
             api_calls,
             0.0,
+            end_outcome,
+            error,
         )
         bus.deliver(end)
         metrics = self._bound
@@ -491,6 +492,12 @@ class Controller:
             metrics.reconcile_total(outcome).inc()
             if outcome is _ERROR:
                 metrics.reconcile_errors_total.inc()
+
+    def _nested_head(self, parent: SpanValue) -> tuple[Any, ...]:
+        """The head of a reconcile nested in the span ``parent``: ids of its own in that
+        trace, the parent's span id as its parent."""
+        trace_id, parent_id = span_ids(parent)
+        return (self._bus.instance, (trace_id, new_span_id()), parent_id, self.name, self.resource)
 
     def stalled(self, threshold: float) -> str | None:
         """Why the queue is not making progress, or None: keys wait, yet no worker has taken
@@ -569,12 +576,6 @@ def _failure(exc: BaseException) -> tuple[str, str]:
     if isinstance(exc, asyncio.CancelledError):
         return _CANCELLED_V, ""
     return _ERROR_V, error_text(exc)
-
-
-def _child_ids(parent: SpanValue) -> tuple[tuple[str, str], str]:
-    """((trace_id, span_id), parent_id) of a reconcile nested in the span ``parent``."""
-    trace_id, parent_id = span_ids(parent)
-    return (trace_id, new_span_id()), parent_id
 
 
 _EMPTY = Result()

@@ -120,8 +120,6 @@ REPORT_INTERVAL = 10.0
 # Points that are spans of the start-up trace when they carry its trace id.
 _ALWAYS, _SAMPLED, _SAMPLED_OUT = Decision.ALWAYS, Decision.SAMPLED, Decision.SAMPLED_OUT
 _OK, _RESULT_ERROR = Outcome.OK, ReconcileResult.ERROR
-# As a reconcile record holds them (pycm.trace.bus): the enums' values.
-_OK_V, _RESULT_ERROR_V = _OK.value, _RESULT_ERROR.value
 _STARTUP_POINTS = (HandlerChainBuilt, ServingStarted, InformerSynced, InformersStarted)
 _LEASE_TERM_POINTS = {
     LeaseRenewed: "lease.renew",
@@ -327,12 +325,7 @@ class OtelSink:
         last = n - 1  # the last index a pair can start at
         i = 0
         misfits = -1  # the index the run of entries waiting for _each starts at (-1: none)
-        begin_tag, end_tag, ok_v, result_error_v = (
-            RECONCILE_BEGIN,
-            RECONCILE_END,
-            _OK_V,
-            _RESULT_ERROR_V,
-        )
+        begin_tag, end_tag = RECONCILE_BEGIN, RECONCILE_END
         while i < n:
             begin = events[i]
             end = events[i + 1] if i < last else None
@@ -367,9 +360,10 @@ class OtelSink:
                 decided, drop = self._decided, self._lazy.append  # a new generation?
                 clear = not pending and not open_events
             if type(begin) is tuple:
-                if root_key is None and len(begin[4]) == 3:  # the bus's key, first seen
-                    self._root_key = root_key = begin[4]
-                if clear and begin[4] is root_key:
+                ids = begin[2][1]  # in the begin's head (pycm.trace.bus)
+                if root_key is None and len(ids) == 3:  # the bus's key, first seen
+                    self._root_key = root_key = ids
+                if clear and ids is root_key:
                     # A run of pairs under the bus's key, decided in one loop; then on here
                     # with the first pair it did not take, if any.
                     done, more_kept = self._root_run(events, i)
@@ -379,12 +373,8 @@ class OtelSink:
                         i = done
                         continue
                 i += 2
-                fast = (
-                    end[4] == ok_v  # type: ignore[index]
-                    and end[6] != result_error_v  # type: ignore[index]
-                    and end[3] <= slow_ns  # type: ignore[index]
-                    and not begin[5]
-                )
+                # (An end tagged RECONCILE_END ended ok, with a result other than error.)
+                fast = end[3] - begin[3] <= slow_ns and not begin[2][2]  # type: ignore[index]
                 if fast and not clear:
                     trace_id, span_id = record_ids(begin)
                     fast = not (trace_id in pending or span_id in open_events)
@@ -393,7 +383,6 @@ class OtelSink:
                     # the ratio rule compares the trace id's low half as the number it is, with
                     # no text made for it; a dropped one's trace id is made only if a decision
                     # is ever looked up (_settle).
-                    ids = begin[4]
                     low = root_low(ids, begin[1]) if len(ids) == 3 else int(ids[0][16:], 16)
                     if low >= bound_int:
                         if ids is root_key:
@@ -451,7 +440,7 @@ class OtelSink:
         key = self._root_key
         assert key is not None
         slow_ns = self.sampler.slow_ns if self.sampler.slow_ns > 0 else 1 << 63  # 0: none
-        ok_v, result_error_v = _OK_V, _RESULT_ERROR_V
+        end_tag = RECONCILE_END
         seqs: list[int] = []
         take = seqs.append
         # At most RUN_WINDOW pairs a call (the caller calls again where a run goes on): the
@@ -464,10 +453,9 @@ class OtelSink:
                 # (A begin holding the bus's key is a root's: its parent_id is empty.)
                 if (
                     end[2] is not begin  # not this begin's own end (an end holds its begin)
-                    or begin[4] is not key
-                    or end[4] != ok_v
-                    or end[6] == result_error_v
-                    or end[3] > slow_ns
+                    or end[0] != end_tag  # failed
+                    or begin[2][1] is not key
+                    or end[3] - begin[3] > slow_ns
                 ):
                     break
                 take(begin[1])

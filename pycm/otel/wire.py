@@ -23,6 +23,7 @@ from typing import Any
 from opentelemetry.trace import SpanKind
 
 from pycm.otel.spans import K8S_KIND, SpanRecord, step_span, trigger_link_attributes
+from pycm.trace.events import Outcome
 from pycm.trace.kinds import ReconcileFinished, ReconcileStarted
 
 __all__ = [
@@ -412,13 +413,18 @@ def encode_ok_reconcile(begin: ReconcileStarted, end: ReconcileFinished) -> byte
     )
 
 
+_OK_V = Outcome.OK.value  # as a shape key holds it
+
+
 def encode_ok_record(begin: tuple[Any, ...], end: tuple[Any, ...], ids: bytes) -> bytes:
     """:func:`encode_ok_reconcile` of the events a root reconcile's compact records stand for
     (their layouts: pycm.trace.bus), written from the records' values: the events are never
-    built. ``ids``: the Span's trace_id and span_id fields, tagged (``0a 10`` + the 16 bytes
-    of the trace id + ``12 08`` + the 8 of the span id), as the bus derives them."""
-    (_, _, ts, _, _, _, controller, key, resource, wait_ns, retries, trigger) = begin
-    (_, _, _, dur_ns, outcome, _, result, action, uid, api_calls, requeue_after_ms) = end
+    built. The end is tagged RECONCILE_END (it ended ok). ``ids``: the Span's trace_id and
+    span_id fields, tagged (``0a 10`` + the 16 bytes of the trace id + ``12 08`` + the 8 of the
+    span id), as the bus derives them."""
+    _, _, head, start_ns, offset_ns, key, wait_ns, retries, trigger = begin
+    _, _, _, end_ns, result, action, uid, api_calls, requeue_after_ms = end
+    controller, resource = head[3], head[4]
     namespace, _, name = key.rpartition("/")
     if trigger is None:
         event = ""
@@ -433,13 +439,13 @@ def encode_ok_record(begin: tuple[Any, ...], end: tuple[Any, ...], ids: bytes) -
         )
     return _encode_ok(
         ids,
-        ts,
-        dur_ns,
+        start_ns + offset_ns,
+        end_ns - start_ns,
         key,
         namespace,
         name,
         wait_ns / 1e6,
-        (controller, resource, namespace, retries, result, outcome, api_calls, action, event),
+        (controller, resource, namespace, retries, result, _OK_V, api_calls, action, event),
         uid,
         requeue_after_ms,
         link,

@@ -20,7 +20,7 @@ import weakref
 from collections import deque
 from collections.abc import Callable, Iterable
 from types import TracebackType
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 from pycm.trace.context import (
     IdKey,
@@ -56,7 +56,9 @@ from pycm.util.clock import REAL_CLOCK, Clock, RealClock
 __all__ = [
     "RECONCILE_BEGIN",
     "RECONCILE_END",
+    "RECONCILE_FAILED",
     "Bus",
+    "HeadHolder",
     "Record",
     "Step",
     "Subscription",
@@ -101,10 +103,22 @@ _set_class: Callable[[object, type], None] = object.__dict__["__class__"].__set_
 # identical, to another reader's), so nothing long-lived is tracked by the GC either way.
 #
 # The layouts (the tag first, the seq second, as every reader of a buffer needs them):
-#   begin: (RECONCILE_BEGIN, seq, ts, instance, ids, parent_id, controller, key, resource,
-#           queue_wait_ns, retries, trigger or None)
-#   end:   (RECONCILE_END, seq, begin record, dur_ns, outcome value, error, result value, action,
-#           uid, api_calls, requeue_after_ms)
+#   head:  (instance, ids, parent_id, controller, resource)
+#   begin: (RECONCILE_BEGIN, seq, head, start_ns, wall_offset_ns, key, queue_wait_ns, retries,
+#           trigger or None)
+#   end:   (RECONCILE_END, seq, begin record, end_ns, result value, action, uid, api_calls,
+#           requeue_after_ms)
+#   failed end: (RECONCILE_FAILED, ...the end's nine..., outcome value, error)
+# What every root reconcile of a controller repeats is its *head*, one tuple the controller
+# holds (``Bus.reconcile_head``; renewed when the bus's instance or id key changes: an old
+# record keeps the head it was made with), so a begin stores 9 values, not 12. The times are
+# the two monotonic readings the step takes anyway: the begin's wall time is ``start_ns +
+# wall_offset_ns`` (the offset is the bus's current one, an int shared by every record of its
+# second: ``Bus.offset_at``) and the end's duration ``end_ns - start_ns``; adding them when
+# read, not when written, spares a reconcile two big-int operations and two int objects. An
+# end with the tag RECONCILE_END ended ok with a result other than error; any other end (the
+# sync raised, the handling failed, cancelled) is RECONCILE_FAILED, with its outcome and error
+# after the common nine.
 # ``ids`` is the bus's id key (``Bus.id_key``, three items) for a root reconcile, whose ids are
 # derived from it and the begin's seq when read (pycm.trace.context.reconcile_ids: none are
 # drawn per reconcile), or the (trace_id, span_id) pair of a reconcile nested in a step.
@@ -114,23 +128,25 @@ _set_class: Callable[[object, type], None] = object.__dict__["__class__"].__set_
 
 RECONCILE_BEGIN = 0
 RECONCILE_END = 1
+RECONCILE_FAILED = 2
 
 Record = tuple[Any, ...]
 
 _BEGIN_TWIN: Any = blank_class(ReconcileStarted)
 _END_TWIN: Any = blank_class(ReconcileFinished)
 _OUTCOMES = {o.value: o for o in Outcome}
+_OK = Outcome.OK
 _RESULTS = {r.value: r for r in ReconcileResult}
 
 
 def _reconcile_begin(r: Record) -> Event:
     # One unpacking into locals, then one store per slot: cheaper than indexing per field.
-    (_, seq, ts, instance, _, parent_id, controller, key, resource, wait_ns, retries,
-     trigger) = r  # fmt: skip
+    _, seq, head, start_ns, offset_ns, key, wait_ns, retries, trigger = r
+    instance, _, parent_id, controller, resource = head
     e = _BEGIN_TWIN()
     e.v = SCHEMA_VERSION
     e.seq = seq
-    e.ts = ts
+    e.ts = start_ns + offset_ns
     e.instance = instance
     e.trace_id, e.span_id = record_ids(r)
     e.parent_id = parent_id
@@ -156,33 +172,47 @@ def _reconcile_begin(r: Record) -> Event:
 
 
 def _reconcile_end(r: Record) -> Event:
-    _, seq, b, dur_ns, outcome, error, result, action, uid, api_calls, requeue_after_ms = r
+    tag, seq, b, end_ns, result, action, uid, api_calls, requeue_after_ms = r[:9]
+    head = b[2]
+    start_ns = b[3]
     e = _END_TWIN()
     e.v = SCHEMA_VERSION
     e.seq = seq
-    e.ts = b[2] + dur_ns
-    e.instance = b[3]
+    e.ts = end_ns + b[4]  # the begin's ts plus dur_ns
+    e.instance = head[0]
     e.trace_id, e.span_id = record_ids(b)
-    e.parent_id = b[5]
-    e.dur_ns = dur_ns
-    e.outcome = _OUTCOMES[outcome]
-    e.error = error
-    e.controller = b[6]
-    e.key = b[7]
+    e.parent_id = head[2]
+    e.dur_ns = end_ns - start_ns
+    if tag == RECONCILE_END:
+        e.outcome = _OK
+        e.error = ""
+    else:
+        e.outcome = _OUTCOMES[r[9]]
+        e.error = r[10]
+    e.controller = head[3]
+    e.key = b[5]
     e.result = _RESULTS[result]
     e.action = action
     e.uid = uid
     e.api_calls = api_calls
     e.requeue_after_ms = requeue_after_ms
-    e.retries = b[10]
+    e.retries = b[7]
     e.__class__ = ReconcileFinished
     event: Event = e
     return event
 
 
 # By tag: the record's builder and its kind's wire name.
-_BUILDERS: tuple[Callable[[Record], Event], ...] = (_reconcile_begin, _reconcile_end)
-_RECORD_KINDS: tuple[str, ...] = (ReconcileStarted.KIND, ReconcileFinished.KIND)
+_BUILDERS: tuple[Callable[[Record], Event], ...] = (
+    _reconcile_begin,
+    _reconcile_end,
+    _reconcile_end,
+)
+_RECORD_KINDS: tuple[str, ...] = (
+    ReconcileStarted.KIND,
+    ReconcileFinished.KIND,
+    ReconcileFinished.KIND,
+)
 
 
 def materialize(entry: Event | Record) -> Event:
@@ -212,6 +242,12 @@ def _materialize_all(entries: Iterable[Event | Record]) -> list[Event]:
 _get_current = _current.get
 _set_current = _current.set
 _reset_current = _current.reset
+
+
+class HeadHolder(Protocol):
+    """What keeps a reconcile head (``Bus.reconcile_head``): told when to ask for a new one."""
+
+    def renew_head(self) -> None: ...
 
 
 class Subscription:
@@ -476,7 +512,7 @@ class Step:
         begin.seq = seq
         begin.ts = bus._wall_ns()
         if not begin.instance:
-            begin.instance = bus.instance
+            begin.instance = bus._instance
         _set_class(begin, frozen)
         bus._ring_append(begin)
         sink = bus._sink
@@ -519,7 +555,7 @@ class Step:
         twin.span_id = begin.span_id
         twin.parent_id = begin.parent_id
         if not twin.instance:
-            twin.instance = self._bus.instance
+            twin.instance = self._bus._instance
         self._end = twin
 
     def __exit__(
@@ -584,7 +620,7 @@ def step_class(begin_cls: type[StepBegin]) -> type[Step]:
         elif name in _STAMPED_AT_EXIT:
             continue
         elif name == "instance":
-            stores.append("    _e.instance = _s._bus.instance")
+            stores.append("    _e.instance = _s._bus._instance")
         elif name in ENVELOPE_FIELDS:
             namespace[f"_d_{name}"] = f.default
             stores.append(f"    _e.{name} = _d_{name}")
@@ -658,7 +694,7 @@ class Bus:
     ) -> None:
         if ring_size < 1:
             raise ValueError("the ring holds at least one event")
-        self.instance = instance
+        self._instance = instance
         self.clock = clock
         self._ring: deque[Event | Record] = deque(maxlen=ring_size)
         self._ring_append = self._ring.append
@@ -672,10 +708,13 @@ class Bus:
         self._wall_ns = clock.wall_ns
         self._monotonic_ns = clock.monotonic_ns
         # The key the ids of this bus's reconciles are derived from (see the record layouts).
-        self.id_key: IdKey = new_id_key()
+        self._id_key: IdKey = new_id_key()
+        # What holds a reconcile head of this bus (reconcile_head): told when one is renewed.
+        self._head_holders: weakref.WeakSet[HeadHolder] = weakref.WeakSet()
         # The reconcile step reads one clock at each end: its begin's wall time is its
         # monotonic reading plus ``_wall_offset`` while that reading is before
-        # ``_offset_due`` (else :meth:`wall_at` reads the wall clock and renews the offset).
+        # ``_offset_due`` (else :meth:`offset_at` reads the wall clock and renews the offset;
+        # a record holds the offset it was made with).
         # Only for the real clock, whose readings are the system's: the offset is renewed
         # every _OFFSET_TTL_NS, so a derived time is off by at most the wall clock's slew
         # against the monotonic one over that second (NTP slews at most 500 ppm: 0.5 ms), and
@@ -685,14 +724,47 @@ class Bus:
         self._offset_due = 0 if isinstance(clock, RealClock) else -(1 << 63)
         _buses.add(self)
 
-    def wall_at(self, monotonic_ns: int) -> int:
-        """The wall time (ns) at the monotonic reading ``monotonic_ns`` just taken: read, and
-        the offset renewed (see ``_offset_due``; the reconcile step's slow path)."""
-        wall_ns = self._wall_ns()
+    def offset_at(self, monotonic_ns: int) -> int:
+        """The wall clock's offset (ns) from the monotonic reading ``monotonic_ns`` just taken:
+        the wall clock read, and the bus's offset renewed (see ``_offset_due``; the reconcile
+        step's slow path). ``monotonic_ns`` plus it is the wall time read."""
+        offset = self._wall_ns() - monotonic_ns
         if self._offset_due >= 0:
-            self._wall_offset = wall_ns - monotonic_ns
+            self._wall_offset = offset
             self._offset_due = monotonic_ns + _OFFSET_TTL_NS
-        return wall_ns
+        return offset
+
+    @property
+    def instance(self) -> str:
+        """The instance name stamped into events that carry none."""
+        return self._instance
+
+    @instance.setter
+    def instance(self, instance: str) -> None:
+        self._instance = instance
+        self._renew_heads()
+
+    @property
+    def id_key(self) -> IdKey:
+        """The key the ids of this bus's root reconciles are derived from."""
+        return self._id_key
+
+    @id_key.setter
+    def id_key(self, key: IdKey) -> None:
+        self._id_key = key
+        self._renew_heads()
+
+    def reconcile_head(self, holder: HeadHolder, controller: str, resource: str) -> Record:
+        """The head of ``controller``'s root reconcile records on this bus (see the record
+        layouts). ``holder`` keeps it, and its ``renew_head()`` is called whenever a field of
+        it changes (the instance is named, the id key redrawn after a fork): it then asks for
+        a new one. Records made before keep the head they were made with."""
+        self._head_holders.add(holder)
+        return (self._instance, self._id_key, "", controller, resource)
+
+    def _renew_heads(self) -> None:
+        for holder in list(self._head_holders):
+            holder.renew_head()
 
     @property
     def last_seq(self) -> int:
@@ -710,7 +782,7 @@ class Bus:
         _set_seq(event, seq)
         _set_ts(event, self._wall_ns())
         if not event.instance:
-            _set_instance(event, self.instance)
+            _set_instance(event, self._instance)
         self.deliver(event)
 
     def deliver(self, entry: Event | Record) -> None:
@@ -829,7 +901,7 @@ _buses: weakref.WeakSet[Bus] = weakref.WeakSet()
 def _rekey() -> None:
     # A forked child would otherwise derive the same reconcile ids as its parent.
     for bus in list(_buses):
-        bus.id_key = new_id_key()
+        bus.id_key = new_id_key()  # (renews the heads)
 
 
 if hasattr(os, "register_at_fork"):

@@ -170,8 +170,9 @@ def reconcile_ids(key: IdKey, seq: int) -> SpanContext:
 
 def record_ids(begin: tuple[Any, ...]) -> SpanContext:
     """(trace_id, span_id) of a reconcile's begin record (its layout is pycm.trace.bus's: the
-    seq at [1], at [4] the bus's id key for a root, whose ids are derived, else the pair)."""
-    ids = begin[4]
+    seq at [1], the head at [2], and in the head at [1] the bus's id key for a root, whose
+    ids are derived, else the pair)."""
+    ids = begin[2][1]
     if len(ids) == 3:
         return reconcile_ids(ids, begin[1])
     pair: SpanContext = ids

@@ -54,6 +54,43 @@ def test_a_forked_child_derives_ids_of_its_own() -> None:
     assert bus.id_key != before
 
 
+@pytest.mark.asyncio
+async def test_a_controllers_reconciles_follow_the_buses_instance_and_key_old_ones_keep_theirs() -> (
+    None
+):
+    # A controller's root reconciles share one head (its instance, the bus's id key, ...):
+    # one made before the bus is named, or before a fork redraws the key, must take the new
+    # one, and the records made before must keep what they were made with.
+    bus = Bus(clock=FakeClock())
+
+    async def sync(key: str) -> None:
+        return None
+
+    ctrl = Controller("c", sync, clock=bus.clock, bus=bus)
+    first_key = bus.id_key
+    with bus.subscribe(name="entries") as entries:
+        await ctrl.process("ns/a")
+        bus.instance = "pycm-1"
+        await ctrl.process("ns/b")
+        bus_module._rekey()
+        await ctrl.process("ns/c")
+        raw = entries.drain_entries()
+    events = [materialize(e) for e in raw]
+    begins = [e for e in events if isinstance(e, ReconcileStarted)]
+    ends = [e for e in events if isinstance(e, ReconcileFinished)]
+    assert [e.instance for e in begins] == ["", "pycm-1", "pycm-1"]
+    assert [e.instance for e in ends] == ["", "pycm-1", "pycm-1"]
+    assert [(e.trace_id, e.span_id) for e in begins] == [
+        reconcile_ids(first_key, begins[0].seq),
+        reconcile_ids(first_key, begins[1].seq),
+        reconcile_ids(bus.id_key, begins[2].seq),
+    ]
+    assert bus.id_key != first_key
+    # Read again now, the first two still carry what they were made with.
+    assert [materialize(e) for e in raw] == events
+    await ctrl.queue.aclose()
+
+
 @pytest.mark.parametrize("ratio", [0.1, 0.5])
 def test_the_ratio_rule_keeps_its_ratio_over_consecutive_reconciles(ratio: float) -> None:
     sampler = TailSampler(ratio, 1.0)
