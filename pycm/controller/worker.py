@@ -332,13 +332,7 @@ class Controller:
         ring_append = bus._ring_append
         ring_append(begin)
         sink = bus._sink
-        if sink is not None:
-            sink(begin)
-        elif bus._sinks:
-            for sink in bus._sinks:
-                sink(begin)
-        if bus._parked:
-            bus._wake_parked()
+        sink(begin)
         # The span and the API-call counter of the sync, in one contextvar: a root's is this
         # list itself (its ids are derived from the begin record when read: context.py).
         calls: list[Any] = [0, begin]
@@ -403,13 +397,7 @@ class Controller:
         )
         ring_append(end)
         sink = bus._sink
-        if sink is not None:
-            sink(end)
-        elif bus._sinks:
-            for sink in bus._sinks:
-                sink(end)
-        if bus._parked:
-            bus._wake_parked()
+        sink(end)
         if metrics is not None:
             metrics.active_workers.dec()
             metrics.reconcile_time_seconds.observe(self._clock.monotonic() - start)

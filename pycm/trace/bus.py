@@ -69,6 +69,10 @@ __all__ = [
     "step_class",
 ]
 
+_NOWHERE: Callable[[Any], None] = deque(maxlen=0).append
+"""The sink of a bus with no subscription: appending to a deque that holds nothing keeps
+nothing, in C (a bus needs no test for "any sinks?" before its one call)."""
+
 DEFAULT_RING_SIZE = 8192
 DEFAULT_SUBSCRIBER_QUEUE = 4096
 
@@ -376,16 +380,15 @@ class Subscription:
         while not self._buffer and not self._unannounced_loss() and not self._closed:
             waiter = asyncio.get_running_loop().create_future()
             self._waiter = waiter
-            parked = self._bus._parked
+            bus = self._bus
             if self._direct:
-                parked.append(self)
+                bus._park(self)
             try:
                 await waiter
             finally:
                 if self._waiter is waiter:
                     self._waiter = None
-                if self in parked:
-                    parked.remove(self)
+                bus._unpark(self)
 
     def __aiter__(self) -> Subscription:
         return self
@@ -516,13 +519,7 @@ class Step:
         _set_class(begin, frozen)
         bus._ring_append(begin)
         sink = bus._sink
-        if sink is not None:
-            sink(begin)
-        elif bus._sinks:
-            for sink in bus._sinks:
-                sink(begin)
-        if bus._parked:
-            bus._wake_parked()
+        sink(begin)
         self._token = _set_current(ids)
         self._start_ns = bus._monotonic_ns()
         return self
@@ -581,13 +578,7 @@ class Step:
         # Bus.emit's delivery, inlined.
         bus._ring_append(end)
         sink = bus._sink
-        if sink is not None:
-            sink(end)
-        elif bus._sinks:
-            for sink in bus._sinks:
-                sink(end)
-        if bus._parked:
-            bus._wake_parked()
+        sink(end)
 
 
 # The generated step classes, by begin kind.
@@ -676,9 +667,12 @@ class Bus:
     """The process's event bus. Invariants: ``_ring`` holds the last ``ring_size`` events in
     ``seq`` order, and ``_seq`` is the seq of the newest one (0 before the first emit);
     ``_sinks`` holds one callable per open subscription (its buffer's ``append`` when it takes
-    every kind, its ``_push`` otherwise), and ``_sink`` is ``_sinks[0]`` when that is the only
-    one, else None; ``_parked`` the subscriptions of the first kind whose
-    reader waits for the next event.
+    every kind, its ``_push`` otherwise); ``_parked`` the subscriptions of the first kind whose
+    reader waits for the next event; and ``_sink``, the one call that hands an entry to them
+    all, is never None: while no reader is parked it is ``_sinks[0]`` when that is the only
+    sink, a deque's ``append`` that keeps nothing when there is none, else :meth:`_fan_out`,
+    which also wakes the parked readers and is the sink while any is parked. So delivering an
+    entry is always two calls: ``_ring_append(entry)`` and ``_sink(entry)``.
 
     Two hot paths deliver as :meth:`emit` does, inline, on these internals: :class:`Step` and
     the worker's reconcile step (``pycm.controller.worker.Controller.process``, and its
@@ -701,10 +695,10 @@ class Bus:
         self._seq = 0
         self._subscribers: tuple[Subscription, ...] = ()
         self._sinks: tuple[Callable[[Event | Record], None], ...] = ()
-        # The one sink when there is exactly one (else None): delivered by a call, with no
-        # iterator allocated an event.
-        self._sink: Callable[[Event | Record], None] | None = None
         self._parked: list[Subscription] = []
+        # The sink while no reader is parked (see the invariants), and the one in use.
+        self._quiet_sink: Callable[[Event | Record], None] = _NOWHERE
+        self._sink: Callable[[Event | Record], None] = _NOWHERE
         self._wall_ns = clock.wall_ns
         self._monotonic_ns = clock.monotonic_ns
         # The key the ids of this bus's reconciles are derived from (see the record layouts).
@@ -790,17 +784,30 @@ class Bus:
         then the parked readers' wake-up). The per-reconcile paths (Step, Controller.process)
         inline this; everything else calls it."""
         self._ring_append(entry)
-        sink = self._sink
-        if sink is not None:
+        self._sink(entry)
+
+    def _fan_out(self, entry: Event | Record) -> None:
+        """The sink when there is more than one, or a reader is parked: every sink, then the
+        parked readers woken."""
+        for sink in self._sinks:
             sink(entry)
-        elif self._sinks:
-            for sink in self._sinks:
-                sink(entry)
         if self._parked:
             self._wake_parked()
 
+    def _park(self, sub: Subscription) -> None:
+        """``sub``'s reader waits for the next entry: the sink wakes it."""
+        self._parked.append(sub)
+        self._sink = self._fan_out
+
+    def _unpark(self, sub: Subscription) -> None:
+        if sub in self._parked:
+            self._parked.remove(sub)
+            if not self._parked:
+                self._sink = self._quiet_sink
+
     def _wake_parked(self) -> None:
         parked, self._parked = self._parked, []
+        self._sink = self._quiet_sink
         for sub in parked:
             sub._wake()
 
@@ -878,14 +885,17 @@ class Bus:
         return sub
 
     def _set_sinks(self) -> None:
-        self._sinks = tuple(s._buffer.append if s._direct else s._push for s in self._subscribers)
-        self._sink = self._sinks[0] if len(self._sinks) == 1 else None
+        self._sinks = sinks = tuple(
+            s._buffer.append if s._direct else s._push for s in self._subscribers
+        )
+        self._quiet_sink = sinks[0] if len(sinks) == 1 else _NOWHERE if not sinks else self._fan_out
+        self._sink = self._fan_out if self._parked else self._quiet_sink
 
     def _unsubscribe(self, sub: Subscription) -> None:
         self._subscribers = tuple(s for s in self._subscribers if s is not sub)
-        self._set_sinks()
         if sub in self._parked:
             self._parked.remove(sub)
+        self._set_sinks()
 
     @property
     def subscribers(self) -> int:
