@@ -37,8 +37,11 @@ class Figure:
 def _fmt(value: float) -> str:
     if value == 0 or abs(value) >= 100:
         return f"{value:.0f}"
-    if abs(value) >= 1:
+    if abs(value) >= 10:
         return f"{value:.2f}"
+    if abs(value) >= 1:
+        # Three decimals: a ratio near an aim such as 1.05 must show which side it is on.
+        return f"{value:.3f}"
     return f"{value:.3g}"
 
 

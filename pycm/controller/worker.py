@@ -71,8 +71,6 @@ _ERROR = ReconcileResult.ERROR
 # The values the end's record holds (plain str: a record of plain values is one the GC
 # untracks; see pycm.trace.bus).
 _SUCCESS_V: str = _SUCCESS._value_
-_REQUEUE_V: str = _REQUEUE._value_
-_REQUEUE_AFTER_V: str = _REQUEUE_AFTER._value_
 _OK_V: str = Outcome.OK._value_
 _ERROR_V: str = Outcome.ERROR._value_
 _CANCELLED_V: str = Outcome.CANCELLED._value_
@@ -352,35 +350,24 @@ class Controller:
             if outcome is None:  # cancelled: propagates
                 raise
             return outcome
-        outcome = _SUCCESS
-        ended = _SUCCESS_V
-        requeue_after_ms = 0.0
-        try:
-            requeue_after = result.requeue_after
-            if requeue_after > 0.0:
-                forget = queue.forget
-                forget(key)
-                queue.add_after(key, requeue_after, "requeue_after")
-                requeue_after_ms = requeue_after * 1000
-                outcome = _REQUEUE_AFTER
-                ended = _REQUEUE_AFTER_V
-            elif result.requeue:
-                queue.add_rate_limited(key)
-                outcome = _REQUEUE
-                ended = _REQUEUE_V
-            elif requeues is None or requeues:
-                forget = queue.forget
-                forget(key)
-        except BaseException as exc:  # the handling failed: as a step ends (and propagates)
-            self._emit_end(
-                token,
-                calls,
-                start_ns,
-                start if metrics is not None else 0.0,
-                _SUCCESS,
-                *_failure(exc),
+        if result.requeue_after > 0.0 or result.requeue:
+            return self._end_requeued(
+                key, result, calls, token, start_ns, start if metrics is not None else 0.0
             )
-            raise
+        if requeues is None or requeues:
+            try:
+                forget = queue.forget
+                forget(key)
+            except BaseException as exc:  # the handling failed: as a step ends (and propagates)
+                self._emit_end(
+                    token,
+                    calls,
+                    start_ns,
+                    start if metrics is not None else 0.0,
+                    _SUCCESS,
+                    *_failure(exc),
+                )
+                raise
         # The end's record (its delivery as the begin's), the span closed.
         reset_span(token)
         bus._seq = seq = bus._seq + 1
@@ -389,11 +376,11 @@ class Controller:
             seq,
             begin,
             monotonic_ns(),  # end_ns
-            ended,
+            _SUCCESS_V,
             result.action,
             result.uid,
             result.api_calls or calls[0],
-            requeue_after_ms,
+            0.0,  # requeue_after_ms
         )
         ring_append(end)
         sink = bus._sink
@@ -401,7 +388,48 @@ class Controller:
         if metrics is not None:
             metrics.active_workers.dec()
             metrics.reconcile_time_seconds.observe(self._clock.monotonic() - start)
-            metrics.reconcile_total(outcome).inc()
+            metrics.reconcile_total(_SUCCESS).inc()
+        return _SUCCESS
+
+    def _end_requeued(
+        self,
+        key: str,
+        result: Result,
+        calls: list[Any],
+        token: SpanToken,
+        start_ns: int,
+        start: float,
+    ) -> ReconcileResult:
+        """The end of a reconcile (:meth:`process`) whose sync asked to be requeued: after a
+        delay (``requeue_after``, the retries forgotten) or rate limited (``requeue``). A
+        failure of the handling ends the step with its error and propagates."""
+        queue = self.queue
+        requeue_after = result.requeue_after
+        try:
+            if requeue_after > 0.0:
+                queue.forget(key)
+                queue.add_after(key, requeue_after, "requeue_after")
+                outcome = _REQUEUE_AFTER
+            else:
+                queue.add_rate_limited(key)
+                outcome = _REQUEUE
+        except BaseException as exc:
+            self._emit_end(token, calls, start_ns, start, _SUCCESS, *_failure(exc))
+            raise
+        self._emit_end(
+            token,
+            calls,
+            start_ns,
+            start,
+            outcome,
+            _OK_V,
+            "",
+            outcome._value_,
+            result.action,
+            result.uid,
+            result.api_calls or calls[0],
+            requeue_after * 1000 if outcome is _REQUEUE_AFTER else 0.0,
+        )
         return outcome
 
     def _end_failed(
@@ -436,7 +464,15 @@ class Controller:
             self._emit_end(token, calls, start_ns, start, _SUCCESS, *_failure(failed))
             raise
         self._emit_end(
-            token, calls, start_ns, start, outcome, _ERROR_V, error, outcome._value_, calls[0]
+            token,
+            calls,
+            start_ns,
+            start,
+            outcome,
+            _ERROR_V,
+            error,
+            outcome._value_,
+            api_calls=calls[0],
         )
         return outcome
 
@@ -450,28 +486,32 @@ class Controller:
         end_outcome: str,
         error: str,
         ended: str = _SUCCESS_V,
+        action: str = "",
+        uid: str = "",
         api_calls: int = 0,
+        requeue_after_ms: float = 0.0,
     ) -> None:
-        """The end of a reconcile that did not return a result (:meth:`process` ends the
-        others inline, as this does): its record (``calls[1]`` is the begin's), the span
-        closed, the metrics."""
+        """The end of a reconcile that did not end in :meth:`process`'s own success path (which
+        does what this does, inline): its record (``calls[1]`` is the begin's; tagged
+        RECONCILE_END when it ended ok, else RECONCILE_FAILED with its outcome and error), the
+        span closed, the metrics."""
         bus = self._bus
         end_ns = self._monotonic_ns()
         reset_span(token)
         bus._seq = seq = bus._seq + 1
-        end = (
-            RECONCILE_FAILED,
+        end: tuple[Any, ...] = (
+            RECONCILE_END,
             seq,
             calls[1],
             end_ns,
             ended,
-            "",
-            "",
+            action,
+            uid,
             api_calls,
-            0.0,
-            end_outcome,
-            error,
+            requeue_after_ms,
         )
+        if end_outcome != _OK_V or error:
+            end = (RECONCILE_FAILED, *end[1:], end_outcome, error)
         bus.deliver(end)
         metrics = self._bound
         if metrics is not None:

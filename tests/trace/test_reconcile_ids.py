@@ -55,9 +55,7 @@ def test_a_forked_child_derives_ids_of_its_own() -> None:
 
 
 @pytest.mark.asyncio
-async def test_a_controllers_reconciles_follow_the_buses_instance_and_key_old_ones_keep_theirs() -> (
-    None
-):
+async def test_reconciles_follow_the_buses_instance_and_key_and_old_ones_keep_theirs() -> None:
     # A controller's root reconciles share one head (its instance, the bus's id key, ...):
     # one made before the bus is named, or before a fork redraws the key, must take the new
     # one, and the records made before must keep what they were made with.

@@ -10,10 +10,11 @@ import gc
 import pytest
 
 from pycm.controller import Controller, Result, Trigger
-from pycm.trace.bus import Bus, materialize
-from pycm.trace.events import Event
+from pycm.trace.bus import RECONCILE_BEGIN, RECONCILE_END, RECONCILE_FAILED, Bus, materialize
+from pycm.trace.events import Event, Outcome
 from pycm.trace.kinds import (
     ReconcileFinished,
+    ReconcileResult,
     ReconcileStarted,
     StartupBegan,
     SubscriberLagged,
@@ -130,4 +131,46 @@ async def test_drain_entries_hands_out_records_that_materialize_to_what_drain_gi
     await ctrl.process("ns/c")
     assert [materialize(e) for e in raw.drain_entries(limit=1)] == built.drain(limit=1)
     assert [materialize(e).seq for e in raw.drain_entries()] == [8]
+    await ctrl.queue.aclose()
+
+
+@pytest.mark.asyncio
+async def test_an_end_record_is_tagged_ok_only_when_the_reconcile_ended_ok() -> None:
+    # The OTel sink takes an end tagged RECONCILE_END as one that ended ok with a result
+    # other than error, without reading its outcome: every other end must carry its own.
+    clock = _clock()
+    bus = Bus(clock=clock)
+    results = {
+        "ns/done": Result(),
+        "ns/again": Result(requeue=True),
+        "ns/later": Result(requeue_after=2.0),
+    }
+
+    async def sync(key: str) -> Result:
+        if key == "ns/fails":
+            raise RuntimeError("boom")
+        return results[key]
+
+    ctrl = Controller("c", sync, clock=clock, bus=bus)
+    with bus.subscribe(name="entries") as entries:
+        for key in (*results, "ns/fails"):
+            await ctrl.process(key)
+        raw = [e for e in entries.drain_entries() if type(e) is tuple]
+    ends = {r[2][5]: r for r in raw if r[0] != RECONCILE_BEGIN}
+    assert {key: r[0] for key, r in ends.items()} == {
+        "ns/done": RECONCILE_END,
+        "ns/again": RECONCILE_END,
+        "ns/later": RECONCILE_END,
+        "ns/fails": RECONCILE_FAILED,
+    }
+    built = {key: materialize(r) for key, r in ends.items()}
+    assert isinstance(built["ns/later"], ReconcileFinished)
+    assert (built["ns/later"].result, built["ns/later"].requeue_after_ms) == (
+        ReconcileResult.REQUEUE_AFTER,
+        2000.0,
+    )
+    assert built["ns/again"].result is ReconcileResult.REQUEUE  # type: ignore[attr-defined]
+    failed = built["ns/fails"]
+    assert (failed.outcome, failed.error) == (Outcome.ERROR, "RuntimeError: boom")  # type: ignore[attr-defined]
+    assert failed.result is ReconcileResult.ERROR  # type: ignore[attr-defined]
     await ctrl.queue.aclose()
