@@ -288,10 +288,11 @@ class Controller:
         pycm.trace.context.reconcile_ids), and delivery is the bus's own (ring, sinks, parked
         readers), inlined.
 
-        Only a sync that returns runs the rest of this body: one that raises ends in
-        :meth:`_end_failed`, a failure of the handling after a result in :meth:`_emit_end`.
-        Keeping those paths out keeps this coroutine small: its frame is inline, and with at
-        most 43 locals and stack slots (28 + 15 now) the object is at most 512 bytes, which
+        Only a sync that returns a plain success runs the rest of this body: one that raises
+        ends in :meth:`_end_failed`, one that asks to be requeued in :meth:`_end_requeued`, a
+        failure of the handling after a result in :meth:`_emit_end`. Keeping those paths out
+        keeps this coroutine small: its frame is inline, and with at most 43 locals and stack
+        slots (24 + 12 now) the object is at most 512 bytes, which
         CPython's small-object allocator serves; above that every reconcile is a malloc and a
         free (tests/controller/test_worker_events.py holds the size).
         """
