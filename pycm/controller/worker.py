@@ -292,9 +292,9 @@ class Controller:
         ends in :meth:`_end_failed`, one that asks to be requeued in :meth:`_end_requeued`, a
         failure of the handling after a result in :meth:`_emit_end`. Keeping those paths out
         keeps this coroutine small: its frame is inline, and with at most 43 locals and stack
-        slots (24 + 12 now) the object is at most 512 bytes, which
-        CPython's small-object allocator serves; above that every reconcile is a malloc and a
-        free (tests/controller/test_worker_events.py holds the size).
+        slots (24 + 12 now) the object is at most 512 bytes, which CPython's small-object
+        allocator serves; above that every reconcile is a malloc and a free
+        (tests/controller/test_worker_events.py holds the size).
         """
         queue = self.queue
         # The limiter's counts when it exposes them: a lookup, and no forget() call below
@@ -406,11 +406,13 @@ class Controller:
         failure of the handling ends the step with its error and propagates."""
         queue = self.queue
         requeue_after = result.requeue_after
+        requeue_after_ms = 0.0
         try:
             if requeue_after > 0.0:
                 queue.forget(key)
                 queue.add_after(key, requeue_after, "requeue_after")
                 outcome = _REQUEUE_AFTER
+                requeue_after_ms = requeue_after * 1000
             else:
                 queue.add_rate_limited(key)
                 outcome = _REQUEUE
@@ -429,7 +431,7 @@ class Controller:
             result.action,
             result.uid,
             result.api_calls or calls[0],
-            requeue_after * 1000 if outcome is _REQUEUE_AFTER else 0.0,
+            requeue_after_ms,
         )
         return outcome
 
@@ -500,20 +502,21 @@ class Controller:
         end_ns = self._monotonic_ns()
         reset_span(token)
         bus._seq = seq = bus._seq + 1
-        end: tuple[Any, ...] = (
-            RECONCILE_END,
-            seq,
-            calls[1],
-            end_ns,
-            ended,
-            action,
-            uid,
-            api_calls,
-            requeue_after_ms,
+        ok = end_outcome == _OK_V and not error
+        bus.deliver(
+            (
+                RECONCILE_END if ok else RECONCILE_FAILED,
+                seq,
+                calls[1],
+                end_ns,
+                ended,
+                action,
+                uid,
+                api_calls,
+                requeue_after_ms,
+                *(() if ok else (end_outcome, error)),  # a failed end's outcome and error
+            )
         )
-        if end_outcome != _OK_V or error:
-            end = (RECONCILE_FAILED, *end[1:], end_outcome, error)
-        bus.deliver(end)
         metrics = self._bound
         if metrics is not None:
             metrics.active_workers.dec()

@@ -674,10 +674,9 @@ class Bus:
     which also wakes the parked readers and is the sink while any is parked. So delivering an
     entry is always two calls: ``_ring_append(entry)`` and ``_sink(entry)``.
 
-    Two hot paths deliver as :meth:`emit` does, inline, on these internals: :class:`Step` and
-    the worker's reconcile step (``pycm.controller.worker.Controller.process``, and its
-    ``_emit_end`` for a reconcile that raised). A change to how an event is delivered changes
-    them all."""
+    Two hot paths deliver as :meth:`deliver` does, inline, on these internals: :class:`Step`
+    and the worker's reconcile step (``pycm.controller.worker.Controller.process``; its other
+    ends call :meth:`deliver`). A change to how an event is delivered changes all three."""
 
     def __init__(
         self,
