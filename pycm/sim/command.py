@@ -208,8 +208,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _serve(options: EmulatorOptions) -> int:
+    from pycm.sim.heap import freeze_after_full_collections
     from pycm.sim.server import EmulatorError, run_emulator
 
+    # This process is the emulator's own: its store and history are the heap (pycm.sim.heap).
+    unfreeze = freeze_after_full_collections()
     # Faults and notable emulator actions (pycm.sim, INFO) are one line each on stderr.
     sim_log = logging.getLogger("pycm.sim")
     if not sim_log.handlers:
@@ -234,4 +237,5 @@ async def _serve(options: EmulatorOptions) -> int:
     finally:
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
+        unfreeze()
     return 0
