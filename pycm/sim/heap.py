@@ -4,10 +4,11 @@ Why: the emulator holds every object, and every event of its watch history, as a
 and lists (10k pods and a 50k-event history are ~5M objects the collector tracks). CPython's
 full (generation 2) collection runs once the long-lived objects grew by a quarter, and scans all
 of them: measured on a 2-core machine, 1.2 s at 1.3M objects and 4.9 s at 5.2M, during which
-the emulator serves nothing. A watch stream stalls for those seconds (``bench/informers.py``'s
-watch figure fell from ~40k to 7.9k events/s in a run where one landed), and a leader's lease
-renewal can miss its deadline. The trees never form reference cycles (they are decoded JSON),
-so those scans find nothing to free.
+the emulator serves nothing. A watch stream stalls for those seconds (one run of
+``bench/informers.py`` printed 7.9k watch events/s instead of ~40k: a 5 s pause in its 1.3 s
+replay would), and a leader's lease renewal can miss its deadline. ``python -m bench sim_heap``
+measures the longest stall with and without this policy. The trees never form reference
+cycles (they are decoded JSON), so those scans find nothing to free.
 
 What: after each full collection :func:`freeze_after_full_collections` calls ``gc.freeze()``,
 which moves every survivor to the permanent generation; the next full collection scans only
