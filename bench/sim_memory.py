@@ -1,7 +1,8 @@
 """The emulator's memory under churn: does its RSS plateau, or grow without bound?
 
 The emulator runs in its own process (started with explicit options: plain HTTP, no kubelet,
-the default watch window and history bound), so only its memory is measured. Clients churn
+the default watch window and history bound, and ``pycm sim``'s collector policy), so only its
+memory is measured. Clients churn
 through it for the run's duration: ``_WORKERS`` loops each create a ConfigMap (~2 KiB of data),
 update it, delete it, and create and delete a Pod, under names that cycle (the live set stays
 small), while ``_WATCHERS`` watches (configmaps and pods, all namespaces) read every event. The
@@ -40,10 +41,15 @@ _NAMES = 50  # each worker cycles through this many names
 _START_TIMEOUT = 30.0
 
 # The emulator, in a child process: explicit options (TLS off, kubelet off) so the benchmark
-# does not depend on the emulator's defaults; prints "URL TOKEN", serves until stdin closes.
+# does not depend on the emulator's defaults, and the collector policy ``pycm sim`` runs with
+# (pycm.sim.heap: a cycle through an object alive at a freeze is never collected, which a
+# plateau shows it does not grow by); prints "URL TOKEN", serves until stdin closes.
 _CHILD = """
 import asyncio, sys
+from pycm.sim.heap import freeze_after_full_collections
 from pycm.sim.server import run_emulator
+
+freeze_after_full_collections()
 
 async def main():
     async with run_emulator(tls=False, kubelet=False, nodes=1) as emu:
