@@ -21,14 +21,11 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import os
-import signal
-import subprocess
-import sys
 import time
 
 import httpx
 
+from bench._emulator_child import emulator_child
 from bench._kubehttp import HttpClient
 from bench.harness import Figure
 from bench.informers import modify, seed
@@ -92,28 +89,8 @@ async def _load(url: str, token: str, pods: int, updates: int) -> tuple[float, i
 
 
 def _stall(policy: str, pods: int, updates: int) -> float:
-    env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
-    child = subprocess.Popen(
-        [sys.executable, "-c", _CHILD, policy],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-    try:
-        assert child.stdout is not None and child.stdin is not None
-        line = child.stdout.readline().split()  # bounded: the child prints or exits
-        if len(line) != 2:
-            raise RuntimeError(f"the emulator did not start: {line!r}")
-        longest, taken = asyncio.run(_load(line[0], line[1], pods, updates))
-    finally:
-        if child.stdin is not None:
-            child.stdin.close()
-        try:
-            child.wait(timeout=_START_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            child.send_signal(signal.SIGKILL)
-            child.wait()
+    with emulator_child(_CHILD, policy) as (url, token, _):
+        longest, taken = asyncio.run(_load(url, token, pods, updates))
     print(f"# sim_heap {policy}: {taken} probes, longest {longest * 1e3:.0f} ms", flush=True)
     return longest * 1e3
 

@@ -22,16 +22,13 @@ tests/bench, to keep the benchmark working.
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import httpx
 import orjson
 
+from bench._emulator_child import emulator_child
 from bench.harness import Figure
 
 _DURATION = {"tiny": 6.0, "full": 600.0}
@@ -166,28 +163,8 @@ async def _run(
 
 def run(size: str) -> list[Figure]:
     duration = _DURATION[size]
-    env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
-    child = subprocess.Popen(
-        [sys.executable, "-c", _CHILD],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-    try:
-        assert child.stdout is not None and child.stdin is not None
-        line = child.stdout.readline().split()  # bounded: the child prints or exits
-        if len(line) != 2:
-            raise RuntimeError(f"the emulator did not start: {line!r}")
-        samples, requests, events = asyncio.run(_run(line[0], line[1], child.pid, duration))
-    finally:
-        if child.stdin is not None:
-            child.stdin.close()
-        try:
-            child.wait(timeout=_START_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            child.send_signal(signal.SIGKILL)
-            child.wait()
+    with emulator_child(_CHILD) as (url, token, pid):
+        samples, requests, events = asyncio.run(_run(url, token, pid, duration))
     warm_end = duration / 5
     warmup = [s for s in samples if s[0] <= warm_end]
     after = [s for s in samples if s[0] >= warm_end]
