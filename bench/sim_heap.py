@@ -36,7 +36,6 @@ _SIZES = {
     "full": (10_000, 20_000),
 }
 _PROBE_EVERY = 0.02
-_START_TIMEOUT = 30.0
 
 # The emulator in a child process: argv[1] "freeze" installs pycm sim's collector policy;
 # prints "URL TOKEN", serves until stdin closes.

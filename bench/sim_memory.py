@@ -2,11 +2,10 @@
 
 The emulator runs in its own process (started with explicit options: plain HTTP, no kubelet,
 the default watch window and history bound, and ``pycm sim``'s collector policy), so only its
-memory is measured. Clients churn
-through it for the run's duration: ``_WORKERS`` loops each create a ConfigMap (~2 KiB of data),
-update it, delete it, and create and delete a Pod, under names that cycle (the live set stays
-small), while ``_WATCHERS`` watches (configmaps and pods, all namespaces) read every event. The
-process's RSS is sampled each second from /proc.
+memory is measured. Clients churn through it for the run's duration: ``_WORKERS`` loops each
+create a ConfigMap (~2 KiB of data), update it, delete it, and create and delete a Pod, under
+names that cycle (the live set stays small), while ``_WATCHERS`` watches (configmaps and pods,
+all namespaces) read every event. The process's RSS is sampled each second from /proc.
 
 - ``sim_memory.rss_growth_after_warmup``: MB/min of RSS growth from the end of the warm-up
   (the first fifth of the run: two minutes at full size, about when the 10k-event watch window
@@ -35,7 +34,6 @@ _DURATION = {"tiny": 6.0, "full": 600.0}
 _WORKERS = 8
 _WATCHERS = 4
 _NAMES = 50  # each worker cycles through this many names
-_START_TIMEOUT = 30.0
 
 # The emulator, in a child process: explicit options (TLS off, kubelet off) so the benchmark
 # does not depend on the emulator's defaults, and the collector policy ``pycm sim`` runs with
