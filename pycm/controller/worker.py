@@ -285,8 +285,8 @@ class Controller:
         offset the begin holds: ``Bus.offset_at``), what a controller's root reconciles
         repeat is one tuple they share (its head: ``Bus.reconcile_head``), a root reconcile
         draws no ids (they are derived from the bus's id key and the begin's seq when read:
-        pycm.trace.context.reconcile_ids), and delivery is the bus's own (ring, sinks, parked
-        readers), inlined.
+        pycm.trace.context.reconcile_ids), and delivery is the bus's own (an append to its
+        log, and its sink's call when it has one), inlined.
 
         Only a sync that returns a plain success runs the rest of this body: one that raises
         ends in :meth:`_end_failed`, one that asks to be requeued in :meth:`_end_requeued`, a
@@ -328,10 +328,10 @@ class Controller:
             retries,
             self._triggers.pop(key, None) if self._triggers else None,  # the trigger
         )
-        ring_append = bus._ring_append
-        ring_append(begin)
+        bus._ring_append(begin)
         sink = bus._sink
-        sink(begin)
+        if sink is not None:
+            sink(begin)
         # The span and the API-call counter of the sync, in one contextvar: a root's is this
         # list itself (its ids are derived from the begin record when read: context.py).
         calls: list[Any] = [0, begin]
@@ -383,9 +383,10 @@ class Controller:
             result.api_calls or calls[0],
             0.0,  # requeue_after_ms
         )
-        ring_append(end)
+        bus._ring_append(end)  # (read again: a subscription opened during the sync renews it)
         sink = bus._sink
-        sink(end)
+        if sink is not None:
+            sink(end)
         if metrics is not None:
             metrics.active_workers.dec()
             metrics.reconcile_time_seconds.observe(self._clock.monotonic() - start)

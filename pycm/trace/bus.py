@@ -1,11 +1,13 @@
-"""The trace bus: synchronous O(1) ``emit``, a ring that backfills new subscribers, bounded
-per-subscriber queues that drop their oldest events and say how many they lost, and the steps
-(:class:`Step`) that emit a begin and an end event around a block.
+"""The trace bus: synchronous O(1) ``emit``, a log whose last events (the ring) backfill new
+subscribers, bounded per-subscriber queues that drop their oldest events and say how many they
+lost, and the steps (:class:`Step`) that emit a begin and an end event around a block.
 
-Nothing a subscriber does can slow the emitter: ``emit`` only appends to the ring and to each
-subscriber's bounded deque (which drops its oldest event when full) and, if a reader is parked
-waiting, wakes it. A subscriber that stops reading loses its oldest events; when it reads again
-it first receives a :class:`~pycm.trace.kinds.SubscriberLagged` event with the count.
+Nothing a subscriber does can slow the emitter, nor can their number: ``emit`` appends to the
+log, which the subscriptions without a filter (all of pycm's own readers) read at their own
+pace, each from its own position, and only if a reader is parked waiting, or a subscription
+filters by kind, is there more to do (wake it; push to the filtered one's deque). A subscriber
+that stops reading loses its oldest events; when it reads again it first receives a
+:class:`~pycm.trace.kinds.SubscriberLagged` event with the count.
 
 One process has one default bus (:func:`default_bus`); components take a bus by injection and
 tests make their own.
@@ -15,10 +17,12 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import operator
 import os
 import weakref
 from collections import deque
 from collections.abc import Callable, Iterable
+from itertools import islice, repeat
 from types import TracebackType
 from typing import Any, ClassVar, Protocol
 
@@ -69,9 +73,8 @@ __all__ = [
     "step_class",
 ]
 
-_NOWHERE: Callable[[Any], None] = deque(maxlen=0).append
-"""The sink of a bus with no subscription: appending to a deque that holds nothing keeps
-nothing, in C (a bus needs no test for "any sinks?" before its one call)."""
+_consume: Callable[[Iterable[Any]], None] = deque(maxlen=0).extend
+"""Runs an iterator to its end, in C, keeping nothing (``Bus._trim``'s bulk popleft)."""
 
 DEFAULT_RING_SIZE = 8192
 DEFAULT_SUBSCRIBER_QUEUE = 4096
@@ -257,22 +260,25 @@ class HeadHolder(Protocol):
 class Subscription:
     """One consumer's view of the bus: a bounded FIFO, read by ``async for`` or :meth:`drain`.
 
-    The buffer is a deque with ``maxlen=maxsize``, so appending to a full one drops the oldest
-    event in C. It may hold compact reconcile records (see ``materialize``): every read hands
-    out the event a record stands for. A subscription that takes every kind (``_direct``) is
-    fed by the bus appending to that deque and nothing else; its losses are not counted as they
-    happen but read off the sequence numbers, since it receives every seq in order: the events
-    between the next seq it expected (``_next_seq``) and its oldest buffered one are lost. A
-    filtered subscription is fed through :meth:`_push`, which counts what it drops in ``_lost``.
-    Invariants:
-    ``len(_buffer) <= maxsize``; a direct buffer holds consecutive seqs.
+    A subscription that takes every kind (``_kinds is None``, the pycm's own readers: the state
+    model, the recorder, the OTel sink, the dashboard) has no buffer of its own while it is
+    open: it reads the bus's log (``Bus._ring``), which holds every entry in seq order, from
+    ``_next_seq`` on. The emitter does nothing per such subscription (see :class:`Bus`). Its
+    queue is what the log holds after ``_next_seq``, of which it keeps the newest ``maxsize``
+    (a reader that falls further behind loses the oldest, as a drop-oldest queue would): the
+    losses are read off the seqs, plus ``_lost`` for the ones its backfill could not get.
+    A filtered subscription (``kinds``) has a buffer, a deque with ``maxlen=maxsize`` fed
+    through :meth:`_push` (which counts what it drops in ``_lost``); so has a closed one (what
+    it had not read yet, kept for the reader that ends after it). Either may hold compact
+    reconcile records (see ``materialize``): every read hands out the event a record stands for.
+    Invariants: ``len(_buffer) <= maxsize``; while ``_buffer`` is None, the log holds every seq
+    from ``max(_next_seq, Bus.last_seq - maxsize + 1)`` on (``Bus._set_sinks``, ``Bus._trim``).
     """
 
     __slots__ = (
         "_buffer",
         "_bus",
         "_closed",
-        "_direct",
         "_kinds",
         "_lost",
         "_next_seq",
@@ -288,8 +294,9 @@ class Subscription:
         self.name = name
         self.maxsize = maxsize
         self._kinds = kinds
-        self._direct = kinds is None
-        self._buffer: deque[Event | Record] = deque(maxlen=maxsize)
+        self._buffer: deque[Event | Record] | None = (
+            None if kinds is None else deque(maxlen=maxsize)
+        )
         self._lost = 0
         self._next_seq = bus.last_seq + 1
         self._waiter: asyncio.Future[None] | None = None
@@ -302,6 +309,7 @@ class Subscription:
         if kinds is not None and _kind_of(event) not in kinds:
             return
         buffer = self._buffer
+        assert buffer is not None
         if len(buffer) == self.maxsize:
             self._lost += 1  # the append below drops the oldest
         buffer.append(event)
@@ -314,15 +322,23 @@ class Subscription:
             if not waiter.done():
                 waiter.set_result(None)
 
+    def _first_kept(self) -> int:
+        """The oldest seq this log reader still has: its next one, unless it fell more than
+        ``maxsize`` behind (or behind what the log holds)."""
+        bus = self._bus
+        last = bus._seq
+        return max(self._next_seq, last - self.maxsize + 1, last - len(bus._ring) + 1)
+
     def _unannounced_loss(self) -> int:
-        lost = self._lost
-        if self._direct and self._buffer:
-            lost += _seq_of(self._buffer[0]) - self._next_seq
-        return lost
+        if self._buffer is None:
+            return self._lost + self._first_kept() - self._next_seq
+        return self._lost
 
     @property
     def pending(self) -> int:
         """Events waiting to be read (not counting a pending lag notice)."""
+        if self._buffer is None:
+            return self._bus._seq - self._first_kept() + 1
         return len(self._buffer)
 
     @property
@@ -331,23 +347,57 @@ class Subscription:
 
     def _lag_event(self, lost: int) -> SubscriberLagged:
         self._lost = 0
-        if self._buffer:
-            self._next_seq = _seq_of(self._buffer[0])
         bus = self._bus
+        if self._buffer is None:
+            self._next_seq = self._first_kept()
+            bus._trim()
         return SubscriberLagged(
             subscriber=self.name, lost=lost, ts=bus.clock.wall_ns(), instance=bus.instance
         )
+
+    def _take(self, limit: int | None) -> list[Event | Record]:
+        """The next ``limit`` (all, for None) entries after the lag is announced, and past
+        them: from the log (which may then drop what every reader has), or the buffer."""
+        buffer = self._buffer
+        if buffer is not None:
+            if limit is None or limit >= len(buffer):
+                taken = list(buffer)
+                buffer.clear()
+                return taken
+            popleft = buffer.popleft
+            return [popleft() for _ in range(limit)]
+        bus = self._bus
+        last = bus._seq
+        count = last - self._next_seq + 1
+        if limit is not None and limit < count:
+            count = limit
+        if count <= 0:
+            bus._trim()  # (what it lost may be droppable)
+            return []
+        # From the log's newer end, where the unread entries are: O(what is read and newer).
+        skip = last - (self._next_seq + count - 1)
+        taken = list(islice(reversed(bus._ring), skip, skip + count))
+        taken.reverse()
+        self._next_seq += count
+        bus._trim()
+        return taken
 
     def get_nowait(self) -> Event | None:
         """The next event (a lag notice first, if any was lost), or None when empty."""
         lost = self._unannounced_loss()
         if lost:
             return self._lag_event(lost)
-        if self._buffer:
-            event = materialize(self._buffer.popleft())
-            self._next_seq = event.seq + 1
-            return event
-        return None
+        if self._buffer is not None:
+            return materialize(self._buffer.popleft()) if self._buffer else None
+        bus = self._bus
+        last = bus._seq
+        if self._next_seq > last:
+            bus._trim()
+            return None
+        entry = bus._ring[self._next_seq - last - 1]  # a walk from the log's newer end
+        self._next_seq += 1
+        bus._trim()
+        return materialize(entry)
 
     def drain(self, limit: int | None = None) -> list[Event]:
         """Everything waiting (up to ``limit``), a lag notice first if events were lost."""
@@ -360,28 +410,19 @@ class Subscription:
         reconcile into one span) and so need not build two event objects per reconcile.
         ``[materialize(e) for e in sub.drain_entries()]`` is ``sub.drain()``."""
         lost = self._unannounced_loss()
-        lag = self._lag_event(lost) if lost else None
-        buffer = self._buffer
-        taken: list[Event | Record]
-        if limit is None or limit >= len(buffer):
-            taken = list(buffer)
-            buffer.clear()
-        else:
-            popleft = buffer.popleft
-            taken = [popleft() for _ in range(limit)]
-        if taken:
-            self._next_seq = _seq_of(taken[-1]) + 1
-        if lag is not None:
-            taken.insert(0, lag)
+        if not lost:
+            return self._take(limit)
+        taken: list[Event | Record] = [self._lag_event(lost)]
+        taken += self._take(limit)
         return taken
 
     async def wait(self) -> None:
         """Return once an event (or a lag notice) is waiting, or the subscription closed."""
-        while not self._buffer and not self._unannounced_loss() and not self._closed:
+        while not self.pending and not self._unannounced_loss() and not self._closed:
             waiter = asyncio.get_running_loop().create_future()
             self._waiter = waiter
             bus = self._bus
-            if self._direct:
+            if self._buffer is None:
                 bus._park(self)
             try:
                 await waiter
@@ -403,10 +444,16 @@ class Subscription:
             await self.wait()
 
     def close(self) -> None:
-        """Stop receiving; a reader parked in ``async for`` ends after what is buffered."""
+        """Stop receiving; a reader parked in ``async for`` ends after what is waiting."""
         if self._closed:
             return
         self._closed = True
+        if self._buffer is None:
+            # What it has not read leaves the log with it: the log keeps only what open
+            # readers need.
+            self._lost = self._unannounced_loss()
+            self._next_seq = self._first_kept()
+            self._buffer = deque(self._take(None), maxlen=self.maxsize)
         self._bus._unsubscribe(self)
         self._wake()
 
@@ -519,7 +566,8 @@ class Step:
         _set_class(begin, frozen)
         bus._ring_append(begin)
         sink = bus._sink
-        sink(begin)
+        if sink is not None:
+            sink(begin)
         self._token = _set_current(ids)
         self._start_ns = bus._monotonic_ns()
         return self
@@ -578,7 +626,8 @@ class Step:
         # Bus.emit's delivery, inlined.
         bus._ring_append(end)
         sink = bus._sink
-        sink(end)
+        if sink is not None:
+            sink(end)
 
 
 # The generated step classes, by begin kind.
@@ -664,19 +713,25 @@ def step_class(begin_cls: type[StepBegin]) -> type[Step]:
 
 
 class Bus:
-    """The process's event bus. Invariants: ``_ring`` holds the last ``ring_size`` events in
-    ``seq`` order, and ``_seq`` is the seq of the newest one (0 before the first emit);
-    ``_sinks`` holds one callable per open subscription (its buffer's ``append`` when it takes
-    every kind, its ``_push`` otherwise); ``_parked`` the subscriptions of the first kind whose
-    reader waits for the next event; and ``_sink``, the one call that hands an entry to them
-    all, is never None: while no reader is parked it is ``_sinks[0]`` when that is the only
-    sink, a deque's ``append`` that keeps nothing when there is none, else :meth:`_fan_out`,
-    which also wakes the parked readers and is the sink while any is parked. So delivering an
-    entry is always two calls: ``_ring_append(entry)`` and ``_sink(entry)``.
+    """The process's event bus. Invariants: ``_ring``, the log, holds consecutive entries in
+    ``seq`` order up to the newest, whose seq is ``_seq`` (0 before the first emit): at least
+    the last ``ring_size`` emitted (what ``recent()`` and a new subscription's backfill serve),
+    and every one an open subscription without a filter still has to read (see
+    :class:`Subscription`: they read the log, so its ``maxlen`` is the largest of their
+    ``maxsize`` and ``ring_size``, and :meth:`_trim` drops what they have all read once it
+    is longer than ``ring_size``). ``_pushes`` holds the ``_push`` of each filtered
+    subscription; ``_parked`` the log readers waiting for the next entry; and ``_sink``, the
+    one call that hands an entry to them, is None when there is nothing to do (no filtered
+    subscription, no parked reader): the single filtered subscription's ``_push`` while no
+    reader is parked, else :meth:`_fan_out`, which also wakes the parked readers. So
+    delivering an entry is ``_ring_append(entry)``, then ``_sink(entry)`` unless it is None;
+    the emitter does no work per subscription that reads the log.
 
     Two hot paths deliver as :meth:`deliver` does, inline, on these internals: :class:`Step`
     and the worker's reconcile step (``pycm.controller.worker.Controller.process``; its other
-    ends call :meth:`deliver`). A change to how an event is delivered changes all three."""
+    ends call :meth:`deliver`). A change to how an event is delivered changes all three. The
+    log is replaced (a new ``maxlen``) when a subscription opens or closes, so each delivery
+    reads ``_ring_append`` afresh."""
 
     def __init__(
         self,
@@ -689,15 +744,17 @@ class Bus:
             raise ValueError("the ring holds at least one event")
         self._instance = instance
         self.clock = clock
+        self._ring_size = ring_size
         self._ring: deque[Event | Record] = deque(maxlen=ring_size)
         self._ring_append = self._ring.append
         self._seq = 0
         self._subscribers: tuple[Subscription, ...] = ()
-        self._sinks: tuple[Callable[[Event | Record], None], ...] = ()
+        self._readers: tuple[Subscription, ...] = ()  # the open ones that read the log
+        self._pushes: tuple[Callable[[Event | Record], None], ...] = ()
         self._parked: list[Subscription] = []
         # The sink while no reader is parked (see the invariants), and the one in use.
-        self._quiet_sink: Callable[[Event | Record], None] = _NOWHERE
-        self._sink: Callable[[Event | Record], None] = _NOWHERE
+        self._quiet_sink: Callable[[Event | Record], None] | None = None
+        self._sink: Callable[[Event | Record], None] | None = None
         self._wall_ns = clock.wall_ns
         self._monotonic_ns = clock.monotonic_ns
         # The key the ids of this bus's reconciles are derived from (see the record layouts).
@@ -765,9 +822,7 @@ class Bus:
 
     @property
     def ring_size(self) -> int:
-        maxlen = self._ring.maxlen
-        assert maxlen is not None
-        return maxlen
+        return self._ring_size
 
     def emit(self, event: Event) -> None:
         """Stamp the envelope (seq, ts, and instance if unset) and deliver. O(subscribers)."""
@@ -779,19 +834,41 @@ class Bus:
         self.deliver(event)
 
     def deliver(self, entry: Event | Record) -> None:
-        """Put a stamped event or record in the ring and hand it to the subscribers (the sinks,
-        then the parked readers' wake-up). The per-reconcile paths (Step, Controller.process)
-        inline this; everything else calls it."""
+        """Put a stamped event or record (its seq ``_seq``, the caller's to advance) in the log,
+        where the subscriptions without a filter read it, and call the sink if there is one
+        (the filtered subscriptions, then the parked readers' wake-up). The per-reconcile
+        paths (Step, Controller.process) inline this; everything else calls it."""
         self._ring_append(entry)
-        self._sink(entry)
+        sink = self._sink
+        if sink is not None:
+            sink(entry)
 
     def _fan_out(self, entry: Event | Record) -> None:
-        """The sink when there is more than one, or a reader is parked: every sink, then the
-        parked readers woken."""
-        for sink in self._sinks:
-            sink(entry)
+        """The sink when there is more than one filtered subscription, or a reader is parked:
+        every filtered subscription's push, then the parked readers woken."""
+        for push in self._pushes:
+            push(entry)
         if self._parked:
             self._wake_parked()
+
+    def _trim(self) -> None:
+        """Drop the log's oldest entries beyond ``ring_size`` that every log reader has read
+        (or lost: it keeps only its newest ``maxsize``). Called by the readers after a read, so
+        the log stays about ``ring_size`` long while they keep up."""
+        ring = self._ring
+        excess = len(ring) - self._ring_size
+        if excess <= 0:
+            return
+        last = self._seq
+        first = last - len(ring) + 1
+        needed = last + 1
+        for reader in self._readers:
+            kept = max(reader._next_seq, last - reader.maxsize + 1)
+            if kept < needed:
+                needed = kept
+        drop = min(excess, needed - first)
+        if drop > 0:
+            _consume(map(operator.call, repeat(ring.popleft, drop)))
 
     def _park(self, sub: Subscription) -> None:
         """``sub``'s reader waits for the next entry: the sink wakes it."""
@@ -842,14 +919,17 @@ class Bus:
         return step
 
     def recent(self, since: int = 0) -> list[Event]:
-        """Events still in the ring with ``seq > since``, oldest first."""
-        ring = self._ring
-        if not ring or since >= self._seq:
+        """Events still in the ring (the last ``ring_size``) with ``seq > since``, oldest
+        first."""
+        return _materialize_all(self._recent_entries(since))
+
+    def _recent_entries(self, since: int) -> list[Event | Record]:
+        count = min(len(self._ring), self._ring_size, self._seq - since)
+        if count <= 0:
             return []
-        first = self._seq - len(ring) + 1  # the ring holds consecutive seqs
-        if since < first:
-            return _materialize_all(ring)
-        return _materialize_all(list(ring)[since - first + 1 :])
+        entries = list(islice(reversed(self._ring), count))  # the log holds consecutive seqs
+        entries.reverse()
+        return entries
 
     def subscribe(
         self,
@@ -867,12 +947,16 @@ class Bus:
         kind_set = frozenset(kinds) if kinds is not None else None
         sub = Subscription(self, name, maxsize, kind_set)
         if since is not None:
-            backlog = self.recent(since)
-            if sub._direct:
-                # The ring's gap and any overflow of the backlog show in the seqs (Subscription).
-                sub._next_seq = min(since, self._seq) + 1
-                sub._buffer.extend(backlog)
+            if sub._buffer is None:
+                # It reads the log from the oldest of the ring's events after `since`; the
+                # ones before that the ring no longer holds are lost to it. (Any overflow of
+                # its maxsize shows in the seqs: Subscription.)
+                wanted = min(since, self._seq) + 1
+                held = self._seq - min(len(self._ring), self._ring_size) + 1
+                sub._next_seq = max(wanted, held)
+                sub._lost = sub._next_seq - wanted
             else:
+                backlog = self.recent(since)
                 # Events after `since` that the ring no longer holds are lost to this subscriber.
                 gone = backlog[0].seq - since - 1 if backlog else 0
                 if gone > 0:
@@ -884,11 +968,17 @@ class Bus:
         return sub
 
     def _set_sinks(self) -> None:
-        self._sinks = sinks = tuple(
-            s._buffer.append if s._direct else s._push for s in self._subscribers
-        )
-        self._quiet_sink = sinks[0] if len(sinks) == 1 else _NOWHERE if not sinks else self._fan_out
+        self._readers = readers = tuple(s for s in self._subscribers if s._buffer is None)
+        pushes = tuple(s._push for s in self._subscribers if s._buffer is not None)
+        self._pushes = pushes
+        self._quiet_sink = pushes[0] if len(pushes) == 1 else None if not pushes else self._fan_out
         self._sink = self._fan_out if self._parked else self._quiet_sink
+        # The log keeps what its readers may read: up to the largest maxsize.
+        maxlen = max((self._ring_size, *(s.maxsize for s in readers)))
+        if maxlen != self._ring.maxlen:
+            self._ring = deque(self._ring, maxlen=maxlen)
+            self._ring_append = self._ring.append
+            self._trim()
 
     def _unsubscribe(self, sub: Subscription) -> None:
         self._subscribers = tuple(s for s in self._subscribers if s is not sub)

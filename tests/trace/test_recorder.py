@@ -71,10 +71,12 @@ async def test_recorder_every_kind_round_trips_losslessly(tmp_path: Path) -> Non
     path = tmp_path / "trace.jsonl"
     originals = all_samples()
     recorder = Recorder(path)
-    sub = recorder.attach(Bus())
-    # Pushed straight into the subscription: the bus would restamp seq and ts.
+    bus = Bus()
+    recorder.attach(bus)
+    # Delivered as they are, each at the bus's next seq: emit would restamp seq and ts.
     for event in originals:
-        sub._push(event)
+        bus._seq += 1
+        bus.deliver(event)
     await recorder.close()
 
     back = list(read_events(path))
