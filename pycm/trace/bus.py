@@ -230,11 +230,6 @@ def materialize(entry: Event | Record) -> Event:
     return event
 
 
-def _seq_of(entry: Event | Record) -> int:
-    seq: int = entry[1] if type(entry) is tuple else entry.seq  # type: ignore[union-attr]
-    return seq
-
-
 def _kind_of(entry: Event | Record) -> str:
     if type(entry) is tuple:
         return _RECORD_KINDS[entry[0]]
@@ -260,10 +255,10 @@ class HeadHolder(Protocol):
 class Subscription:
     """One consumer's view of the bus: a bounded FIFO, read by ``async for`` or :meth:`drain`.
 
-    A subscription that takes every kind (``_kinds is None``, the pycm's own readers: the state
-    model, the recorder, the OTel sink, the dashboard) has no buffer of its own while it is
-    open: it reads the bus's log (``Bus._ring``), which holds every entry in seq order, from
-    ``_next_seq`` on. The emitter does nothing per such subscription (see :class:`Bus`). Its
+    A subscription that takes every kind (``_kinds is None``, as all of pycm's own readers do:
+    the state model, the recorder, the OTel sink, the dashboard) has no buffer of its own while
+    it is open: it reads the bus's log (``Bus._ring``), which holds every entry in seq order,
+    from ``_next_seq`` on. The emitter does nothing per such subscription (see :class:`Bus`). Its
     queue is what the log holds after ``_next_seq``, of which it keeps the newest ``maxsize``
     (a reader that falls further behind loses the oldest, as a drop-oldest queue would): the
     losses are read off the seqs, plus ``_lost`` for the ones its backfill could not get.
