@@ -345,7 +345,6 @@ class Subscription:
         bus = self._bus
         if self._buffer is None:
             self._next_seq = self._first_kept()
-            bus._trim()
         return SubscriberLagged(
             subscriber=self.name, lost=lost, ts=bus.clock.wall_ns(), instance=bus.instance
         )
@@ -367,7 +366,7 @@ class Subscription:
         if limit is not None and limit < count:
             count = limit
         if count <= 0:
-            bus._trim()  # (what it lost may be droppable)
+            bus._trim()  # (what it lost, announced just before, may be droppable)
             return []
         # From the log's newer end, where the unread entries are: O(what is read and newer).
         skip = last - (self._next_seq + count - 1)
@@ -381,7 +380,10 @@ class Subscription:
         """The next event (a lag notice first, if any was lost), or None when empty."""
         lost = self._unannounced_loss()
         if lost:
-            return self._lag_event(lost)
+            lag = self._lag_event(lost)
+            if self._buffer is None:
+                self._bus._trim()  # (what it lost may be droppable)
+            return lag
         if self._buffer is not None:
             return materialize(self._buffer.popleft()) if self._buffer else None
         bus = self._bus
