@@ -1,5 +1,5 @@
-"""An emulator in a child process run from a script: it prints "URL TOKEN" and serves until its
-stdin closes (bench.sim_memory, bench.sim_heap)."""
+"""An emulator in a child process, so that only its own memory and pauses are measured
+(bench.sim_memory, bench.sim_heap): it prints "URL TOKEN" and serves until its stdin closes."""
 
 from __future__ import annotations
 
@@ -10,15 +10,42 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+import orjson
+
 _STOP_TIMEOUT = 30.0
+
+# argv[1]: "freeze" installs pycm sim's collector policy (pycm.sim.heap), anything else leaves
+# CPython's; argv[2]: run_emulator's keyword options, as JSON.
+_SCRIPT = """
+import asyncio, json, sys
+from pycm.sim.heap import freeze_after_full_collections
+from pycm.sim.server import run_emulator
+
+if sys.argv[1] == "freeze":
+    freeze_after_full_collections()
+
+async def main():
+    async with run_emulator(**json.loads(sys.argv[2])) as emu:
+        print(emu.url, emu.admin_token, flush=True)
+        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
+
+asyncio.run(main())
+"""
 
 
 @contextmanager
-def emulator_child(script: str, *args: str) -> Iterator[tuple[str, str, int]]:
-    """Run ``python -c script *args``; yields (url, admin token, pid); stops it on exit."""
+def emulator_child(*, freeze: bool, **options: object) -> Iterator[tuple[str, str, int]]:
+    """An emulator child (``run_emulator(**options)``, with ``pycm sim``'s collector policy if
+    ``freeze``); yields (url, admin token, pid) and stops it on exit."""
     env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
     child = subprocess.Popen(
-        [sys.executable, "-c", script, *args],
+        [
+            sys.executable,
+            "-c",
+            _SCRIPT,
+            "freeze" if freeze else "default",
+            orjson.dumps(options).decode(),
+        ],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,

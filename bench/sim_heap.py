@@ -37,25 +37,14 @@ _SIZES = {
 }
 _PROBE_EVERY = 0.02
 
-# The emulator in a child process: argv[1] "freeze" installs pycm sim's collector policy;
-# prints "URL TOKEN", serves until stdin closes.
-_CHILD = """
-import asyncio, sys
-from pycm.sim import heap
-from pycm.sim.server import run_emulator
-
-if sys.argv[1] == "freeze":
-    heap.freeze_after_full_collections()
-
-async def main():
-    async with run_emulator(
-        tls=False, kubelet=False, nodes=1, watch_window=200_000, watch_history_bytes=4 << 30
-    ) as emu:
-        print(emu.url, emu.admin_token, flush=True)
-        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
-
-asyncio.run(main())
-"""
+# The emulator: plain HTTP, no kubelet, and a watch history that keeps every event of the run.
+_EMULATOR = {
+    "tls": False,
+    "kubelet": False,
+    "nodes": 1,
+    "watch_window": 200_000,
+    "watch_history_bytes": 4 << 30,
+}
 
 
 async def _probe(url: str, stop: asyncio.Event) -> tuple[float, int]:
@@ -88,7 +77,7 @@ async def _load(url: str, token: str, pods: int, updates: int) -> tuple[float, i
 
 
 def _stall(policy: str, pods: int, updates: int) -> float:
-    with emulator_child(_CHILD, policy) as (url, token, _):
+    with emulator_child(freeze=policy == "freeze", **_EMULATOR) as (url, token, _):
         longest, taken = asyncio.run(_load(url, token, pods, updates))
     print(f"# sim_heap {policy}: {taken} probes, longest {longest * 1e3:.0f} ms", flush=True)
     return longest * 1e3

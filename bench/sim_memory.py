@@ -35,24 +35,11 @@ _WORKERS = 8
 _WATCHERS = 4
 _NAMES = 50  # each worker cycles through this many names
 
-# The emulator, in a child process: explicit options (TLS off, kubelet off) so the benchmark
-# does not depend on the emulator's defaults, and the collector policy ``pycm sim`` runs with
-# (pycm.sim.heap: a cycle through an object alive at a freeze is never collected, which a
-# plateau shows it does not grow by); prints "URL TOKEN", serves until stdin closes.
-_CHILD = """
-import asyncio, sys
-from pycm.sim.heap import freeze_after_full_collections
-from pycm.sim.server import run_emulator
-
-freeze_after_full_collections()
-
-async def main():
-    async with run_emulator(tls=False, kubelet=False, nodes=1) as emu:
-        print(emu.url, emu.admin_token, flush=True)
-        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
-
-asyncio.run(main())
-"""
+# The emulator's options are explicit (TLS off, kubelet off) so the benchmark does not depend
+# on its defaults, and it runs with the collector policy ``pycm sim`` runs with (pycm.sim.heap:
+# a cycle through an object alive at a freeze is never collected, which a plateau shows it does
+# not grow by).
+_EMULATOR = {"tls": False, "kubelet": False, "nodes": 1}
 
 
 def _rss_mb(pid: int) -> float:
@@ -161,7 +148,7 @@ async def _run(
 
 def run(size: str) -> list[Figure]:
     duration = _DURATION[size]
-    with emulator_child(_CHILD) as (url, token, pid):
+    with emulator_child(freeze=True, **_EMULATOR) as (url, token, pid):
         samples, requests, events = asyncio.run(_run(url, token, pid, duration))
     warm_end = duration / 5
     warmup = [s for s in samples if s[0] <= warm_end]
