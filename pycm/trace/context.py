@@ -219,11 +219,22 @@ def current_span() -> SpanContext | None:
 
 
 def root_context() -> contextvars.Context:
-    """A copy of this context with no current span, for ``create_task(..., context=...)``: the
-    task's steps begin traces of their own instead of joining the creator's."""
+    """A copy of this context without the current span, for ``create_task(..., context=...)``:
+    the task's steps begin traces of their own instead of joining the creator's.
+
+    The span is left out, not set to None (the same to every reader): the controllers' workers
+    run in such a context and open a span per reconcile, and opening one where the variable is
+    unset and closing it again (an insert into the context's map and a removal leaving it
+    empty) measured ~800 instructions and ~17 cache misses less a reconcile than replacing a
+    None twice (callgrind, bench.controllers' no-op sync)."""
     ctx = contextvars.copy_context()
-    ctx.run(_current.set, None)
-    return ctx
+    if _current not in ctx:
+        return ctx
+    root = contextvars.Context()
+    for var, value in ctx.items():
+        if var is not _current:
+            root.run(var.set, value)
+    return root
 
 
 class detached:  # lower case: used as ``with detached(): ...``, like a function

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import re
 
 import pytest
@@ -178,6 +179,24 @@ async def test_root_context_task_started_inside_a_step_begins_its_own_trace() ->
         assert current_span() == (startup.trace_id, startup.span_id)
     assert (inherited.trace_id, inherited.parent_id) == (startup.trace_id, startup.span_id)
     assert rooted.parent_id == "" and rooted.trace_id != startup.trace_id
+
+
+def test_root_context_leaves_the_span_unset_and_keeps_every_other_variable() -> None:
+    # Unset, not None: a worker opening a span per reconcile in it inserts the variable and
+    # removes it again, cheaper than replacing a None twice (pycm.trace.context.root_context).
+    bus = Bus()
+    other: contextvars.ContextVar[str] = contextvars.ContextVar("other")
+    token = other.set("kept")
+    try:
+        with bus.step(StartupBegan()):
+            inside = root_context()
+        outside = root_context()
+    finally:
+        other.reset(token)
+    for ctx in (inside, outside):
+        assert _current not in ctx
+        assert ctx[other] == "kept"
+        assert ctx.run(current_span) is None
 
 
 @pytest.mark.asyncio
