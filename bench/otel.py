@@ -9,9 +9,11 @@ Figures (medians of the repeats):
   0.1, slow threshold 1 s; the manager's batch processor and OTLP/gRPC exporter, sending to a
   receiver in another process) against the same passes with export off (peer ``export_off``);
   on and off passes alternate and the ratio is the median of adjacent pairs' on / off (1.0:
-  export costs the reconcile loop nothing). The loop yields every 100 reconciles and each pass
-  ends when the sink has consumed everything, so its work is inside the timing; the run fails if
-  the sink's bus subscription lost any event (lost events would flatter it).
+  export costs the reconcile loop nothing). The loop yields every 100 reconciles (the sink takes
+  what several of those turns made at once: pycm.otel.sink.LINGER_TURNS) and each pass ends
+  when the sink has consumed everything, so its work is inside the timing; the run fails if the
+  sink's bus subscription lost any event (lost events would flatter it). The passes run in a
+  worker's context (pycm.trace.context.root_context), as the workers' reconciles do.
 - ``otel.span_cost``: µs per exported span through the sink (``OtelSink.handle`` of a
   reconcile's begin, one API-request point and its end, ratio 1 so every span is exported, into
   the batch processor the sink uses, whose exporter discards). Peer: the SDK's own
