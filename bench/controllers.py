@@ -14,8 +14,9 @@
   any sync that reads its object; ratio ours / peer (throughput: higher is better, < 1).
 - ``controllers.tracing_overhead``: the same no-op syncs through the worker loop's traced
   step (``Controller.process``: reconcile begin/end events on a bus with a subscriber that
-  records every event) against the bare ``sync`` calls of ``noop_syncs``: µs per sync; ratio
-  traced / bare, the median over adjacent pairs of passes (a cost: aim ≤ 1.05).
+  records every event) against the bare ``sync`` calls of ``noop_syncs``, all in a worker's
+  context (``root_context``): µs per sync; ratio traced / bare, the median over adjacent pairs of
+  passes (a cost: aim ≤ 1.05).
 """
 
 from __future__ import annotations
