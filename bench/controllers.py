@@ -29,7 +29,7 @@ from typing import Any
 
 import httpx
 
-from bench.harness import Figure, median_of
+from bench.harness import Figure, in_worker_context, median_of
 from bench.replicaset import cluster, wait_until, writes_between
 from pycm.cache.listwatch import FakeListWatch
 from pycm.cache.shared_informer import SharedIndexInformer
@@ -37,7 +37,6 @@ from pycm.controller import Result
 from pycm.controllers.deployment import util
 from pycm.controllers.deployment.controller import DeploymentController
 from pycm.trace.bus import Bus
-from pycm.trace.context import root_context
 
 _SIZES = {
     # size: (deployments rolled out, settled deployments synced, repeats)
@@ -224,13 +223,6 @@ async def settle(
 
 
 async def _noop(n: int, repeats: int) -> tuple[float, float, float, float]:
-    # In a worker's context, as the workers' reconciles run (pycm.trace.context.root_context:
-    # the span unset, which makes opening one cheaper than in a context holding one).
-    passes = _noop_passes(n, repeats)
-    return await asyncio.get_running_loop().create_task(passes, context=root_context())
-
-
-async def _noop_passes(n: int, repeats: int) -> tuple[float, float, float, float]:
     controller, client, keys, bus = settled_controller(n)
     await settle(controller, client, keys)
     settled_writes = client.writes
@@ -297,7 +289,7 @@ async def _noop_passes(n: int, repeats: int) -> tuple[float, float, float, float
 def run(size: str) -> list[Figure]:
     rolled, settled, repeats = _SIZES[size]
     seconds, writes_per = _rollout(rolled)
-    bare, trivial, traced, overhead = asyncio.run(_noop(settled, repeats))
+    bare, trivial, traced, overhead = asyncio.run(in_worker_context(_noop(settled, repeats)))
     return [
         Figure(
             "controllers.rollout",

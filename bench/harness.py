@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from pycm.trace.context import root_context
+
+T = TypeVar("T")
 
 SIZES = ("tiny", "full")
 
@@ -55,3 +61,10 @@ def timed(fn: Callable[[], object]) -> float:
     start = time.perf_counter()
     fn()
     return time.perf_counter() - start
+
+
+async def in_worker_context(passes: Coroutine[Any, Any, T]) -> T:
+    """Run ``passes`` in a controller worker's context, as the workers' reconciles run (the
+    span unset: pycm.trace.context.root_context, which makes opening one cheaper than in a
+    context holding one)."""
+    return await asyncio.get_running_loop().create_task(passes, context=root_context())

@@ -30,8 +30,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Coroutine, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
@@ -39,7 +38,7 @@ from opentelemetry.trace import SpanKind
 from prometheus_client import CollectorRegistry
 
 from bench.controllers import settle, settled_controller
-from bench.harness import Figure, median_of
+from bench.harness import Figure, in_worker_context, median_of
 from pycm.app.config import TracingConfig
 from pycm.controllers.deployment.controller import DeploymentController
 from pycm.otel import start_otel_sink
@@ -49,7 +48,6 @@ from pycm.otel.resource import build_resource
 from pycm.otel.sampling import TailSampler
 from pycm.otel.sink import OtelSink
 from pycm.trace.bus import Bus
-from pycm.trace.context import root_context
 from pycm.trace.kinds import ApiRequestCompleted, ReconcileResult, ReconcileStarted
 
 _SIZES = {
@@ -128,12 +126,6 @@ async def _overhead_passes(n_deployments: int, repeats: int, endpoint: str) -> t
     return statistics.median(on), statistics.median(off), statistics.median(ratios)
 
 
-async def _in_worker_context(passes: Coroutine[Any, Any, tuple[float, ...]]) -> tuple[float, ...]:
-    """``passes`` run in a worker's context, as the workers' reconciles run (the span unset:
-    pycm.trace.context.root_context)."""
-    return await asyncio.get_running_loop().create_task(passes, context=root_context())
-
-
 def _overhead(n: int, repeats: int) -> Figure:
     peer = subprocess.Popen(
         [sys.executable, "-m", "bench._otlp_peer"],
@@ -144,7 +136,7 @@ def _overhead(n: int, repeats: int) -> Figure:
     try:
         assert peer.stdout is not None
         endpoint = f"http://127.0.0.1:{int(peer.stdout.readline())}"
-        on, off, ratio = asyncio.run(_in_worker_context(_overhead_passes(n, repeats, endpoint)))
+        on, off, ratio = asyncio.run(in_worker_context(_overhead_passes(n, repeats, endpoint)))
     finally:
         assert peer.stdin is not None
         peer.stdin.close()
