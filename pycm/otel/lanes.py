@@ -39,7 +39,7 @@ class RootRatio:
     begin has that seq under ``key`` (its span id, as a number, is at least ``bound``), and
     that span id. ``bound`` is the rule's bound on the low 64 bits (2**64: keep every one)."""
 
-    __slots__ = ("_add", "_bound", "_key", "_mult", "_shapes")
+    __slots__ = ("_add", "_bound", "_key", "_mult", "_ramps", "_shapes")
 
     def __init__(self, key: IdKey, bound: int) -> None:
         self._key = key
@@ -49,6 +49,8 @@ class RootRatio:
         # By run length: (a 1 in each lane's lowest bit, each lane's low 64 bits set, the
         # key's addend in each lane, 2**64 - bound in each lane, the seqs' packer).
         self._shapes: dict[int, tuple[int, int, int, int, Callable[..., bytes]]] = {}
+        # By run length, for decide_run: lane j holds 2 * j * the key's multiplier (mod 2**64).
+        self._ramps: dict[int, int] = {}
 
     def decide(self, seqs: list[int]) -> tuple[bytes, bytes]:
         """(drops, lanes): ``drops[j]`` is 1 when the ratio drops the reconcile of
@@ -65,6 +67,33 @@ class RootRatio:
             shape = self._shape(n)
         ones, low, add, over, pack = shape
         z = (int.from_bytes(pack(*seqs), "little") * self._mult + add) & low
+        z = ((z ^ ((z >> 30) & low)) * MIX_1) & low
+        z = ((z ^ ((z >> 27) & low)) * MIX_2) & low
+        z ^= (z >> 31) & low
+        drops = (((z + over) >> 64) & ones).to_bytes(16 * n, "little")[::16]
+        return drops, z.to_bytes(16 * n, "little")
+
+    def decide_run(self, first: int, n: int) -> tuple[bytes, bytes]:
+        """``decide(list(range(first, first + 2 * n, 2)))``: the begins of ``n`` reconciles in
+        a row of the log, each begin two seqs after the one before (its end between them), with
+        no seq read. Lane j starts as ``first``'s Weyl step plus ``2 * j`` steps, the run's
+        ramp (each below 2**64, so the sum leaves no carry in the 128-bit lane)."""
+        if n < MIN_LANES:
+            return self.decide(list(range(first, first + 2 * n, 2)))
+        shape = self._shapes.get(n)
+        if shape is None:
+            shape = self._shape(n)
+        ones, low, _, over, _ = shape
+        ramp = self._ramps.get(n)
+        if ramp is None:
+            if len(self._ramps) >= _MAX_SHAPES:
+                self._ramps.clear()
+            step = 2 * self._mult
+            ramp = self._ramps[n] = int.from_bytes(
+                b"".join([((j * step) & _MASK_64).to_bytes(16, "little") for j in range(n)]),
+                "little",
+            )
+        z = (ones * ((first * self._mult + self._add) & _MASK_64) + ramp) & low
         z = ((z ^ ((z >> 30) & low)) * MIX_1) & low
         z = ((z ^ ((z >> 27) & low)) * MIX_2) & low
         z ^= (z >> 31) & low

@@ -47,3 +47,15 @@ def test_lanes_keep_about_the_ratio_of_a_run() -> None:
     ratio = RootRatio(key, round(0.1 * _TWO_64))
     drops, _ = ratio.decide(list(range(1, 40_001, 2)))
     assert abs(drops.count(0) / len(drops) - 0.1) < 0.01
+
+
+@pytest.mark.parametrize("bound", [0, round(0.1 * _TWO_64), 1 << 63, _TWO_64], ids=str)
+def test_a_run_of_begins_every_other_seq_is_decided_as_its_seqs_are(bound: int) -> None:
+    rng = random.Random(bound + 1)
+    keys = [("0123456789abcdef", mult, rng.getrandbits(64)) for mult in _MULTS]
+    keys += [new_id_key() for _ in range(3)]
+    for key in keys:
+        ratio = RootRatio(key, bound)
+        for n in (1, MIN_LANES - 1, MIN_LANES, 37, 256, 37):  # (37 again: its ramp is kept)
+            first = rng.choice([1, rng.randrange(1, 1 << 40), (1 << 62) + rng.randrange(99)])
+            assert ratio.decide_run(first, n) == ratio.decide(list(range(first, first + 2 * n, 2)))

@@ -13,6 +13,7 @@ from prometheus_client import CollectorRegistry
 
 import pycm.otel.sink as sink_module
 from pycm.controller import Controller, Result
+from pycm.otel.lanes import RootRatio
 from pycm.otel.metrics import SinkMetrics
 from pycm.otel.resource import build_resource
 from pycm.otel.sampling import TailSampler
@@ -25,9 +26,12 @@ from pycm.util.clock import FakeClock
 from tests.otel.test_sink_batches import _outcome, _Records, _splits
 
 
-async def _resync(n: int, *, mixed: bool = True) -> tuple[list[Any], list[Any]]:
+async def _resync(
+    n: int, *, mixed: bool = True, slow: tuple[int, ...] = ()
+) -> tuple[list[Any], list[Any]]:
     """(entries, events) of the same ``n`` reconciles through ``Controller.process``: fast ok
-    ones, with failures, slow ones and API calls mixed in unless not ``mixed``."""
+    ones, with failures, slow ones and API calls mixed in unless not ``mixed`` (then only the
+    reconciles at the indices in ``slow`` are slow)."""
     clock = FakeClock(wall_start_ns=1_700_000_000_000_000_000)
     bus = Bus(instance="pycm-0", clock=clock)
     rng = random.Random(11)
@@ -48,7 +52,7 @@ async def _resync(n: int, *, mixed: bool = True) -> tuple[list[Any], list[Any]]:
     events_sub = bus.subscribe(name="events", maxsize=10 * n)
     for i in range(n):
         key = f"default/d{i}"
-        rolls[key] = rng.random() if mixed else 1.0
+        rolls[key] = rng.random() if mixed else 0.07 if i in slow else 1.0
         await ctrl.process(key)
     await ctrl.queue.aclose()
     return entries_sub.drain_entries(), events_sub.drain()
@@ -145,3 +149,41 @@ def test_a_misfit_mid_batch_leaves_the_later_pairs_on_the_record_path(
     kept_built = 0 if records else 2 * (counts["traces_exported"] - split_kept)
     assert len(built) == 2 + kept_built
     assert counts["traces_dropped"] > 150  # ... of which there were many
+
+
+@pytest.mark.parametrize("records", [True, False], ids=["records", "sdk-spans"])
+def test_a_run_with_a_gap_or_a_slow_reconcile_is_decided_as_its_events(records: bool) -> None:
+    """A run of pairs is taken whole, its seqs and durations unread, only when its seqs are
+    in a row and it spans less than the slow threshold: a gap (pairs a filtered or lossy read
+    left out) or a slow reconcile in it must not change a decision or an id."""
+    entries, events = asyncio.run(_resync(600, mixed=False, slow=(150, 451)))
+    gone = {2 * k + d for k in (40, 41, 300) for d in (0, 1)}  # three pairs left out
+    gapped = [e for j, e in enumerate(entries) if j not in gone]
+    gapped_events = [e for j, e in enumerate(events) if j not in gone]
+    for batch, its_events in ((entries, events), (gapped, gapped_events)):
+        from_events = _outcome([its_events], records)
+        _, _, decided, _, counts = from_events
+        assert counts["traces_exported"] > 200 and counts["traces_dropped"] > 200
+        slow_ones = [e for e in map(materialize, batch) if getattr(e, "key", "") == "default/d150"]
+        assert decided[slow_ones[0].trace_id].keep  # kept as slow, whatever the ratio says
+        assert _outcome([batch], records) == from_events
+        for seed in range(2):
+            assert _outcome(_splits(batch, seed), records) == from_events
+
+
+def test_a_resyncs_runs_are_decided_without_reading_their_seqs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    entries, _ = asyncio.run(_resync(600, mixed=False))
+    listed: list[int] = []
+    decide = RootRatio.decide
+
+    def counting(self: RootRatio, seqs: list[int]) -> tuple[bytes, bytes]:
+        listed.append(len(seqs))
+        return decide(self, seqs)
+
+    monkeypatch.setattr(RootRatio, "decide", counting)
+    sink = _sink(_Records(), CollectorRegistry(), ratio=0.1)
+    sink.handle_batch(entries)
+    assert sink._counts["traces_exported"] + sink._counts["traces_dropped"] == 600
+    assert listed == []  # every run (256 pairs at most) by decide_run
