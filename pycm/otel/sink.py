@@ -457,7 +457,8 @@ class OtelSink:
         seqs in a row, and when its last end is within the slow threshold of its first begin,
         so is each reconcile in it: then neither is read pair by pair (those ints are objects
         of their own, and a drain finds them long out of the CPU's caches; measured in
-        bench.otel: ~0.2 µs a reconcile less)."""
+        bench.otel's loop: the batches ~0.2 µs a reconcile less, and otel.overhead 0.964,
+        0.954, 0.957 before against 0.989, 0.980, 0.971 after, runs interleaved)."""
         key = self._root_key
         assert key is not None
         slow_ns = self.sampler.slow_ns if self.sampler.slow_ns > 0 else 1 << 63  # 0: none
