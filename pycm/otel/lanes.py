@@ -66,12 +66,8 @@ class RootRatio:
         if shape is None:
             shape = self._shape(n)
         ones, low, add, over, pack = shape
-        z = (int.from_bytes(pack(*seqs), "little") * self._mult + add) & low
-        z = ((z ^ ((z >> 30) & low)) * MIX_1) & low
-        z = ((z ^ ((z >> 27) & low)) * MIX_2) & low
-        z ^= (z >> 31) & low
-        drops = (((z + over) >> 64) & ones).to_bytes(16 * n, "little")[::16]
-        return drops, z.to_bytes(16 * n, "little")
+        weyl = (int.from_bytes(pack(*seqs), "little") * self._mult + add) & low
+        return _finish(weyl, n, ones, low, over)
 
     def decide_run(self, first: int, n: int) -> tuple[bytes, bytes]:
         """``decide(list(range(first, first + 2 * n, 2)))``: the begins of ``n`` reconciles in
@@ -93,12 +89,8 @@ class RootRatio:
                 b"".join([((j * step) & _MASK_64).to_bytes(16, "little") for j in range(n)]),
                 "little",
             )
-        z = (ones * ((first * self._mult + self._add) & _MASK_64) + ramp) & low
-        z = ((z ^ ((z >> 30) & low)) * MIX_1) & low
-        z = ((z ^ ((z >> 27) & low)) * MIX_2) & low
-        z ^= (z >> 31) & low
-        drops = (((z + over) >> 64) & ones).to_bytes(16 * n, "little")[::16]
-        return drops, z.to_bytes(16 * n, "little")
+        weyl = (ones * ((first * self._mult + self._add) & _MASK_64) + ramp) & low
+        return _finish(weyl, n, ones, low, over)
 
     def _shape(self, n: int) -> tuple[int, int, int, int, Callable[..., bytes]]:
         if len(self._shapes) >= _MAX_SHAPES:
@@ -113,3 +105,13 @@ class RootRatio:
         )
         self._shapes[n] = shape
         return shape
+
+
+def _finish(z: int, n: int, ones: int, low: int, over: int) -> tuple[bytes, bytes]:
+    """(drops, lanes) of ``n`` lanes holding each seq's Weyl step: splitmix64's finalizer in
+    every lane, then bit 64 of each lane plus ``over`` (2**64 - bound) is its drop."""
+    z = ((z ^ ((z >> 30) & low)) * MIX_1) & low
+    z = ((z ^ ((z >> 27) & low)) * MIX_2) & low
+    z ^= (z >> 31) & low
+    drops = (((z + over) >> 64) & ones).to_bytes(16 * n, "little")[::16]
+    return drops, z.to_bytes(16 * n, "little")
