@@ -856,14 +856,12 @@ class Bus:
         excess = len(ring) - self._ring_size
         if excess <= 0:
             return
-        last = self._seq
-        first = last - len(ring) + 1
-        needed = last + 1
+        needed = self._seq + 1
         for reader in self._readers:
-            kept = max(reader._next_seq, last - reader.maxsize + 1)
+            kept = reader._first_kept()
             if kept < needed:
                 needed = kept
-        drop = min(excess, needed - first)
+        drop = min(excess, needed - (self._seq - len(ring) + 1))
         if drop > 0:
             _consume(map(operator.call, repeat(ring.popleft, drop)))
 
