@@ -633,6 +633,18 @@ def peer_memory(raw: list[bytes]) -> float:
 # ---------------------------------------------------------------------------------------------
 
 
+async def _in_rounds(repeats: int, *measures: Callable[[], Awaitable[float]]) -> list[list[float]]:
+    """Each measure's values over ``repeats`` rounds, each round taking them in its own order
+    (round i starts at measure i, cyclically), so that drift moves them all alike."""
+    values: list[list[float]] = [[] for _ in measures]
+    order = list(range(len(measures)))
+    for i in range(repeats):
+        start = i % len(order)
+        for j in order[start:] + order[:start]:
+            values[j].append(await measures[j]())
+    return values
+
+
 async def _main(size: str, emu: EmulatorProcess) -> list[Figure]:
     n, events, peer_events, repeats = _SIZES[size]
     t0 = time.perf_counter()
@@ -646,23 +658,16 @@ async def _main(size: str, emu: EmulatorProcess) -> list[Figure]:
         v1 = _core_v1(emu.kubeconfig)
 
         t_seeded = time.perf_counter()
-        untuned: list[float] = []
-        tuned: list[float] = []
-        peers: list[float] = []
 
-        async def peer_round() -> float:
+        async def peer_list_round() -> float:
             return peer_list(v1, n)
 
-        # Rounds of the three lists, each round in its own order (drift moves all alike); the
-        # ratios are the medians of the rounds' own, as the watches' below.
-        for i in range(repeats):
-            rounds: list[tuple[list[float], Callable[[], Awaitable[float]]]] = [
-                (untuned, lambda: ours_list(kube, n, tuned=False)),
-                (tuned, lambda: ours_list(kube, n, tuned=True)),
-                (peers, peer_round),
-            ]
-            for into, measure in rounds[i % 3 :] + rounds[: i % 3]:
-                into.append(await measure())
+        untuned, tuned, peers = await _in_rounds(
+            repeats,
+            lambda: ours_list(kube, n, tuned=False),
+            lambda: ours_list(kube, n, tuned=True),
+            peer_list_round,
+        )
         t_listed = time.perf_counter()
 
         listed = await client.list(PODS, namespace=NAMESPACE)
@@ -670,17 +675,15 @@ async def _main(size: str, emu: EmulatorProcess) -> list[Figure]:
         snapshot = listed["items"]
         await modify(client, stored, events)
         t_modified = time.perf_counter()
-        # Rounds of the same replay to both, in alternating order (as the lists: drift affects
-        # both alike); one replay's rate moved by ±10% from run to run of the same code.
-        ours_ws: list[float] = []
-        peer_ws: list[float] = []
-        for i in range(repeats):
-            if i % 2:
-                peer_ws.append(peer_watch(v1, rv, peer_events))
-                ours_ws.append(await ours_watch(kube, snapshot, rv, events))
-            else:
-                ours_ws.append(await ours_watch(kube, snapshot, rv, events))
-                peer_ws.append(peer_watch(v1, rv, peer_events))
+
+        async def peer_watch_round() -> float:
+            return peer_watch(v1, rv, peer_events)
+
+        # Rounds of the same replay to both (one replay's rate moved by ±10% from run to run
+        # of the same code).
+        ours_ws, peer_ws = await _in_rounds(
+            repeats, lambda: ours_watch(kube, snapshot, rv, events), peer_watch_round
+        )
         t_watched = time.perf_counter()
 
         per_pod = await ours_memory(kube, n)
