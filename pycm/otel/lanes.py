@@ -33,13 +33,15 @@ _TWO_64 = 1 << 64
 MIN_LANES = 8
 _MAX_SHAPES = 64  # run lengths whose constants are kept (then they are made again)
 
+_Shape = tuple[int, int, int, int, Callable[..., bytes], int]
+
 
 class RootRatio:
     """``decide(seqs)``: for each seq, whether the ratio rule drops the root reconcile whose
     begin has that seq under ``key`` (its span id, as a number, is at least ``bound``), and
     that span id. ``bound`` is the rule's bound on the low 64 bits (2**64: keep every one)."""
 
-    __slots__ = ("_add", "_bound", "_key", "_mult", "_ramps", "_shapes")
+    __slots__ = ("_add", "_bound", "_key", "_mult", "_shapes")
 
     def __init__(self, key: IdKey, bound: int) -> None:
         self._key = key
@@ -47,10 +49,9 @@ class RootRatio:
         self._add = key[2]
         self._bound = bound
         # By run length: (a 1 in each lane's lowest bit, each lane's low 64 bits set, the
-        # key's addend in each lane, 2**64 - bound in each lane, the seqs' packer).
-        self._shapes: dict[int, tuple[int, int, int, int, Callable[..., bytes]]] = {}
-        # By run length, for decide_run: lane j holds 2 * j * the key's multiplier (mod 2**64).
-        self._ramps: dict[int, int] = {}
+        # key's addend in each lane, 2**64 - bound in each lane, the seqs' packer, and
+        # decide_run's ramp: lane j holding 2 * j * the key's multiplier mod 2**64).
+        self._shapes: dict[int, _Shape] = {}
 
     def decide(self, seqs: list[int]) -> tuple[bytes, bytes]:
         """(drops, lanes): ``drops[j]`` is 1 when the ratio drops the reconcile of
@@ -65,7 +66,7 @@ class RootRatio:
         shape = self._shapes.get(n)
         if shape is None:
             shape = self._shape(n)
-        ones, low, add, over, pack = shape
+        ones, low, add, over, pack, _ = shape
         weyl = (int.from_bytes(pack(*seqs), "little") * self._mult + add) & low
         return _finish(weyl, n, ones, low, over)
 
@@ -79,30 +80,19 @@ class RootRatio:
         shape = self._shapes.get(n)
         if shape is None:
             shape = self._shape(n)
-        ones, low, _, over, _ = shape
-        ramp = self._ramps.get(n)
-        if ramp is None:
-            if len(self._ramps) >= _MAX_SHAPES:
-                self._ramps.clear()
-            step = 2 * self._mult
-            ramp = self._ramps[n] = int.from_bytes(
-                b"".join([((j * step) & _MASK_64).to_bytes(16, "little") for j in range(n)]),
-                "little",
-            )
+        ones, low, _, over, _, ramp = shape
         weyl = (ones * ((first * self._mult + self._add) & _MASK_64) + ramp) & low
         return _finish(weyl, n, ones, low, over)
 
-    def _shape(self, n: int) -> tuple[int, int, int, int, Callable[..., bytes]]:
+    def _shape(self, n: int) -> _Shape:
         if len(self._shapes) >= _MAX_SHAPES:
             self._shapes.clear()
         ones = int.from_bytes((b"\x01" + bytes(15)) * n, "little")
-        shape = (
-            ones,
-            ones * _MASK_64,
-            ones * self._add,
-            ones * (_TWO_64 - self._bound),
-            struct.Struct("<" + "Q8x" * n).pack,
-        )
+        low = ones * _MASK_64
+        pack = struct.Struct("<" + "Q8x" * n).pack
+        # (2 * j and the multiplier each below 2**64: each product stays in its 128-bit lane.)
+        ramp = (int.from_bytes(pack(*range(0, 2 * n, 2)), "little") * self._mult) & low
+        shape = (ones, low, ones * self._add, ones * (_TWO_64 - self._bound), pack, ramp)
         self._shapes[n] = shape
         return shape
 
