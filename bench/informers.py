@@ -720,12 +720,12 @@ async def _main(size: str, emu: EmulatorProcess) -> list[Figure]:
         ),
         Figure(
             "informers.watch",
-            statistics.median(ours_ws),
+            median(ours_ws),
             "events/s",
             "kubernetes.watch.stream",
-            statistics.median(peer_ws),
+            median(peer_ws),
             "events/s",
-            statistics.median([o / p for o, p in zip(ours_ws, peer_ws, strict=True)]),
+            median([o / p for o, p in zip(ours_ws, peer_ws, strict=True)]),
         ),
         Figure(
             "informers.memory",
