@@ -207,6 +207,10 @@ class TopApp(App[int]):
 
     def flush(self, force: bool = False) -> None:
         """Apply what the sources pushed and, unless paused, show it in the active view."""
+        if not self.is_running:
+            # Quitting: the screens' widgets are removed before the app's timers stop, so a
+            # refresh tick can land in between, with nothing left to show it in.
+            return
         applied = self.feed.drain()
         changed = self.feed.take_dirty() or applied > 0
         if self.feed.generation != self._generation:

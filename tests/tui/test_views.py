@@ -349,3 +349,21 @@ async def test_mouse_click_on_a_tab_and_a_controller_row() -> None:
         await pilot.click("#controllers-table", offset=(5, 1))
         await settle(pilot)
         assert type(app.screen).__name__ == "ControllerScreen"
+
+
+@pytest.mark.asyncio
+async def test_a_refresh_tick_while_the_app_shuts_down_is_not_an_error() -> None:
+    # Quitting removes the screens' widgets before it stops the app's timers: a refresh tick
+    # can land between the two (seen as NoMatches for StatusLine in tests/tui/test_demo_e2e.py).
+    frames_at_tick: list[int] = []
+
+    class Quitting(TopApp):
+        async def _close_all(self) -> None:
+            await super()._close_all()  # the screens and their widgets are gone ...
+            frames_at_tick.append(self.frames)
+            self.flush(force=True)  # ... and the refresh timer ticks
+
+    app = Quitting([ListSource(scenario.build())])
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+    assert frames_at_tick and app.frames == frames_at_tick[0]  # the tick showed nothing
