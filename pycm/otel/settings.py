@@ -14,9 +14,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-__all__ = ["EXPORT_TIMEOUT", "PROTOCOLS", "ExportSettings", "resolve_settings"]
+from pycm.util.redact import redact_url
+
+__all__ = ["EXPORT_TIMEOUT", "PROTOCOLS", "ExportSettings", "endpoint_problem", "resolve_settings"]
 
 PROTOCOLS = ("grpc", "http/protobuf")
+SCHEMES = ("http", "https")
 _DEFAULT_PROTOCOL = "grpc"
 # One export call gives up after this long (the SDK's default is 10 s); with the collector down
 # the batch processor's worker thread is the only thing that waits.
@@ -28,6 +31,27 @@ class ExportSettings:
     endpoint: str  # for http/protobuf: the full URL of the traces path
     protocol: str
     source: str  # "flag" or the env variable the endpoint came from
+
+
+def endpoint_problem(value: str) -> str | None:
+    """Why ``value`` is not an OTLP endpoint (``http(s)://host[:port][/path]``, or ``host:port``,
+    taken as http as the exporter takes it), or None when it is one."""
+    url = value if "://" in value else f"http://{value}"
+    try:
+        parts = urlsplit(url)
+        _ = parts.port  # raises on a non-numeric or out-of-range port
+    except ValueError as err:
+        return f"not a URL: {err}"
+    if any(c.isspace() for c in value) or not parts.hostname:
+        return "not a URL: want http(s)://host:port"
+    if parts.port is None and parts.netloc.endswith(":"):
+        # (urlsplit takes "host:" as the host with no port: the exporter would then dial the
+        # scheme's default, 443 for gRPC, and fail at every export instead of at start-up.)
+        return "not a URL: empty port"
+    if parts.scheme not in SCHEMES:
+        # (A scheme urlsplit recognizes is letters, digits, "+", "-" and ".": nothing to escape.)
+        return f'scheme "{parts.scheme}" is not supported: want http or https'
+    return None
 
 
 def resolve_settings(
@@ -60,6 +84,9 @@ def resolve_settings(
     else:
         return None
     endpoint = endpoint.strip()
+    problem = endpoint_problem(endpoint)
+    if problem:  # (the flag's value was checked with the other flags; the env's is here)
+        raise ValueError(f"{source} {redact_url(endpoint)!r}: {problem}")
     if "://" not in endpoint:
         endpoint = f"http://{endpoint}"
     if protocol == "http/protobuf" and not full:

@@ -20,6 +20,8 @@ from pycm.app.options.checks import kubeconfig_file, otlp_endpoint, writable_fil
         pytest.param("https://collector.example:443/v1/traces", id="https-path"),
         pytest.param("localhost:4317", id="host-port"),
         pytest.param("http://user:pw@127.0.0.1:4317", id="userinfo"),
+        pytest.param("http://[::1]:4317", id="ipv6"),
+        pytest.param("https://collector.example/v1/traces", id="no-port"),
     ],
 )
 def test_otlp_endpoint_accepted(value: str) -> None:
@@ -34,6 +36,11 @@ def test_otlp_endpoint_accepted(value: str) -> None:
         pytest.param("http://h:99999", "not a URL: Port out of range", id="port-range"),
         pytest.param("http://h:port", "not a URL", id="port-text"),
         pytest.param("http://", "not a URL", id="no-host"),
+        # A colon with no port after it: the exporter would dial the scheme's default (443 for
+        # gRPC) and fail at every export, not at start-up.
+        pytest.param("http://127.0.0.1:", "not a URL: empty port", id="empty-port"),
+        pytest.param("collector:", "not a URL: empty port", id="host-colon"),
+        pytest.param("http://[::1]:/v1/traces", "not a URL: empty port", id="ipv6-empty-port"),
     ],
 )
 def test_otlp_endpoint_rejected_with_reason(value: str, message: str) -> None:

@@ -85,6 +85,35 @@ def test_resolve_settings_unknown_env_protocol_is_an_error() -> None:
         resolve_settings("http://c:4317", "grpc", {"OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"})
 
 
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        pytest.param(
+            {"OTEL_EXPORTER_OTLP_ENDPOINT": "not a url"},
+            "OTEL_EXPORTER_OTLP_ENDPOINT 'not a url': not a URL",
+            id="spaces",
+        ),
+        pytest.param(
+            {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:"},
+            "empty port",
+            id="empty-port",
+        ),
+        pytest.param(
+            {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "ftp://u:SECRET@c:21/v1/traces"},
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT 'ftp://u:xxxxx@c:21/v1/traces': scheme \"ftp\"",
+            id="scheme-redacted",
+        ),
+    ],
+)
+def test_resolve_settings_malformed_env_endpoint_is_an_error(
+    env: dict[str, str], message: str
+) -> None:
+    # As a malformed --otlp-endpoint is: at start-up, not as export errors ever after.
+    with pytest.raises(ValueError) as caught:
+        resolve_settings("", "grpc", env)
+    assert message in str(caught.value) and "SECRET" not in str(caught.value)
+
+
 def test_build_resource_defaults_and_downward_api() -> None:
     attrs = dict(build_resource("host_1234", {}, version="1.2.3").attributes)
     assert attrs["service.name"] == "pycm"

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from urllib.parse import urlsplit
 
 from pycm.app.options.flagset import go_quote
 from pycm.kube.config import ConfigError, check_kubeconfig_file
+from pycm.otel.settings import endpoint_problem
 from pycm.util.redact import redact_url
 
 __all__ = [
@@ -84,24 +84,10 @@ def writable_file(flag: str, path: str) -> str | None:
     return None
 
 
-OTLP_SCHEMES = ("http", "https")
-
-
 def otlp_endpoint(flag: str, value: str) -> str | None:
-    """An OTLP endpoint: ``http(s)://host[:port][/path]``, or ``host:port`` (taken as http,
-    as the exporter takes it). The value is shown redacted (it may carry a password)."""
+    """An OTLP endpoint (pycm.otel.settings.endpoint_problem says what is one). The value is
+    shown redacted (it may carry a password)."""
     if not value:
         return None
-    shown = go_quote(redact_url(value))
-    url = value if "://" in value else f"http://{value}"
-    try:
-        parts = urlsplit(url)
-        _ = parts.port  # raises on a non-numeric or out-of-range port
-    except ValueError as err:
-        return f"--{flag} {shown}: not a URL: {err}"
-    if any(c.isspace() for c in value) or not parts.hostname:
-        return f"--{flag} {shown}: not a URL: want http(s)://host:port"
-    if parts.scheme not in OTLP_SCHEMES:
-        scheme = go_quote(parts.scheme)
-        return f"--{flag} {shown}: scheme {scheme} is not supported: want http or https"
-    return None
+    problem = endpoint_problem(value)
+    return f"--{flag} {go_quote(redact_url(value))}: {problem}" if problem else None
