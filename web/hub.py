@@ -133,12 +133,9 @@ def _table(snapshot: Mapping[str, Any], name: str) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def series_sample(
-    snapshot: Mapping[str, Any], previous: Mapping[str, Any] | None, ts: int
-) -> dict[str, Any]:
+def series_sample(snapshot: Mapping[str, Any], ts: int) -> dict[str, Any]:
     """One series sample from a reducer snapshot (keys read defensively: the snapshot may come
-    from another pycm version). ``previous`` is the sample before, for the informers' event
-    rates (watch events are counted, not rated, by the reducer)."""
+    from another pycm version)."""
     queues = _table(snapshot, "queues")
     controllers: dict[str, dict[str, float]] = {}
     for instance, table in _table(snapshot, "controllers").items():
@@ -158,8 +155,6 @@ def series_sample(
                 "errors": _num(rec.get("errors")),
                 "retries": _num(queue.get("retries")) if isinstance(queue, dict) else 0.0,
             }
-    before = (previous or {}).get("informers") or {}
-    elapsed_s = (ts - _int((previous or {}).get("ts"))) / 1e9 if previous else 0.0
     informers: dict[str, dict[str, float]] = {}
     for instance, table in _table(snapshot, "informers").items():
         if not isinstance(table, dict):
@@ -167,28 +162,12 @@ def series_sample(
         for resource, rec in table.items():
             if not isinstance(rec, dict):
                 continue
-            key = f"{instance}/{resource}"
-            events = _num(rec.get("watch_events"))
-            rate = 0.0
-            old = before.get(key)
-            if old is not None and elapsed_s > 0:
-                rate = max(0.0, events - _num(old.get("_watch_events"))) / elapsed_s
-            informers[key] = {
+            informers[f"{instance}/{resource}"] = {
                 "objects": _num(rec.get("objects")),
-                "events_per_s": rate,
+                "events_per_s": _num(rec.get("watch_events_per_s")),
                 "relists": _num(rec.get("relists")),
-                "_watch_events": events,
             }
     return {"ts": ts, "controllers": controllers, "informers": informers}
-
-
-def _public_sample(sample: Mapping[str, Any]) -> dict[str, Any]:
-    """A sample without the hub's private running totals (keys starting with ``_``)."""
-    informers = {
-        key: {k: v for k, v in rec.items() if not k.startswith("_")}
-        for key, rec in sample["informers"].items()
-    }
-    return {"ts": sample["ts"], "controllers": sample["controllers"], "informers": informers}
 
 
 def _snapshot_span(snapshot: Mapping[str, Any]) -> tuple[int, int]:
@@ -257,7 +236,7 @@ class SourceRecord:
             "name": self.name,
             "status": dict(self.status),
             "snapshot": self.snapshot(),
-            "series": [_public_sample(s) for s in self.series],
+            "series": list(self.series),
             "incidents": self.incidents.to_list(),
         }
 
@@ -482,14 +461,14 @@ class Hub:
             if previous is not None and previous["ts"] >= ts:
                 sample = previous  # no newer event: the series needs no new point
             else:
-                sample = series_sample(snapshot, previous, ts)
+                sample = series_sample(snapshot, ts)
                 record.series.append(sample)
             if watched:
                 data = orjson.dumps(
                     {
                         "source": record.name,
                         "snapshot": snapshot,
-                        "sample": _public_sample(sample),
+                        "sample": sample,
                     }
                 )
                 self.broadcast.publish(sse_frame("snapshot", data))

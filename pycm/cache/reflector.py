@@ -183,6 +183,9 @@ class Reflector:
         # Set when a list from last_sync_resource_version got 410 / too large: list from "".
         self._rv_unavailable = False
         self.lists = 0  # completed lists (for tests and the informer's stats)
+        # Events of the open watch so far (0 between watches), brought up to date once per
+        # batch the stream hands over: the informer's progress report reads it.
+        self.watch_events = 0
 
     # -- the loop -----------------------------------------------------------------------------
 
@@ -338,6 +341,7 @@ class Reflector:
                     continue
                 else:
                     raise
+            self.watch_events = 0
             self.bus.point(
                 WatchClosed(
                     resource=self.resource,
@@ -392,7 +396,9 @@ class Reflector:
                         continue
                     if rv:
                         self.last_sync_resource_version = rv if type(rv) is str else str(rv)
+                self.watch_events = events
         except asyncio.CancelledError:
+            self.watch_events = 0
             self.bus.point(
                 WatchClosed(
                     resource=self.resource,

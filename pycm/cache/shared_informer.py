@@ -15,7 +15,10 @@ every cached object (``is_in_initial_list=True``).
 
 ``has_synced()`` is true once the initial list has been stored; a registration's ``has_synced()``
 also needs its initial adds delivered. :class:`~pycm.trace.kinds.InformerSynced` is emitted once,
-when the informer and every handler registered at that time have synced.
+when the informer and every handler registered at that time have synced; after that,
+:class:`~pycm.trace.kinds.InformerProgress` (cache size, the open watch's events, backlog) every
+:data:`PROGRESS_INTERVAL` seconds in which any of them changed, so that live views need not wait
+for a watch's close to see its traffic.
 
 The ``transform`` (default :func:`~pycm.cache.transform.drop_managed_fields`) runs before the
 object is queued; from then on cached objects are never mutated. ``mutation_detector=True``
@@ -48,15 +51,24 @@ from pycm.cache.reflector import Reflector
 from pycm.cache.store import meta_namespace_key
 from pycm.cache.transform import drop_managed_fields
 from pycm.trace.bus import Bus, default_bus
-from pycm.trace.kinds import InformerStarted, InformerSynced
+from pycm.trace.context import root_context
+from pycm.trace.kinds import InformerProgress, InformerStarted, InformerSynced
 from pycm.util.clock import REAL_CLOCK, Clock
 
-__all__ = ["MINIMUM_RESYNC_PERIOD", "SharedIndexInformer", "wait_for_cache_sync"]
+__all__ = [
+    "MINIMUM_RESYNC_PERIOD",
+    "PROGRESS_INTERVAL",
+    "SharedIndexInformer",
+    "wait_for_cache_sync",
+]
 
 MINIMUM_RESYNC_PERIOD = 1.0
 """client-go's floor for a handler's resync period (0 still means "never")."""
 BATCH = 1000
 """Deltas processed per turn of the loop before yielding to handlers and the reflector."""
+PROGRESS_INTERVAL = 2.0
+"""Seconds between a synced informer's progress reports (:class:`InformerProgress`), each sent
+only when the cache size, the open watch's event count or the backlog changed since the last."""
 
 
 # Enum members as globals: reading one through its class is a descriptor call (Python 3.11).
@@ -86,6 +98,7 @@ class SharedIndexInformer:
         buffer_size: int = DEFAULT_BUFFER_SIZE,
         metadata_only: bool = False,
         page_size: int | None = 500,
+        progress_interval: float = PROGRESS_INTERVAL,
     ) -> None:
         self.resource = resource_name
         self.clock = clock
@@ -119,6 +132,9 @@ class SharedIndexInformer:
         self._start_s = 0.0
         self._synced_event = asyncio.Event()
         self._synced_reported = False
+        self.progress_interval = progress_interval  # 0: no progress reports
+        # (objects, open watch's events, backlog) as last reported (at sync, then by progress).
+        self._reported: tuple[int, int, int] | None = None
 
     # -- handlers -----------------------------------------------------------------------------
 
@@ -210,6 +226,13 @@ class SharedIndexInformer:
                     reg.start(tg)
                 tg.create_task(self._process_loop(), name=f"informer:{self.resource}:process")
                 tg.create_task(self.reflector.run(), name=f"informer:{self.resource}:reflector")
+                if self.progress_interval > 0:
+                    # A report belongs to no step: not to start-up's, which started the informer.
+                    tg.create_task(
+                        self._report_progress(),
+                        name=f"informer:{self.resource}:progress",
+                        context=root_context(),
+                    )
         finally:
             self._tg = None
 
@@ -294,6 +317,32 @@ class SharedIndexInformer:
         if notes:
             self._push_notes(notes, n_initial)
 
+    def _progress(self) -> tuple[int, int, int]:
+        return len(self.indexer), self.reflector.watch_events, len(self.fifo)
+
+    async def _report_progress(self) -> None:
+        """Every ``progress_interval`` once synced, report the cache and the watch if they
+        changed (an idle informer stays quiet): ``InformerSynced`` reports the size only at
+        sync, ``WatchClosed`` a watch's events only at its end, 5 to 10 minutes later."""
+        while True:
+            await self.clock.sleep(self.progress_interval)
+            if self._reported is None:  # not synced yet
+                continue
+            progress = self._progress()
+            if progress == self._reported:
+                continue
+            self._reported = progress
+            objects, watch_events, pending = progress
+            self.bus.point(
+                InformerProgress(
+                    resource=self.resource,
+                    objects=objects,
+                    watch_events=watch_events,
+                    pending=pending,
+                    resource_version=self.reflector.last_sync_resource_version,
+                )
+            )
+
     def _push_notes(self, notes: list[Notification], initial: int) -> None:
         for reg in self._registrations:
             reg.push_many(notes, initial)
@@ -303,6 +352,7 @@ class SharedIndexInformer:
             return
         if all(r.has_synced() for r in self._registrations):
             self._synced_reported = True
+            self._reported = self._progress()
             self.bus.point(
                 InformerSynced(
                     resource=self.resource,

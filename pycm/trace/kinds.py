@@ -280,6 +280,22 @@ class WatchClosed(Event):
     error: str = ""
 
 
+@kind("informer.progress")
+class InformerProgress(Event):
+    """A synced informer's cache and watch, reported every few seconds while they change: a
+    watch lasts 5 to 10 minutes and ``WatchClosed`` counts its events only at the end, so
+    without this report a live view would show the list's size and no watch traffic.
+
+    ``watch_events`` counts the open watch's events so far (0 between watches); ``pending`` is
+    the deltas received and not yet applied to the cache (the informer's backlog)."""
+
+    resource: str = ""
+    objects: int = 0
+    watch_events: int = 0
+    pending: int = 0
+    resource_version: str = ""
+
+
 @kind("informer.relist")
 class InformerRelisted(Event):
     """A reflector decided to list again (410 Expired, an error, or a resync of the list)."""

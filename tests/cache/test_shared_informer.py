@@ -9,12 +9,18 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from pycm.cache.listwatch import FakeListWatch, ListPage, WatchStream
+from pycm.cache.listwatch import FakeListWatch, ListPage, StatusError, WatchStream
 from pycm.cache.mutation import CacheMutationError
 from pycm.cache.shared_informer import SharedIndexInformer, wait_for_cache_sync
 from pycm.cache.store import DeletedFinalStateUnknown, meta_namespace_key
 from pycm.trace.bus import Bus
-from pycm.trace.kinds import HandlerLagged, InformerStarted, InformerSynced
+from pycm.trace.kinds import (
+    HandlerLagged,
+    InformerProgress,
+    InformerStarted,
+    InformerSynced,
+    StartupBegan,
+)
 from pycm.util.clock import FakeClock
 from tests.cache.helpers import pod, settle, status, until
 
@@ -65,6 +71,9 @@ class Rig:
         self.bus = Bus(clock=self.clock)
         self.sub = self.bus.subscribe(maxsize=100_000)
         self.lw = lw
+        # No progress reports unless a test asks: their timer would be the fake clock's next
+        # deadline where a test waits for a backoff's or a resync's.
+        kwargs.setdefault("progress_interval", 0.0)
         self.informer = SharedIndexInformer(
             lw, "pods", clock=self.clock, bus=self.bus, rng=random.Random(1), **kwargs
         )
@@ -370,3 +379,71 @@ async def test_informer_removed_handler_gets_nothing_more(rigs: list[Rig]) -> No
     await settle()
     assert removed.calls == [("add", "a", True)]
     assert rig.informer.registrations == [rig.informer.registrations[0]]
+
+
+def _progress(rig: Rig) -> list[tuple[int, int, int, str]]:
+    return [
+        (e.objects, e.watch_events, e.pending, e.resource_version)
+        for e in rig.events(InformerProgress)
+    ]
+
+
+async def _tick(rig: Rig, seconds: float = 2.0) -> None:
+    rig.clock.advance(seconds)
+    await settle()
+
+
+@pytest.mark.asyncio
+async def test_informer_reports_its_cache_and_open_watch_while_they_change(
+    rigs: list[Rig],
+) -> None:
+    live = WatchStream(hang=True)
+    lw = FakeListWatch().add_list(ListPage([pod("a"), pod("b")], "5")).add_watch(live)
+    rig = _rig(rigs, lw, progress_interval=2.0)
+    reg = rig.informer.add_event_handler(Recorder())
+    rig.start()
+    await until(reg.has_synced, "handler synced")
+    await _tick(rig)
+    assert _progress(rig) == []  # the synced event reported these 2 objects
+    live.push(("ADDED", pod("c", "6")))
+    live.push(("MODIFIED", pod("a", "7")))
+    await until(lambda: len(rig.informer.indexer) == 3, "the watch's add")
+    await _tick(rig)
+    assert _progress(rig) == [(3, 2, 0, "7")]
+    await _tick(rig)
+    assert _progress(rig) == []  # nothing changed: an idle informer stays quiet
+    live.push(("DELETED", pod("b", "8")))
+    await until(lambda: len(rig.informer.indexer) == 2, "the watch's delete")
+    await _tick(rig)
+    assert _progress(rig) == [(2, 3, 0, "8")]
+
+
+@pytest.mark.asyncio
+async def test_informer_reports_no_progress_before_it_synced(rigs: list[Rig]) -> None:
+    # The list fails, then waits out a backoff: the informer never syncs here.
+    lw = FakeListWatch().add_list(StatusError(500, "InternalError", "boom"))
+    rig = _rig(rigs, lw, progress_interval=2.0)
+    rig.start()
+    await until(lambda: bool(rig.lw.list_calls), "the list")
+    for _ in range(3):
+        await _tick(rig)
+    assert not rig.informer.has_synced()
+    assert _progress(rig) == []
+
+
+@pytest.mark.asyncio
+async def test_informer_progress_belongs_to_no_step(rigs: list[Rig]) -> None:
+    """An informer started inside a step (start-up) reports outside it: a report is nobody's
+    child in a trace."""
+    live = WatchStream(hang=True)
+    lw = FakeListWatch().add_list(ListPage([pod("a")], "5")).add_watch(live)
+    rig = _rig(rigs, lw, progress_interval=2.0)
+    reg = rig.informer.add_event_handler(Recorder())
+    with rig.bus.step(StartupBegan()):
+        rig.start()
+    await until(reg.has_synced, "handler synced")
+    live.push(("ADDED", pod("b", "6")))
+    await until(lambda: len(rig.informer.indexer) == 2, "the watch's add")
+    await _tick(rig)
+    (report,) = [e for e in rig.sub.drain() if isinstance(e, InformerProgress)]
+    assert (report.objects, report.parent_id) == (2, "")

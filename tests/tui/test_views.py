@@ -169,10 +169,39 @@ async def test_informers_view_shows_relist_and_last_error() -> None:
         await settle(pilot)
         rows = {(r[0], r[1]): r for r in table_rows(app, "#informers-table")}
         pods = rows[("pycm-b", "pods")]
-        # replica resource synced objects events/s RV lists relists opens backoffs error
-        assert pods[2] == "yes" and pods[3] == "125" and pods[5] == "1342"
-        assert pods[6] == "1" and pods[7] == "1" and pods[10] == "stream reset"
-        assert rows[("pycm-a", "pods")][7] == "0"
+        # replica resource synced objects events/s backlog RV lists relists opens backoffs error
+        assert pods[2] == "yes" and pods[3] == "125" and pods[6] == "1342"
+        assert pods[7] == "1" and pods[8] == "1" and pods[11] == "stream reset"
+        assert rows[("pycm-a", "pods")][8] == "0"
+
+
+@pytest.mark.asyncio
+async def test_informers_view_is_live_while_the_watch_is_open() -> None:
+    """The cache size, the watch's rate and the backlog come from the progress reports, not
+    from the last list and the watch's close (5 to 10 minutes apart)."""
+    s = scenario.Script()
+    for at, objects, watch_events, pending in ((66, 140, 30, 7), (68, 150, 60, 0)):
+        s.add(
+            k.InformerProgress(
+                resource="pods",
+                objects=objects,
+                watch_events=watch_events,
+                pending=pending,
+                resource_version=str(1342 + watch_events),
+            ),
+            scenario.T0 + at * scenario.S,
+            scenario.B,
+        )
+    app = app_with(scenario.build() + s.events)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("4")
+        await settle(pilot)
+        rows = {(r[0], r[1]): r for r in table_rows(app, "#informers-table")}
+        pods = rows[("pycm-b", "pods")]
+        # 60 events of the open watch in the 10 s of event time before the last report (the
+        # closed watch's 300, counted at its close 13 s before, are out of that window).
+        assert (pods[3], pods[4], pods[5], pods[6]) == ("150", "6.0", "0", "1402")
 
 
 @pytest.mark.asyncio

@@ -265,19 +265,28 @@ def test_series_sample_reads_controllers_queues_and_informer_rates() -> None:
         ),
         k.InformerSynced(resource="pods", objects=12, seq=4, ts=T0, instance="r1"),
     ]
-    first = series_sample(_snapshot_of(events), None, T0)
+    first = series_sample(_snapshot_of(events), T0)
     c = first["controllers"]["r1/deployment"]
     assert (c["depth"], c["errors"], c["retries"]) == (4, 1, 1)
     assert c["p50_ms"] > 0 and c["p99_ms"] >= c["p50_ms"]
-    assert first["informers"]["r1/pods"]["objects"] == 12
-    later = {**first, "ts": T0 - 2 * S}
-    later["informers"] = {"r1/pods": {**first["informers"]["r1/pods"], "_watch_events": -10}}
-    second = series_sample(_snapshot_of(events), later, T0)
-    assert second["informers"]["r1/pods"]["events_per_s"] == pytest.approx(5.0)
+    assert first["informers"]["r1/pods"] == {"objects": 12, "events_per_s": 0, "relists": 0}
+    # A watch still open: its progress reports make the cache size and the event rate live.
+    events += [
+        k.WatchOpened(resource="pods", seq=5, ts=T0 + S, instance="r1"),
+        k.InformerProgress(
+            resource="pods", objects=20, watch_events=30, seq=6, ts=T0 + 3 * S, instance="r1"
+        ),
+        k.InformerProgress(
+            resource="pods", objects=25, watch_events=50, seq=7, ts=T0 + 5 * S, instance="r1"
+        ),
+    ]
+    second = series_sample(_snapshot_of(events), T0 + 5 * S)
+    # 50 events in the state's 10 s window of event time.
+    assert second["informers"]["r1/pods"] == {"objects": 25, "events_per_s": 5.0, "relists": 0}
 
 
 def test_series_sample_tolerates_a_malformed_snapshot() -> None:
-    sample = series_sample({"controllers": [], "queues": "x", "informers": {"r": 3}}, None, 1)
+    sample = series_sample({"controllers": [], "queues": "x", "informers": {"r": 3}}, 1)
     assert sample == {"ts": 1, "controllers": {}, "informers": {}}
 
 

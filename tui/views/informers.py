@@ -1,4 +1,5 @@
-"""Informers: per replica and resource: synced, objects, events/s, last RV, relists, errors."""
+"""Informers: per replica and resource: synced, objects, events/s, backlog, last RV, relists,
+errors."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ COLUMNS = (
     "synced",
     "objects",
     "events/s",
+    "backlog",
     "last RV",
     "lists",
     "relists",
@@ -30,8 +32,8 @@ COLUMNS = (
 
 
 class InformersView(View):
-    """Watch events arrive in the trace as per-watch totals (on WatchClosed), so events/s is the
-    growth of that total between two refreshes, over the event time between them."""
+    """The objects, the watch's events/s and the backlog are the state's, kept live by the
+    informers' progress reports (``informer.progress``) while a watch is open."""
 
     DEFAULT_CSS = """
     InformersView LiveTable { height: 1fr; }
@@ -39,8 +41,6 @@ class InformersView(View):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self._previous: dict[str, tuple[int, int]] = {}  # key -> (now_ts, watch_events)
-        self._rates: dict[str, float] = {}
         self._last: tuple[Snapshot, Feed] | None = None
 
     def compose(self) -> ComposeResult:
@@ -48,21 +48,13 @@ class InformersView(View):
 
     def show(self, snapshot: Snapshot, feed: Feed) -> None:
         self._last = (snapshot, feed)
-        now = snapshot["now_ts"]
         rows = []
         for instance, informers in snapshot["informers"].items():
             for resource, i in informers.items():
-                key = f"{instance}\0{resource}"
-                events = i["watch_events"]
-                seen = self._previous.get(key)
-                if seen is None or now < seen[0]:
-                    self._previous[key] = (now, events)
-                elif now - seen[0] >= 1_000_000_000:
-                    self._rates[key] = max(0, events - seen[1]) / ((now - seen[0]) / 1e9)
-                    self._previous[key] = (now, events)
                 if not self.matches(instance, resource):
                     continue
-                rate = self._rates.get(key, 0.0)
+                key = f"{instance}\0{resource}"
+                rate = i["watch_events_per_s"]
                 synced = i["synced"]
                 error = i["last_error"]
                 cells = (
@@ -71,6 +63,7 @@ class InformersView(View):
                     Text("yes", style="green") if synced else Text("no", style="yellow"),
                     f"{i['objects']:,}",
                     f"{rate:.1f}",
+                    f"{i['pending']:,}",
                     i["resource_version"] or "-",
                     str(i["lists"]),
                     str(i["relists"]),
@@ -84,6 +77,7 @@ class InformersView(View):
                     synced,
                     i["objects"],
                     rate,
+                    i["pending"],
                     i["resource_version"],
                     i["lists"],
                     i["relists"],

@@ -156,7 +156,7 @@ class State:
             },
             "instances": startup.dump(self),
             "leases": leases.dump(self, now),
-            "informers": informers.dump(self),
+            "informers": informers.dump(self, now, RATE_WINDOW_S),
             "controllers": controllers.dump(self, now, RATE_WINDOW_S),
             "queues": queues.dump(self, now, RATE_WINDOW_S),
             "api": api.dump(self, now, RATE_WINDOW_S),

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Annotated, Any, TypedDict
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, TypedDict
 
 from pycm.trace.events import Outcome
 from pycm.trace.kinds import (
@@ -11,6 +12,7 @@ from pycm.trace.kinds import (
     InformerBackedOff,
     InformerListBegan,
     InformerListFinished,
+    InformerProgress,
     InformerRelisted,
     InformersStarted,
     InformerStarted,
@@ -19,7 +21,14 @@ from pycm.trace.kinds import (
     WatchCloseReason,
     WatchOpened,
 )
-from pycm.trace.state.record import BoundedTable, Record, bump, ms_to_ns, text_key
+from pycm.trace.state.record import (
+    BoundedTable,
+    RateWindow,
+    Record,
+    bump,
+    ms_to_ns,
+    text_key,
+)
 from pycm.trace.state.registry import handles
 from pycm.trace.state.startup import bar_begin, bar_end, bar_point
 from pycm.trace.state.steps import close_step, open_step
@@ -47,7 +56,8 @@ class InformerSnapshot(TypedDict):
     synced: Annotated[bool, "its cache synced"]
     synced_ts: Annotated[int, "when (Unix ns)"]
     sync_duration_ms: Annotated[float, "start to synced"]
-    objects: Annotated[int, "objects in the cache (at sync or the last list)"]
+    objects: Annotated[int, "objects in the cache (at sync, the last list or progress report)"]
+    pending: Annotated[int, "deltas received and not yet in the cache (last progress report)"]
     lists: Annotated[int, "lists done"]
     list_errors: Annotated[int, "lists that failed"]
     list_items: Annotated[int, "items of the last list"]
@@ -56,7 +66,9 @@ class InformerSnapshot(TypedDict):
     list_ms: Annotated[float, "duration of the last list"]
     watch_opens: Annotated[int, "watches opened"]
     watch_closes: Annotated[dict[str, int], "watches closed, by reason"]
-    watch_events: Annotated[int, "watch events received"]
+    watch_events: Annotated[int, "watch events received (closed watches and the open one)"]
+    open_watch_events: Annotated[int, "the open watch's events as last reported"]
+    watch_rate: Annotated[list[list[int]], "[second, watch events] of the last 60 s (rate state)"]
     relists: Annotated[int, "relists"]
     relist_reasons: Annotated[dict[str, int], "relists by reason"]
     backoffs: Annotated[int, "backoffs"]
@@ -66,6 +78,7 @@ class InformerSnapshot(TypedDict):
     last_error_ts: Annotated[int, "when (Unix ns)"]
     handler_lost: Annotated[int, "notifications its handlers lost"]
     touched: Annotated[int, "recency for eviction"]
+    watch_events_per_s: Annotated[float, "over the last 10 s of event time (derived)"]
 
 
 @dataclass(slots=True)
@@ -81,6 +94,7 @@ class InformerRecord(Record):
     synced_ts: int = 0
     sync_duration_ms: float = 0.0
     objects: int = 0
+    pending: int = 0
     lists: int = 0
     list_errors: int = 0
     list_items: int = 0
@@ -90,6 +104,8 @@ class InformerRecord(Record):
     watch_opens: int = 0
     watch_closes: dict[str, int] = field(default_factory=dict)  # reason -> count
     watch_events: int = 0
+    open_watch_events: int = 0
+    watch_rate: RateWindow = field(default_factory=RateWindow)
     relists: int = 0
     relist_reasons: dict[str, int] = field(default_factory=dict)
     backoffs: int = 0
@@ -100,6 +116,8 @@ class InformerRecord(Record):
     handler_lost: int = 0
     touched: int = 0
 
+    _LOAD: ClassVar[dict[str, Callable[[Any], Any]]] = {"watch_rate": RateWindow.load}
+
 
 def new_table() -> BoundedTable[tuple[str, str], InformerRecord]:
     return BoundedTable(
@@ -107,10 +125,12 @@ def new_table() -> BoundedTable[tuple[str, str], InformerRecord]:
     )
 
 
-def dump(state: State) -> dict[str, dict[str, InformerSnapshot]]:
+def dump(state: State, now: int, window_s: int) -> dict[str, dict[str, InformerSnapshot]]:
     out: dict[str, dict[str, InformerSnapshot]] = {}
     for (instance, name), i in state.informers.items():
-        out.setdefault(instance, {})[name] = i.dump()  # type: ignore[assignment]
+        d = i.dump()
+        d["watch_events_per_s"] = i.watch_rate.rate(now, window_s)
+        out.setdefault(instance, {})[name] = d  # type: ignore[assignment]
     return out
 
 
@@ -164,11 +184,35 @@ def _list_finished(state: State, ev: InformerListFinished, inst: InstanceRecord)
     bar_end(inst, f"informer.list/{ev.resource}", ev)
 
 
+def _count_watch_events(rec: InformerRecord, open_watch_events: int, ts: int) -> None:
+    """Count the open watch's events beyond those already counted (progress reports carry
+    the open watch's running total, its close the final one; a lost report loses nothing)."""
+    new = open_watch_events - rec.open_watch_events
+    if new > 0:
+        rec.watch_events += new
+        rec.watch_rate.add(ts, new)
+    rec.open_watch_events = open_watch_events
+
+
+@handles(InformerProgress)
+def _progress(state: State, ev: InformerProgress, inst: InstanceRecord) -> None:
+    rec = state.informers[ev.instance, ev.resource]
+    rec.touched = state.applied
+    rec.objects = ev.objects
+    rec.pending = ev.pending
+    if ev.watch_events < rec.open_watch_events:  # a report of the next watch, its close lost
+        rec.open_watch_events = 0
+    _count_watch_events(rec, ev.watch_events, ev.ts)
+    if ev.resource_version:
+        rec.resource_version = ev.resource_version
+
+
 @handles(WatchOpened)
 def _watch_opened(state: State, ev: WatchOpened, inst: InstanceRecord) -> None:
     rec = state.informers[ev.instance, ev.resource]
     rec.touched = state.applied
     rec.watch_opens += 1
+    rec.open_watch_events = 0
     if ev.resource_version:
         rec.resource_version = ev.resource_version
 
@@ -178,7 +222,8 @@ def _watch_closed(state: State, ev: WatchClosed, inst: InstanceRecord) -> None:
     rec = state.informers[ev.instance, ev.resource]
     rec.touched = state.applied
     bump(rec.watch_closes, ev.reason)
-    rec.watch_events += ev.events
+    _count_watch_events(rec, ev.events, ev.ts)
+    rec.open_watch_events = 0
     if ev.resource_version:
         rec.resource_version = ev.resource_version
     if ev.reason == WatchCloseReason.ERROR:

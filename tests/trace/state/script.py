@@ -69,7 +69,9 @@ def reconcile(
     return trace
 
 
-_point_kinds = st.sampled_from(["add", "get", "done", "drop", "api", "renew", "fail", "watch"])
+_point_kinds = st.sampled_from(
+    ["add", "get", "done", "drop", "api", "renew", "fail", "watch", "progress"]
+)
 
 
 def make_point(which: str, q: str, depth: int, env: dict[str, Any]) -> Event:
@@ -87,6 +89,8 @@ def make_point(which: str, q: str, depth: int, env: dict[str, Any]) -> Event:
         return k.LeaseRenewed(lease=LEASE, identity=env["instance"], **env)
     if which == "fail":
         return k.LeaseRenewFailed(lease=LEASE, **env)
+    if which == "progress":
+        return k.InformerProgress(resource="pods", objects=depth, watch_events=depth, **env)
     return k.WatchClosed(resource="pods", events=depth, **env)
 
 

@@ -9,6 +9,10 @@ from tests.trace.state.script import (
 )
 
 
+def _pods(f: Feed) -> dict:  # type: ignore[type-arg]
+    return f.state.snapshot()["informers"]["a"]["pods"]  # type: ignore[return-value]
+
+
 def test_informer_relist_and_watch_close_reasons() -> None:
     f = Feed()
     f(k.InformerStarted(resource="pods", resync_s=30.0), at=0)
@@ -44,3 +48,44 @@ def test_informer_relist_and_watch_close_reasons() -> None:
     assert (inf["synced"], inf["objects"], inf["lists"], inf["list_bytes"]) == (True, 40, 1, 9000)
     assert inf["last_error"] == "EOF"
     assert errors_of(snap) == [("a", "informer.watch_closed", "watch pods closed: EOF")]
+
+
+def test_progress_reports_keep_the_cache_size_and_watch_events_live() -> None:
+    f = Feed()
+    f(k.InformerSynced(resource="pods", objects=40, duration_ms=250.0), at=0)
+    f(k.WatchOpened(resource="pods", resource_version="10"), at=1)
+    f(k.InformerProgress(resource="pods", objects=45, watch_events=10, pending=2), at=3)
+    inf = _pods(f)
+    assert (inf["objects"], inf["pending"], inf["watch_events"]) == (45, 2, 10)
+    f(
+        k.InformerProgress(resource="pods", objects=47, watch_events=25, resource_version="35"),
+        at=5,
+    )
+    inf = _pods(f)
+    assert (inf["objects"], inf["pending"], inf["watch_events"]) == (47, 0, 25)
+    assert inf["resource_version"] == "35"
+    assert inf["watch_events_per_s"] == 2.5  # 25 events in the 10 s window
+    # The close carries the watch's total: only the 5 events not yet reported are new.
+    f(k.WatchClosed(resource="pods", events=30, resource_version="40"), at=6)
+    assert _pods(f)["watch_events"] == 30
+    f(k.WatchOpened(resource="pods", resource_version="40"), at=7)
+    f(k.InformerProgress(resource="pods", objects=47, watch_events=4), at=9)
+    assert _pods(f)["watch_events"] == 34
+    # A report of a later watch whose close and open were lost: its count starts again.
+    f(k.InformerProgress(resource="pods", objects=48, watch_events=2), at=11)
+    assert _pods(f)["watch_events"] == 36
+    # The rate is of event time: a quiet informer's falls to 0 as other events come.
+    f(k.WatchOpened(resource="deployments"), at=30)
+    inf = _pods(f)
+    assert (inf["watch_events_per_s"], inf["watch_events"], inf["objects"]) == (0.0, 36, 48)
+
+
+def test_a_lost_progress_report_loses_no_watch_event() -> None:
+    f = Feed()
+    f(k.WatchOpened(resource="pods"), at=0)
+    f(k.InformerProgress(resource="pods", objects=1, watch_events=3), at=2)
+    # (the report of 7 at 4 s is lost)
+    f(k.InformerProgress(resource="pods", objects=1, watch_events=12), at=6)
+    assert _pods(f)["watch_events"] == 12
+    f(k.WatchClosed(resource="pods", events=12), at=7)
+    assert _pods(f)["watch_events"] == 12

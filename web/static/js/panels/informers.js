@@ -1,4 +1,4 @@
-// Informers: synced, objects, events/s (from the newest sample), relists; and the start-up
+// Informers: synced, objects, events/s (from the newest sample), backlog, relists; and the start-up
 // waterfall of one replica's steps.
 import { el, fmtNum, pct } from "../dom.js";
 
@@ -25,6 +25,7 @@ export class InformersPanel {
             el("td", { class: rec.synced ? "ok" : "bad", text: rec.synced ? `yes (${fmtNum(rec.sync_duration_ms)} ms)` : "no" }),
             el("td", { class: "num", text: fmtNum(sample.objects ?? rec.objects ?? 0, 0) }),
             el("td", { class: "num", text: fmtNum(sample.events_per_s ?? 0) }),
+            el("td", { class: "num", text: fmtNum(rec.pending ?? 0, 0) }),
             el("td", { class: `num${rec.relists ? " bad" : ""}`, text: fmtNum(sample.relists ?? rec.relists ?? 0, 0) })));
         }
       }
