@@ -6,12 +6,12 @@ Exit statuses: 0 when the user quits, 2 for bad input (one error line, no traceb
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from typing import Any
 from urllib.parse import urlsplit
 
 from pycm.trace.credentials import Credentials, CredentialsError, from_kubeconfig, read_token_file
+from pycm.trace.recorder import recording_problem
 from pycm.util.durations import duration_arg
 from tui.sources import ReplaySource, Source, SseSource
 
@@ -120,8 +120,9 @@ def build_sources(args: argparse.Namespace) -> list[Source]:
             seen.add(url)
             sources.append(SseSource(url, token=creds.token, verify=verify))
     if args.replay:
-        if not os.path.isfile(args.replay):
-            raise ValueError(f"--replay {args.replay}: no such file")
+        problem = recording_problem(args.replay)
+        if problem is not None:
+            raise ValueError(f"--replay {args.replay}: {problem}")
         sources.append(ReplaySource(args.replay, speed=args.speed or float("inf")))
     return sources
 

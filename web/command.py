@@ -26,6 +26,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from pycm.trace.credentials import from_kubeconfig, read_token_file
+from pycm.trace.recorder import recording_problem
 from pycm.util.durations import duration_arg
 from web.hub import DashboardConfig
 
@@ -137,7 +138,8 @@ def add_subcommand(subparsers: Any) -> None:
 
 def _readable(path: str, flag: str) -> str:
     if not os.path.isfile(path):
-        raise ValueError(f"{flag} {path}: no such file")
+        why = "not a file" if os.path.exists(path) else "no such file"
+        raise ValueError(f"{flag} {path}: {why}")
     if not os.access(path, os.R_OK):
         raise ValueError(f"{flag} {path}: not readable")
     return path
@@ -181,7 +183,9 @@ def plan_from(args: argparse.Namespace) -> DashboardPlan:
     if args.replay:
         if not args.speed > 0:
             raise ValueError(f"--speed must be > 0, not {args.speed}")
-        _readable(args.replay, "--replay")
+        problem = recording_problem(args.replay)
+        if problem is not None:
+            raise ValueError(f"--replay {args.replay}: {problem}")
         return DashboardPlan(
             "replay", host, port, config, replay=args.replay, speed=float(args.speed)
         )
@@ -239,9 +243,16 @@ def _run(args: argparse.Namespace) -> int:
     from web.replay import load_recording
     from web.server import serve
 
+    events = None
     try:
         plan = plan_from(args)
-        events = load_recording(plan.replay)[0] if plan.replay else None
+        if plan.replay:
+            events, bad_lines = load_recording(plan.replay)
+            if bad_lines:
+                sys.stderr.write(
+                    f"pycm dashboard: --replay {plan.replay}: skipped {bad_lines} line(s) that "
+                    "are not events\n"
+                )
     except OSError as exc:
         return _fail(f"cannot read {exc.filename or args.replay}: {exc.strerror or exc}")
     except ValueError as exc:

@@ -7,7 +7,8 @@
 - ``pycm trace cat FILE [--kind K ...] [--rotated]`` prints a recording one event a line: time
   (UTC), instance, kind and the attributes that differ from their defaults. ``K`` is a wire name
   or a shell-style pattern (``lease.*``). Lines that are not events are reported on stderr with
-  their line numbers and skipped; a missing or unreadable file exits 1.
+  their line numbers and skipped; a missing or unreadable file, or one with no event among its
+  lines, exits 1.
 
 Standard library only (argparse): this module must stay importable without the TUI or web
 dependencies, because :mod:`pycm.cli` imports it for every command.
@@ -89,7 +90,7 @@ def _schema(args: argparse.Namespace) -> int:
 def _cat(args: argparse.Namespace) -> int:
     patterns: list[str] = args.kind
     path: str = args.file
-    bad_lines = 0
+    bad_lines = events = 0
 
     def report(bad: BadLine) -> None:
         nonlocal bad_lines
@@ -100,6 +101,7 @@ def _cat(args: argparse.Namespace) -> int:
     out: TextIO = sys.stdout
     try:
         for event in read_events(path, rotated=args.rotated, on_bad_line=report):
+            events += 1
             kind = kind_of(event)
             if patterns and not any(fnmatch.fnmatchcase(kind, p) for p in patterns):
                 continue
@@ -110,6 +112,13 @@ def _cat(args: argparse.Namespace) -> int:
             return _stdout_closed()
         reason = exc.strerror or str(exc)
         sys.stderr.write(f"pycm trace cat: cannot read {exc.filename or path}: {reason}\n")
+        return 1
+    if bad_lines and not events:
+        # Not a damaged recording but something else: say so, and fail as for a missing file.
+        sys.stderr.write(
+            f"pycm trace cat: {path}: not a recording: none of its {bad_lines} line(s) is an "
+            "event\n"
+        )
         return 1
     if bad_lines:
         sys.stderr.write(f"pycm trace cat: skipped {bad_lines} line(s) that are not events\n")

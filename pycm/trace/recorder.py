@@ -54,6 +54,7 @@ __all__ = [
     "Recorder",
     "read_events",
     "recording_files",
+    "recording_problem",
     "replay",
 ]
 
@@ -327,6 +328,49 @@ def _read_file(
                 continue
             stats.events += 1
             yield event
+
+
+NOT_A_RECORDING_AFTER = 100
+"""Lines that are not events, with no event before them, after which a file is no recording."""
+
+
+def recording_problem(path: str | os.PathLike[str]) -> str | None:
+    """Why ``path`` cannot be replayed, or None: it is missing, not a file, unreadable, or not
+    a recording — none of its lines before the :data:`NOT_A_RECORDING_AFTER`-th bad one is an
+    event. A file with no line yet (a recorder that saw nothing) is a recording. Reads up to
+    the first event.
+
+    A damaged recording (a truncated or garbled line among events) is still one: the readers
+    skip and report such lines. This catches the wrong file given where a recording is wanted.
+    """
+    if not os.path.exists(path):
+        return "no such file"
+    if not os.path.isfile(path):
+        return "not a file"
+    bad = 0
+    first = ""
+
+    def count(line: BadLine) -> None:
+        nonlocal bad, first
+        bad += 1
+        first = first or f"line {line.line}: {line.error}"
+        if bad >= NOT_A_RECORDING_AFTER:
+            raise _NoEventYet
+
+    try:
+        for _ in read_events(path, on_bad_line=count):
+            return None
+    except _NoEventYet:
+        return f"not a recording: its first {bad} lines are not events ({first})"
+    except OSError as exc:
+        return f"cannot read: {exc.strerror or exc}"
+    if bad:
+        return f"not a recording: none of its {bad} line(s) is an event ({first})"
+    return None
+
+
+class _NoEventYet(Exception):
+    pass
 
 
 _REPLAY_CHUNK = 512

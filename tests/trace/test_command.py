@@ -163,6 +163,30 @@ def test_trace_cat_bad_lines_go_to_stderr_and_reading_continues(
     assert "Traceback" not in err
 
 
+def test_trace_cat_of_a_file_that_is_no_recording_exits_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "notes.txt"
+    path.write_bytes(b"hello\nworld\n")
+
+    assert main(["trace", "cat", str(path)]) == 1
+    out, err = capsys.readouterr()
+
+    assert out == ""
+    assert f"{path}: not a recording: none of its 2 line(s) is an event" in err
+    assert "Traceback" not in err
+
+
+def test_trace_cat_of_an_empty_recording_is_no_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(b"")  # a recorder that saw nothing yet
+
+    assert main(["trace", "cat", str(path)]) == 0
+    assert capsys.readouterr() == ("", "")
+
+
 def test_trace_cat_rotated_reads_the_set_oldest_first(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

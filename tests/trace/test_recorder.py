@@ -24,6 +24,7 @@ from pycm.trace.recorder import (
     Recorder,
     read_events,
     recording_files,
+    recording_problem,
     replay,
 )
 from pycm.util.clock import FakeClock
@@ -446,3 +447,31 @@ async def test_replay_rotated_set_plays_oldest_first(tmp_path: Path) -> None:
     out = [e async for e in replay(path, speed=0, rotated=True)]
 
     assert out == events
+
+
+def test_recording_problem_tells_a_recording_from_the_wrong_file(tmp_path: Path) -> None:
+    good = encode(ItemAdded(key="k", ts=1))
+    cases = {
+        "recording": good + b"\n",
+        "damaged": b"garbage\n" * 3 + good + b"\n" + good[:20],  # a cut recording is one
+        "empty": b"",  # a recorder that saw nothing yet
+        "blank": b"\n\n",
+        "notes": b"hello\n\nworld\n",
+        "long": b"x\n" * 500 + good + b"\n",
+    }
+    for name, data in cases.items():
+        (tmp_path / name).write_bytes(data)
+    problems = {name: recording_problem(tmp_path / name) for name in cases}
+    assert problems == {
+        "recording": None,
+        "damaged": None,
+        "empty": None,
+        "blank": None,
+        "notes": "not a recording: none of its 2 line(s) is an event (line 1: not JSON: "
+        "unexpected character, expected a JSON value: line 1 column 1 (char 0))",
+        # (stops reading at the 100th bad line: a recording does not start with 100 of them)
+        "long": "not a recording: its first 100 lines are not events (line 1: not JSON: "
+        "unexpected character, expected a JSON value: line 1 column 1 (char 0))",
+    }
+    assert recording_problem(tmp_path / "missing") == "no such file"
+    assert recording_problem(tmp_path) == "not a file"

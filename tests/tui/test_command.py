@@ -56,6 +56,7 @@ def test_top_help_lists_the_flags() -> None:
             id="missing-token-file",
         ),
         pytest.param(["--replay", "/nonexistent/trace.jsonl"], "no such file", id="no-recording"),
+        pytest.param(["--replay", "/"], "--replay /: not a file", id="replay-a-directory"),
         pytest.param(
             ["--server", "https://a:1", "--leader-elect-renew-deadline", "20s"],
             "must be less than the lease duration",
@@ -79,6 +80,21 @@ def test_top_bad_input_exits_2_with_one_error_line(args: list[str], message: str
     assert "Traceback" not in result.stderr
     assert result.stderr.splitlines()[0].startswith("Error: ")
     assert message in result.stderr.splitlines()[0]
+
+
+def test_top_replay_of_a_file_that_is_no_recording_exits_2_before_the_screen(
+    tmp_path: Path,
+) -> None:
+    notes = tmp_path / "notes.txt"
+    notes.write_text("".join(f"note {i}\n" for i in range(150)))
+    result = run_cli("--replay", str(notes))
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(
+        f"Error: --replay {notes}: not a recording: its first 100 lines are not events "
+        "(line 1: not JSON: "
+    )
+    assert result.stdout == ""  # no screen was drawn
 
 
 def parse(*args: str) -> list[object]:

@@ -133,6 +133,17 @@ def _two_replicas() -> list[Event]:
             "kubeconfig TOKEN: ",
             id="bad-kubeconfig",
         ),
+        pytest.param(
+            ["--replay", "TOKEN"],
+            "--replay TOKEN: not a recording: none of its 1 line(s) is an event (line 1: ",
+            id="replay-not-a-recording",
+        ),
+        pytest.param(["--replay", "."], "--replay .: not a file", id="replay-a-directory"),
+        pytest.param(
+            ["--server", "https://127.0.0.1:1", "--token-file", "."],
+            "--token-file .: not a file",
+            id="token-file-a-directory",
+        ),
     ],
 )
 def test_dashboard_bad_input_exits_2_with_one_line(
@@ -146,6 +157,26 @@ def test_dashboard_bad_input_exits_2_with_one_line(
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("pycm dashboard: ") and message in err, err
     assert "secret-token" not in err and "Traceback" not in err
+
+
+def test_dashboard_replay_of_a_damaged_recording_says_what_it_skipped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    recording = _recording(tmp_path / "REC", _two_replicas())
+    with recording.open("ab") as f:
+        f.write(b"garbage\n")
+    served: list[int] = []
+
+    async def serve_nothing(plan: DashboardPlan, events: list[Event], **_: Any) -> int:
+        served.append(len(events))  # (serving itself is the tests' above)
+        return 0
+
+    monkeypatch.setattr("web.server.serve", serve_nothing)
+    assert main(["dashboard", "--replay", str(recording)]) == 0
+    assert served == [len(_two_replicas())]
+    assert capsys.readouterr().err == (
+        f"pycm dashboard: --replay {recording}: skipped 1 line(s) that are not events\n"
+    )
 
 
 async def _login(client: httpx.AsyncClient, base: str, code: str) -> dict[str, str]:
