@@ -160,19 +160,24 @@ async def test_controllers_filter_hides_other_controllers() -> None:
         assert len(table_rows(app, "#controllers-table")) == 2
 
 
-@pytest.mark.asyncio
-async def test_informers_view_shows_relist_and_last_error() -> None:
-    app = app_with(scenario.build())
+async def informer_rows(events: list) -> dict[tuple[str, str], list[str]]:  # type: ignore[type-arg]
+    """The Informers view's rows after ``events``, by (replica, resource)."""
+    app = app_with(events)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press("4")
         await settle(pilot)
-        rows = {(r[0], r[1]): r for r in table_rows(app, "#informers-table")}
-        pods = rows[("pycm-b", "pods")]
-        # replica resource synced objects events/s backlog RV lists relists opens backoffs error
-        assert pods[2] == "yes" and pods[3] == "125" and pods[6] == "1342"
-        assert pods[7] == "1" and pods[8] == "1" and pods[11] == "stream reset"
-        assert rows[("pycm-a", "pods")][8] == "0"
+        return {(r[0], r[1]): r for r in table_rows(app, "#informers-table")}
+
+
+@pytest.mark.asyncio
+async def test_informers_view_shows_relist_and_last_error() -> None:
+    rows = await informer_rows(scenario.build())
+    pods = rows[("pycm-b", "pods")]
+    # replica resource synced objects events/s backlog RV lists relists opens backoffs error
+    assert pods[2] == "yes" and pods[3] == "125" and pods[6] == "1342"
+    assert pods[7] == "1" and pods[8] == "1" and pods[11] == "stream reset"
+    assert rows[("pycm-a", "pods")][8] == "0"
 
 
 @pytest.mark.asyncio
@@ -192,16 +197,10 @@ async def test_informers_view_is_live_while_the_watch_is_open() -> None:
             scenario.T0 + at * scenario.S,
             scenario.B,
         )
-    app = app_with(scenario.build() + s.events)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await pilot.press("4")
-        await settle(pilot)
-        rows = {(r[0], r[1]): r for r in table_rows(app, "#informers-table")}
-        pods = rows[("pycm-b", "pods")]
-        # 60 events of the open watch in the 10 s of event time before the last report (the
-        # closed watch's 300, counted at its close 13 s before, are out of that window).
-        assert (pods[3], pods[4], pods[5], pods[6]) == ("150", "6.0", "0", "1402")
+    pods = (await informer_rows(scenario.build() + s.events))[("pycm-b", "pods")]
+    # 60 events of the open watch in the 10 s of event time before the last report (the
+    # closed watch's 300, counted at its close 13 s before, are out of that window).
+    assert (pods[3], pods[4], pods[5], pods[6]) == ("150", "6.0", "0", "1402")
 
 
 @pytest.mark.asyncio
