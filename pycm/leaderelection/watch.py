@@ -13,8 +13,10 @@ The loop: list the one Lease (field selector ``metadata.name``) → print its st
 it to be created) → watch from the list's resourceVersion → on a normal end, re-watch from the
 last version seen; on 410 Expired, re-list; on API or transport errors, back off and re-list.
 Each holder change is also a :class:`~pycm.trace.kinds.LeaderObserved` event on the default bus.
-Exit statuses: 0 on Ctrl-C, SIGTERM or after ``--once``; 2 for bad input (one error line, no
-traceback).
+``--once`` prints the current state and exits: 0 when the Lease exists, 1 when it does not or
+the API fails (one line saying which, no retry: a one-shot check must not hang).
+Exit statuses: 0 on Ctrl-C, SIGTERM or after ``--once``'s state; 1 as above; 2 for bad input (one
+error line, no traceback).
 """
 
 from __future__ import annotations
@@ -196,8 +198,9 @@ async def watch_lease(
     once: bool = False,
     clock: Clock = REAL_CLOCK,
     bus: Bus | None = None,
-) -> None:
-    """Print the Lease's changes until cancelled (or, with ``once``, its first state)."""
+) -> int:
+    """Print the Lease's changes until cancelled (or, with ``once``, its current state: 0 if
+    it exists, else 1 as for an API error)."""
     lease = f"{namespace}/{name}"
     tracker = LeaseTracker(lease, flaps, bus)
     selector = f"metadata.name={name}"
@@ -220,7 +223,10 @@ async def watch_lease(
             if items:
                 show(items[0])
                 if once:
-                    return
+                    return 0
+            elif once:
+                out(f"lease {lease} does not exist")
+                return 1
             elif not waiting_said:
                 out(f"lease {lease} does not exist yet; waiting for it")
                 waiting_said = True
@@ -237,14 +243,16 @@ async def watch_lease(
                         meta = event.object.get("metadata") or {}
                         rv = str(meta.get("resourceVersion") or rv)
                         if event.type in ("ADDED", "MODIFIED"):
-                            if show(event.object) and once:
-                                return
+                            show(event.object)
                         elif event.type == "DELETED":
                             out(f"{_local_time(clock.wall_ns())} lease {lease} deleted; waiting")
                             tracker.forget()
         except Expired:
             continue  # the version left the server's window: list again
         except KubeError as err:
+            if once:
+                out(f"{_local_time(clock.wall_ns())} error reading {lease}: {err}")
+                return 1
             delay = min(_ERROR_BACKOFF_CAP_S, _ERROR_BACKOFF_INITIAL_S * 2 ** min(failures, 10))
             failures += 1
             out(
@@ -288,7 +296,11 @@ def add_subcommand(subparsers: Any) -> None:
         metavar="DURATION",
         help="the sliding window of the flap warning (default 1h)",
     )
-    watch.add_argument("--once", action="store_true", help="print the current state and exit")
+    watch.add_argument(
+        "--once",
+        action="store_true",
+        help="print the current state and exit (1 when the Lease does not exist)",
+    )
     watch.set_defaults(func=run_watch)
     parser.set_defaults(func=lambda _: _usage(parser))
 
@@ -342,7 +354,7 @@ async def _main(args: argparse.Namespace, namespace: str, name: str, flaps: Flap
         loop = asyncio.get_running_loop()
         loop.add_signal_handler(signal.SIGTERM, watching.cancel)  # as Ctrl-C: a clean exit 0
         try:
-            await watching
+            return await watching
         except asyncio.CancelledError:
             if not watching.cancelled():
                 raise  # we were cancelled, not the watch
