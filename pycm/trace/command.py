@@ -24,7 +24,7 @@ from typing import Any, TextIO
 
 from pycm.trace.eventdoc import documented_kinds, render_markdown
 from pycm.trace.format import format_event, kind_of
-from pycm.trace.recorder import BadLine, read_events
+from pycm.trace.recorder import BadLine, no_events_in, read_events
 
 __all__ = ["add_subcommand", "format_event", "kinds_text"]
 
@@ -115,10 +115,7 @@ def _cat(args: argparse.Namespace) -> int:
         return 1
     if bad_lines and not events:
         # Not a damaged recording but something else: say so, and fail as for a missing file.
-        sys.stderr.write(
-            f"pycm trace cat: {path}: not a recording: none of its {bad_lines} line(s) is an "
-            "event\n"
-        )
+        sys.stderr.write(f"pycm trace cat: {path}: {no_events_in(bad_lines)}\n")
         return 1
     if bad_lines:
         sys.stderr.write(f"pycm trace cat: skipped {bad_lines} line(s) that are not events\n")

@@ -52,6 +52,7 @@ __all__ = [
     "BadLine",
     "ReadStats",
     "Recorder",
+    "no_events_in",
     "read_events",
     "recording_files",
     "recording_problem",
@@ -334,6 +335,14 @@ NOT_A_RECORDING_AFTER = 100
 """Lines that are not events, with no event before them, after which a file is no recording."""
 
 
+def no_events_in(bad_lines: int, first: str = "") -> str:
+    """What to say of a file whose ``bad_lines`` lines (all it has) are none of them an event;
+    ``first`` says why the first one is not."""
+    return f"not a recording: none of its {bad_lines} line(s) is an event" + (
+        f" ({first})" if first else ""
+    )
+
+
 def recording_problem(path: str | os.PathLike[str]) -> str | None:
     """Why ``path`` cannot be replayed, or None: it is missing, not a file, unreadable, or not
     a recording — none of its lines before the :data:`NOT_A_RECORDING_AFTER`-th bad one is an
@@ -364,9 +373,7 @@ def recording_problem(path: str | os.PathLike[str]) -> str | None:
         return f"not a recording: its first {bad} lines are not events ({first})"
     except OSError as exc:
         return f"cannot read: {exc.strerror or exc}"
-    if bad:
-        return f"not a recording: none of its {bad} line(s) is an event ({first})"
-    return None
+    return no_events_in(bad, first) if bad else None
 
 
 class _NoEventYet(Exception):

@@ -13,7 +13,7 @@ import pytest
 from kubernetes import client, config
 
 from pycm.sim.kubeconfig import write_kubeconfig
-from tests.sim.conftest import SimProcess, start_sim, stop_sim
+from tests.sim.conftest import SimProcess, start_sim_with_tokens, stop_sim
 
 ROOT = Path(__file__).resolve().parents[2]
 # bob may read nothing but discovery.
@@ -23,20 +23,9 @@ POLICY = "rules:\n  - users: ['*']\n    verbs: [get]\n    nonResourceURLs: ['/ap
 @pytest.fixture(scope="module")
 def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimProcess]:
     tmp = tmp_path_factory.mktemp("sim")
-    (tmp / "tokens.csv").write_text("bob-token,bob,u-bob\n")
     (tmp / "policy.yaml").write_text(POLICY)
-    process = start_sim(
-        [
-            "--tls=false",
-            "--kubelet=off",
-            "--kubeconfig-out",
-            str(tmp / "kubeconfig"),
-            "--token-auth-file",
-            str(tmp / "tokens.csv"),
-            "--authz-policy-file",
-            str(tmp / "policy.yaml"),
-        ],
-        tmp,
+    process = start_sim_with_tokens(
+        tmp, "bob-token,bob,u-bob\n", "--authz-policy-file", str(tmp / "policy.yaml")
     )
     yield process
     assert stop_sim(process) == 0

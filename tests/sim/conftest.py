@@ -67,25 +67,28 @@ def stop_sim(sim: SimProcess) -> int:
     return sim.proc.returncode
 
 
-@pytest.fixture(scope="module")
-def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimProcess]:
-    tmp = tmp_path_factory.mktemp("sim")
-    (tmp / "tokens.csv").write_text(TOKENS)
-    process = start_sim(
+def start_sim_with_tokens(tmp: Path, tokens: str, *flags: str) -> SimProcess:
+    """A plain-HTTP emulator with no kubelet, the static ``tokens`` (a token file's text) and
+    ``flags``; its kubeconfig (the admin's) is ``tmp / "kubeconfig"``."""
+    (tmp / "tokens.csv").write_text(tokens)
+    return start_sim(
         [
             "--tls=false",
             "--kubelet=off",
             "--kubeconfig-out",
             str(tmp / "kubeconfig"),
-            "--nodes",
-            "2",
-            "--watch-window",
-            "500",
             "--token-auth-file",
             str(tmp / "tokens.csv"),
+            *flags,
         ],
         tmp,
     )
+
+
+@pytest.fixture(scope="module")
+def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimProcess]:
+    tmp = tmp_path_factory.mktemp("sim")
+    process = start_sim_with_tokens(tmp, TOKENS, "--nodes", "2", "--watch-window", "500")
     yield process
     assert stop_sim(process) == 0
 

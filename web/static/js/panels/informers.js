@@ -1,5 +1,5 @@
-// Informers: synced, objects, events/s (from the newest sample), backlog, relists; and the start-up
-// waterfall of one replica's steps.
+// Informers: synced, objects, events/s (from the newest sample), backlog, relists; and the
+// start-up waterfall of one replica's steps.
 import { el, fmtNum, pct } from "../dom.js";
 
 export class InformersPanel {
