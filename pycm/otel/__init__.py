@@ -96,29 +96,40 @@ def start_otel_sink(
     from pycm.otel.sink import OtelSink
 
     resource = build_resource(identity, environ)
+    metrics = SinkMetrics(registry)
     if processor is None:
         from pycm.otel.export import RecordBatchProcessor, build_record_exporter
+        from pycm.otel.health import ExportHealth
         from pycm.otel.sink import SCOPE_NAME
         from pycm.otel.wire import RequestEncoder
 
         # "Queue full, dropping" would be logged once per span while the collector is away;
-        # the drops are counted by the SDK and our exported/dropped metrics tell the story.
+        # the drops are counted (pycm_otel_spans_dropped_total) and summed up in the health's
+        # few lines instead.
         logging.getLogger("opentelemetry.sdk._shared_internal").setLevel(logging.ERROR)
         encoder = RequestEncoder(
             resource.attributes,
             SCOPE_NAME,
             str(resource.attributes.get("service.version", "")),
         )
-        processor = RecordBatchProcessor(
-            build_record_exporter(settings, encoder),
+        health = ExportHealth(
+            redact_url(settings.endpoint),
+            spans_sent=metrics.spans_sent,
+            spans_dropped=metrics.spans_dropped,
+        )
+        batch = RecordBatchProcessor(
+            build_record_exporter(settings, encoder, health=health),
+            health=health,
             max_queue_size=MAX_QUEUE_SIZE,
             schedule_delay_millis=SCHEDULE_DELAY_MS,
         )
+        metrics.export_queue.set_function(batch.queue_length)
+        processor = batch
     sink = OtelSink(
         processor,
         resource=resource,
         sampler=TailSampler(tracing.sample_ratio, tracing.slow_threshold),
-        metrics=SinkMetrics(registry),
+        metrics=metrics,
         bus=bus,
     )
     sub = bus.subscribe(name="otel", maxsize=16384, since=0)

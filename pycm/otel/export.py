@@ -10,12 +10,16 @@ cost more than building the records). Its exporters are the SDK's OTLP exporters
 HTTP with one change each — the request is the queued spans joined under the resource and the
 scope (:class:`~pycm.otel.wire.RequestEncoder`), not encoded message by message by the SDK — so
 the channel, credentials, headers, compression, timeouts, retries and reconnects stay the SDK's.
+
+Given an :class:`~pycm.otel.health.ExportHealth`, the exporters report the outcome of every
+export call to it (their SDK log lines held back) and the processor every span it drops.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any, Protocol, runtime_checkable
 from urllib.parse import urlsplit
 
@@ -28,6 +32,7 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
+from pycm.otel.health import QUEUE_FULL, SHUTDOWN, ExportHealth
 from pycm.otel.settings import EXPORT_TIMEOUT, ExportSettings
 from pycm.otel.wire import RequestEncoder
 from pycm.util.redact import without_userinfo
@@ -47,8 +52,39 @@ class RecordProcessor(Protocol):
     def shutdown(self) -> None: ...
 
 
+class _DropCounts:
+    """The SDK batch processor's metrics hook (its ``ProcessorMetricsT``), reporting the spans
+    it drops to an :class:`ExportHealth` (the SDK's own hook records to an OTel meter, which
+    pycm does not export: its metrics are Prometheus')."""
+
+    def __init__(self, health: ExportHealth) -> None:
+        self._health = health
+
+    def register_queue_size(self, get_queue_size: Callable[[], int]) -> None:
+        pass  # (the queue's length is read by the processor's own gauge)
+
+    def drop_items(self, count: int, error_type: str = QUEUE_FULL) -> None:
+        self._health.dropped(count, error_type)
+
+    def finish_items(self, count: int) -> None:
+        pass
+
+
 class RecordBatchProcessor(BatchSpanProcessor):
-    """The SDK's batch processor, queueing encoded spans for an exporter that sends them."""
+    """The SDK's batch processor, queueing encoded spans for an exporter that sends them;
+    given ``health``, the spans it drops are reported to it."""
+
+    def __init__(
+        self, exporter: SpanExporter, *, health: ExportHealth | None = None, **kwargs: Any
+    ) -> None:
+        super().__init__(exporter, **kwargs)
+        self._health = health
+        if health is not None:
+            self._batch_processor._metrics = _DropCounts(health)
+
+    def queue_length(self) -> int:
+        """Spans waiting in the queue for an export."""
+        return len(self._batch_processor._queue)
 
     def on_span(self, span: bytes) -> None:
         # Every span the sink hands over is of a kept trace: no sampled flag to check.
@@ -60,8 +96,14 @@ class RecordBatchProcessor(BatchSpanProcessor):
         stalled collector goes on retrying batch after batch, up to the export timeout each,
         long after the caller gave up). Past the bound the SDK stops the worker exporting and
         shuts the exporter down, which cuts its retry wait and its channel: the worker ends
-        within one export call, and what was still queued is dropped."""
+        within one export call, and what was still queued is dropped (counted as a shutdown's
+        loss, as is a batch that fails from then on)."""
+        if self._health is not None:
+            self._health.closing()
         self._batch_processor.shutdown(timeout_millis=round(limit_s * 1000))
+        left = self.queue_length()
+        if left and self._health is not None:
+            self._health.dropped(left, SHUTDOWN)
 
     def on_spans(self, spans: list[bytes]) -> None:
         """``on_span`` of each, in order, queued at once: the SDK's ``emit`` checks shutdown,
@@ -99,9 +141,16 @@ class _BytesStub:
 class GrpcRecordExporter(_SdkGrpcExporter):
     """The SDK's OTLP/gRPC exporter, sending :mod:`pycm.otel.wire`'s bytes."""
 
-    def __init__(self, encoder: RequestEncoder, **kwargs: Any) -> None:
+    def __init__(
+        self, encoder: RequestEncoder, *, health: ExportHealth | None = None, **kwargs: Any
+    ) -> None:
         self._encoder = encoder
+        self._health = health
         super().__init__(**kwargs)
+
+    def export(self, spans: Sequence[bytes]) -> SpanExportResult:  # type: ignore[override]
+        send = partial(super().export, spans)  # type: ignore[arg-type]
+        return send() if self._health is None else self._health.run_export(len(spans), send)
 
     def _initialize_channel_and_stub(self) -> None:
         # Also the SDK's reconnect path (after UNAVAILABLE): the stub is ours each time.
@@ -116,11 +165,18 @@ class HttpRecordExporter(_SdkHttpExporter):
     """The SDK's OTLP/HTTP exporter (its client: compression, retries, timeout), sending
     :mod:`pycm.otel.wire`'s bytes."""
 
-    def __init__(self, encoder: RequestEncoder, **kwargs: Any) -> None:
+    def __init__(
+        self, encoder: RequestEncoder, *, health: ExportHealth | None = None, **kwargs: Any
+    ) -> None:
         self._encoder = encoder
+        self._health = health
         super().__init__(**kwargs)
 
     def export(self, spans: Sequence[bytes]) -> SpanExportResult:  # type: ignore[override]
+        send = partial(self._send, spans)
+        return send() if self._health is None else self._health.run_export(len(spans), send)
+
+    def _send(self, spans: Sequence[bytes]) -> SpanExportResult:
         if self._shutdown:
             return SpanExportResult.FAILURE
         result = self._client.export(self._encoder.request(spans))
@@ -128,13 +184,20 @@ class HttpRecordExporter(_SdkHttpExporter):
 
 
 def build_record_exporter(
-    settings: ExportSettings, encoder: RequestEncoder, *, timeout: float = EXPORT_TIMEOUT
+    settings: ExportSettings,
+    encoder: RequestEncoder,
+    *,
+    timeout: float = EXPORT_TIMEOUT,
+    health: ExportHealth | None = None,
 ) -> SpanExporter:
-    """The OTLP exporter for ``settings`` (plain text for http://, TLS for https://)."""
+    """The OTLP exporter for ``settings`` (plain text for http://, TLS for https://),
+    reporting to ``health`` if given."""
     if settings.protocol == "grpc":
         insecure = urlsplit(settings.endpoint).scheme != "https"
         # gRPC takes no credentials from a URL, and the SDK logs its target on every failed
         # export: userinfo is dropped here, never sent or logged (headers carry credentials).
         endpoint = without_userinfo(settings.endpoint)
-        return GrpcRecordExporter(encoder, endpoint=endpoint, insecure=insecure, timeout=timeout)
-    return HttpRecordExporter(encoder, endpoint=settings.endpoint, timeout=timeout)
+        return GrpcRecordExporter(
+            encoder, health=health, endpoint=endpoint, insecure=insecure, timeout=timeout
+        )
+    return HttpRecordExporter(encoder, health=health, endpoint=settings.endpoint, timeout=timeout)

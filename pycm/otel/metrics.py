@@ -14,6 +14,11 @@ class SinkMetrics:
             "Spans handed to the OTLP exporter's batch queue.",
             registry=registry,
         )
+        self.spans_sent = Counter(
+            "pycm_otel_spans_sent_total",
+            "Spans the collector accepted (in an export call that succeeded).",
+            registry=registry,
+        )
         self.traces_exported = Counter(
             "pycm_otel_traces_exported_total",
             "Traces whose root was exported, by why it was kept (error, slow, sampled, always).",
@@ -29,13 +34,21 @@ class SinkMetrics:
         )
         self.spans_dropped = Counter(
             "pycm_otel_spans_dropped_total",
-            "Spans not exported, by reason (sampled_out, evicted, trace_full, unmatched).",
+            "Spans not exported, by reason: not kept (sampled_out, evicted, trace_full, "
+            "unmatched, outside_step), or kept and lost on the way (export_failed: the "
+            "exporter gave up; queue_full: the batch queue dropped its oldest; shutdown: "
+            "still queued at stop).",
             ["reason"],
             registry=registry,
         )
         self.events_lost = Counter(
             "pycm_otel_bus_events_lost_total",
             "Trace events the sink's bus subscription lost because it fell behind.",
+            registry=registry,
+        )
+        self.export_queue = Gauge(
+            "pycm_otel_export_queue_spans",
+            "Kept spans waiting in the batch queue for an export.",
             registry=registry,
         )
         self.pending_traces = Gauge(

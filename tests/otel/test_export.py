@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import logging
+import socket
 import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
@@ -10,12 +12,17 @@ from typing import Any
 
 import pytest
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+from opentelemetry.trace import SpanKind
 from prometheus_client import CollectorRegistry
 
 from pycm.app.config import TracingConfig
-from pycm.otel import start_otel_sink
-from pycm.otel.export import RecordBatchProcessor
-from pycm.otel.settings import EXPORT_TIMEOUT
+from pycm.otel import MAX_QUEUE_SIZE, start_otel_sink
+from pycm.otel.export import RecordBatchProcessor, build_record_exporter
+from pycm.otel.health import ExportHealth
+from pycm.otel.metrics import SinkMetrics
+from pycm.otel.settings import EXPORT_TIMEOUT, ExportSettings
+from pycm.otel.spans import SpanRecord
+from pycm.otel.wire import RequestEncoder, encode_span
 from pycm.trace.bus import Bus
 from pycm.util.clock import FakeClock
 from tests.otel.receivers import Receiver, otlp_grpc_receiver, otlp_http_receiver
@@ -139,6 +146,20 @@ async def test_export_to_a_stalled_receiver_never_blocks_the_loop(
             assert registry.get_sample_value("pycm_otel_spans_exported_total") == 20_000
             assert handed == 20_000  # each through the timed hand-off
             assert slowest < 0.25
+            # ... and what became of them is on /metrics: the queue is full, what it dropped is
+            # counted, and the rest is the batch the stalled export holds (if it gave up
+            # meanwhile, a failed one).
+            queued = registry.get_sample_value("pycm_otel_export_queue_spans")
+            full = registry.get_sample_value(
+                "pycm_otel_spans_dropped_total", {"reason": "queue_full"}
+            )
+            failed = registry.get_sample_value(
+                "pycm_otel_spans_dropped_total", {"reason": "export_failed"}
+            )
+            assert queued == MAX_QUEUE_SIZE
+            assert full is not None and full > 0
+            assert failed is not None
+            assert 0 <= 20_000 - queued - full - failed <= 512
         finally:
             task.cancel()
             before = time.perf_counter()
@@ -186,3 +207,119 @@ def test_record_processor_spans_past_a_full_queue_take_the_sdks_emit(
     processor.on_spans([b"a", b"b", b"c"])
     assert emitted == [b"a", b"b", b"c"]
     processor.shutdown()
+
+
+def _closed_port_endpoint() -> str:
+    """An endpoint on 127.0.0.1 where nothing listens (a port just given up)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}"
+
+
+def _pipeline(
+    endpoint: str, protocol: str, registry: CollectorRegistry, **processor: Any
+) -> RecordBatchProcessor:
+    """The sink's export pipeline as start_otel_sink builds it, with a 1 s export timeout."""
+    metrics = SinkMetrics(registry)
+    health = ExportHealth(
+        endpoint, spans_sent=metrics.spans_sent, spans_dropped=metrics.spans_dropped
+    )
+    if protocol == "http/protobuf":
+        endpoint += "/v1/traces"
+    exporter = build_record_exporter(
+        ExportSettings(endpoint, protocol, "flag"),
+        RequestEncoder({"service.name": "pycm"}, "pycm.otel", "0"),
+        timeout=1.0,
+        health=health,
+    )
+    return RecordBatchProcessor(exporter, health=health, schedule_delay_millis=60_000, **processor)
+
+
+def _span(i: int) -> bytes:
+    return encode_span(
+        SpanRecord(
+            trace_id=f"{i + 1:032x}",
+            span_id=f"{i + 1:016x}",
+            parent_id="",
+            name="reconcile deployment",
+            kind=SpanKind.INTERNAL,
+            start_ns=1_700_000_000_000_000_000,
+            end_ns=1_700_000_000_010_000_000,
+            attributes={"pycm.controller": "deployment"},
+        )
+    )
+
+
+def _dropped(registry: CollectorRegistry, reason: str) -> float:
+    value = registry.get_sample_value("pycm_otel_spans_dropped_total", {"reason": reason})
+    return value or 0.0
+
+
+@pytest.mark.parametrize(
+    "protocol", [pytest.param("grpc", id="grpc"), pytest.param("http/protobuf", id="http")]
+)
+def test_export_to_an_absent_collector_is_counted_and_said_once(
+    protocol: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The SDK logged every retry and every batch it gave up, and nothing on /metrics told a
+    lost span from a delivered one."""
+    caplog.set_level(logging.DEBUG)
+    registry = CollectorRegistry()
+    processor = _pipeline(_closed_port_endpoint(), protocol, registry)
+    try:
+        for round_ in range(3):
+            processor.on_spans([_span(round_ * 10 + i) for i in range(4)])
+            processor.force_flush()
+    finally:
+        processor.shutdown()
+    assert _dropped(registry, "export_failed") == 12
+    assert registry.get_sample_value("pycm_otel_spans_sent_total") == 0
+    ours = [r for r in caplog.records if r.name == "pycm.otel"]
+    assert [r.levelno for r in ours] == [logging.WARNING]
+    assert "failing: " in ours[0].getMessage()
+    assert "(4 so far;" in ours[0].getMessage()
+    sdk_lines = [
+        r.getMessage()
+        for r in caplog.records
+        if r.name.startswith("opentelemetry.") and r.levelno >= logging.WARNING
+    ]
+    assert sdk_lines == []
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(("peer", "protocol"), RECEIVERS)
+async def test_export_spans_the_collector_accepted_are_counted_as_sent(
+    peer: Peer, protocol: str
+) -> None:
+    registry = CollectorRegistry()
+    async with peer() as receiver:
+        processor = _pipeline(receiver.endpoint, protocol, registry)
+        processor.on_spans([_span(i) for i in range(5)])
+        await asyncio.to_thread(processor.force_flush)
+        await asyncio.to_thread(processor.shutdown)
+        assert len(receiver.spans()) == 5
+    assert registry.get_sample_value("pycm_otel_spans_sent_total") == 5
+    assert _dropped(registry, "export_failed") == 0
+
+
+def test_record_processor_counts_the_spans_its_full_queue_drops() -> None:
+    registry = CollectorRegistry()
+    processor = _pipeline(
+        _closed_port_endpoint(), "grpc", registry, max_queue_size=4, max_export_batch_size=4
+    )
+    awaken = processor._batch_processor._worker_awaken
+    awaken.set = lambda: None  # type: ignore[method-assign]  # the worker sleeps through it all
+    try:
+        processor.on_spans([_span(i) for i in range(3)])
+        processor.on_spans([_span(i) for i in range(3, 10)])
+        assert processor.queue_length() == 4
+        assert _dropped(registry, "queue_full") == 6
+    finally:
+        processor.shutdown_within(0.2)
+        del awaken.set  # (the worker wakes, finds it shut down, and ends)
+        awaken.set()
+    # What was still queued when it stopped is the shutdown's loss.
+    assert _dropped(registry, "shutdown") == 4
+    assert _dropped(registry, "queue_full") == 6
+    assert _dropped(registry, "export_failed") == 0
