@@ -439,7 +439,13 @@ class Manager:
         self.elector = elector
 
         async def elect() -> None:
-            await elector.run()
+            try:
+                await elector.run()
+            except ManagerError as exc:
+                # The leading work failed to start (a controller's init): the same one line
+                # as without election, not the traceback of this task.
+                self._fail(str(exc))
+                return
             # run() returns only when leadership was lost (cancellation raises instead).
             self._fail(f"leaderelection lost: {elector.lost_reason or 'stopped leading'}")
 

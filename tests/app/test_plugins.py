@@ -293,10 +293,33 @@ async def test_echo_plugin_pycm_run_star_echo_reconciles_and_is_observed(
     assert {"echoed", "cleared"} <= actions
 
 
+# With --leader-elect=true (the default) the controllers start inside OnStartedLeading; a failed
+# start must read the same there: one line, exit 1, no traceback of the election task.
+ELECTION = {
+    "no-election": (),
+    "leading": (
+        "--leader-elect=true",
+        "--leader-elect-lease-duration=4s",
+        "--leader-elect-renew-deadline=3s",
+        "--leader-elect-retry-period=500ms",
+    ),
+}
+
+
+async def _run_until_exit(cluster: Any, tmp_path: Path, *args: str) -> tuple[int, str]:
+    manager = start_manager(cluster.kubeconfig_path, tmp_path, *args)
+    try:
+        code = await asyncio.to_thread(manager.proc.wait, 60)
+    finally:
+        await stop_manager(manager)
+    return code, manager.log.read_text()
+
+
 @pytest.mark.e2e
 @pytest.mark.asyncio
+@pytest.mark.parametrize("election", list(ELECTION), ids=list(ELECTION))
 async def test_pycm_run_plugin_init_raises_exit_1_names_controller_and_distribution(
-    cluster: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    cluster: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, election: str
 ) -> None:
     site = tmp_path / "site"
     site.mkdir()
@@ -314,15 +337,14 @@ async def test_pycm_run_plugin_init_raises_exit_1_names_controller_and_distribut
         """,
     )
     monkeypatch.setenv("PYTHONPATH", str(site))
-    manager = start_manager(cluster.kubeconfig_path, tmp_path, "--controllers=failing")
-    try:
-        code = await asyncio.to_thread(manager.proc.wait, 60)
-    finally:
-        await stop_manager(manager)
-    log = manager.log.read_text()
+    code, log = await _run_until_exit(
+        cluster, tmp_path, "--controllers=failing", *ELECTION[election]
+    )
     assert code == 1, log
-    assert (
+    message = (
         "controller 'failing' (distribution pycm-failing-plugin 1.0) failed to start: "
         "RuntimeError: missing CRD"
-    ) in log
+    )
+    assert message in log
     assert "Traceback" not in log
+    assert log.rstrip().endswith(message), log
