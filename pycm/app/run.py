@@ -31,7 +31,7 @@ import logging
 import random
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import Any, cast
 
 from prometheus_client import CollectorRegistry
@@ -525,18 +525,23 @@ class Manager:
                 continue
             if interval > 0:
                 await self.clock.sleep(self._rng.uniform(0, 2 * interval))
+            failed = (
+                f"controller {descriptor.name!r} ({self.registry.source(descriptor.name)}) "
+                "failed to start: "
+            )
             with self.bus.step(ControllerInitBegan(controller=descriptor.name)) as step:
                 try:
                     runnable = await descriptor.init(ctx)
                 except Exception as exc:  # a plugin's init is third-party code
-                    source = self.registry.source(descriptor.name)
+                    raise ManagerError(f"{failed}{type(exc).__name__}: {exc}") from None
+                if runnable is not None and not callable(runnable):
                     raise ManagerError(
-                        f"controller {descriptor.name!r} ({source}) failed to start: "
-                        f"{type(exc).__name__}: {exc}"
-                    ) from None
+                        f"{failed}init returned a value of type {type(runnable).__name__}, "
+                        "not an async run function or None"
+                    )
                 step.finish(started=runnable is not None)
             if runnable is not None:
-                runnables.append((descriptor.name, runnable))
+                runnables.append((descriptor.name, _checked_runnable(runnable, failed)))
         if self._token_sources:
             await self._first_tokens()
         informers = _InformerFactories(ctx)
@@ -669,6 +674,21 @@ class _InformerFactories:
     async def stop(self) -> None:
         await self.ctx.informer_factory.shutdown(timeout=INFORMER_STOP_TIMEOUT)
         await self.ctx.metadata_informer_factory.shutdown(timeout=INFORMER_STOP_TIMEOUT)
+
+
+def _checked_runnable(runnable: Runnable, failed: str) -> Runnable:
+    """``runnable`` with its result checked when the controllers start: a plain function
+    (``def run()`` where ``async def`` was meant) gives a start-up error, not a TypeError from
+    deep in the task machinery."""
+
+    def run() -> Coroutine[Any, Any, None]:
+        coro: object = runnable()  # typed, but a plugin is third-party code
+        if not asyncio.iscoroutine(coro):
+            what = "None" if coro is None else f"a value of type {type(coro).__name__}"
+            raise ManagerError(f"{failed}run() returned {what}, not a coroutine (async def?)")
+        return coro
+
+    return run
 
 
 def run_manager(config: CompletedConfig) -> int:

@@ -348,3 +348,68 @@ async def test_pycm_run_plugin_init_raises_exit_1_names_controller_and_distribut
     assert message in log
     assert "Traceback" not in log
     assert log.rstrip().endswith(message), log
+
+
+@pytest.mark.e2e
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    ("returned", "source", "what"),
+    [
+        pytest.param(
+            "the builder",
+            """
+            from pycm.controller import ControllerBuilder, ControllerDescriptor
+            from pycm.kube.resources import CONFIGMAPS
+
+            async def init(ctx):
+                builder = ControllerBuilder(ctx, "odd").for_(CONFIGMAPS)
+
+                async def reconcile(request):
+                    return None
+
+                builder.complete(reconcile)
+                return builder  # the runnable complete() returned was meant
+
+            descriptor = ControllerDescriptor("odd", init)
+            """,
+            "init returned a value of type ControllerBuilder",
+            id="builder",
+        ),
+        pytest.param(
+            "a plain function",
+            """
+            from pycm.controller import ControllerDescriptor
+
+            async def init(ctx):
+                def run():  # not async
+                    return None
+
+                return run
+
+            descriptor = ControllerDescriptor("odd", init)
+            """,
+            "run() returned None",
+            id="sync-run",
+        ),
+    ],
+)
+@pytest.mark.parametrize("election", list(ELECTION), ids=list(ELECTION))
+async def test_pycm_run_plugin_init_returns_no_runnable_exit_1_one_line(
+    cluster: Any,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    returned: str,
+    source: str,
+    what: str,
+    election: str,
+) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    _dist(site, "pycm-odd-runnable", "pycm_odd_runnable", source)
+    monkeypatch.setenv("PYTHONPATH", str(site))
+    code, log = await _run_until_exit(cluster, tmp_path, "--controllers=odd", *ELECTION[election])
+    assert code == 1, log
+    assert "Traceback" not in log, returned
+    last = log.rstrip().splitlines()[-1]
+    assert "controller 'odd' (distribution pycm-odd-runnable 1.0) failed to start: " in last
+    assert what in last
