@@ -276,10 +276,14 @@ class Manager:
                 )
             await self.clock.sleep(1.0)
 
-    def _informers(self) -> dict[Any, Any]:
-        """The running controllers' informers (none while not leading)."""
+    def _informers(self) -> list[tuple[Any, Any]]:
+        """The running controllers' informers, of both factories (none while not leading): a
+        controller (a plugin's, say) may watch metadata only."""
         ctx = self.context
-        return ctx.informer_factory.informers if ctx is not None else {}
+        if ctx is None:
+            return []
+        factories = (ctx.informer_factory, ctx.metadata_informer_factory)
+        return [pair for factory in factories for pair in factory.informers.items()]
 
     def _add_health_checks(self) -> None:
         async def informers_synced() -> str | None:
