@@ -327,6 +327,47 @@ async def test_prometheus_scrapes_pycm_over_https_with_a_bearer_token(
         assert code == 0, manager.log.read_text()[-3000:]
 
 
+def _sampled(metrics_text: str) -> set[str]:
+    """The sample names with at least one sample in a /metrics text."""
+    return {
+        line.split("{")[0].split(" ")[0]
+        for line in metrics_text.splitlines()
+        if line and not line.startswith("#")
+    }
+
+
+@pytest.mark.e2e
+@pytest.mark.asyncio
+async def test_dashboard_instance_variable_lists_a_manager_without_leader_election(
+    tmp_path: Path,
+) -> None:
+    # The dashboard's Instance variable feeds every panel's instance=~"$instance": its metric
+    # must be served by any replica, also one run with --leader-elect=false (no lease metrics).
+    variables = json.loads(DASHBOARD.read_text())["templating"]["list"]
+    (instance,) = [v for v in variables if v["name"] == "instance"]
+    query = re.fullmatch(r"label_values\((\w+)\{.*\}, instance\)", instance["definition"])
+    assert query, instance["definition"]
+    async with run_emulator(tls=False, kubelet=False) as emu:
+        manager = start_manager(emu.kubeconfig_path, tmp_path)  # --leader-elect=false
+        try:
+            auth = {"Authorization": f"Bearer {emu.admin_token}"}
+            async with httpx.AsyncClient(verify=False, timeout=5, headers=auth) as http:
+
+                async def scraped() -> str | None:
+                    assert manager.proc.poll() is None, manager.log.read_text()
+                    try:
+                        r = await http.get(f"{manager.url}/metrics")
+                    except httpx.TransportError:
+                        return None
+                    return r.text if r.status_code == 200 else None
+
+                text = await poll(scraped, timeout=BOUND)
+        finally:
+            code = await stop_manager(manager)
+        assert code == 0, manager.log.read_text()[-3000:]
+    assert query.group(1) in _sampled(text), f"{query.group(1)} has no sample without election"
+
+
 def test_used_metric_names_extraction_sees_selectors_and_bare_names() -> None:
     # The check above is only as good as its extraction: a made-up name is caught either way.
     expr = 'rate(made_up_total{job="pycm"}[5m]) + workqueue_made_up_seconds'
