@@ -470,3 +470,36 @@ async def test_renew_round_metric_spans_every_attempt_of_the_round(h: Harness) -
     )
     assert within_1s == 2
     await _cancel(task)
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    ("operation", "message"),
+    [
+        pytest.param(
+            "get",
+            "error retrieving resource lock kube-system/pycm: LockError: injected get failure",
+            id="get",
+        ),
+        pytest.param(
+            "create",
+            "error initially creating leader election record: LockError: injected create failure",
+            id="create",
+        ),
+    ],
+)
+async def test_failed_acquire_attempts_are_logged_each_time(
+    h: Harness, caplog: pytest.LogCaptureFixture, operation: str, message: str
+) -> None:
+    # client-go logs every failed lock call; a manager that may not read or create its Lease
+    # (RBAC) must say so, not just "attempting to acquire leader lease" for ever.
+    elector, _ = h.elector("a")
+    h.server.fail(operation, 2)
+    task = asyncio.create_task(elector.run(), name="a")
+    try:
+        with caplog.at_level("ERROR", logger="pycm.leaderelection.elector"):
+            await h.advance(2.4 * 2 + 0.5)
+    finally:
+        await _cancel(task)
+    assert [r.getMessage() for r in caplog.records if r.levelname == "ERROR"] == [message] * 2
+    assert h.server.record is not None and h.server.record.holder_identity == "a"
