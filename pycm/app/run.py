@@ -174,7 +174,7 @@ class Manager:
         """Start, run until a signal or a fatal error, stop. Returns the exit status."""
         failed = EXIT_FAILED
         try:
-            await self._start()
+            await self._start_unless_stopped()
             await self._stop.wait()
         except ManagerError as exc:
             self._fatal = str(exc)
@@ -188,6 +188,24 @@ class Manager:
         if self._recorder is not None:
             await self._recorder.close()
         return code
+
+    async def _start_unless_stopped(self) -> None:
+        """``_start``, cancelled when a stop is asked for first (a signal, or a fatal error of
+        a task already running): a start-up step that does not return — a controller's init
+        waiting for informers that only start after every init, an API server that does not
+        answer — must not keep SIGTERM from stopping the manager."""
+        loop = asyncio.get_running_loop()
+        start = loop.create_task(self._start(), name="manager start")
+        stop = loop.create_task(self._stop.wait(), name="manager start: stop requested")
+        try:
+            await asyncio.wait({start, stop}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stop.cancel()
+            if not start.done():
+                start.cancel()
+            await asyncio.gather(start, stop, return_exceptions=True)
+        if not start.cancelled():
+            start.result()  # a ManagerError is the caller's
 
     async def _start(self) -> None:
         cfg = self.config

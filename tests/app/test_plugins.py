@@ -413,3 +413,51 @@ async def test_pycm_run_plugin_init_returns_no_runnable_exit_1_one_line(
     last = log.rstrip().splitlines()[-1]
     assert "controller 'odd' (distribution pycm-odd-runnable 1.0) failed to start: " in last
     assert what in last
+
+
+@pytest.mark.e2e
+@pytest.mark.asyncio
+async def test_pycm_run_sigterm_while_a_plugin_init_waits_for_ever_stops_exit_0(
+    cluster: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A mistake a new controller makes: waiting in init for a cache that only starts after
+    # every init returned. The manager cannot start, but SIGTERM must still stop it.
+    site = tmp_path / "site"
+    site.mkdir()
+    _dist(
+        site,
+        "pycm-waiting-plugin",
+        "pycm_waiting_plugin",
+        """
+        from pycm.controller import ControllerBuilder, ControllerDescriptor
+        from pycm.kube.resources import CONFIGMAPS
+
+        async def init(ctx):
+            builder = ControllerBuilder(ctx, "waiting").for_(CONFIGMAPS)
+            await builder.informer(CONFIGMAPS).wait_synced()
+
+            async def reconcile(request):
+                return None
+
+            return builder.complete(reconcile)
+
+        descriptor = ControllerDescriptor("waiting", init)
+        """,
+    )
+    monkeypatch.setenv("PYTHONPATH", str(site))
+    manager = start_manager(cluster.kubeconfig_path, tmp_path, "--controllers=waiting")
+    try:
+        async with httpx.AsyncClient(verify=False, timeout=5) as http:
+
+            async def in_init() -> bool:
+                assert manager.proc.poll() is None, manager.log.read_text()
+                try:
+                    r = await http.get(f"{manager.url}/readyz?verbose")
+                except httpx.TransportError:
+                    return False
+                return "[-]informers-synced failed" in r.text
+
+            await poll(in_init, timeout=30)
+    finally:
+        code = await stop_manager(manager)  # fails the test if it does not stop in time
+    assert code == 0, manager.log.read_text()
