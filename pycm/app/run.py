@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import os
 import random
 import signal
 import sys
@@ -720,8 +721,23 @@ def run_manager(config: CompletedConfig) -> int:
     async def main() -> int:
         manager = Manager(config)
         loop = asyncio.get_running_loop()
+        signals = 0
+
+        def on_signal() -> None:
+            # KCM's (apiserver's SetupSignalContext): the first SIGTERM/SIGINT stops in
+            # order, a second one exits at once with status 1 — the way out of a shutdown
+            # held up by a controller that does not stop.
+            nonlocal signals
+            signals += 1
+            if signals == 1:
+                manager.request_stop()
+                return
+            sys.stderr.write("pycm run: second signal, exiting without a clean shutdown\n")
+            sys.stderr.flush()
+            os._exit(EXIT_FAILED)
+
         for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, manager.request_stop)
+            loop.add_signal_handler(sig, on_signal)
         try:
             return await manager.run()
         finally:
@@ -730,6 +746,6 @@ def run_manager(config: CompletedConfig) -> int:
 
     try:
         return asyncio.run(main())
-    except KeyboardInterrupt:  # a second Ctrl-C during shutdown
+    except KeyboardInterrupt:  # Ctrl-C before the signal handlers were installed
         sys.stderr.write("pycm run: interrupted\n")
         return 130

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import textwrap
@@ -461,3 +462,62 @@ async def test_pycm_run_sigterm_while_a_plugin_init_waits_for_ever_stops_exit_0(
     finally:
         code = await stop_manager(manager)  # fails the test if it does not stop in time
     assert code == 0, manager.log.read_text()
+
+
+@pytest.mark.e2e
+@pytest.mark.asyncio
+async def test_pycm_run_second_signal_during_a_slow_shutdown_exits_1_at_once(
+    cluster: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # KCM's signal handling: the first signal stops cleanly, a second one exits directly (1).
+    site = tmp_path / "site"
+    site.mkdir()
+    _dist(
+        site,
+        "pycm-slow-plugin",
+        "pycm_slow_plugin",
+        """
+        import asyncio
+        import sys
+        from pycm.controller import ControllerDescriptor
+
+        async def init(ctx):
+            async def run():
+                try:
+                    await asyncio.Event().wait()
+                except asyncio.CancelledError:
+                    print("slow: stopping", file=sys.stderr, flush=True)
+                    await asyncio.sleep(3600)  # a controller that does not stop
+                    raise
+
+            return run
+
+        descriptor = ControllerDescriptor("slow", init)
+        """,
+    )
+    monkeypatch.setenv("PYTHONPATH", str(site))
+    manager = start_manager(cluster.kubeconfig_path, tmp_path, "--controllers=slow")
+    try:
+        async with httpx.AsyncClient(verify=False, timeout=5) as http:
+
+            async def serving() -> bool:
+                assert manager.proc.poll() is None, manager.log.read_text()
+                try:
+                    return (await http.get(f"{manager.url}/readyz")).status_code == 200
+                except httpx.TransportError:
+                    return False
+
+            await poll(serving, timeout=30)
+        manager.proc.send_signal(signal.SIGTERM)
+
+        async def stopping() -> bool:
+            return "slow: stopping" in manager.log.read_text()
+
+        await poll(stopping, timeout=30)
+        manager.proc.send_signal(signal.SIGTERM)
+        code = await asyncio.to_thread(manager.proc.wait, 60)
+    finally:
+        await stop_manager(manager)
+    log = manager.log.read_text()
+    assert code == 1, log
+    assert "pycm run: second signal, exiting without a clean shutdown" in log
