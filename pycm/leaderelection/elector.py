@@ -139,6 +139,10 @@ class LeaderElector:
         self._lease = config.lock.describe()
         if metrics is not None:
             metrics.renew_deadline.labels(self._name).set(config.renew_deadline)
+            # Every candidate reports 0 from the start, as client-go's NewLeaderElector does: a
+            # standby with no series would leave "no replica leads" (max of the gauge < 1)
+            # with nothing to compare once the leader's series is gone.
+            metrics.master_status.labels(self._name).set(0)
         # The last record seen or written, its bytes, and the local monotonic time it was seen.
         self._observed = LeaderElectionRecord()
         self._observed_raw = b""

@@ -503,3 +503,26 @@ async def test_failed_acquire_attempts_are_logged_each_time(
         await _cancel(task)
     assert [r.getMessage() for r in caplog.records if r.levelname == "ERROR"] == [message] * 2
     assert h.server.record is not None and h.server.record.holder_identity == "a"
+
+
+@pytest.mark.asyncio
+async def test_master_status_is_0_on_a_standby_and_1_on_the_leader(h: Harness) -> None:
+    # client-go sets the gauge to 0 in NewLeaderElector: a standby that never led reports 0
+    # (the PycmNoLeader alert takes the max over the replicas), not nothing.
+    a, _ = h.elector("a")
+    ta = asyncio.create_task(a.run(), name="a")
+    await h.settle()
+    b, _ = h.elector("b", metrics=True)
+    tb = asyncio.create_task(b.run(), name="b")
+    try:
+        await h.advance(4.0)
+        assert h.server.record is not None and h.server.record.holder_identity == "a"
+        status = h.registry.get_sample_value("leader_election_master_status", {"name": "pycm"})
+        assert status == 0
+        await _cancel(ta)  # a's lease expires (no release): b takes over
+        await h.advance(15.0 + 5.0)
+        status = h.registry.get_sample_value("leader_election_master_status", {"name": "pycm"})
+        assert status == 1
+    finally:
+        await _cancel(ta)
+        await _cancel(tb)
