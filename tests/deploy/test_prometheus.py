@@ -112,6 +112,37 @@ def _used_in_rules() -> set[str]:
     return used - recorded
 
 
+# An alert on a histogram quantile compared with a number: `histogram_quantile(q, ...x_bucket...)
+# > N` (or >=). A quantile never reads past the top finite bucket (one in +Inf reads as it).
+QUANTILE_THRESHOLD = re.compile(
+    r"histogram_quantile\(.*?\b(\w+)_bucket\b.*\)\s*(>=|>)\s*([0-9.]+)\s*$", re.S
+)
+
+
+def _top_buckets(metrics_text: str) -> dict[str, float]:
+    """Each histogram's largest finite ``le`` in a /metrics text."""
+    top: dict[str, float] = {}
+    for name, le in re.findall(r'^(\w+)_bucket\{[^}]*\ble="([^"]+)"', metrics_text, re.M):
+        if le != "+Inf":
+            top[name] = max(top.get(name, 0.0), float(le))
+    return top
+
+
+def _unreachable_thresholds(rules: dict[str, Any], top: dict[str, float]) -> list[str]:
+    """Alerts whose quantile threshold no value of the histogram pycm serves can pass."""
+    found = []
+    for group in rules["groups"]:
+        for rule in group["rules"]:
+            match = QUANTILE_THRESHOLD.search(rule["expr"].strip())
+            if "alert" not in rule or match is None:
+                continue
+            family, op, threshold = match.group(1), match.group(2), float(match.group(3))
+            assert family in top, f"{rule['alert']}: no {family} buckets served"
+            if threshold > top[family] or (op == ">" and threshold == top[family]):
+                found.append(f"{rule['alert']}: {family} {op} {threshold:g}, top {top[family]:g}")
+    return found
+
+
 def _used_in_dashboard() -> set[str]:
     dashboard = json.loads(DASHBOARD.read_text())
     exprs = [t["expr"] for p in dashboard["panels"] for t in p.get("targets", [])]
@@ -313,6 +344,9 @@ async def test_prometheus_scrapes_pycm_over_https_with_a_bearer_token(
                 r = await http.get(f"{manager.url}/metrics", headers=auth)
                 assert r.status_code == 200, r.text
             exported = _exported(r.text)
+            # Every quantile alert can fire with the buckets pycm's histograms really have.
+            rules = yaml.safe_load(RULES.read_text())
+            assert not _unreachable_thresholds(rules, _top_buckets(r.text))
             for source, used in (
                 ("rules.yaml", _used_in_rules()),
                 ("pycm.json", _used_in_dashboard()),
@@ -366,6 +400,28 @@ async def test_dashboard_instance_variable_lists_a_manager_without_leader_electi
             code = await stop_manager(manager)
         assert code == 0, manager.log.read_text()[-3000:]
     assert query.group(1) in _sampled(text), f"{query.group(1)} has no sample without election"
+
+
+def test_unreachable_thresholds_catches_a_quantile_past_the_top_bucket() -> None:
+    text = (
+        'q_seconds_bucket{le="1.0",name="a"} 0.0\n'
+        'q_seconds_bucket{le="10.0",name="a"} 0.0\n'
+        'q_seconds_bucket{le="+Inf",name="a"} 3.0\n'
+    )
+    assert _top_buckets(text) == {"q_seconds": 10.0}
+
+    def rules(expr: str) -> dict[str, Any]:
+        return {"groups": [{"rules": [{"alert": "A", "expr": expr}]}]}
+
+    quantile = "histogram_quantile(0.99, sum by (le) (rate(q_seconds_bucket[5m])))"
+    assert _unreachable_thresholds(rules(f"{quantile} > 60"), {"q_seconds": 10.0}) == [
+        "A: q_seconds > 60, top 10"
+    ]
+    assert _unreachable_thresholds(rules(f"{quantile} > 10"), {"q_seconds": 10.0}) == [
+        "A: q_seconds > 10, top 10"
+    ]
+    assert _unreachable_thresholds(rules(f"{quantile} >= 10"), {"q_seconds": 10.0}) == []
+    assert _unreachable_thresholds(rules(f"{quantile} > 5"), {"q_seconds": 10.0}) == []
 
 
 def test_used_metric_names_extraction_sees_selectors_and_bare_names() -> None:
