@@ -143,6 +143,41 @@ def _unreachable_thresholds(rules: dict[str, Any], top: dict[str, float]) -> lis
     return found
 
 
+AGGREGATION = re.compile(r"\bby\s*\(([^)]*)\)\s*\(")
+TARGET_LABELS = {"job", "instance"}  # Prometheus's, not pycm's
+
+
+def _served_labels(metrics_text: str) -> dict[str, set[str]]:
+    """Each sample name's label names in a /metrics text (names with no sample are absent)."""
+    served: dict[str, set[str]] = {}
+    for line in metrics_text.splitlines():
+        match = re.match(r"([a-zA-Z_:][\w:]*)(?:\{([^}]*)\})?\s", line)
+        if match and not line.startswith("#"):
+            labels = set(re.findall(r'(\w+)="', match.group(2) or ""))
+            served.setdefault(match.group(1), set()).update(labels)
+    return served
+
+
+def _missing_labels(expr: str, served: dict[str, set[str]]) -> list[str]:
+    """Labels an aggregation groups ``by`` that a metric inside it does not carry (a panel or
+    rule that would fold every series into one, or show an empty legend)."""
+    problems = []
+    for match in AGGREGATION.finditer(expr):
+        depth, end = 1, match.end()
+        while depth and end < len(expr):
+            depth += {"(": 1, ")": -1}.get(expr[end], 0)
+            end += 1
+        inner = expr[match.end() : end]
+        wanted = {label.strip() for label in match.group(1).split(",") if label.strip()}
+        for metric in set(METRIC.findall(inner)) | set(SELECTOR.findall(inner)):
+            if metric in served:
+                implicit = {"le"} if metric.endswith("_bucket") else set()
+                lacking = wanted - TARGET_LABELS - implicit - served[metric]
+                if lacking:
+                    problems.append(f"{metric} has no {', '.join(sorted(lacking))}")
+    return problems
+
+
 def _used_in_dashboard() -> set[str]:
     dashboard = json.loads(DASHBOARD.read_text())
     exprs = [t["expr"] for p in dashboard["panels"] for t in p.get("targets", [])]
@@ -347,6 +382,11 @@ async def test_prometheus_scrapes_pycm_over_https_with_a_bearer_token(
             # Every quantile alert can fire with the buckets pycm's histograms really have.
             rules = yaml.safe_load(RULES.read_text())
             assert not _unreachable_thresholds(rules, _top_buckets(r.text))
+            served = _served_labels(r.text)
+            dashboard = json.loads(DASHBOARD.read_text())
+            exprs = [rule["expr"] for g in rules["groups"] for rule in g["rules"]]
+            exprs += [t["expr"] for p in dashboard["panels"] for t in p.get("targets", [])]
+            assert not [p for expr in exprs for p in _missing_labels(expr, served)]
             for source, used in (
                 ("rules.yaml", _used_in_rules()),
                 ("pycm.json", _used_in_dashboard()),
@@ -422,6 +462,22 @@ def test_unreachable_thresholds_catches_a_quantile_past_the_top_bucket() -> None
     ]
     assert _unreachable_thresholds(rules(f"{quantile} >= 10"), {"q_seconds": 10.0}) == []
     assert _unreachable_thresholds(rules(f"{quantile} > 5"), {"q_seconds": 10.0}) == []
+
+
+def test_missing_labels_sees_a_grouping_label_the_metric_lacks() -> None:
+    served = _served_labels(
+        'rest_client_requests_total{code="200",method="GET"} 1.0\n'
+        'workqueue_queue_duration_seconds_bucket{le="1.0",name="q"} 1.0\n'
+    )
+    assert served == {
+        "rest_client_requests_total": {"code", "method"},
+        "workqueue_queue_duration_seconds_bucket": {"le", "name"},
+    }
+    expr = (
+        "sum by (job, code, verb) (rate(rest_client_requests_total[5m])) / histogram_quantile("
+        "0.9, sum by (le, name) (rate(workqueue_queue_duration_seconds_bucket[5m])))"
+    )
+    assert _missing_labels(expr, served) == ["rest_client_requests_total has no verb"]
 
 
 def test_used_metric_names_extraction_sees_selectors_and_bare_names() -> None:
