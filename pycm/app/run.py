@@ -548,10 +548,8 @@ class Manager:
                 continue
             if interval > 0:
                 await self.clock.sleep(self._rng.uniform(0, 2 * interval))
-            failed = (
-                f"controller {descriptor.name!r} ({self.registry.source(descriptor.name)}) "
-                "failed to start: "
-            )
+            who = f"controller {descriptor.name!r} ({self.registry.source(descriptor.name)})"
+            failed = f"{who} failed to start: "
             with self.bus.step(ControllerInitBegan(controller=descriptor.name)) as step:
                 try:
                     runnable = await descriptor.init(ctx)
@@ -564,7 +562,7 @@ class Manager:
                     )
                 step.finish(started=runnable is not None)
             if runnable is not None:
-                runnables.append((descriptor.name, _checked_runnable(runnable, failed)))
+                runnables.append((descriptor.name, _checked_runnable(runnable, who, self._fail)))
         if self._token_sources:
             await self._first_tokens()
         informers = _InformerFactories(ctx)
@@ -699,19 +697,32 @@ class _InformerFactories:
         await self.ctx.metadata_informer_factory.shutdown(timeout=INFORMER_STOP_TIMEOUT)
 
 
-def _checked_runnable(runnable: Runnable, failed: str) -> Runnable:
-    """``runnable`` with its result checked when the controllers start: a plain function
-    (``def run()`` where ``async def`` was meant) gives a start-up error, not a TypeError from
-    deep in the task machinery."""
+def _checked_runnable(runnable: Runnable, who: str, fail: Callable[[str], None]) -> Runnable:
+    """``runnable`` checked and contained: a plain function (``def run()`` where ``async def``
+    was meant) is a start-up error, not a TypeError from deep in the task machinery; an
+    exception out of the running controller stops the manager with one line naming it (its
+    traceback at -v=4), as a failed init does."""
 
     def run() -> Coroutine[Any, Any, None]:
         coro: object = runnable()  # typed, but a plugin is third-party code
         if not asyncio.iscoroutine(coro):
             what = "None" if coro is None else f"a value of type {type(coro).__name__}"
-            raise ManagerError(f"{failed}run() returned {what}, not a coroutine (async def?)")
-        return coro
+            raise ManagerError(
+                f"{who} failed to start: run() returned {what}, not a coroutine (async def?)"
+            )
+        return _contained(coro, who, fail)
 
     return run
+
+
+async def _contained(
+    coro: Coroutine[Any, Any, None], who: str, fail: Callable[[str], None]
+) -> None:
+    try:
+        await coro
+    except Exception as exc:  # a controller's run is third-party code; cancellation passes
+        log.debug("%s failed", who, exc_info=exc)
+        fail(f"{who} failed: {type(exc).__name__}: {exc}")
 
 
 def run_manager(config: CompletedConfig) -> int:

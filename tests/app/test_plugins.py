@@ -521,3 +521,43 @@ async def test_pycm_run_second_signal_during_a_slow_shutdown_exits_1_at_once(
     log = manager.log.read_text()
     assert code == 1, log
     assert "pycm run: second signal, exiting without a clean shutdown" in log
+
+
+@pytest.mark.e2e
+@pytest.mark.asyncio
+@pytest.mark.parametrize("election", list(ELECTION), ids=list(ELECTION))
+async def test_pycm_run_plugin_run_raises_exit_1_one_line(
+    cluster: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, election: str
+) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    _dist(
+        site,
+        "pycm-crashing-plugin",
+        "pycm_crashing_plugin",
+        """
+        from pycm.controller import ControllerDescriptor
+
+        async def init(ctx):
+            async def run():
+                raise RuntimeError("boom in run")
+
+            return run
+
+        descriptor = ControllerDescriptor("crashing", init)
+        """,
+    )
+    monkeypatch.setenv("PYTHONPATH", str(site))
+    code, log = await _run_until_exit(
+        cluster, tmp_path, "--controllers=crashing", *ELECTION[election]
+    )
+    assert code == 1, log
+    assert "Traceback" not in log
+    assert (
+        log.rstrip()
+        .splitlines()[-1]
+        .endswith(
+            "controller 'crashing' (distribution pycm-crashing-plugin 1.0) failed: "
+            "RuntimeError: boom in run"
+        )
+    ), log
