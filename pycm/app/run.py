@@ -576,11 +576,17 @@ class Manager:
                 controller.gate = self.elector.gate
         for name, runnable in runnables:
             self.groups.add(Group.CONTROLLERS, f"controller {name}", runnable)
-        # Plugins' own background tasks run with the controllers, added now or later.
+
+        # Plugins' own background tasks run with the controllers, added now or later; their
+        # failure is one line too.
+        def add_task(name: str, run: Runnable) -> None:
+            task = _checked_runnable(run, f"background task {name!r}", self._fail)
+            self.groups.add(Group.CONTROLLERS, name, task)
+
         for name, runnable in ctx.pending_runnables:
-            self.groups.add(Group.CONTROLLERS, name, runnable)
+            add_task(name, runnable)
         ctx.pending_runnables.clear()
-        ctx.on_runnable = lambda name, run: self.groups.add(Group.CONTROLLERS, name, run)
+        ctx.on_runnable = add_task
         await self.groups.start(Group.CONTROLLERS)
         return len(runnables)
 

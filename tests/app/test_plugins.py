@@ -561,3 +561,36 @@ async def test_pycm_run_plugin_run_raises_exit_1_one_line(
             "RuntimeError: boom in run"
         )
     ), log
+
+
+@pytest.mark.e2e
+@pytest.mark.asyncio
+async def test_pycm_run_plugin_background_task_raises_exit_1_one_line(
+    cluster: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # ctx.add_runnable: "its death stops the manager like a built-in's" (docs/controllers.md).
+    site = tmp_path / "site"
+    site.mkdir()
+    _dist(
+        site,
+        "pycm-background-plugin",
+        "pycm_background_plugin",
+        """
+        from pycm.controller import ControllerDescriptor
+
+        async def init(ctx):
+            async def refresh():
+                raise ValueError("bad settings")
+
+            ctx.add_runnable("settings refresher", refresh)
+            return None
+
+        descriptor = ControllerDescriptor("background", init)
+        """,
+    )
+    monkeypatch.setenv("PYTHONPATH", str(site))
+    code, log = await _run_until_exit(cluster, tmp_path, "--controllers=background")
+    assert code == 1, log
+    assert "Traceback" not in log
+    last = log.rstrip().splitlines()[-1]
+    assert last.endswith("background task 'settings refresher' failed: ValueError: bad settings")
