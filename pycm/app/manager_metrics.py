@@ -4,14 +4,15 @@ whether each informer has synced.
 - ``process_*`` (prometheus_client's process collector: CPU seconds, resident and virtual
   memory, open file descriptors, start time), the names every Prometheus exporter uses.
 - ``pycm_informer_synced{resource}``: 1 when the informer for ``resource`` (``pods``,
-  ``deployments.apps``) has synced its cache, else 0. Read at scrape time from the informer
-  factory of the running controllers (the leader's; a standby has none), so it is never stale.
+  ``deployments.apps``) has synced its cache, else 0. Read at scrape time from both informer
+  factories of the running controllers (the leader's; a standby has none), so it is never stale;
+  a resource with a full and a metadata-only informer is synced when both are.
   KCM has no such metric; its readiness check "informer-sync" says the same to a probe.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Protocol
 
 from prometheus_client import CollectorRegistry, ProcessCollector
@@ -27,10 +28,15 @@ class _Synced(Protocol):
     def has_synced(self) -> bool: ...
 
 
-class InformerSyncedCollector(Collector):
-    """``pycm_informer_synced`` from ``informers()`` (resource → informer), at each scrape."""
+Informers = Callable[[], Iterable[tuple[Any, _Synced]]]
+"""``informers()``: (resource, informer) pairs; a resource may come more than once."""
 
-    def __init__(self, informers: Callable[[], Mapping[Any, _Synced]]) -> None:
+
+class InformerSyncedCollector(Collector):
+    """``pycm_informer_synced`` from ``informers()``, at each scrape: one series per resource,
+    1 when every informer of it has synced."""
+
+    def __init__(self, informers: Informers) -> None:
         self._informers = informers
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
@@ -40,15 +46,15 @@ class InformerSyncedCollector(Collector):
             "informers), else 0.",
             labels=["resource"],
         )
-        for resource, informer in sorted(
-            self._informers().items(), key=lambda item: resource_name(item[0])
-        ):
-            family.add_metric([resource_name(resource)], 1.0 if informer.has_synced() else 0.0)
+        synced: dict[str, bool] = {}
+        for resource, informer in self._informers():
+            name = resource_name(resource)
+            synced[name] = synced.get(name, True) and informer.has_synced()
+        for name in sorted(synced):
+            family.add_metric([name], 1.0 if synced[name] else 0.0)
         yield family
 
 
-def register_manager_metrics(
-    registry: CollectorRegistry, informers: Callable[[], Mapping[Any, _Synced]]
-) -> None:
+def register_manager_metrics(registry: CollectorRegistry, informers: Informers) -> None:
     ProcessCollector(registry=registry)
     registry.register(InformerSyncedCollector(informers))

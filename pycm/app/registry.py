@@ -166,9 +166,13 @@ def load_plugins(
     for entry_point in sorted(found, key=lambda ep: ep.name):
         origin = _distribution(entry_point)
         where = f"plugin controller {entry_point.name!r} ({entry_point.value}) from {origin}"
+        if entry_point.pattern.match(entry_point.value) is None:
+            raise PluginError(f"{where}: the entry point is not 'module:attribute'")
         try:
             descriptor = entry_point.load()
-        except Exception as exc:  # any import-time failure of third-party code
+        # Any import-time failure of third-party code, sys.exit() included: that would end
+        # `pycm run` with the plugin's status and no word of why.
+        except (Exception, SystemExit) as exc:
             raise PluginError(f"{where} failed to load: {type(exc).__name__}: {exc}") from None
         if not isinstance(descriptor, ControllerDescriptor):
             raise PluginError(

@@ -28,10 +28,11 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import os
 import random
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import Any, cast
 
 from prometheus_client import CollectorRegistry
@@ -174,7 +175,7 @@ class Manager:
         """Start, run until a signal or a fatal error, stop. Returns the exit status."""
         failed = EXIT_FAILED
         try:
-            await self._start()
+            await self._start_unless_stopped()
             await self._stop.wait()
         except ManagerError as exc:
             self._fatal = str(exc)
@@ -188,6 +189,24 @@ class Manager:
         if self._recorder is not None:
             await self._recorder.close()
         return code
+
+    async def _start_unless_stopped(self) -> None:
+        """``_start``, cancelled when a stop is asked for first (a signal, or a fatal error of
+        a task already running): a start-up step that does not return — a controller's init
+        waiting for informers that only start after every init, an API server that does not
+        answer — must not keep SIGTERM from stopping the manager."""
+        loop = asyncio.get_running_loop()
+        start = loop.create_task(self._start(), name="manager start")
+        stop = loop.create_task(self._stop.wait(), name="manager start: stop requested")
+        try:
+            await asyncio.wait({start, stop}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stop.cancel()
+            if not start.done():
+                start.cancel()
+            await asyncio.gather(start, stop, return_exceptions=True)
+        if not start.cancelled():
+            start.result()  # a ManagerError is the caller's
 
     async def _start(self) -> None:
         cfg = self.config
@@ -276,10 +295,14 @@ class Manager:
                 )
             await self.clock.sleep(1.0)
 
-    def _informers(self) -> dict[Any, Any]:
-        """The running controllers' informers (none while not leading)."""
+    def _informers(self) -> list[tuple[Any, Any]]:
+        """The running controllers' informers, of both factories (none while not leading): a
+        controller (a plugin's, say) may watch metadata only."""
         ctx = self.context
-        return ctx.informer_factory.informers if ctx is not None else {}
+        if ctx is None:
+            return []
+        factories = (ctx.informer_factory, ctx.metadata_informer_factory)
+        return [pair for factory in factories for pair in factory.informers.items()]
 
     def _add_health_checks(self) -> None:
         async def informers_synced() -> str | None:
@@ -439,7 +462,13 @@ class Manager:
         self.elector = elector
 
         async def elect() -> None:
-            await elector.run()
+            try:
+                await elector.run()
+            except ManagerError as exc:
+                # The leading work failed to start (a controller's init): the same one line
+                # as without election, not the traceback of this task.
+                self._fail(str(exc))
+                return
             # run() returns only when leadership was lost (cancellation raises instead).
             self._fail(f"leaderelection lost: {elector.lost_reason or 'stopped leading'}")
 
@@ -519,18 +548,21 @@ class Manager:
                 continue
             if interval > 0:
                 await self.clock.sleep(self._rng.uniform(0, 2 * interval))
+            who = f"controller {descriptor.name!r} ({self.registry.source(descriptor.name)})"
+            failed = f"{who} failed to start: "
             with self.bus.step(ControllerInitBegan(controller=descriptor.name)) as step:
                 try:
                     runnable = await descriptor.init(ctx)
                 except Exception as exc:  # a plugin's init is third-party code
-                    source = self.registry.source(descriptor.name)
+                    raise ManagerError(f"{failed}{type(exc).__name__}: {exc}") from None
+                if runnable is not None and not callable(runnable):
                     raise ManagerError(
-                        f"controller {descriptor.name!r} ({source}) failed to start: "
-                        f"{type(exc).__name__}: {exc}"
-                    ) from None
+                        f"{failed}init returned a value of type {type(runnable).__name__}, "
+                        "not an async run function or None"
+                    )
                 step.finish(started=runnable is not None)
             if runnable is not None:
-                runnables.append((descriptor.name, runnable))
+                runnables.append((descriptor.name, _checked_runnable(runnable, who, self._fail)))
         if self._token_sources:
             await self._first_tokens()
         informers = _InformerFactories(ctx)
@@ -544,11 +576,17 @@ class Manager:
                 controller.gate = self.elector.gate
         for name, runnable in runnables:
             self.groups.add(Group.CONTROLLERS, f"controller {name}", runnable)
-        # Plugins' own background tasks run with the controllers, added now or later.
+
+        # Plugins' own background tasks run with the controllers, added now or later; their
+        # failure is one line too.
+        def add_task(name: str, run: Runnable) -> None:
+            task = _checked_runnable(run, f"background task {name!r}", self._fail)
+            self.groups.add(Group.CONTROLLERS, name, task)
+
         for name, runnable in ctx.pending_runnables:
-            self.groups.add(Group.CONTROLLERS, name, runnable)
+            add_task(name, runnable)
         ctx.pending_runnables.clear()
-        ctx.on_runnable = lambda name, run: self.groups.add(Group.CONTROLLERS, name, run)
+        ctx.on_runnable = add_task
         await self.groups.start(Group.CONTROLLERS)
         return len(runnables)
 
@@ -665,6 +703,34 @@ class _InformerFactories:
         await self.ctx.metadata_informer_factory.shutdown(timeout=INFORMER_STOP_TIMEOUT)
 
 
+def _checked_runnable(runnable: Runnable, who: str, fail: Callable[[str], None]) -> Runnable:
+    """``runnable`` checked and contained: a plain function (``def run()`` where ``async def``
+    was meant) is a start-up error, not a TypeError from deep in the task machinery; an
+    exception out of the running controller stops the manager with one line naming it (its
+    traceback at -v=4), as a failed init does."""
+
+    def run() -> Coroutine[Any, Any, None]:
+        coro: object = runnable()  # typed, but a plugin is third-party code
+        if not asyncio.iscoroutine(coro):
+            what = "None" if coro is None else f"a value of type {type(coro).__name__}"
+            raise ManagerError(
+                f"{who} failed to start: run() returned {what}, not a coroutine (async def?)"
+            )
+        return _contained(coro, who, fail)
+
+    return run
+
+
+async def _contained(
+    coro: Coroutine[Any, Any, None], who: str, fail: Callable[[str], None]
+) -> None:
+    try:
+        await coro
+    except Exception as exc:  # a controller's run is third-party code; cancellation passes
+        log.debug("%s failed", who, exc_info=exc)
+        fail(f"{who} failed: {type(exc).__name__}: {exc}")
+
+
 def run_manager(config: CompletedConfig) -> int:
     """The runner of ``pycm run``: run the manager on a fresh event loop until a signal."""
     configure_logging(config.logs.format, config.logs.verbosity)
@@ -672,8 +738,23 @@ def run_manager(config: CompletedConfig) -> int:
     async def main() -> int:
         manager = Manager(config)
         loop = asyncio.get_running_loop()
+        signals = 0
+
+        def on_signal() -> None:
+            # KCM's (apiserver's SetupSignalContext): the first SIGTERM/SIGINT stops in
+            # order, a second one exits at once with status 1 — the way out of a shutdown
+            # held up by a controller that does not stop.
+            nonlocal signals
+            signals += 1
+            if signals == 1:
+                manager.request_stop()
+                return
+            sys.stderr.write("pycm run: second signal, exiting without a clean shutdown\n")
+            sys.stderr.flush()
+            os._exit(EXIT_FAILED)
+
         for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, manager.request_stop)
+            loop.add_signal_handler(sig, on_signal)
         try:
             return await manager.run()
         finally:
@@ -682,6 +763,6 @@ def run_manager(config: CompletedConfig) -> int:
 
     try:
         return asyncio.run(main())
-    except KeyboardInterrupt:  # a second Ctrl-C during shutdown
+    except KeyboardInterrupt:  # Ctrl-C before the signal handlers were installed
         sys.stderr.write("pycm run: interrupted\n")
         return 130

@@ -139,6 +139,10 @@ class LeaderElector:
         self._lease = config.lock.describe()
         if metrics is not None:
             metrics.renew_deadline.labels(self._name).set(config.renew_deadline)
+            # Every candidate reports 0 from the start, as client-go's NewLeaderElector does: a
+            # standby with no series would leave "no replica leads" (max of the gauge < 1)
+            # with nothing to compare once the leader's series is gone.
+            metrics.master_status.labels(self._name).set(0)
         # The last record seen or written, its bytes, and the local monotonic time it was seen.
         self._observed = LeaderElectionRecord()
         self._observed_raw = b""
@@ -235,14 +239,12 @@ class LeaderElector:
         except LockNotFound:
             try:
                 await self._bounded(self._lock.create(record), limit)
-            except LockConflict as exc:
-                return _Attempt(False, AcquireResult.ERROR, RenewFailureReason.CONFLICT, str(exc))
             except (LockError, _Timeout) as exc:
-                return self._failed(exc)
+                return self._failed(exc, "error initially creating leader election record")
             self._set_observed(record, None, now)
             return _Attempt(True, AcquireResult.CREATED)
         except (LockError, _Timeout) as exc:
-            return self._failed(exc)
+            return self._failed(exc, f"error retrieving resource lock {self._lease}")
         # 3. Observe a change; respect another holder's valid term.
         if raw != self._observed_raw:
             self._set_observed(old, raw, now)
@@ -267,20 +269,28 @@ class LeaderElector:
         # 5. Update with the resourceVersion we read.
         try:
             await self._bounded(self._lock.update(record), limit)
-        except LockConflict as exc:
-            return _Attempt(False, AcquireResult.ERROR, RenewFailureReason.CONFLICT, str(exc))
         except (LockError, _Timeout) as exc:
-            return self._failed(exc)
+            return self._failed(exc, "failed to update lock")
         self._set_observed(record, None, now)
         return _Attempt(True, AcquireResult.ACQUIRED)
 
     @staticmethod
-    def _failed(exc: Exception) -> _Attempt:
-        if isinstance(exc, _Timeout):
-            return _Attempt(
+    def _failed(exc: Exception, what: str) -> _Attempt:
+        """A failed lock call, logged as client-go logs it (an error each attempt): without the
+        line an operator whose manager may not read or write its Lease (RBAC, a bad name) saw
+        only "attempting to acquire leader lease" and nothing after it."""
+        if isinstance(exc, LockConflict):
+            attempt = _Attempt(False, AcquireResult.ERROR, RenewFailureReason.CONFLICT, str(exc))
+        elif isinstance(exc, _Timeout):
+            attempt = _Attempt(
                 False, AcquireResult.ERROR, RenewFailureReason.TIMEOUT, "lock call timed out"
             )
-        return _Attempt(False, AcquireResult.ERROR, RenewFailureReason.API_ERROR, error_text(exc))
+        else:
+            attempt = _Attempt(
+                False, AcquireResult.ERROR, RenewFailureReason.API_ERROR, error_text(exc)
+            )
+        log.error("%s: %s", what, attempt.error)
+        return attempt
 
     def _maybe_report_transition(self) -> None:
         holder = self._observed.holder_identity

@@ -118,10 +118,27 @@ def server_ssl_context(
     and client certificates asked for and verified when ``client_ca_file`` is given."""
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = minimum_version
-    context.load_cert_chain(cert.cert_file, cert.key_file)
+    # OpenSSL's own words ("[SSL] PEM lib (_ssl.c:3905)") name no file: say which, and why.
+    try:
+        context.load_cert_chain(cert.cert_file, cert.key_file)
+    except ssl.SSLError as exc:
+        why = (
+            "the key is not the certificate's"
+            if exc.reason == "KEY_VALUES_MISMATCH"
+            else "want a PEM certificate (chain) and a PEM private key"
+        )
+        raise OSError(
+            f'cannot load the serving certificate "{cert.cert_file}" and key '
+            f'"{cert.key_file}": {why}'
+        ) from None
     context.set_alpn_protocols(["http/1.1"])
     if client_ca_file:
-        context.load_verify_locations(cafile=client_ca_file)
+        try:
+            context.load_verify_locations(cafile=client_ca_file)
+        except ssl.SSLError:
+            raise OSError(
+                f'cannot load the client CA file "{client_ca_file}": no PEM certificate in it'
+            ) from None
         context.verify_mode = ssl.CERT_OPTIONAL
     else:
         context.verify_mode = ssl.CERT_NONE

@@ -22,7 +22,7 @@ class _Informer:
 def test_informer_synced_follows_the_informers_at_each_scrape() -> None:
     informers: dict[Any, _Informer] = {}
     registry = CollectorRegistry()
-    register_manager_metrics(registry, lambda: informers)
+    register_manager_metrics(registry, lambda: informers.items())
     assert registry.get_sample_value("pycm_informer_synced", {"resource": "pods"}) is None
     informers[PODS] = _Informer(False)
     informers[DEPLOYMENTS] = _Informer(True)
@@ -32,9 +32,21 @@ def test_informer_synced_follows_the_informers_at_each_scrape() -> None:
     assert registry.get_sample_value("pycm_informer_synced", {"resource": "pods"}) == 1
 
 
+def test_informer_synced_resource_twice_one_series_synced_when_both_are() -> None:
+    # A resource watched in full and metadata-only: one series, not a duplicate sample.
+    full, metadata = _Informer(True), _Informer(False)
+    registry = CollectorRegistry()
+    register_manager_metrics(registry, lambda: [(PODS, full), (PODS, metadata)])
+    text = generate_latest(registry).decode()
+    assert text.count("pycm_informer_synced{") == 1
+    assert registry.get_sample_value("pycm_informer_synced", {"resource": "pods"}) == 0
+    metadata.synced = True
+    assert registry.get_sample_value("pycm_informer_synced", {"resource": "pods"}) == 1
+
+
 def test_process_metrics_are_exported() -> None:
     registry = CollectorRegistry()
-    register_manager_metrics(registry, dict)
+    register_manager_metrics(registry, list)
     text = generate_latest(registry).decode()
     for name in ("process_cpu_seconds_total", "process_resident_memory_bytes"):
         assert f"\n{name} " in text

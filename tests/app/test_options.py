@@ -368,6 +368,13 @@ def _validate(argv: list[str], known: Registry | None = None) -> list[str]:
         ),
         pytest.param(["--kube-api-qps=0"], [], id="qps-zero-allowed"),
         pytest.param(
+            ["--kube-api-burst=0"],
+            ["--kube-api-burst must be greater than 0 when --kube-api-qps is greater than 0"],
+            id="burst-zero-with-qps",
+        ),
+        # qps 0 means client-go's defaults (5 qps, burst 10): burst 0 goes with it.
+        pytest.param(["--kube-api-qps=0", "--kube-api-burst=0"], [], id="burst-zero-qps-zero"),
+        pytest.param(
             ["--trace-sample-ratio=1.5"],
             ["--trace-sample-ratio 1.5 must be between 0 and 1"],
             id="ratio-above-one",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import textwrap
@@ -293,10 +294,33 @@ async def test_echo_plugin_pycm_run_star_echo_reconciles_and_is_observed(
     assert {"echoed", "cleared"} <= actions
 
 
+# With --leader-elect=true (the default) the controllers start inside OnStartedLeading; a failed
+# start must read the same there: one line, exit 1, no traceback of the election task.
+ELECTION = {
+    "no-election": (),
+    "leading": (
+        "--leader-elect=true",
+        "--leader-elect-lease-duration=4s",
+        "--leader-elect-renew-deadline=3s",
+        "--leader-elect-retry-period=500ms",
+    ),
+}
+
+
+async def _run_until_exit(cluster: Any, tmp_path: Path, *args: str) -> tuple[int, str]:
+    manager = start_manager(cluster.kubeconfig_path, tmp_path, *args)
+    try:
+        code = await asyncio.to_thread(manager.proc.wait, 60)
+    finally:
+        await stop_manager(manager)
+    return code, manager.log.read_text()
+
+
 @pytest.mark.e2e
 @pytest.mark.asyncio
+@pytest.mark.parametrize("election", list(ELECTION), ids=list(ELECTION))
 async def test_pycm_run_plugin_init_raises_exit_1_names_controller_and_distribution(
-    cluster: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    cluster: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, election: str
 ) -> None:
     site = tmp_path / "site"
     site.mkdir()
@@ -314,15 +338,259 @@ async def test_pycm_run_plugin_init_raises_exit_1_names_controller_and_distribut
         """,
     )
     monkeypatch.setenv("PYTHONPATH", str(site))
-    manager = start_manager(cluster.kubeconfig_path, tmp_path, "--controllers=failing")
+    code, log = await _run_until_exit(
+        cluster, tmp_path, "--controllers=failing", *ELECTION[election]
+    )
+    assert code == 1, log
+    message = (
+        "controller 'failing' (distribution pycm-failing-plugin 1.0) failed to start: "
+        "RuntimeError: missing CRD"
+    )
+    assert message in log
+    assert "Traceback" not in log
+    assert log.rstrip().endswith(message), log
+
+
+@pytest.mark.e2e
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    ("returned", "source", "what"),
+    [
+        pytest.param(
+            "the builder",
+            """
+            from pycm.controller import ControllerBuilder, ControllerDescriptor
+            from pycm.kube.resources import CONFIGMAPS
+
+            async def init(ctx):
+                builder = ControllerBuilder(ctx, "odd").for_(CONFIGMAPS)
+
+                async def reconcile(request):
+                    return None
+
+                builder.complete(reconcile)
+                return builder  # the runnable complete() returned was meant
+
+            descriptor = ControllerDescriptor("odd", init)
+            """,
+            "init returned a value of type ControllerBuilder",
+            id="builder",
+        ),
+        pytest.param(
+            "a plain function",
+            """
+            from pycm.controller import ControllerDescriptor
+
+            async def init(ctx):
+                def run():  # not async
+                    return None
+
+                return run
+
+            descriptor = ControllerDescriptor("odd", init)
+            """,
+            "run() returned None",
+            id="sync-run",
+        ),
+    ],
+)
+@pytest.mark.parametrize("election", list(ELECTION), ids=list(ELECTION))
+async def test_pycm_run_plugin_init_returns_no_runnable_exit_1_one_line(
+    cluster: Any,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    returned: str,
+    source: str,
+    what: str,
+    election: str,
+) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    _dist(site, "pycm-odd-runnable", "pycm_odd_runnable", source)
+    monkeypatch.setenv("PYTHONPATH", str(site))
+    code, log = await _run_until_exit(cluster, tmp_path, "--controllers=odd", *ELECTION[election])
+    assert code == 1, log
+    assert "Traceback" not in log, returned
+    last = log.rstrip().splitlines()[-1]
+    assert "controller 'odd' (distribution pycm-odd-runnable 1.0) failed to start: " in last
+    assert what in last
+
+
+@pytest.mark.e2e
+@pytest.mark.asyncio
+async def test_pycm_run_sigterm_while_a_plugin_init_waits_for_ever_stops_exit_0(
+    cluster: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A mistake a new controller makes: waiting in init for a cache that only starts after
+    # every init returned. The manager cannot start, but SIGTERM must still stop it.
+    site = tmp_path / "site"
+    site.mkdir()
+    _dist(
+        site,
+        "pycm-waiting-plugin",
+        "pycm_waiting_plugin",
+        """
+        from pycm.controller import ControllerBuilder, ControllerDescriptor
+        from pycm.kube.resources import CONFIGMAPS
+
+        async def init(ctx):
+            builder = ControllerBuilder(ctx, "waiting").for_(CONFIGMAPS)
+            await builder.informer(CONFIGMAPS).wait_synced()
+
+            async def reconcile(request):
+                return None
+
+            return builder.complete(reconcile)
+
+        descriptor = ControllerDescriptor("waiting", init)
+        """,
+    )
+    monkeypatch.setenv("PYTHONPATH", str(site))
+    manager = start_manager(cluster.kubeconfig_path, tmp_path, "--controllers=waiting")
     try:
+        async with httpx.AsyncClient(verify=False, timeout=5) as http:
+
+            async def in_init() -> bool:
+                assert manager.proc.poll() is None, manager.log.read_text()
+                try:
+                    r = await http.get(f"{manager.url}/readyz?verbose")
+                except httpx.TransportError:
+                    return False
+                return "[-]informers-synced failed" in r.text
+
+            await poll(in_init, timeout=30)
+    finally:
+        code = await stop_manager(manager)  # fails the test if it does not stop in time
+    assert code == 0, manager.log.read_text()
+
+
+@pytest.mark.e2e
+@pytest.mark.asyncio
+async def test_pycm_run_second_signal_during_a_slow_shutdown_exits_1_at_once(
+    cluster: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # KCM's signal handling: the first signal stops cleanly, a second one exits directly (1).
+    site = tmp_path / "site"
+    site.mkdir()
+    _dist(
+        site,
+        "pycm-slow-plugin",
+        "pycm_slow_plugin",
+        """
+        import asyncio
+        import sys
+        from pycm.controller import ControllerDescriptor
+
+        async def init(ctx):
+            async def run():
+                try:
+                    await asyncio.Event().wait()
+                except asyncio.CancelledError:
+                    print("slow: stopping", file=sys.stderr, flush=True)
+                    await asyncio.sleep(3600)  # a controller that does not stop
+                    raise
+
+            return run
+
+        descriptor = ControllerDescriptor("slow", init)
+        """,
+    )
+    monkeypatch.setenv("PYTHONPATH", str(site))
+    manager = start_manager(cluster.kubeconfig_path, tmp_path, "--controllers=slow")
+    try:
+        async with httpx.AsyncClient(verify=False, timeout=5) as http:
+
+            async def serving() -> bool:
+                assert manager.proc.poll() is None, manager.log.read_text()
+                try:
+                    return (await http.get(f"{manager.url}/readyz")).status_code == 200
+                except httpx.TransportError:
+                    return False
+
+            await poll(serving, timeout=30)
+        manager.proc.send_signal(signal.SIGTERM)
+
+        async def stopping() -> bool:
+            return "slow: stopping" in manager.log.read_text()
+
+        await poll(stopping, timeout=30)
+        manager.proc.send_signal(signal.SIGTERM)
         code = await asyncio.to_thread(manager.proc.wait, 60)
     finally:
         await stop_manager(manager)
     log = manager.log.read_text()
     assert code == 1, log
-    assert (
-        "controller 'failing' (distribution pycm-failing-plugin 1.0) failed to start: "
-        "RuntimeError: missing CRD"
-    ) in log
+    assert "pycm run: second signal, exiting without a clean shutdown" in log
+
+
+@pytest.mark.e2e
+@pytest.mark.asyncio
+@pytest.mark.parametrize("election", list(ELECTION), ids=list(ELECTION))
+async def test_pycm_run_plugin_run_raises_exit_1_one_line(
+    cluster: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, election: str
+) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    _dist(
+        site,
+        "pycm-crashing-plugin",
+        "pycm_crashing_plugin",
+        """
+        from pycm.controller import ControllerDescriptor
+
+        async def init(ctx):
+            async def run():
+                raise RuntimeError("boom in run")
+
+            return run
+
+        descriptor = ControllerDescriptor("crashing", init)
+        """,
+    )
+    monkeypatch.setenv("PYTHONPATH", str(site))
+    code, log = await _run_until_exit(
+        cluster, tmp_path, "--controllers=crashing", *ELECTION[election]
+    )
+    assert code == 1, log
     assert "Traceback" not in log
+    assert (
+        log.rstrip()
+        .splitlines()[-1]
+        .endswith(
+            "controller 'crashing' (distribution pycm-crashing-plugin 1.0) failed: "
+            "RuntimeError: boom in run"
+        )
+    ), log
+
+
+@pytest.mark.e2e
+@pytest.mark.asyncio
+async def test_pycm_run_plugin_background_task_raises_exit_1_one_line(
+    cluster: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # ctx.add_runnable: "its death stops the manager like a built-in's" (docs/controllers.md).
+    site = tmp_path / "site"
+    site.mkdir()
+    _dist(
+        site,
+        "pycm-background-plugin",
+        "pycm_background_plugin",
+        """
+        from pycm.controller import ControllerDescriptor
+
+        async def init(ctx):
+            async def refresh():
+                raise ValueError("bad settings")
+
+            ctx.add_runnable("settings refresher", refresh)
+            return None
+
+        descriptor = ControllerDescriptor("background", init)
+        """,
+    )
+    monkeypatch.setenv("PYTHONPATH", str(site))
+    code, log = await _run_until_exit(cluster, tmp_path, "--controllers=background")
+    assert code == 1, log
+    assert "Traceback" not in log
+    last = log.rstrip().splitlines()[-1]
+    assert last.endswith("background task 'settings refresher' failed: ValueError: bad settings")

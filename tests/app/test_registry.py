@@ -140,12 +140,15 @@ def test_describe_lists_all_then_off_by_default_then_plugins() -> None:
     assert registry.source("echo") == "distribution pycm-echo-controller 0.1.0"
 
 
-def _installed(site: Path, module: str, source: str, *, entry: str = "mine") -> list[Any]:
+def _installed(
+    site: Path, module: str, source: str, *, entry: str = "mine", value: str | None = None
+) -> list[Any]:
     """The entry points of a distribution really installed (dist-info) under ``site``."""
     info = site / f"{module}-2.0.dist-info"
     info.mkdir(parents=True)
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {module}\nVersion: 2.0\n")
-    (info / "entry_points.txt").write_text(f"[pycm.controllers]\n{entry} = {module}:descriptor\n")
+    value = value or f"{module}:descriptor"
+    (info / "entry_points.txt").write_text(f"[pycm.controllers]\n{entry} = {value}\n")
     (site / f"{module}.py").write_text(textwrap.dedent(source))
     (dist,) = metadata.distributions(path=[str(site)])
     return list(dist.entry_points.select(group="pycm.controllers"))
@@ -186,6 +189,42 @@ def test_load_plugins_import_error_names_distribution_and_entry_point(
         "plugin controller 'mine' (pycm_test_plugin_raises:descriptor) from distribution "
         "pycm_test_plugin_raises 2.0 failed to load: RuntimeError: no config"
     )
+
+
+@pytest.mark.parametrize(
+    ("module", "source", "value", "message"),
+    [
+        pytest.param(
+            "pycm_test_plugin_exits",
+            "import sys\nsys.exit(3)\n",
+            None,
+            "plugin controller 'mine' (pycm_test_plugin_exits:descriptor) from distribution "
+            "pycm_test_plugin_exits 2.0 failed to load: SystemExit: 3",
+            id="sys-exit-at-import",
+        ),
+        pytest.param(
+            "pycm_test_plugin_malformed",
+            _GOOD_PLUGIN,
+            "pycm_test_plugin_malformed:",
+            "plugin controller 'mine' (pycm_test_plugin_malformed:) from distribution "
+            "pycm_test_plugin_malformed 2.0: the entry point is not 'module:attribute'",
+            id="malformed-entry-point",
+        ),
+    ],
+)
+def test_load_plugins_exit_or_malformed_entry_point_is_a_plugin_error(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    module: str,
+    source: str,
+    value: str | None,
+    message: str,
+) -> None:
+    monkeypatch.syspath_prepend(str(tmp_path))
+    eps = _installed(tmp_path, module, source, value=value)
+    with pytest.raises(PluginError) as caught:
+        load_plugins(_registry(), eps)
+    assert str(caught.value) == message
 
 
 def test_build_registry_builtins_then_in_code_then_plugins(

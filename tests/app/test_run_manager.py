@@ -1,5 +1,6 @@
 """The manager in-process against the emulator: a controller's background task (add_runnable)
-joins the controllers group — started after the informers, stopped before them."""
+joins the controllers group — started after the informers, stopped before them; a plugin's
+metadata-only informer is in pycm_informer_synced like a full one."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pycm.app.options import ControllerManagerOptions
 from pycm.app.registry import ControllerDescriptor, Registry
 from pycm.app.run import Manager
 from pycm.controller import ControllerContext, Runnable
-from pycm.kube.resources import CONFIGMAPS
+from pycm.kube.resources import CONFIGMAPS, PODS
 from pycm.sim.server import run_emulator
 from pycm.trace.bus import Bus
 
@@ -63,3 +64,45 @@ async def test_manager_plugin_background_task_runs_with_controllers_stopped_firs
         "started, informers started: True",
         "stopped, informers running: ['informer:configmaps']",
     ]
+
+
+@pytest.mark.asyncio
+async def test_manager_metadata_only_informer_reported_in_informer_synced() -> None:
+    synced = asyncio.Event()
+
+    async def init(ctx: ControllerContext) -> Runnable | None:
+        full = ctx.informer_factory.informer_for(CONFIGMAPS)
+        metadata = ctx.metadata_informer_factory.informer_for(PODS)
+
+        async def run() -> None:
+            await ctx.informers_started.wait()
+            await full.wait_synced()
+            await metadata.wait_synced()
+            synced.set()
+            await asyncio.Event().wait()
+
+        return run
+
+    registry = Registry()
+    registry.register(ControllerDescriptor("probe", init))
+    async with run_emulator(tls=False, kubelet=False) as emu:
+        options = ControllerManagerOptions(registry)
+        errors = options.parse(
+            [
+                f"--kubeconfig={emu.kubeconfig_path}",
+                "--leader-elect=false",
+                "--secure-port=0",
+                "--controllers=probe",
+            ]
+        )
+        assert errors == [] and options.validate() == []
+        manager = Manager(options.config().complete(), bus=Bus(), registry=registry)
+        run = asyncio.ensure_future(manager.run())
+        try:
+            await asyncio.wait_for(synced.wait(), 30)
+            sample = manager.metrics_registry.get_sample_value
+            assert sample("pycm_informer_synced", {"resource": "configmaps"}) == 1
+            assert sample("pycm_informer_synced", {"resource": "pods"}) == 1
+        finally:
+            manager.request_stop()
+            assert await asyncio.wait_for(run, 30) == 0

@@ -139,13 +139,13 @@ def test_manifests_deployment_runs_three_electing_replicas(
     assert terms[0]["podAffinityTerm"]["labelSelector"]["matchLabels"] == POD_LABELS
 
 
-def test_manifests_probes_are_healthz_and_readyz_over_https_on_10257(
+def test_manifests_probes_are_livez_and_readyz_over_https_on_10257(
     render: Callable[[str], Objects],
 ) -> None:
     container = _container(render("default"))
     assert container["ports"] == [{"name": "https", "containerPort": 10257, "protocol": "TCP"}]
     assert "--secure-port=10257" in container["args"]
-    for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
+    for probe, path in (("livenessProbe", "/livez"), ("readinessProbe", "/readyz")):
         get = container[probe]["httpGet"]
         assert (get["path"], get["port"], get["scheme"]) == (path, "https", "HTTPS")
 

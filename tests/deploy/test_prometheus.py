@@ -112,6 +112,72 @@ def _used_in_rules() -> set[str]:
     return used - recorded
 
 
+# An alert on a histogram quantile compared with a number: `histogram_quantile(q, ...x_bucket...)
+# > N` (or >=). A quantile never reads past the top finite bucket (one in +Inf reads as it).
+QUANTILE_THRESHOLD = re.compile(
+    r"histogram_quantile\(.*?\b(\w+)_bucket\b.*\)\s*(>=|>)\s*([0-9.]+)\s*$", re.S
+)
+
+
+def _top_buckets(metrics_text: str) -> dict[str, float]:
+    """Each histogram's largest finite ``le`` in a /metrics text."""
+    top: dict[str, float] = {}
+    for name, le in re.findall(r'^(\w+)_bucket\{[^}]*\ble="([^"]+)"', metrics_text, re.M):
+        if le != "+Inf":
+            top[name] = max(top.get(name, 0.0), float(le))
+    return top
+
+
+def _unreachable_thresholds(rules: dict[str, Any], top: dict[str, float]) -> list[str]:
+    """Alerts whose quantile threshold no value of the histogram pycm serves can pass."""
+    found = []
+    for group in rules["groups"]:
+        for rule in group["rules"]:
+            match = QUANTILE_THRESHOLD.search(rule["expr"].strip())
+            if "alert" not in rule or match is None:
+                continue
+            family, op, threshold = match.group(1), match.group(2), float(match.group(3))
+            assert family in top, f"{rule['alert']}: no {family} buckets served"
+            if threshold > top[family] or (op == ">" and threshold == top[family]):
+                found.append(f"{rule['alert']}: {family} {op} {threshold:g}, top {top[family]:g}")
+    return found
+
+
+AGGREGATION = re.compile(r"\bby\s*\(([^)]*)\)\s*\(")
+TARGET_LABELS = {"job", "instance"}  # Prometheus's, not pycm's
+
+
+def _served_labels(metrics_text: str) -> dict[str, set[str]]:
+    """Each sample name's label names in a /metrics text (names with no sample are absent)."""
+    served: dict[str, set[str]] = {}
+    for line in metrics_text.splitlines():
+        match = re.match(r"([a-zA-Z_:][\w:]*)(?:\{([^}]*)\})?\s", line)
+        if match and not line.startswith("#"):
+            labels = set(re.findall(r'(\w+)="', match.group(2) or ""))
+            served.setdefault(match.group(1), set()).update(labels)
+    return served
+
+
+def _missing_labels(expr: str, served: dict[str, set[str]]) -> list[str]:
+    """Labels an aggregation groups ``by`` that a metric inside it does not carry (a panel or
+    rule that would fold every series into one, or show an empty legend)."""
+    problems = []
+    for match in AGGREGATION.finditer(expr):
+        depth, end = 1, match.end()
+        while depth and end < len(expr):
+            depth += {"(": 1, ")": -1}.get(expr[end], 0)
+            end += 1
+        inner = expr[match.end() : end]
+        wanted = {label.strip() for label in match.group(1).split(",") if label.strip()}
+        for metric in set(METRIC.findall(inner)) | set(SELECTOR.findall(inner)):
+            if metric in served:
+                implicit = {"le"} if metric.endswith("_bucket") else set()
+                lacking = wanted - TARGET_LABELS - implicit - served[metric]
+                if lacking:
+                    problems.append(f"{metric} has no {', '.join(sorted(lacking))}")
+    return problems
+
+
 def _used_in_dashboard() -> set[str]:
     dashboard = json.loads(DASHBOARD.read_text())
     exprs = [t["expr"] for p in dashboard["panels"] for t in p.get("targets", [])]
@@ -313,6 +379,14 @@ async def test_prometheus_scrapes_pycm_over_https_with_a_bearer_token(
                 r = await http.get(f"{manager.url}/metrics", headers=auth)
                 assert r.status_code == 200, r.text
             exported = _exported(r.text)
+            # Every quantile alert can fire with the buckets pycm's histograms really have.
+            rules = yaml.safe_load(RULES.read_text())
+            assert not _unreachable_thresholds(rules, _top_buckets(r.text))
+            served = _served_labels(r.text)
+            dashboard = json.loads(DASHBOARD.read_text())
+            exprs = [rule["expr"] for g in rules["groups"] for rule in g["rules"]]
+            exprs += [t["expr"] for p in dashboard["panels"] for t in p.get("targets", [])]
+            assert not [p for expr in exprs for p in _missing_labels(expr, served)]
             for source, used in (
                 ("rules.yaml", _used_in_rules()),
                 ("pycm.json", _used_in_dashboard()),
@@ -325,6 +399,85 @@ async def test_prometheus_scrapes_pycm_over_https_with_a_bearer_token(
                 _stop(proc)
             code = await stop_manager(manager)
         assert code == 0, manager.log.read_text()[-3000:]
+
+
+def _sampled(metrics_text: str) -> set[str]:
+    """The sample names with at least one sample in a /metrics text."""
+    return {
+        line.split("{")[0].split(" ")[0]
+        for line in metrics_text.splitlines()
+        if line and not line.startswith("#")
+    }
+
+
+@pytest.mark.e2e
+@pytest.mark.asyncio
+async def test_dashboard_instance_variable_lists_a_manager_without_leader_election(
+    tmp_path: Path,
+) -> None:
+    # The dashboard's Instance variable feeds every panel's instance=~"$instance": its metric
+    # must be served by any replica, also one run with --leader-elect=false (no lease metrics).
+    variables = json.loads(DASHBOARD.read_text())["templating"]["list"]
+    (instance,) = [v for v in variables if v["name"] == "instance"]
+    query = re.fullmatch(r"label_values\((\w+)\{.*\}, instance\)", instance["definition"])
+    assert query, instance["definition"]
+    async with run_emulator(tls=False, kubelet=False) as emu:
+        manager = start_manager(emu.kubeconfig_path, tmp_path)  # --leader-elect=false
+        try:
+            auth = {"Authorization": f"Bearer {emu.admin_token}"}
+            async with httpx.AsyncClient(verify=False, timeout=5, headers=auth) as http:
+
+                async def scraped() -> str | None:
+                    assert manager.proc.poll() is None, manager.log.read_text()
+                    try:
+                        r = await http.get(f"{manager.url}/metrics")
+                    except httpx.TransportError:
+                        return None
+                    return r.text if r.status_code == 200 else None
+
+                text = await poll(scraped, timeout=BOUND)
+        finally:
+            code = await stop_manager(manager)
+        assert code == 0, manager.log.read_text()[-3000:]
+    assert query.group(1) in _sampled(text), f"{query.group(1)} has no sample without election"
+
+
+def test_unreachable_thresholds_catches_a_quantile_past_the_top_bucket() -> None:
+    text = (
+        'q_seconds_bucket{le="1.0",name="a"} 0.0\n'
+        'q_seconds_bucket{le="10.0",name="a"} 0.0\n'
+        'q_seconds_bucket{le="+Inf",name="a"} 3.0\n'
+    )
+    assert _top_buckets(text) == {"q_seconds": 10.0}
+
+    def rules(expr: str) -> dict[str, Any]:
+        return {"groups": [{"rules": [{"alert": "A", "expr": expr}]}]}
+
+    quantile = "histogram_quantile(0.99, sum by (le) (rate(q_seconds_bucket[5m])))"
+    assert _unreachable_thresholds(rules(f"{quantile} > 60"), {"q_seconds": 10.0}) == [
+        "A: q_seconds > 60, top 10"
+    ]
+    assert _unreachable_thresholds(rules(f"{quantile} > 10"), {"q_seconds": 10.0}) == [
+        "A: q_seconds > 10, top 10"
+    ]
+    assert _unreachable_thresholds(rules(f"{quantile} >= 10"), {"q_seconds": 10.0}) == []
+    assert _unreachable_thresholds(rules(f"{quantile} > 5"), {"q_seconds": 10.0}) == []
+
+
+def test_missing_labels_sees_a_grouping_label_the_metric_lacks() -> None:
+    served = _served_labels(
+        'rest_client_requests_total{code="200",method="GET"} 1.0\n'
+        'workqueue_queue_duration_seconds_bucket{le="1.0",name="q"} 1.0\n'
+    )
+    assert served == {
+        "rest_client_requests_total": {"code", "method"},
+        "workqueue_queue_duration_seconds_bucket": {"le", "name"},
+    }
+    expr = (
+        "sum by (job, code, verb) (rate(rest_client_requests_total[5m])) / histogram_quantile("
+        "0.9, sum by (le, name) (rate(workqueue_queue_duration_seconds_bucket[5m])))"
+    )
+    assert _missing_labels(expr, served) == ["rest_client_requests_total has no verb"]
 
 
 def test_used_metric_names_extraction_sees_selectors_and_bare_names() -> None:

@@ -470,3 +470,59 @@ async def test_renew_round_metric_spans_every_attempt_of_the_round(h: Harness) -
     )
     assert within_1s == 2
     await _cancel(task)
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    ("operation", "message"),
+    [
+        pytest.param(
+            "get",
+            "error retrieving resource lock kube-system/pycm: LockError: injected get failure",
+            id="get",
+        ),
+        pytest.param(
+            "create",
+            "error initially creating leader election record: LockError: injected create failure",
+            id="create",
+        ),
+    ],
+)
+async def test_failed_acquire_attempts_are_logged_each_time(
+    h: Harness, caplog: pytest.LogCaptureFixture, operation: str, message: str
+) -> None:
+    # client-go logs every failed lock call; a manager that may not read or create its Lease
+    # (RBAC) must say so, not just "attempting to acquire leader lease" for ever.
+    elector, _ = h.elector("a")
+    h.server.fail(operation, 2)
+    task = asyncio.create_task(elector.run(), name="a")
+    try:
+        with caplog.at_level("ERROR", logger="pycm.leaderelection.elector"):
+            await h.advance(2.4 * 2 + 0.5)
+    finally:
+        await _cancel(task)
+    assert [r.getMessage() for r in caplog.records if r.levelname == "ERROR"] == [message] * 2
+    assert h.server.record is not None and h.server.record.holder_identity == "a"
+
+
+@pytest.mark.asyncio
+async def test_master_status_is_0_on_a_standby_and_1_on_the_leader(h: Harness) -> None:
+    # client-go sets the gauge to 0 in NewLeaderElector: a standby that never led reports 0
+    # (the PycmNoLeader alert takes the max over the replicas), not nothing.
+    a, _ = h.elector("a")
+    ta = asyncio.create_task(a.run(), name="a")
+    await h.settle()
+    b, _ = h.elector("b", metrics=True)
+    tb = asyncio.create_task(b.run(), name="b")
+    try:
+        await h.advance(4.0)
+        assert h.server.record is not None and h.server.record.holder_identity == "a"
+        status = h.registry.get_sample_value("leader_election_master_status", {"name": "pycm"})
+        assert status == 0
+        await _cancel(ta)  # a's lease expires (no release): b takes over
+        await h.advance(15.0 + 5.0)
+        status = h.registry.get_sample_value("leader_election_master_status", {"name": "pycm"})
+        assert status == 1
+    finally:
+        await _cancel(ta)
+        await _cancel(tb)

@@ -24,7 +24,7 @@ from pycm.server import (
     SecureServingConfig,
     build_routes,
 )
-from pycm.server.certs import CERT_DIR_CERT, CERT_DIR_KEY
+from pycm.server.certs import CERT_DIR_CERT, CERT_DIR_KEY, ServingCert, server_ssl_context
 from pycm.server.serving import is_loopback
 from pycm.trace.bus import Bus
 from pycm.trace.kinds import HandlerChainBuilt, ServingStarted, ServingStopped
@@ -77,6 +77,50 @@ async def test_secure_server_given_files_serves_them(
     assert [(e.secure, e.cert_source, e.port) for e in started] == [
         (True, "files", served.server.port)
     ]
+
+
+@pytest.mark.parametrize(
+    ("files", "message"),
+    [
+        pytest.param(
+            ("garbage", "garbage", None),
+            'cannot load the serving certificate "{cert}" and key "{key}": '
+            "want a PEM certificate (chain) and a PEM private key",
+            id="not-pem",
+        ),
+        pytest.param(
+            ("leaf", "other-key", None),
+            'cannot load the serving certificate "{cert}" and key "{key}": '
+            "the key is not the certificate's",
+            id="key-mismatch",
+        ),
+        pytest.param(
+            ("leaf", "key", "garbage"),
+            'cannot load the client CA file "{ca}": no PEM certificate in it',
+            id="client-ca-not-pem",
+        ),
+    ],
+)
+def test_server_ssl_context_bad_files_one_line_naming_them(
+    ca: trustme.CA, tmp_path: Path, files: tuple[str, str, str | None], message: str
+) -> None:
+    # OpenSSL says "[SSL] PEM lib (_ssl.c:3905)"; the operator needs the file and the reason.
+    leaf, other = ca.issue_cert("localhost"), ca.issue_cert("localhost")
+    blobs = {
+        "garbage": b"not a certificate\n",
+        "leaf": b"".join(blob.bytes() for blob in leaf.cert_chain_pems),
+        "key": leaf.private_key_pem.bytes(),
+        "other-key": other.private_key_pem.bytes(),
+    }
+    cert, key, ca_file = tmp_path / "tls.crt", tmp_path / "tls.key", tmp_path / "ca.crt"
+    cert.write_bytes(blobs[files[0]])
+    key.write_bytes(blobs[files[1]])
+    if files[2] is not None:
+        ca_file.write_bytes(blobs[files[2]])
+    serving = ServingCert(str(cert), str(key), "files")
+    with pytest.raises(OSError) as caught:
+        server_ssl_context(serving, client_ca_file=str(ca_file) if files[2] else None)
+    assert str(caught.value) == message.format(cert=cert, key=key, ca=ca_file)
 
 
 @pytest.mark.asyncio

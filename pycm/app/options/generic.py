@@ -57,6 +57,11 @@ class GenericOptions:
             errors.append(f"--kube-api-qps {self.kube_api_qps:g} must not be negative")
         if self.kube_api_burst < 0:
             errors.append(f"--kube-api-burst {self.kube_api_burst} must not be negative")
+        elif self.kube_api_burst == 0 and self.kube_api_qps > 0:
+            # client-go's NewForConfig refuses this pair, so KCM does not start with it.
+            errors.append(
+                "--kube-api-burst must be greater than 0 when --kube-api-qps is greater than 0"
+            )
         return errors
 
     def apply_to(self, config: Config) -> None:
