@@ -143,7 +143,12 @@ def run(
             known_controllers = build_registry()
         except RegistryError as exc:
             err.write(f"Error: {exc}\n")
-            return 2
+            if not _asks_for_help_or_version(argv):
+                return 2
+            # Help and the version are still given, without the plugins' controllers: a
+            # broken plugin must not keep a user from reading how to run without it.
+            err.write("(the help below lists no plugin controller)\n")
+            known_controllers = build_registry(plugins=False)
     options = ControllerManagerOptions(known_controllers)
     command = _CommandOptions()
     global_flags = options.flag_sets.flag_set("Global")
@@ -182,6 +187,18 @@ def run(
         err.write(f"{start}\n")
         return 1
     return int(start(completed))
+
+
+def _asks_for_help_or_version(argv: Sequence[str]) -> bool:
+    """Whether ``argv`` has -h, --help or --version (pflag's spellings, ``=true`` too; not
+    after a ``--``)."""
+    for arg in argv:
+        if arg == "--":
+            return False
+        name, _, value = arg.partition("=")
+        if name in ("-h", "--help", "--version") and value.lower() in ("", "true", "1", "t"):
+            return True
+    return False
 
 
 def add_subcommand(subparsers: Any) -> None:

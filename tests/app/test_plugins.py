@@ -126,6 +126,27 @@ def test_pycm_run_plugin_fails_to_import_exit_2_names_distribution(tmp_path: Pat
     )
 
 
+@pytest.mark.parametrize("flag", ["--help", "-h", "--version", "--help=true"])
+def test_pycm_run_help_and_version_still_answer_with_a_broken_plugin(
+    tmp_path: Path, flag: str
+) -> None:
+    """They exited 2 with the plugin's error: a user could not even read how to run without
+    it. The error is still said, on stderr; the help lists the controllers that loaded."""
+    _dist(tmp_path, "pycm-broken-plugin", "pycm_broken_plugin", "import no_such_module_here\n")
+    proc = _pycm_run([flag], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.startswith(
+        "Error: plugin controller 'bad' (pycm_broken_plugin:descriptor) from distribution "
+    )
+    if flag == "--version":
+        assert proc.stdout.startswith("pycm ")
+    else:
+        assert "(the help below lists no plugin controller)" in proc.stderr
+        assert "All controllers: deployment, replicaset (default [*])\n" in proc.stdout
+    # Anything else is still refused.
+    assert _pycm_run(["--", flag], tmp_path).returncode == 2
+
+
 def test_pycm_run_plugin_name_collides_with_builtin_exit_2_names_both(tmp_path: Path) -> None:
     _dist(
         tmp_path,
