@@ -661,10 +661,9 @@ class _Serving:
 
     async def start(self) -> None:
         try:
-            host, port = await self.server.start()
+            await self.server.start()  # (which logs where it serves)
         except OSError as exc:
             raise ManagerError(f"failed to start serving: {exc}") from None
-        log.info("serving on %s:%d", host, port)
 
     async def stop(self) -> None:
         await self.server.stop()

@@ -206,8 +206,10 @@ class _Serving:
                 cert_source=self._cert_source,
             )
         )
+        # (host:port as Go's net.JoinHostPort writes it: an IPv6 address in brackets)
+        shown = f"[{host}]" if ":" in str(host) else str(host)
         _log.info(
-            "serving %s on %s:%d", "securely" if self._secure else "insecurely", host, bound_port
+            "serving %s on %s:%d", "securely" if self._secure else "insecurely", shown, bound_port
         )
         return self._bound
 

@@ -286,6 +286,26 @@ async def test_insecure_server_non_loopback_bind_logs_a_warning(
     assert any("serving insecurely" in r.getMessage() for r in caplog.records)
 
 
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    ("address", "shown"),
+    [pytest.param("127.0.0.1", "127.0.0.1", id="ipv4"), pytest.param("::1", "[::1]", id="ipv6")],
+)
+async def test_server_logs_where_it_serves_as_host_port(
+    caplog: pytest.LogCaptureFixture, address: str, shown: str
+) -> None:
+    """An IPv6 address is bracketed, as Go's net.JoinHostPort writes it (it read ::1:10257)."""
+    server = InsecureServer(
+        build_routes(health=HealthRegistry(bus=Bus())), bind_address=address, port=0, bus=Bus()
+    )
+    with caplog.at_level("INFO", logger="pycm.server.serving"):
+        _, port = await server.start()
+    await server.stop()
+    assert [
+        r.getMessage() for r in caplog.records if "serving insecurely on" in r.getMessage()
+    ] == [f"serving insecurely on {shown}:{port}"]
+
+
 @pytest.mark.parametrize(
     ("address", "loopback"),
     [
