@@ -48,6 +48,8 @@ async def test_metrics_exposes_the_injected_registry_in_text_0_0_4(
     assert 'leader_election_master_status{name="kube-controller-manager"} 1.0' in lines
     assert 'workqueue_adds_total{name="deployment"} 3.0' in lines
     assert not any(line.startswith("python_gc") for line in lines)  # not the global registry
+    # No prometheus_client *_created series (KCM serves none; each counter child had one).
+    assert not any("_created" in line for line in lines)
 
 
 @pytest.mark.asyncio
