@@ -551,13 +551,16 @@ class Controller:
             self.queue.add_rate_limited(key)
             return ReconcileResult.CONFLICT
         if retries < self.max_retries:
+            # An unexpected exception's traceback is logged at the key's first failure only: a
+            # sync that fails the same way on every retry would repeat it up to max_retries
+            # times (an API error is its message alone, as KCM's HandleError logs it).
             log.warning(
                 "%s: error syncing %s (retry %d): %s",
                 self.name,
                 key,
                 retries,
                 exc,
-                exc_info=not _is_api_error(exc),
+                exc_info=retries == 0 and not _is_api_error(exc),
             )
             self.queue.add_rate_limited(key)
         else:

@@ -117,6 +117,28 @@ async def test_requeue_and_errors_back_off_then_drop_after_max_retries() -> None
 
 
 @pytest.mark.asyncio
+async def test_a_failing_syncs_traceback_is_logged_at_its_first_failure_only(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Each retry logged the same traceback again (up to max_retries of them a key)."""
+
+    async def sync(key: str) -> Result:
+        raise KeyError("spec")
+
+    ctrl, _, _ = _controller(sync, max_retries=3)
+    with caplog.at_level("WARNING", logger="pycm.controller.worker"):
+        for _ in range(4):
+            await ctrl.process("ns/a")
+    records = [r for r in caplog.records if r.name == "pycm.controller.worker"]
+    assert [r.getMessage() for r in records] == [
+        *(f"replicaset: error syncing ns/a (retry {n}): 'spec'" for n in range(3)),
+        "replicaset: dropping ns/a out of the queue after 3 retries: 'spec'",
+    ]
+    assert [bool(r.exc_info) for r in records] == [True, False, False, False]
+    await ctrl.queue.aclose()
+
+
+@pytest.mark.asyncio
 async def test_requeue_without_error_uses_the_rate_limiter() -> None:
     async def sync(key: str) -> Result:
         return Result(requeue=True)
