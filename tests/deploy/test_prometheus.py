@@ -289,6 +289,9 @@ async def test_prometheus_scrapes_pycm_over_https_with_a_bearer_token(
             "--leader-elect-lease-duration=4s",
             "--leader-elect-renew-deadline=3s",
             "--leader-elect-retry-period=500ms",
+            # An OTLP endpoint where nothing listens: the pycm_otel_* families PycmTracesLost
+            # reads exist only with export on (and its spans are then lost, as that alert says).
+            f"--otlp-endpoint=http://127.0.0.1:{free_port()}",
         )
         try:
             admin = {"Authorization": f"Bearer {emu.admin_token}"}
