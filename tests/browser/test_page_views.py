@@ -1,0 +1,100 @@
+"""The page's views of a picture drawn exactly (made-up protocol messages, see
+:class:`tests.browser.conftest.ScriptedDashboard`): what an on-call engineer reads off them must
+be what the messages say."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from playwright.sync_api import Browser, Page, expect
+
+from tests.browser.conftest import Console, ScriptedDashboard, hello
+
+pytestmark = pytest.mark.browser
+
+WAIT_MS = 10_000
+JAEGER = "http://127.0.0.1:16686"
+# One bus's reconciles share their trace ids' high half (pycm.trace.context.new_id_key): two
+# reconciles differ only in the low half.
+HIGH = "12d7402351fc4e0a"
+TRACE_A = HIGH + "59bcaccc07bfb8c0"
+TRACE_B = HIGH + "afc3e692450af67f"
+
+
+@pytest.fixture
+def page(browser: Browser) -> Iterator[Page]:
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    page = context.new_page()
+    console = Console(page)
+    yield page
+    assert console.errors == []
+    context.close()
+
+
+def _open(page: Page, scripted: ScriptedDashboard, *messages: tuple[str, dict[str, Any]]) -> None:
+    url = scripted.page(list(messages))
+    page.goto(url)
+    assert page.url == url.split("login?", 1)[0], "logged in"
+
+
+def _controller_snapshot(now: int) -> dict[str, Any]:
+    def slow(key: str, trace_id: str, ms: float) -> dict[str, Any]:
+        return {
+            "key": key,
+            "ts": now,
+            "dur_ns": int(ms * 1e6),
+            "result": "success",
+            "outcome": "ok",
+            "trace_id": trace_id,
+        }
+
+    record = {
+        "reconciles": 2,
+        "errors": 0,
+        "slowest": [slow("default/web", TRACE_A, 25.9), slow("default/api", TRACE_B, 15.0)],
+        "failing": [],
+    }
+    return {
+        "v": 1,
+        "now_ts": now,
+        "instances": {"r1": {"role": "leader", "first_ts": now - 10**10, "last_seq": 2}},
+        "controllers": {"r1": {"deployment": record}},
+    }
+
+
+@pytest.mark.parametrize("jaeger", [JAEGER, None], ids=["jaeger-links", "no-jaeger"])
+def test_keys_table_trace_ids_tell_two_reconciles_apart(
+    scripted: ScriptedDashboard, page: Page, jaeger: str | None
+) -> None:
+    snapshot = _controller_snapshot(time.time_ns())
+    _open(page, scripted, hello([{"name": "r1", "snapshot": snapshot}], jaeger_url=jaeger))
+    cells = page.locator("#keys-table tbody tr td:last-child")
+    expect(cells).to_have_count(2, timeout=WAIT_MS)
+    # The slowest first; each row names its own trace in full (what Jaeger and grep need).
+    assert cells.all_inner_texts() == [TRACE_A, TRACE_B]
+    if jaeger:
+        links = page.locator("#keys-table tbody a")
+        assert [links.nth(i).get_attribute("href") for i in range(2)] == [
+            f"{JAEGER}/trace/{TRACE_A}",
+            f"{JAEGER}/trace/{TRACE_B}",
+        ]
+
+
+def test_incident_hover_names_the_whole_trace_id(scripted: ScriptedDashboard, page: Page) -> None:
+    now = time.time_ns()
+    snapshot = _controller_snapshot(now)
+    incident = {
+        "ts": now - 2 * 10**9,
+        "instance": "r1",
+        "type": "slow_reconcile",
+        "text": "deployment default/web took 1.2 s",
+        "trace_id": TRACE_B,
+    }
+    _open(page, scripted, hello([{"name": "r1", "snapshot": snapshot, "incidents": [incident]}]))
+    marker = page.locator("#incident-lanes .marker.slow_reconcile")
+    expect(marker).to_have_count(1, timeout=WAIT_MS)
+    marker.hover()
+    expect(page.locator("#incident-tip")).to_contain_text(f"trace {TRACE_B}")
