@@ -28,16 +28,30 @@ BATCH = 2048  # events pushed to the hub at once
 MAX_SPEED = 1e6  # "as fast as possible"
 
 
+def _well_formed(event: Event) -> bool:
+    """Whether the envelope has the types the player and the hub order and compare by: the
+    codec keeps what a line says, so a damaged line can decode with ``"seq": "x"`` or
+    ``"ts": null`` (which stopped the replay dead, or failed its start with a traceback)."""
+    return all(
+        type(getattr(event, name)) is int for name in ("seq", "ts", "dur_ns")
+    ) and isinstance(event.instance, str)
+
+
 def load_recording(path: str) -> tuple[list[Event], int]:
-    """The events of a recording and how many lines were not events (blocking; OSError if it
-    cannot be read)."""
+    """The events of a recording and how many lines were not events — those that do not decode
+    or whose envelope is malformed (blocking; OSError if it cannot be read)."""
     bad = 0
 
     def count(_: object) -> None:
         nonlocal bad
         bad += 1
 
-    events = list(read_events(path, on_bad_line=count))
+    events = []
+    for event in read_events(path, on_bad_line=count):
+        if _well_formed(event):
+            events.append(event)
+        else:
+            bad += 1
     return events, bad
 
 

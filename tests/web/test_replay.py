@@ -1,0 +1,51 @@
+"""``pycm dashboard --replay``: reading a recording and playing it into the hub."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pycm.trace.codec import encode
+from tests.web.streams import T0, S, added
+from web.hub import Hub
+from web.replay import ReplayPlayer, load_recording
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.mark.parametrize(
+    "damaged",
+    [
+        pytest.param(b'{"kind":"queue.add","v":1,"seq":"x","ts":1790000002500000000}', id="seq"),
+        pytest.param(b'{"kind":"queue.add","v":1,"seq":3,"ts":"soon"}', id="ts-text"),
+        pytest.param(b'{"kind":"queue.add","v":1,"seq":3,"ts":null}', id="ts-null"),
+        pytest.param(b'{"kind":"queue.add","v":1,"seq":3,"ts":1,"instance":7}', id="instance"),
+        pytest.param(b'{"kind":"queue.add","v":1,"seq":3,"ts":1,"dur_ns":"1ms"}', id="dur"),
+    ],
+)
+def test_replay_line_with_a_malformed_envelope_is_skipped_and_the_rest_plays_to_the_end(
+    tmp_path: Path, damaged: bytes
+) -> None:
+    good = [added(seq, "r1", ts=T0 + seq * S) for seq in range(1, 5)]
+    lines = [encode(e) for e in good[:2]] + [damaged] + [encode(e) for e in good[2:]]
+    path = tmp_path / "trace.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+
+    events, bad = load_recording(str(path))
+
+    assert (events, bad) == (good, 1)
+    hub = Hub("replay")
+    clock = _Clock()
+    player = ReplayPlayer(hub, events, speed=1.0, clock=clock)
+    player.tick()
+    clock.now += 10
+    player.tick()
+    assert player.info()["position_ts"] == T0 + 4 * S
+    assert [e.seq for e in hub.sources["r1"].recent] == [1, 2, 3, 4]
