@@ -2,10 +2,11 @@
 
 The recording is read once (in a thread) and split by instance: each instance is a source of
 its own, as it would be live (each replica's seqs are its own, and the page keeps the last seq
-per source). Playing pushes, every :data:`TICK_S`, the events whose time has come at the
-current speed; seeking forward pushes the skipped ones at once; seeking backward starts every
-source over (the reducer has no undo) and pushes everything up to the new position — the hub
-then sends every viewer a fresh ``hello``. The player is the hub's :class:`ReplayControl`.
+per source); the events a process emits before it knows its identity (no instance) go with it.
+Playing pushes, every :data:`TICK_S`, the events whose time has come at the current speed;
+seeking forward pushes the skipped ones at once; seeking backward starts every source over (the
+reducer has no undo) and pushes everything up to the new position — the hub then sends every
+viewer a fresh ``hello``. The player is the hub's :class:`ReplayControl`.
 """
 
 from __future__ import annotations
@@ -55,6 +56,20 @@ def load_recording(path: str) -> tuple[list[Event], int]:
     return events, bad
 
 
+def _sources_of(events: list[Event]) -> list[str]:
+    """Each event's source: its instance. A process emits its first events (flags, start-up)
+    before it knows its identity, with an empty instance; they belong to the process that names
+    itself next in the recording, as they do live (one stream per process) — not to a source of
+    their own, which the page would show as one more replica."""
+    names: list[str] = []
+    following = "recording"  # no named event after this one
+    for event in reversed(events):
+        following = event.instance or following
+        names.append(following)
+    names.reverse()
+    return names
+
+
 class ReplayPlayer:
     """Invariants: ``events[:index]`` have been pushed to the hub, in order; ``_ts`` is the
     events' ts made non-decreasing (for bisecting by time)."""
@@ -77,14 +92,16 @@ class ReplayPlayer:
         self.index = 0
         self._clock = clock
         self._anchor: tuple[float, int] | None = None  # (clock time, event ts) playing from
-        self._source_of = source_of or (lambda e: e.instance or "recording")
+        # The source of each event, by index.
+        self._sources = (
+            [source_of(e) for e in events] if source_of is not None else _sources_of(events)
+        )
         high = 0
         self._ts: list[int] = []
         for event in events:
             high = max(high, event.ts)
             self._ts.append(high)
-        for event in events:
-            name = self._source_of(event)
+        for name in self._sources:
             if name not in hub.sources:
                 hub.add_source(name)
         for name in hub.sources:
@@ -153,13 +170,13 @@ class ReplayPlayer:
             self._push_to(target)
 
     def _push_to(self, target: int) -> None:
-        events, push, source_of = self.events, self.hub.push, self._source_of
+        events, push, sources = self.events, self.hub.push, self._sources
         i = self.index
         while i < target:
             # One push per run of events of the same source, at most BATCH long.
-            name = source_of(events[i])
+            name = sources[i]
             j = i + 1
-            while j < target and j - i < BATCH and source_of(events[j]) == name:
+            while j < target and j - i < BATCH and sources[j] == name:
                 j += 1
             push(name, events[i:j])
             i = j

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from pycm.trace.codec import encode
+from pycm.trace.events import Event
 from tests.web.streams import T0, S, added
 from web.hub import Hub
 from web.replay import ReplayPlayer, load_recording
@@ -49,3 +50,22 @@ def test_replay_line_with_a_malformed_envelope_is_skipped_and_the_rest_plays_to_
     player.tick()
     assert player.info()["position_ts"] == T0 + 4 * S
     assert [e.seq for e in hub.sources["r1"].recent] == [1, 2, 3, 4]
+
+
+def test_replay_events_before_a_process_knew_its_identity_are_part_of_its_source() -> None:
+    # Two recordings one after the other (cat r1.jsonl r2.jsonl), each starting as a process
+    # does: flags and start-up events with no instance, then the replica's own.
+    def process(name: str) -> list[Event]:
+        return [added(seq, "", ts=T0 + seq * S) for seq in (1, 2)] + [
+            added(seq, name, ts=T0 + seq * S) for seq in (3, 4)
+        ]
+
+    events = process("r1") + process("r2")
+    hub = Hub("replay")
+    player = ReplayPlayer(hub, events, speed=1.0, clock=_Clock())
+    player.seek(3600)
+
+    assert list(hub.sources) == ["r1", "r2"], "no source for the events without an instance"
+    for name in ("r1", "r2"):
+        recent = hub.sources[name].recent
+        assert [(e.seq, e.instance) for e in recent] == [(1, ""), (2, ""), (3, name), (4, name)]
