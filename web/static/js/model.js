@@ -33,7 +33,7 @@ export class Model {
   }
 
   // hello: a complete picture; the page resets to it but keeps each source's last seq, so the
-  // events that follow a reconnect are not shown twice.
+  // events that follow a reconnect are not shown twice (live; a replay's log starts over).
   hello(msg) {
     this.connects++;
     this.mode = msg.mode || "live";
@@ -56,6 +56,18 @@ export class Model {
       }
     }
     for (const name of [...this.sources.keys()]) if (!seen.has(name)) this.sources.delete(name);
+    if (this.mode === "replay") {
+      // A replay's hello is the recording as of its position — after a seek back, an earlier
+      // one: the log starts over from the backfill that follows, so that nothing later than
+      // the position stays in it (nor is the backfill counted as repeats).
+      this.log = new Array(LOG_CAPACITY);
+      this.logNext = 0;
+      this.logVersion++;
+      for (const s of this.sources.values()) {
+        s.lastSeq = 0;
+        s.lastTs = 0;
+      }
+    }
     this.version++;
   }
 
