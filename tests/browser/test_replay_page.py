@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -23,29 +23,37 @@ EVENTS = 100  # one a second of event time
 
 
 @pytest.fixture
-def replay_url(tmp_path: Path) -> Iterator[str]:
-    """``pycm dashboard --replay`` of a 100 s recording at full speed (it is at the end at once)."""
+def replay(tmp_path: Path) -> Iterator[Callable[[float], str]]:
+    """``replay(speed)``: the login URL of ``pycm dashboard --replay`` of a 100 s recording
+    (at full speed it is at the end at once)."""
     recording = tmp_path / "trace.jsonl"
     events = [added(seq, "r1", ts=T0 + seq * S) for seq in range(1, EVENTS + 1)]
     recording.write_bytes(b"".join(encode(e) + b"\n" for e in events))
-    argv = [sys.executable, "-m", "pycm", "dashboard", "--replay", str(recording)]
-    proc = subprocess.Popen(
-        [*argv, "--listen", "127.0.0.1:0", "--speed", "1000000"],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    try:
+    procs: list[subprocess.Popen[str]] = []
+
+    def start(speed: float) -> str:
+        argv = [sys.executable, "-m", "pycm", "dashboard", "--replay", str(recording)]
+        proc = subprocess.Popen(
+            [*argv, "--listen", "127.0.0.1:0", "--speed", str(speed)],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        procs.append(proc)
         assert proc.stdout is not None
         line = proc.stdout.readline()
         assert line.startswith("pycm dashboard: serving "), line
-        yield line.split("serving ", 1)[1].strip()
+        return line.split("serving ", 1)[1].strip()
+
+    try:
+        yield start
     finally:
-        proc.terminate()
-        proc.wait(20)
-        assert proc.stdout is not None
-        proc.stdout.close()
+        for proc in procs:
+            proc.terminate()
+            proc.wait(20)
+            assert proc.stdout is not None
+            proc.stdout.close()
 
 
 @pytest.fixture
@@ -64,8 +72,10 @@ def _logged(page: Page) -> list[int]:
     )
 
 
-def test_replay_seek_back_leaves_no_later_event_in_the_log(replay_url: str, page: Page) -> None:
-    page.goto(replay_url)
+def test_replay_seek_back_leaves_no_later_event_in_the_log(
+    replay: Callable[[float], str], page: Page
+) -> None:
+    page.goto(replay(1e6))
     expect(page.locator("#mode")).to_have_text("replay", timeout=WAIT_MS)
     poll(lambda: _logged(page)[-1:] == [EVENTS], 15, "the replay to reach its end")
     for action, value in (("pause", 0), ("seek", -50)):  # (playing on, it would be at the end)
@@ -91,3 +101,21 @@ def test_replay_seek_back_leaves_no_later_event_in_the_log(replay_url: str, page
     assert _logged(page) == list(range(1, EVENTS - 50 + 1))
     expect(page.locator("#log-list li")).to_have_count(EVENTS - 50)
     expect(page.locator("#frame-info")).to_have_text("")  # nothing was a repeat
+
+
+@pytest.mark.parametrize(
+    ("speed", "shown"),
+    [pytest.param(4, "4×", id="a-listed-speed"), pytest.param(50, "50×", id="another-speed")],
+)
+def test_replay_speed_menu_shows_the_speed_playing(
+    replay: Callable[[float], str], page: Page, speed: float, shown: str
+) -> None:
+    page.goto(replay(speed))
+    expect(page.locator("#replay-position")).to_contain_text(f" · {speed}×", timeout=WAIT_MS)
+    menu = page.locator("#replay-speed")
+    expect(menu).to_have_value(str(speed))
+    assert menu.evaluate("m => m.selectedOptions[0].textContent") == shown
+    # Another choice from the menu is sent, and the menu follows what the server plays.
+    menu.select_option("2")
+    expect(page.locator("#replay-position")).to_contain_text(" · 2×", timeout=WAIT_MS)
+    expect(menu).to_have_value("2")
