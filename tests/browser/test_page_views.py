@@ -98,3 +98,39 @@ def test_incident_hover_names_the_whole_trace_id(scripted: ScriptedDashboard, pa
     expect(marker).to_have_count(1, timeout=WAIT_MS)
     marker.hover()
     expect(page.locator("#incident-tip")).to_contain_text(f"trace {TRACE_B}")
+
+
+def _x_span(page: Page, chart: str) -> tuple[float, float]:
+    scale = page.evaluate(
+        f"(x => [x.min, x.max])(window.pycmDashboard.panels.{chart}.plot.scales.x)"
+    )
+    return float(scale[0]), float(scale[1])
+
+
+def test_charts_of_a_fresh_source_span_the_timelines_window_not_years(
+    scripted: ScriptedDashboard, page: Page
+) -> None:
+    # A replica that has just (re)started: one series sample, one renew.
+    now = time.time_ns()
+    snapshot = _controller_snapshot(now)
+    snapshot["leases"] = {
+        "kube-system/pycm": {
+            "name": "kube-system/pycm",
+            "holder": "r1",
+            "history": [{"ts": now - 10**9, "old": "", "new": "r1"}],
+            "renew_history": [{"ts": now, "holder": "r1", "latency_ms": 3.0, "ok": True}],
+        }
+    }
+    sample = {
+        "ts": now,
+        "controllers": {"r1/deployment": {"depth": 2.0, "syncs_per_s": 1.0}},
+        "informers": {},
+    }
+    _open(page, scripted, hello([{"name": "r1", "snapshot": snapshot, "series": [sample]}]))
+    expect(page.locator("#depth-chart canvas")).to_have_count(1, timeout=WAIT_MS)
+    expect(page.locator("#renew-chart canvas")).to_have_count(1, timeout=WAIT_MS)
+    for chart in ("controllers.depth", "controllers.syncs", "lease.chart"):
+        low, high = _x_span(page, chart)
+        # The lanes' span: the last minute (the sources are younger than the window), ending now.
+        assert 55 <= high - low <= 70, (chart, low, high)
+        assert abs(high - now / 1e9) < 30, (chart, high)
