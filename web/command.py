@@ -23,7 +23,7 @@ import ssl
 import sys
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 from pycm.trace.credentials import from_kubeconfig, read_token_file
 from pycm.trace.recorder import recording_problem
@@ -145,6 +145,18 @@ def _readable(path: str, flag: str) -> str:
     return path
 
 
+def _http_url(flag: str, text: str, want: str) -> SplitResult:
+    """``text`` split as an http(s) URL with a host, or ValueError naming the flag."""
+    try:
+        parts = urlsplit(text)
+        _ = parts.port  # a port that is not a number, or out of range, raises here
+    except ValueError as exc:
+        raise ValueError(f"{flag} {text!r}: want {want} ({exc})") from None
+    if parts.scheme not in ("http", "https") or not parts.netloc or any(c.isspace() for c in text):
+        raise ValueError(f"{flag} {text!r}: want {want}")
+    return parts
+
+
 def _listen(text: str) -> tuple[str, int]:
     host, sep, port_text = text.rpartition(":")
     host = host.strip("[]")
@@ -171,9 +183,7 @@ def plan_from(args: argparse.Namespace) -> DashboardPlan:
         raise ValueError("--slow-reconcile must be positive")
     jaeger = args.jaeger_url.rstrip("/") or None
     if jaeger is not None:
-        parts = urlsplit(jaeger)
-        if parts.scheme not in ("http", "https") or not parts.netloc:
-            raise ValueError(f"--jaeger-url {args.jaeger_url!r}: want http(s)://host:port")
+        _http_url("--jaeger-url", args.jaeger_url, "http(s)://host:port")
     config = DashboardConfig(
         jaeger_url=jaeger,
         renew_deadline_s=float(args.renew_deadline),
@@ -222,10 +232,7 @@ def plan_from(args: argparse.Namespace) -> DashboardPlan:
             raise ValueError(f"--certificate-authority {ca}: {exc}") from None
     names: set[str] = set()
     for url in args.server:
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.netloc:
-            raise ValueError(f"--server {url!r}: want https://host:port")
-        name = parts.netloc
+        name = _http_url("--server", url, "https://host:port").netloc
         if name in names:
             raise ValueError(f"--server {url} given twice")
         names.add(name)

@@ -140,6 +140,26 @@ def _two_replicas() -> list[Event]:
         ),
         pytest.param(["--replay", "."], "--replay .: not a file", id="replay-a-directory"),
         pytest.param(
+            ["--server", "https://[::1", "--token-file", "TOKEN"],
+            "--server 'https://[::1': want https://host:port (Invalid IPv6 URL)",
+            id="server-unparsable",
+        ),
+        pytest.param(
+            ["--server", "https://127.0.0.1:1 x", "--token-file", "TOKEN"],
+            "--server 'https://127.0.0.1:1 x': want https://host:port",
+            id="server-with-a-space",
+        ),
+        pytest.param(
+            ["--replay", "REC", "--jaeger-url", "http://[::1"],
+            "--jaeger-url 'http://[::1': want http(s)://host:port (Invalid IPv6 URL)",
+            id="jaeger-unparsable",
+        ),
+        pytest.param(
+            ["--server", "https://127.0.0.1:99999", "--token-file", "TOKEN"],
+            "--server 'https://127.0.0.1:99999': want https://host:port (Port out of range",
+            id="server-port-out-of-range",
+        ),
+        pytest.param(
             ["--server", "https://127.0.0.1:1", "--token-file", "."],
             "--token-file .: not a file",
             id="token-file-a-directory",
