@@ -134,3 +134,43 @@ def test_charts_of_a_fresh_source_span_the_timelines_window_not_years(
         # The lanes' span: the last minute (the sources are younger than the window), ending now.
         assert 55 <= high - low <= 70, (chart, low, high)
         assert abs(high - now / 1e9) < 30, (chart, high)
+
+
+def test_waterfall_durations_are_readable_at_the_right_end(
+    scripted: ScriptedDashboard, page: Page
+) -> None:
+    # A standby that took over: a long wait for the lease, then short steps at the right end.
+    now = time.time_ns()
+    t0 = now - 60 * 10**9
+    ms = 10**6
+
+    def step(start_ms: float, dur_ms: float) -> dict[str, Any]:
+        return {"start_ts": t0 + int(start_ms * ms), "dur_ns": int(dur_ms * ms), "outcome": "ok"}
+
+    steps = {
+        "startup": step(0, 900),
+        "lease.acquired": step(900, 49_000),
+        "controller.init/deployment": step(49_900, 2.6),
+        "informer.synced/pods": step(49_903, 20.8),
+    }
+    snapshot = {
+        "v": 1,
+        "now_ts": now,
+        "instances": {"r1": {"role": "leader", "first_ts": t0, "last_seq": 9, "steps": steps}},
+    }
+    _open(page, scripted, hello([{"name": "r1", "snapshot": snapshot}]))
+    expect(page.locator("#waterfall .step")).to_have_count(4, timeout=WAIT_MS)
+    # A duration drawn inside its bar (in the page's background colour) must have a bar under
+    # it as wide as the text; a short bar's duration goes beside the bar, in the muted colour.
+    hidden = page.evaluate(
+        """[...document.querySelectorAll("#waterfall .step")].filter((s) => {
+             const ms = s.querySelector(".ms");
+             return ms.classList.contains("inside")
+               && s.querySelector(".bar").getBoundingClientRect().width
+                  < ms.getBoundingClientRect().width;
+           }).map((s) => s.querySelector(".label").textContent)"""
+    )
+    assert hidden == []
+    expect(page.locator("#waterfall .step .ms")).to_have_text(
+        ["900 ms", "49000 ms", "2.6 ms", "20.8 ms"]
+    )
