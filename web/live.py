@@ -76,6 +76,11 @@ def live_routes(
         )
 
     async def stream(request: Request) -> Response:
+        headers = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
+        if request.method == "HEAD":
+            # The headers alone: a stream that never ends would hold the connection (and a
+            # viewer) for as long as the client keeps it, with nothing to read.
+            return Response(media_type="text/event-stream", headers=headers)
         client = request.client.host if request.client else ""
         still_allowed = request.scope.get("state", {}).get(STILL_ALLOWED_KEY)
         viewer = hub.broadcast.attach(f"dashboard {client}")
@@ -110,11 +115,7 @@ def live_routes(
                 if watch is not None:
                     watch.cancel()
 
-        return StreamingResponse(
-            frames(),
-            media_type="text/event-stream",
-            headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
-        )
+        return StreamingResponse(frames(), media_type="text/event-stream", headers=headers)
 
     async def replay(request: Request) -> Response:
         control = hub.replay

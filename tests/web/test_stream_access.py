@@ -56,3 +56,16 @@ async def test_stream_ends_once_the_viewer_may_no_longer_look(end: str) -> None:
         assert hub.broadcast.viewers == 0
         again = await client.get(base + "/dashboard/api/stream", headers=headers)
         assert again.status_code == (403 if end == "access-revoked" else 401)
+
+
+async def test_stream_head_answers_the_headers_and_holds_nothing() -> None:
+    hub = Hub("fanin")
+    hub.add_source("r1")
+    app = Starlette(routes=live_routes(hub))
+    async with serving(app) as base, httpx.AsyncClient(timeout=5) as client:
+        # Twice on one kept-alive connection: the first answer must end for the second.
+        for _ in range(2):
+            answer = await client.head(base + "/api/stream")
+            assert answer.status_code == 200
+            assert answer.headers["content-type"].startswith("text/event-stream")
+        assert hub.broadcast.viewers == 0
