@@ -139,6 +139,10 @@ class ReplayPlayer:
         """Move the position by ``seconds`` of event time (negative: back)."""
         if not self.events:
             return
+        # Past either end is the end: a step beyond the recording's span changes nothing more
+        # (and 1e300 s would not fit an int of ns).
+        span_s = (self._ts[-1] - self._ts[0]) / 1e9 + 1.0
+        seconds = max(-span_s, min(span_s, seconds))
         target_ts = self.position_ts + int(seconds * 1e9)
         target = max(1, min(len(self.events), bisect.bisect_right(self._ts, target_ts)))
         if target < self.index:

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import httpx
 import pytest
+from starlette.applications import Starlette
 
 from pycm.trace.codec import encode
 from pycm.trace.events import Event
-from tests.web.streams import T0, S, added
+from tests.web.streams import T0, S, added, serving
 from web.hub import Hub
+from web.live import live_routes
 from web.replay import ReplayPlayer, load_recording
 
 
@@ -69,3 +72,26 @@ def test_replay_events_before_a_process_knew_its_identity_are_part_of_its_source
     for name in ("r1", "r2"):
         recent = hub.sources[name].recent
         assert [(e.seq, e.instance) for e in recent] == [(1, ""), (2, ""), (3, name), (4, name)]
+
+
+@pytest.mark.parametrize(
+    ("seconds", "position"),
+    [
+        pytest.param(1e300, T0 + 4 * S, id="far-forward"),
+        pytest.param(-1e300, T0 + 1 * S, id="far-back"),
+        pytest.param(-2.0, T0 + 2 * S, id="within"),
+    ],
+)
+@pytest.mark.asyncio
+async def test_replay_api_seek_far_past_either_end_stops_at_that_end(
+    seconds: float, position: int
+) -> None:
+    hub = Hub("replay")
+    player = ReplayPlayer(hub, [added(seq, "r1", ts=T0 + seq * S) for seq in range(1, 5)])
+    player.pause()
+    player.seek(10)  # at the end
+    app = Starlette(routes=live_routes(hub))
+    async with serving(app) as base, httpx.AsyncClient(timeout=5) as client:
+        answer = await client.post(base + "/api/replay", json={"action": "seek", "value": seconds})
+    assert answer.status_code == 204, answer.text
+    assert player.info()["position_ts"] == position
