@@ -174,3 +174,42 @@ def test_waterfall_durations_are_readable_at_the_right_end(
     expect(page.locator("#waterfall .step .ms")).to_have_text(
         ["900 ms", "49000 ms", "2.6 ms", "20.8 ms"]
     )
+
+
+def test_restarted_replica_start_up_events_reach_the_log(
+    scripted: ScriptedDashboard, page: Page
+) -> None:
+    # r1 ran to seq 100 and restarted: the hub sends a fresh hello (its new state, numbered
+    # from 1 again) and the new process's recent events, its start-up among them.
+    now = time.time_ns()
+
+    def snapshot(last_seq: int, first_ts: int) -> dict[str, Any]:
+        instance = {"role": "standby", "first_ts": first_ts, "last_seq": last_seq}
+        return {"v": 1, "now_ts": now, "instances": {"r1": instance}}
+
+    def events(seqs: range, base_ts: int) -> tuple[str, dict[str, Any]]:
+        return (
+            "events",
+            {
+                "source": "r1",
+                "events": [
+                    {"kind": "startup.begin" if seq == 1 else "lease.acquire_attempt", "v": 1}
+                    | {"seq": seq, "ts": base_ts + seq * 1000, "instance": "r1", "line": ""}
+                    for seq in seqs
+                ],
+            },
+        )
+
+    old, new = now - 60 * 10**9, now - 5 * 10**9
+    _open(
+        page,
+        scripted,
+        hello([{"name": "r1", "snapshot": snapshot(100, old)}]),
+        events(range(91, 101), old),
+        hello([{"name": "r1", "snapshot": snapshot(5, new)}]),
+        events(range(1, 6), new),
+    )
+    expect(page.locator("#log-list li")).to_have_count(15, timeout=WAIT_MS)
+    logged = page.evaluate("window.pycmDashboard.model.recent(2000, () => true).map(e => e.ev.seq)")
+    assert logged == [*range(91, 101), *range(1, 6)]
+    expect(page.locator("#log-list li .kind").nth(10)).to_have_text("startup.begin ")

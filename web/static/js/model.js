@@ -48,10 +48,12 @@ export class Model {
       s.receivedAt = Date.now();
       s.series = (src.series || []).slice(-SERIES_CAPACITY);
       s.incidents = (src.incidents || []).slice(-INCIDENT_CAPACITY);
-      // A source whose numbering is now below what we saw restarted: its new events count.
+      // A source whose numbering is now below what we saw restarted: the new process's
+      // events count from its first — the backfill that follows brings those the log has
+      // not shown (its start-up), so none of them may pass for a repeat.
       const top = lastSeqOf(s.snapshot);
       if (top > 0 && top < s.lastSeq) {
-        s.lastSeq = top;
+        s.lastSeq = 0;
         s.lastTs = 0;
       }
     }
