@@ -122,6 +122,11 @@ class ReplayPlayer:
         }
 
     def play(self) -> None:
+        """Play on; at the end, from the start again (as a player does), else Play did nothing."""
+        if self.events and self.index >= len(self.events):
+            for name in self.hub.sources:
+                self.hub.reset(name)
+            self.index = 0
         self.playing = True
         self._anchor = None
 

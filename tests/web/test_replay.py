@@ -95,3 +95,23 @@ async def test_replay_api_seek_far_past_either_end_stops_at_that_end(
         answer = await client.post(base + "/api/replay", json={"action": "seek", "value": seconds})
     assert answer.status_code == 204, answer.text
     assert player.info()["position_ts"] == position
+
+
+def test_replay_play_at_the_end_plays_again_from_the_start() -> None:
+    hub = Hub("replay")
+    clock = _Clock()
+    player = ReplayPlayer(
+        hub, [added(seq, "r1", ts=T0 + seq * S) for seq in range(1, 5)], clock=clock
+    )
+    player.seek(10)
+    assert player.info()["playing"] is False, "at the end"
+
+    player.play()
+    player.tick()
+
+    assert player.info()["playing"] is True
+    assert player.info()["position_ts"] == T0 + 1 * S
+    assert [e.seq for e in hub.sources["r1"].recent] == [1]
+    clock.now += 1.5
+    player.tick()
+    assert [e.seq for e in hub.sources["r1"].recent] == [1, 2]
