@@ -2,7 +2,8 @@
 
 The recording is read once (in a thread) and split by instance: each instance is a source of
 its own, as it would be live (each replica's seqs are its own, and the page keeps the last seq
-per source); the events a process emits before it knows its identity (no instance) go with it.
+per source); the events a process emits before it knows its identity (no instance) go with it,
+and recordings concatenated into one file play side by side, merged by time.
 Playing pushes, every :data:`TICK_S`, the events whose time has come at the current speed;
 seeking forward pushes the skipped ones at once; seeking backward starts every source over (the
 reducer has no undo) and pushes everything up to the new position — the hub then sends every
@@ -13,9 +14,10 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import heapq
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from pycm.trace.events import Event
@@ -70,6 +72,27 @@ def _sources_of(events: list[Event]) -> list[str]:
     return names
 
 
+def _interleaved(events: list[Event], sources: list[str]) -> tuple[list[Event], list[str]]:
+    """``events`` merged by time across sources, each source's kept in its recorded order (its
+    seqs must not go back). Recordings concatenated one after another (``cat a.jsonl b.jsonl``)
+    play side by side, as they happened — not one replica after the other."""
+    runs: dict[str, list[tuple[int, int]]] = {}
+    for i, (event, name) in enumerate(zip(events, sources, strict=True)):
+        runs.setdefault(name, []).append((event.ts, i))
+    if len(runs) < 2:
+        return events, sources
+
+    # Each run's ts made non-decreasing, so the merge takes every run in its own order.
+    def rising(run: list[tuple[int, int]]) -> Iterator[tuple[int, int]]:
+        high = 0
+        for ts, i in run:
+            high = max(high, ts)
+            yield high, i
+
+    order = [i for _, i in heapq.merge(*(rising(run) for run in runs.values()))]
+    return [events[i] for i in order], [sources[i] for i in order]
+
+
 class ReplayPlayer:
     """Invariants: ``events[:index]`` have been pushed to the hub, in order; ``_ts`` is the
     events' ts made non-decreasing (for bisecting by time)."""
@@ -86,19 +109,18 @@ class ReplayPlayer:
         if not speed > 0:
             raise ValueError("the replay speed must be > 0")
         self.hub = hub
-        self.events = events
         self.speed = min(speed, MAX_SPEED)
         self.playing = True
         self.index = 0
         self._clock = clock
         self._anchor: tuple[float, int] | None = None  # (clock time, event ts) playing from
-        # The source of each event, by index.
-        self._sources = (
-            [source_of(e) for e in events] if source_of is not None else _sources_of(events)
-        )
+        sources = [source_of(e) for e in events] if source_of is not None else _sources_of(events)
+        # The events in time order across sources, each source's in its own order; and the
+        # source of each, by index.
+        self.events, self._sources = _interleaved(events, sources)
         high = 0
         self._ts: list[int] = []
-        for event in events:
+        for event in self.events:
             high = max(high, event.ts)
             self._ts.append(high)
         for name in self._sources:

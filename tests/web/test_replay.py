@@ -115,3 +115,22 @@ def test_replay_play_at_the_end_plays_again_from_the_start() -> None:
     clock.now += 1.5
     player.tick()
     assert [e.seq for e in hub.sources["r1"].recent] == [1, 2]
+
+
+def test_replay_of_recordings_one_after_another_plays_them_side_by_side() -> None:
+    # cat r1.jsonl r2.jsonl: r2's events come after all of r1's in the file, but happened
+    # between them.
+    r1 = [added(seq, "r1", ts=T0 + seq * S) for seq in range(1, 5)]
+    r2 = [added(seq, "r2", ts=T0 + seq * S + S // 2) for seq in range(1, 5)]
+    hub = Hub("replay")
+    clock = _Clock()
+    player = ReplayPlayer(hub, r1 + r2, speed=1.0, clock=clock)
+    player.tick()
+    clock.now += 1.6  # event time T0 + 2.6 s
+    player.tick()
+
+    assert [e.seq for e in hub.sources["r1"].recent] == [1, 2]
+    assert [e.seq for e in hub.sources["r2"].recent] == [1, 2]
+    player.seek(3600)
+    assert [e.seq for e in hub.sources["r2"].recent] == [1, 2, 3, 4]
+    assert hub.sources["r2"].duplicates == 0
