@@ -21,7 +21,7 @@ import ipaddress
 import os
 import ssl
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import SplitResult, urlsplit
 
@@ -37,6 +37,8 @@ __all__ = [
 ]
 
 DEFAULT_LISTEN = "127.0.0.1:8080"
+DEFAULT_RENEW_DEADLINE_S = 10.0  # KCM's defaults, what a manager runs with unless told
+DEFAULT_LEASE_DURATION_S = 15.0
 
 
 @dataclass
@@ -112,18 +114,19 @@ def add_subcommand(subparsers: Any) -> None:
         "--leader-elect-renew-deadline",
         dest="renew_deadline",
         type=duration_arg,
-        default=10.0,
+        default=None,
         metavar="DURATION",
-        help="the managers' renew deadline (default 10s)",
+        help="the managers' renew deadline (default: with --replay the recording's, else 10s)",
     )
     page.add_argument(
         "--lease-duration",
         "--leader-elect-lease-duration",
         dest="lease_duration",
         type=duration_arg,
-        default=15.0,
+        default=None,
         metavar="DURATION",
-        help="the lease duration until one is observed (default 15s)",
+        help="the lease duration until one is observed (default: with --replay the "
+        "recording's, else 15s)",
     )
     page.add_argument(
         "--slow-reconcile",
@@ -177,7 +180,13 @@ def plan_from(args: argparse.Namespace) -> DashboardPlan:
     if bool(args.server) == bool(args.replay):
         raise ValueError("give --server URL (repeatable) or --replay FILE, not both")
     host, port = _listen(args.listen)
-    if args.renew_deadline >= args.lease_duration:
+    renew_deadline = (
+        DEFAULT_RENEW_DEADLINE_S if args.renew_deadline is None else args.renew_deadline
+    )
+    lease_duration = (
+        DEFAULT_LEASE_DURATION_S if args.lease_duration is None else args.lease_duration
+    )
+    if renew_deadline >= lease_duration:
         raise ValueError("--renew-deadline must be less than --lease-duration")
     if args.slow_reconcile <= 0:
         raise ValueError("--slow-reconcile must be positive")
@@ -186,8 +195,8 @@ def plan_from(args: argparse.Namespace) -> DashboardPlan:
         _http_url("--jaeger-url", args.jaeger_url, "http(s)://host:port")
     config = DashboardConfig(
         jaeger_url=jaeger,
-        renew_deadline_s=float(args.renew_deadline),
-        lease_duration_s=float(args.lease_duration),
+        renew_deadline_s=float(renew_deadline),
+        lease_duration_s=float(lease_duration),
         slow_reconcile_ms=float(args.slow_reconcile) * 1000.0,
     )
     if args.replay:
@@ -247,7 +256,7 @@ def _fail(message: str) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     # Here, not at the top: `pycm --help` and the other commands need not load the server.
-    from web.replay import load_recording
+    from web.replay import load_recording, recorded_lease_timings
     from web.server import serve
 
     events = None
@@ -260,6 +269,13 @@ def _run(args: argparse.Namespace) -> int:
                     f"pycm dashboard: --replay {plan.replay}: skipped {bad_lines} line(s) that "
                     "are not events\n"
                 )
+            # The gauge and the deadline line as the recorded managers ran, unless told.
+            if args.renew_deadline is None and args.lease_duration is None:
+                renew, lease = recorded_lease_timings(events)
+                if renew < lease:
+                    plan.config = replace(
+                        plan.config, renew_deadline_s=renew, lease_duration_s=lease
+                    )
     except OSError as exc:
         return _fail(f"cannot read {exc.filename or args.replay}: {exc.strerror or exc}")
     except ValueError as exc:

@@ -21,10 +21,12 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from pycm.trace.events import Event
+from pycm.trace.kinds import FlagsParsed
 from pycm.trace.recorder import read_events
+from pycm.util.durations import parse_duration
 from web.hub import Hub
 
-__all__ = ["BATCH", "ReplayPlayer", "load_recording"]
+__all__ = ["BATCH", "ReplayPlayer", "load_recording", "recorded_lease_timings"]
 
 TICK_S = 0.05
 BATCH = 2048  # events pushed to the hub at once
@@ -56,6 +58,31 @@ def load_recording(path: str) -> tuple[list[Event], int]:
         else:
             bad += 1
     return events, bad
+
+
+def recorded_lease_timings(
+    events: list[Event],
+    default_renew_deadline_s: float = 10.0,
+    default_lease_duration_s: float = 15.0,
+) -> tuple[float, float]:
+    """(renew deadline, lease duration) in seconds the recorded manager ran with: from its
+    first ``flags.parsed`` (which lists only the values that differ from the defaults), else
+    the defaults."""
+    renew, lease = default_renew_deadline_s, default_lease_duration_s
+    for event in events:
+        if not isinstance(event, FlagsParsed):
+            continue
+        for pair in str(event.changed).split(","):
+            name, _, value = pair.partition("=")
+            try:
+                if name == "leader-elect-renew-deadline":
+                    renew = parse_duration(value)
+                elif name == "leader-elect-lease-duration":
+                    lease = parse_duration(value)
+            except ValueError:
+                continue
+        break
+    return renew, lease
 
 
 def _sources_of(events: list[Event]) -> list[str]:
