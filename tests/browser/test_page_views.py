@@ -4,6 +4,7 @@ be what the messages say."""
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -213,3 +214,29 @@ def test_restarted_replica_start_up_events_reach_the_log(
     logged = page.evaluate("window.pycmDashboard.model.recent(2000, () => true).map(e => e.ev.seq)")
     assert logged == [*range(91, 101), *range(1, 6)]
     expect(page.locator("#log-list li .kind").nth(10)).to_have_text("startup.begin ")
+
+
+def test_charts_tell_time_in_utc_as_the_timelines_and_the_log_do(
+    scripted: ScriptedDashboard, browser: Browser
+) -> None:
+    # A browser in Berlin: the lanes, the lease changes and the log say UTC (as pycm's text
+    # does); a chart in local time would put one moment an hour apart on the same page.
+    context = browser.new_context(
+        viewport={"width": 1280, "height": 720}, timezone_id="Europe/Berlin"
+    )
+    page = context.new_page()
+    now = time.time_ns()
+    snapshot = _controller_snapshot(now)
+    sample = {"ts": now, "controllers": {"r1/deployment": {"depth": 2.0}}, "informers": {}}
+    try:
+        _open(page, scripted, hello([{"name": "r1", "snapshot": snapshot, "series": [sample]}]))
+        expect(page.locator("#depth-chart canvas")).to_have_count(1, timeout=WAIT_MS)
+        labels = page.evaluate("window.pycmDashboard.panels.controllers.depth.plot.axes[0]._values")
+        hours = {
+            int(h) % 12 + (12 if half == "pm" else 0)
+            for h, half in re.findall(r"(\d{1,2}):\d\d(am|pm)", "\n".join(labels))
+        }
+        utc_hours = {time.gmtime(t).tm_hour for t in (now // 10**9 - 90, now // 10**9 + 5)}
+        assert hours and hours <= utc_hours, (labels, utc_hours)
+    finally:
+        context.close()

@@ -38,6 +38,8 @@ export class LineChart {
         {
           width, height: this.height,
           legend: { show: true, live: false },
+          // UTC, as the timelines, the lease changes and the log (and pycm's text) tell time.
+          tzDate: (ts) => uPlot.tzDate(new Date(ts * 1e3), "Etc/UTC"),
           cursor: { drag: { x: false, y: false } },
           scales: {
             x: { time: true, range: (u, min, max) => (this.span ? [...this.span] : [min, max]) },
