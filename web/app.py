@@ -33,7 +33,7 @@ from starlette.routing import BaseRoute, Mount, Route, Router
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from web.auth import DashboardAuth, Verdict
+from web.auth import STILL_ALLOWED_KEY, DashboardAuth, Verdict
 from web.headers import SecurityHeadersMiddleware
 from web.origin import OriginCheckMiddleware
 
@@ -61,7 +61,8 @@ def _bearer(headers: Headers) -> str | None:
 class _ApiGuard:
     """The session check in front of the api routes: who (the session cookie, else the user
     the outer server authenticated, else a bearer token), then may they (the injected
-    authorization). No credentials → 401."""
+    authorization). No credentials → 401. The same check, again, is left in the scope for a
+    long answer (the stream) to ask while it lasts."""
 
     def __init__(self, app: ASGIApp, auth: DashboardAuth) -> None:
         self.app = app
@@ -72,19 +73,31 @@ class _ApiGuard:
         session_id = request.cookies.get(COOKIE_NAME)
         token = _bearer(request.headers)
         known = self.auth.request_viewer(scope)
-        verdict = Verdict(None, 401, "log in first")
-        if session_id:
-            verdict = await self.auth.check_session(session_id)
-        if verdict.status == 401 and known is not None:
-            verdict = await self.auth.check_viewer(known)
-        elif verdict.status == 401 and token:
-            verdict = await self.auth.check_token(token)
+
+        async def check() -> Verdict:
+            verdict = Verdict(None, 401, "log in first")
+            if session_id:
+                verdict = await self.auth.check_session(session_id)
+            if verdict.status == 401 and known is not None:
+                verdict = await self.auth.check_viewer(known)
+            elif verdict.status == 401 and token:
+                verdict = await self.auth.check_token(token)
+            return verdict
+
+        async def still_allowed() -> bool:
+            # Denied now (logged out, expired, revoked); a check with no answer (503) is not
+            # a denial.
+            return (await check()).status not in (401, 403)
+
+        verdict = await check()
         if not verdict.ok:
             await PlainTextResponse(verdict.message, status_code=verdict.status)(
                 scope, receive, send
             )
             return
-        scope.setdefault("state", {})[VIEWER_STATE_KEY] = verdict.viewer
+        state = scope.setdefault("state", {})
+        state[VIEWER_STATE_KEY] = verdict.viewer
+        state[STILL_ALLOWED_KEY] = still_allowed
         await self.app(scope, receive, send)
 
 

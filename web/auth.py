@@ -30,6 +30,7 @@ from web.sessions import DEFAULT_SESSION_TTL, LoginCodes, SessionStore, Viewer
 __all__ = [
     "AUTHORIZED_PATH",
     "CODE_VIEWER",
+    "STILL_ALLOWED_KEY",
     "Access",
     "CheckFailed",
     "DashboardAuth",
@@ -39,6 +40,10 @@ __all__ = [
 ]
 
 AUTHORIZED_PATH = "/debug/pycm/events"  # the dashboard shows what this stream shows
+# scope["state"] entry the session check leaves for the api routes: ``async () -> bool``, whether
+# the request's viewer may still look (False once the session ended or access was revoked) —
+# so a stream opened while allowed does not outlive the permission.
+STILL_ALLOWED_KEY = "pycm.dashboard.still_allowed"
 # Whom a printed login code stands for, unless the caller names someone else.
 CODE_VIEWER = Viewer("pycm:login-code")
 

@@ -21,9 +21,9 @@ import ipaddress
 import os
 import ssl
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 from pycm.trace.credentials import from_kubeconfig, read_token_file
 from pycm.trace.recorder import recording_problem
@@ -37,6 +37,8 @@ __all__ = [
 ]
 
 DEFAULT_LISTEN = "127.0.0.1:8080"
+DEFAULT_RENEW_DEADLINE_S = 10.0  # KCM's defaults, what a manager runs with unless told
+DEFAULT_LEASE_DURATION_S = 15.0
 
 
 @dataclass
@@ -112,18 +114,19 @@ def add_subcommand(subparsers: Any) -> None:
         "--leader-elect-renew-deadline",
         dest="renew_deadline",
         type=duration_arg,
-        default=10.0,
+        default=None,
         metavar="DURATION",
-        help="the managers' renew deadline (default 10s)",
+        help="the managers' renew deadline (default: with --replay the recording's, else 10s)",
     )
     page.add_argument(
         "--lease-duration",
         "--leader-elect-lease-duration",
         dest="lease_duration",
         type=duration_arg,
-        default=15.0,
+        default=None,
         metavar="DURATION",
-        help="the lease duration until one is observed (default 15s)",
+        help="the lease duration until one is observed (default: with --replay the "
+        "recording's, else 15s)",
     )
     page.add_argument(
         "--slow-reconcile",
@@ -143,6 +146,18 @@ def _readable(path: str, flag: str) -> str:
     if not os.access(path, os.R_OK):
         raise ValueError(f"{flag} {path}: not readable")
     return path
+
+
+def _http_url(flag: str, text: str, want: str) -> SplitResult:
+    """``text`` split as an http(s) URL with a host, or ValueError naming the flag."""
+    try:
+        parts = urlsplit(text)
+        _ = parts.port  # a port that is not a number, or out of range, raises here
+    except ValueError as exc:
+        raise ValueError(f"{flag} {text!r}: want {want} ({exc})") from None
+    if parts.scheme not in ("http", "https") or not parts.netloc or any(c.isspace() for c in text):
+        raise ValueError(f"{flag} {text!r}: want {want}")
+    return parts
 
 
 def _listen(text: str) -> tuple[str, int]:
@@ -165,19 +180,23 @@ def plan_from(args: argparse.Namespace) -> DashboardPlan:
     if bool(args.server) == bool(args.replay):
         raise ValueError("give --server URL (repeatable) or --replay FILE, not both")
     host, port = _listen(args.listen)
-    if args.renew_deadline >= args.lease_duration:
+    renew_deadline = (
+        DEFAULT_RENEW_DEADLINE_S if args.renew_deadline is None else args.renew_deadline
+    )
+    lease_duration = (
+        DEFAULT_LEASE_DURATION_S if args.lease_duration is None else args.lease_duration
+    )
+    if renew_deadline >= lease_duration:
         raise ValueError("--renew-deadline must be less than --lease-duration")
     if args.slow_reconcile <= 0:
         raise ValueError("--slow-reconcile must be positive")
     jaeger = args.jaeger_url.rstrip("/") or None
     if jaeger is not None:
-        parts = urlsplit(jaeger)
-        if parts.scheme not in ("http", "https") or not parts.netloc:
-            raise ValueError(f"--jaeger-url {args.jaeger_url!r}: want http(s)://host:port")
+        _http_url("--jaeger-url", args.jaeger_url, "http(s)://host:port")
     config = DashboardConfig(
         jaeger_url=jaeger,
-        renew_deadline_s=float(args.renew_deadline),
-        lease_duration_s=float(args.lease_duration),
+        renew_deadline_s=float(renew_deadline),
+        lease_duration_s=float(lease_duration),
         slow_reconcile_ms=float(args.slow_reconcile) * 1000.0,
     )
     if args.replay:
@@ -222,10 +241,7 @@ def plan_from(args: argparse.Namespace) -> DashboardPlan:
             raise ValueError(f"--certificate-authority {ca}: {exc}") from None
     names: set[str] = set()
     for url in args.server:
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.netloc:
-            raise ValueError(f"--server {url!r}: want https://host:port")
-        name = parts.netloc
+        name = _http_url("--server", url, "https://host:port").netloc
         if name in names:
             raise ValueError(f"--server {url} given twice")
         names.add(name)
@@ -240,7 +256,7 @@ def _fail(message: str) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     # Here, not at the top: `pycm --help` and the other commands need not load the server.
-    from web.replay import load_recording
+    from web.replay import load_recording, recorded_lease_timings
     from web.server import serve
 
     events = None
@@ -253,6 +269,13 @@ def _run(args: argparse.Namespace) -> int:
                     f"pycm dashboard: --replay {plan.replay}: skipped {bad_lines} line(s) that "
                     "are not events\n"
                 )
+            # The gauge and the deadline line as the recorded managers ran, unless told.
+            if args.renew_deadline is None and args.lease_duration is None:
+                renew, lease = recorded_lease_timings(events)
+                if renew < lease:
+                    plan.config = replace(
+                        plan.config, renew_deadline_s=renew, lease_duration_s=lease
+                    )
     except OSError as exc:
         return _fail(f"cannot read {exc.filename or args.replay}: {exc.strerror or exc}")
     except ValueError as exc:

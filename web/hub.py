@@ -182,9 +182,12 @@ def _snapshot_span(snapshot: Mapping[str, Any]) -> tuple[int, int]:
 
 
 class SourceRecord:
-    """One source. Invariants: every event in ``recent`` and ``pending`` has been applied;
-    ``last_seq`` is the largest seq applied since the source (re)started; ``pending`` holds the
-    events applied since the last flush, and stays empty while no viewer is connected."""
+    """One source. Invariants: every event in ``recent`` and ``pending`` is in the state —
+    applied, or held by an adopted snapshot; ``last_seq`` is the largest seq in the state since
+    the source (re)started; ``logged_seq`` (≤ ``last_seq``) the largest seq put in ``recent``:
+    an event between the two is one the adopted snapshot holds that the log has not shown yet;
+    ``pending`` holds the events logged since the last flush, and stays empty while no viewer
+    is connected."""
 
     def __init__(
         self,
@@ -200,6 +203,7 @@ class SourceRecord:
         self.incidents = Incidents(slow_reconcile_ms=slow_reconcile_ms)
         self.status: dict[str, str] = {"state": "connecting", "reason": ""}
         self.last_seq = 0
+        self.logged_seq = 0
         self.restarts = 0  # times the source started over (a restarted replica, a seek back)
         self.duplicates = 0  # events dropped as already applied
         self.recent: deque[Event] = deque(maxlen=RECENT_EVENTS)
@@ -225,6 +229,7 @@ class SourceRecord:
             self.state = state or State()
         self.incidents = Incidents(slow_reconcile_ms=self.slow_reconcile_ms)
         self.last_seq = 0
+        self.logged_seq = 0
         self.recent.clear()
         self.pending.clear()
         self.series.clear()
@@ -304,6 +309,7 @@ class Hub:
         watched = self.broadcast.viewers > 0
         pending = record.pending
         last_seq = record.last_seq
+        logged_seq = record.logged_seq
         new_incidents: list[Incident] = []
         applied = 0
         for event in events:
@@ -312,10 +318,18 @@ class Hub:
             seq = event.seq
             if seq:
                 if seq <= last_seq:
-                    record.duplicates += 1
-                    continue
-                last_seq = seq
-            if state is not None:
+                    if seq <= logged_seq:
+                        record.duplicates += 1
+                        continue
+                    # In the adopted snapshot already (a new process's start-up, delivered
+                    # from its ring after the snapshot): logged and folded into incidents,
+                    # not applied to the state twice.
+                    logged_seq = seq
+                else:
+                    last_seq = logged_seq = seq
+                    if state is not None:
+                        state.apply(event)
+            elif state is not None:
                 state.apply(event)
             incident = fold(event)
             if incident is not None:
@@ -325,6 +339,7 @@ class Hub:
                 pending.append(event)
             applied += 1
         record.last_seq = last_seq
+        record.logged_seq = logged_seq
         if applied:
             record.applied += applied
             record.changed = True

@@ -16,8 +16,9 @@ JSON shapes) is the one in the dashboard brief:
 
 from __future__ import annotations
 
+import asyncio
 import math
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import orjson
@@ -25,12 +26,16 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
-from web.fanout import lagged_frame, sse_comment
+from web.auth import STILL_ALLOWED_KEY
+from web.fanout import Viewer, lagged_frame, sse_comment
 from web.hub import Hub
 
-__all__ = ["PING_INTERVAL_S", "RECONNECT_MS", "live_routes"]
+__all__ = ["PING_INTERVAL_S", "RECHECK_INTERVAL_S", "RECONNECT_MS", "live_routes"]
 
 PING_INTERVAL_S = 15.0
+# An open stream asks the session check again this often: a logout (in another tab), an expired
+# session or revoked access ends it within this, and the page's reconnect meets the 401.
+RECHECK_INTERVAL_S = 5.0
 # EventSource waits this long before it reconnects (the default is ~3 s in browsers): a viewer
 # cut off for lagging, or a stream ended by a restarting server, is back quickly.
 RECONNECT_MS = 1000
@@ -41,9 +46,27 @@ def _error(status: int, message: str) -> Response:
     return JSONResponse({"error": message}, status_code=status)
 
 
-def live_routes(hub: Hub, *, ping_interval: float = PING_INTERVAL_S) -> list[BaseRoute]:
+async def _end_when_denied(
+    still_allowed: Callable[[], Awaitable[bool]], viewer: Viewer, interval: float
+) -> None:
+    """Close ``viewer`` (its stream then ends) once the request's access is denied."""
+    while not (viewer.closed or viewer.cut):
+        await asyncio.sleep(interval)
+        if not await still_allowed():
+            viewer.close()
+            return
+
+
+def live_routes(
+    hub: Hub,
+    *,
+    ping_interval: float = PING_INTERVAL_S,
+    recheck_interval: float = RECHECK_INTERVAL_S,
+) -> list[BaseRoute]:
     """Routes relative to the dashboard prefix: GET /api/state, GET /api/stream,
-    POST /api/replay. No authentication here: web/app.py puts them behind the session."""
+    POST /api/replay. No authentication here: web/app.py puts them behind the session, and
+    leaves the check in the scope (``STILL_ALLOWED_KEY``) for the stream to ask again every
+    ``recheck_interval`` seconds."""
 
     async def state(request: Request) -> Response:
         return Response(
@@ -53,10 +76,22 @@ def live_routes(hub: Hub, *, ping_interval: float = PING_INTERVAL_S) -> list[Bas
         )
 
     async def stream(request: Request) -> Response:
+        headers = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
+        if request.method == "HEAD":
+            # The headers alone: a stream that never ends would hold the connection (and a
+            # viewer) for as long as the client keeps it, with nothing to read.
+            return Response(media_type="text/event-stream", headers=headers)
         client = request.client.host if request.client else ""
+        still_allowed = request.scope.get("state", {}).get(STILL_ALLOWED_KEY)
         viewer = hub.broadcast.attach(f"dashboard {client}")
 
         async def frames() -> AsyncIterator[bytes]:
+            watch = None
+            if still_allowed is not None:
+                watch = asyncio.create_task(
+                    _end_when_denied(still_allowed, viewer, recheck_interval),
+                    name=f"dashboard access {client}",
+                )
             try:
                 # Attached first, so nothing published while the hello is built is missed (an
                 # event in both the backfill and a later frame is dropped by the page by seq).
@@ -77,12 +112,10 @@ def live_routes(hub: Hub, *, ping_interval: float = PING_INTERVAL_S) -> list[Bas
                         yield sse_comment("ping")
             finally:
                 hub.broadcast.detach(viewer)
+                if watch is not None:
+                    watch.cancel()
 
-        return StreamingResponse(
-            frames(),
-            media_type="text/event-stream",
-            headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
-        )
+        return StreamingResponse(frames(), media_type="text/event-stream", headers=headers)
 
     async def replay(request: Request) -> Response:
         control = hub.replay

@@ -16,12 +16,18 @@ import signal
 import socket
 import sys
 import threading
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
+import orjson
 import pytest
+import uvicorn
 from playwright.sync_api import Browser, ConsoleMessage, Page, sync_playwright
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Mount, Route
 
 from pycm.demo.orchestrator import _deployment
 from pycm.kube import DEPLOYMENTS, Client, load_config
@@ -36,6 +42,9 @@ from tests.e2e.conftest import (
     Cluster,
     Replica,
 )
+from web.app import build_dashboard
+from web.auth import DashboardAuth
+from web.sessions import Viewer
 
 CHROMIUM = "/usr/bin/chromium"
 REPLICAS = ("replica-a", "replica-b", "replica-c")
@@ -310,4 +319,81 @@ def poll(
         time.sleep(0.2)
 
 
-__all__ = ["LEASE", "NAMESPACE", "Console", "Stack", "poll"]
+class ScriptedDashboard:
+    """The real dashboard app over made-up streams, served by uvicorn in a thread: each
+    :meth:`page` mounts a dashboard whose stream plays the given protocol messages and then
+    idles (as a quiet server does), and returns its one-time login URL. For the page's views of
+    a picture a test draws exactly; the real servers are :class:`Stack`'s."""
+
+    def __init__(self) -> None:
+        async def nobody(token: str) -> Viewer | None:
+            return None
+
+        self.auth = DashboardAuth(nobody)
+        self.app = Starlette(routes=[])
+        self.port = _free_port()
+        config = uvicorn.Config(
+            self.app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="off"
+        )
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, name="scripted-dashboard")
+
+    def page(self, messages: list[tuple[str, dict[str, Any]]]) -> str:
+        """Mount a dashboard streaming ``messages`` (``(name, data)``: ``hello``, ``events``…)."""
+        prefix = f"/page{len(self.app.router.routes)}"
+        frames = [
+            f"event: {name}\ndata: ".encode() + orjson.dumps(data) + b"\n\n"
+            for name, data in messages
+        ]
+
+        async def stream(request: Request) -> Response:
+            async def play() -> AsyncIterator[bytes]:
+                for frame in frames:
+                    yield frame
+                while True:
+                    await asyncio.sleep(15)
+                    yield b": ping\n\n"
+
+            return StreamingResponse(play(), media_type="text/event-stream")
+
+        dashboard = build_dashboard([Route("/api/stream", stream)], self.auth)
+        self.app.router.routes.append(Mount(prefix, app=dashboard))
+        return f"http://127.0.0.1:{self.port}{prefix}/login?code={self.auth.new_login_code()}"
+
+    def __enter__(self) -> ScriptedDashboard:
+        self.thread.start()
+        poll(lambda: self.server.started, 20, "the scripted dashboard to start")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.server.force_exit = True
+        self.thread.join(20)
+
+
+@pytest.fixture(scope="module")
+def scripted() -> Iterator[ScriptedDashboard]:
+    with ScriptedDashboard() as served:
+        yield served
+
+
+def hello(sources: list[dict[str, Any]], **config: Any) -> tuple[str, dict[str, Any]]:
+    """A ``hello`` message of ``sources`` (each needs at least ``name`` and ``snapshot``)."""
+    return (
+        "hello",
+        {
+            "v": 1,
+            "mode": "live",
+            "config": {"jaeger_url": None, "renew_deadline_s": 10.0, "lease_duration_s": 15.0}
+            | config,
+            "sources": [
+                {"status": {"state": "connected", "reason": ""}, "series": [], "incidents": []}
+                | source
+                for source in sources
+            ],
+            "replay": None,
+        },
+    )
+
+
+__all__ = ["LEASE", "NAMESPACE", "Console", "ScriptedDashboard", "Stack", "hello", "poll"]

@@ -140,6 +140,26 @@ def _two_replicas() -> list[Event]:
         ),
         pytest.param(["--replay", "."], "--replay .: not a file", id="replay-a-directory"),
         pytest.param(
+            ["--server", "https://[::1", "--token-file", "TOKEN"],
+            "--server 'https://[::1': want https://host:port (Invalid IPv6 URL)",
+            id="server-unparsable",
+        ),
+        pytest.param(
+            ["--server", "https://127.0.0.1:1 x", "--token-file", "TOKEN"],
+            "--server 'https://127.0.0.1:1 x': want https://host:port",
+            id="server-with-a-space",
+        ),
+        pytest.param(
+            ["--replay", "REC", "--jaeger-url", "http://[::1"],
+            "--jaeger-url 'http://[::1': want http(s)://host:port (Invalid IPv6 URL)",
+            id="jaeger-unparsable",
+        ),
+        pytest.param(
+            ["--server", "https://127.0.0.1:99999", "--token-file", "TOKEN"],
+            "--server 'https://127.0.0.1:99999': want https://host:port (Port out of range",
+            id="server-port-out-of-range",
+        ),
+        pytest.param(
             ["--server", "https://127.0.0.1:1", "--token-file", "."],
             "--token-file .: not a file",
             id="token-file-a-directory",
@@ -331,3 +351,30 @@ def test_dashboard_process_prints_its_login_url_and_stops_on_sigterm(tmp_path: P
         finally:
             if proc.poll() is None:
                 proc.kill()
+
+
+@pytest.mark.parametrize(
+    ("flags", "timings"),
+    [
+        pytest.param([], (3.0, 4.0), id="as-recorded"),
+        pytest.param(["--renew-deadline", "5s", "--lease-duration", "8s"], (5.0, 8.0), id="told"),
+    ],
+)
+def test_dashboard_replay_gauge_timings_are_the_recorded_managers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, flags: list[str], timings: tuple[float, float]
+) -> None:
+    # The recorded manager ran with a 3 s renew deadline and a 4 s lease (the demo's), which
+    # its flags.parsed lists; the page's gauge and deadline line must use those, not 10 s.
+    changed = "identity=r1,leader-elect-lease-duration=4s,leader-elect-renew-deadline=3s"
+    flags_parsed = k.FlagsParsed(command="run", changed=changed, seq=1, ts=T0)
+    recording = _recording(tmp_path / "REC", [flags_parsed, *_two_replicas()])
+    plans: list[DashboardPlan] = []
+
+    async def serve_nothing(plan: DashboardPlan, events: list[Event], **_: Any) -> int:
+        plans.append(plan)
+        return 0
+
+    monkeypatch.setattr("web.server.serve", serve_nothing)
+    assert main(["dashboard", "--replay", str(recording), *flags]) == 0
+    [plan] = plans
+    assert (plan.config.renew_deadline_s, plan.config.lease_duration_s) == timings

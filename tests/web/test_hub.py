@@ -130,6 +130,28 @@ def test_hub_snapshot_behind_last_seq_means_a_restart_and_is_adopted() -> None:
     assert snap["queues"]["r1"]["deployment"]["adds"] == 3
 
 
+def test_hub_restart_logs_the_new_process_events_its_adopted_snapshot_holds() -> None:
+    # The stream client noticed the restart and read the new run from since=0: its snapshot
+    # (holding seqs 1-3), then the ring from seq 1. The state must not count 1-3 twice; the
+    # log (and the incidents) must still get them — the new process's start-up.
+    hub = Hub("fanin")
+    hub.set_status("r1", "connected")
+    hub.push("r1", [added(i) for i in range(1, 11)])
+    hub.set_status("r1", "reconnecting")
+    hub.set_status("r1", "connected")
+    acquired = k.LeaseAcquired(lease="kube-system/pycm", identity="r1", seq=2, ts=T0 + S)
+    new_run = [added(1, ts=T0 + 1), acquired, added(3, ts=T0 + S + 1), added(4, ts=T0 + S + 2)]
+    hub.push_snapshot("r1", _snapshot_of(new_run[:3]))
+    hub.push("r1", new_run)
+    hub.push("r1", new_run[2:])  # repeated: dropped
+    record = hub.sources["r1"]
+    snap = hub.state()["sources"][0]["snapshot"]
+    assert snap["queues"]["r1"]["deployment"]["adds"] == 3
+    assert [e.seq for e in record.recent] == [1, 2, 3, 4]
+    assert [i["type"] for i in record.incidents.to_list()] == ["lease"]
+    assert (record.restarts, record.last_seq, record.duplicates) == (1, 4, 2)
+
+
 def test_hub_snapshot_of_a_process_started_after_our_newest_event_is_a_restart() -> None:
     hub = Hub("fanin")
     hub.set_status("r1", "connected")

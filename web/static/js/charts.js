@@ -20,8 +20,11 @@ export class LineChart {
     this.signature = "";
   }
 
-  // xs: seconds (unix), lines: [{label, values}], rules: [{label, value}]
-  update(xs, lines, rules = []) {
+  // xs: seconds (unix), lines: [{label, values}], rules: [{label, value}], span: [from, to] in
+  // seconds — the x axis shows the page's time window (as the timelines beside it do), not
+  // the data's extent: a single sample left uPlot to pad the axis out to years.
+  update(xs, lines, rules = [], span = null) {
+    this.span = span;
     const signature = [...lines.map((l) => l.label), ...rules.map((r) => `rule:${r.label}`)].join("|");
     const width = Math.max(200, this.host.clientWidth || 300);
     const data = [xs, ...lines.map((l) => l.values), ...rules.map((r) => xs.map(() => r.value))];
@@ -35,8 +38,13 @@ export class LineChart {
         {
           width, height: this.height,
           legend: { show: true, live: false },
+          // UTC, as the timelines, the lease changes and the log (and pycm's text) tell time.
+          tzDate: (ts) => uPlot.tzDate(new Date(ts * 1e3), "Etc/UTC"),
           cursor: { drag: { x: false, y: false } },
-          scales: this.log ? { x: { time: true }, y: { distr: 3 } } : { x: { time: true } },
+          scales: {
+            x: { time: true, range: (u, min, max) => (this.span ? [...this.span] : [min, max]) },
+            ...(this.log ? { y: { distr: 3 } } : {}),
+          },
           axes: [axis, { ...axis, size: 60, label: this.unit }],
           series: [
             {},

@@ -43,11 +43,13 @@ export function cssVar(name) {
   return getComputedStyle(document.documentElement).getPropertyValue(name).trim();
 }
 
+// A trace id is shown whole: the reconciles of one manager share their trace ids' high half
+// (pycm/trace/context.py new_id_key), so any prefix would name them all alike.
 export function jaegerLink(base, traceId) {
   if (!traceId) return el("span", { class: "muted", text: "–" });
-  if (!base) return el("code", { text: traceId.slice(0, 12) });
+  if (!base) return el("code", { class: "trace-id", text: traceId });
   return el("a", {
-    href: `${base.replace(/\/+$/, "")}/trace/${traceId}`, target: "_blank", rel: "noopener noreferrer",
-    text: traceId.slice(0, 12),
+    class: "trace-id", href: `${base.replace(/\/+$/, "")}/trace/${traceId}`, target: "_blank",
+    rel: "noopener noreferrer", text: traceId,
   });
 }

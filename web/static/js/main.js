@@ -141,6 +141,6 @@ $("#help-button").addEventListener("click", () => $("#help-dialog").showModal())
 $("#window-select").addEventListener("change", () => { drawnVersion = -1; });
 
 // For the browser tests and the curious at the console: the model, read-only by convention.
-window.pycmDashboard = Object.freeze({ model });
+window.pycmDashboard = Object.freeze({ model, panels });
 
 connect();

@@ -33,7 +33,7 @@ export class Model {
   }
 
   // hello: a complete picture; the page resets to it but keeps each source's last seq, so the
-  // events that follow a reconnect are not shown twice.
+  // events that follow a reconnect are not shown twice (live; a replay's log starts over).
   hello(msg) {
     this.connects++;
     this.mode = msg.mode || "live";
@@ -48,14 +48,28 @@ export class Model {
       s.receivedAt = Date.now();
       s.series = (src.series || []).slice(-SERIES_CAPACITY);
       s.incidents = (src.incidents || []).slice(-INCIDENT_CAPACITY);
-      // A source whose numbering is now below what we saw restarted: its new events count.
+      // A source whose numbering is now below what we saw restarted: the new process's
+      // events count from its first — the backfill that follows brings those the log has
+      // not shown (its start-up), so none of them may pass for a repeat.
       const top = lastSeqOf(s.snapshot);
       if (top > 0 && top < s.lastSeq) {
-        s.lastSeq = top;
+        s.lastSeq = 0;
         s.lastTs = 0;
       }
     }
     for (const name of [...this.sources.keys()]) if (!seen.has(name)) this.sources.delete(name);
+    if (this.mode === "replay") {
+      // A replay's hello is the recording as of its position — after a seek back, an earlier
+      // one: the log starts over from the backfill that follows, so that nothing later than
+      // the position stays in it (nor is the backfill counted as repeats).
+      this.log = new Array(LOG_CAPACITY);
+      this.logNext = 0;
+      this.logVersion++;
+      for (const s of this.sources.values()) {
+        s.lastSeq = 0;
+        s.lastTs = 0;
+      }
+    }
     this.version++;
   }
 

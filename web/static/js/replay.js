@@ -1,6 +1,6 @@
 // Replay controls (``pycm dashboard --replay``): POST api/replay with play, pause, seek (± s)
 // and speed; the position comes back as ``replay`` messages.
-import { fmtClock } from "./dom.js";
+import { el, fmtClock } from "./dom.js";
 
 export async function sendReplay(action, value = 0) {
   const response = await fetch("api/replay", {
@@ -40,5 +40,17 @@ export class ReplayBar {
       ? Math.round(((replay.position_ts - replay.start_ts) / (replay.end_ts - replay.start_ts)) * 100)
       : 100;
     this.position.textContent = `${fmtClock(replay.position_ts || replay.start_ts || 0)} · ${done}% · ${replay.speed}×`;
+    this.showSpeed(replay.speed);
+  }
+
+  // The menu shows the speed the server plays at (--speed, or a choice from another page),
+  // with an entry of its own when it is not one of the menu's.
+  showSpeed(speed) {
+    const value = String(speed);
+    if (!speed || this.speed.value === value || document.activeElement === this.speed) return;
+    if (![...this.speed.options].some((o) => o.value === value)) {
+      this.speed.append(el("option", { value, text: `${value}×` }));
+    }
+    this.speed.value = value;
   }
 }

@@ -71,8 +71,9 @@ export class ControllersPanel {
         const pad = xs.length - values.length;
         return { label: line.label, values: pad > 0 ? [...new Array(pad).fill(null), ...values] : values.slice(-xs.length) };
       };
-      this.depth.update(xs, depthLines.map(align));
-      this.syncs.update(xs, syncLines.map(align));
+      const span = [start / 1e9, nowNs / 1e9];
+      this.depth.update(xs, depthLines.map(align), [], span);
+      this.syncs.update(xs, syncLines.map(align), [], span);
     }
     this.renderHistogram(records);
     this.renderKeys(records, jaeger);

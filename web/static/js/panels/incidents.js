@@ -57,7 +57,7 @@ export class IncidentPanel {
     const incs = key && this.groups.get(key);
     if (!incs) return;
     const items = incs.slice(-12).map((i) =>
-      el("li", { text: `${fmtTime(i.ts)} ${i.source} ${i.instance || ""}: ${i.text}${i.trace_id ? ` (trace ${i.trace_id.slice(0, 12)})` : ""}` }));
+      el("li", { text: `${fmtTime(i.ts)} ${i.source} ${i.instance || ""}: ${i.text}${i.trace_id ? ` (trace ${i.trace_id})` : ""}` }));
     this.tip.replaceChildren(el("strong", { text: `${incs.length} at ${fmtClock(incs[0].ts)}` }), el("ul", {}, ...items));
     const box = this.root.getBoundingClientRect();
     const at = e.target.getBoundingClientRect();

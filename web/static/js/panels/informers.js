@@ -2,6 +2,10 @@
 // start-up waterfall of one replica's steps.
 import { el, fmtNum, pct } from "../dom.js";
 
+// The narrowest bar (% of the waterfall's width) its duration is written inside: room for
+// "12345 ms" at the panel's narrowest.
+const INSIDE_MIN_PCT = 20;
+
 export class InformersPanel {
   constructor(root) {
     this.tbody = root.querySelector("#informers-table tbody");
@@ -61,13 +65,18 @@ export class InformersPanel {
       bar.style.left = pct(((s.start_ts - t0) / span) * 100);
       bar.style.width = pct(((s.dur_ns || 0) / span) * 100);
       const ms = el("span", { class: "ms", text: `${fmtNum((s.dur_ns || 0) / 1e6)} ms` });
-      // The duration after the bar, or inside its right end when the bar reaches the edge.
+      // The duration after the bar; when the bar reaches the right edge, inside its right end
+      // (in the background colour) if the bar is wide enough to hold it, else before the bar —
+      // a short step after a long wait (a standby's start-up) had its text drawn on nothing.
+      const start = ((s.start_ts - t0) / span) * 100;
       const end = ((s.start_ts + (s.dur_ns || 0) - t0) / span) * 100;
-      if (end > 85) {
+      if (end <= 85) {
+        ms.style.left = pct(end + 1);
+      } else if (end - start >= INSIDE_MIN_PCT) {
         ms.style.right = pct(100 - end + 1);
         ms.classList.add("inside");
       } else {
-        ms.style.left = pct(end + 1);
+        ms.style.right = pct(100 - start + 1);
       }
       return el("div", { class: "step" }, el("span", { class: "label", text: name }), bar, ms);
     });

@@ -135,7 +135,8 @@ export class LeasePanel {
     const xs = points.map((r) => r.ts / 1e9);
     const lines = holders.map((h) => ({ label: h, values: points.map((r) => (r.holder === h ? Math.max(0.01, r.latency_ms || 0) : null)) }));
     if (xs.length) {
-      this.chart.update(xs, lines, [{ label: "renew deadline", value: (model.config.renew_deadline_s || 10) * 1000 }]);
+      const deadline = [{ label: "renew deadline", value: (model.config.renew_deadline_s || 10) * 1000 }];
+      this.chart.update(xs, lines, deadline, [start / 1e9, nowNs / 1e9]);
     }
   }
 }
