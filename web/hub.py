@@ -89,7 +89,7 @@ class ReplayControl(Protocol):
     """What ``POST /api/replay`` drives (the replay player)."""
 
     def info(self) -> dict[str, Any]:
-        """``{"playing", "speed", "position_ts", "start_ts", "end_ts"}``"""
+        """``{"playing", "speed", "position_ts", "start_ts", "end_ts", "events"}``"""
         ...
 
     def play(self) -> None: ...

@@ -168,6 +168,7 @@ class ReplayPlayer:
             "position_ts": self.position_ts,
             "start_ts": start,
             "end_ts": end,
+            "events": len(self.events),
         }
 
     def play(self) -> None:

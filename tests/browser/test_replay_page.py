@@ -9,10 +9,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Page, expect
 
 from pycm.trace.codec import encode
-from tests.browser.conftest import Console, poll
+from tests.browser.conftest import poll
 from tests.web.streams import T0, S, added
 
 pytestmark = pytest.mark.browser
@@ -23,15 +23,16 @@ EVENTS = 100  # one a second of event time
 
 
 @pytest.fixture
-def replay(tmp_path: Path) -> Iterator[Callable[[float], str]]:
-    """``replay(speed)``: the login URL of ``pycm dashboard --replay`` of a 100 s recording
-    (at full speed it is at the end at once)."""
-    recording = tmp_path / "trace.jsonl"
-    events = [added(seq, "r1", ts=T0 + seq * S) for seq in range(1, EVENTS + 1)]
-    recording.write_bytes(b"".join(encode(e) + b"\n" for e in events))
+def replay(tmp_path: Path) -> Iterator[Callable[..., str]]:
+    """``replay(speed, events=EVENTS)``: the login URL of ``pycm dashboard --replay`` of a
+    recording of an event a second (of 100 s by default: at full speed it is at the end at
+    once)."""
     procs: list[subprocess.Popen[str]] = []
 
-    def start(speed: float) -> str:
+    def start(speed: float, events: int = EVENTS) -> str:
+        recording = tmp_path / f"trace-{len(procs)}.jsonl"
+        recorded = [added(seq, "r1", ts=T0 + seq * S) for seq in range(1, events + 1)]
+        recording.write_bytes(b"".join(encode(e) + b"\n" for e in recorded))
         argv = [sys.executable, "-m", "pycm", "dashboard", "--replay", str(recording)]
         proc = subprocess.Popen(
             [*argv, "--listen", "127.0.0.1:0", "--speed", str(speed)],
@@ -56,16 +57,6 @@ def replay(tmp_path: Path) -> Iterator[Callable[[float], str]]:
             proc.stdout.close()
 
 
-@pytest.fixture
-def page(browser: Browser) -> Iterator[Page]:
-    context = browser.new_context(viewport={"width": 1280, "height": 720})
-    page = context.new_page()
-    console = Console(page)
-    yield page
-    assert console.errors == []
-    context.close()
-
-
 def _logged(page: Page) -> list[int]:
     return list(
         page.evaluate("window.pycmDashboard.model.recent(2000, () => true).map(e => e.ev.seq)")
@@ -73,7 +64,7 @@ def _logged(page: Page) -> list[int]:
 
 
 def test_replay_seek_back_leaves_no_later_event_in_the_log(
-    replay: Callable[[float], str], page: Page
+    replay: Callable[..., str], page: Page
 ) -> None:
     page.goto(replay(1e6))
     expect(page.locator("#mode")).to_have_text("replay", timeout=WAIT_MS)
@@ -108,7 +99,7 @@ def test_replay_seek_back_leaves_no_later_event_in_the_log(
     [pytest.param(4, "4×", id="a-listed-speed"), pytest.param(50, "50×", id="another-speed")],
 )
 def test_replay_speed_menu_shows_the_speed_playing(
-    replay: Callable[[float], str], page: Page, speed: float, shown: str
+    replay: Callable[..., str], page: Page, speed: float, shown: str
 ) -> None:
     page.goto(replay(speed))
     expect(page.locator("#replay-position")).to_contain_text(f" · {speed}×", timeout=WAIT_MS)
@@ -119,3 +110,13 @@ def test_replay_speed_menu_shows_the_speed_playing(
     menu.select_option("2")
     expect(page.locator("#replay-position")).to_contain_text(" · 2×", timeout=WAIT_MS)
     expect(menu).to_have_value("2")
+
+
+def test_replay_of_an_empty_recording_says_so(replay: Callable[..., str], page: Page) -> None:
+    """It showed a clock at 00:00:00 and "100%", as if a recording had played to its end."""
+    page.goto(replay(1, events=0))
+    expect(page.locator("#mode")).to_have_text("replay", timeout=WAIT_MS)
+    expect(page.locator("#replay-position")).to_have_text(
+        "no events in this recording", timeout=WAIT_MS
+    )
+    expect(page.locator("#replay-play")).to_be_disabled()

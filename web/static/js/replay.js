@@ -34,6 +34,14 @@ export class ReplayBar {
     this.root.hidden = !replay;
     if (!replay) return;
     this.playing = Boolean(replay.playing);
+    // An empty recording (a manager stopped before its first event) has nothing to play:
+    // say so rather than show a position at 100%.
+    this.play.disabled = replay.events === 0;
+    if (replay.events === 0) {
+      this.play.textContent = "Play";
+      this.position.textContent = "no events in this recording";
+      return;
+    }
     this.play.textContent = this.playing ? "Pause" : "Play";
     this.play.setAttribute("aria-pressed", String(this.playing));
     const done = replay.end_ts > replay.start_ts
