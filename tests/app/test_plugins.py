@@ -94,6 +94,17 @@ def _dist(site: Path, name: str, module: str, source: str) -> None:
     (site / f"{module}.py").write_text(textwrap.dedent(source))
 
 
+def _install_on_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, module: str, source: str
+) -> None:
+    """:func:`_dist` in a fresh site directory that the ``pycm run`` started next finds on its
+    PYTHONPATH."""
+    site = tmp_path / "site"
+    site.mkdir()
+    _dist(site, name, module, source)
+    monkeypatch.setenv("PYTHONPATH", str(site))
+
+
 # -- discovery and help ----------------------------------------------------------------------
 
 
@@ -343,10 +354,9 @@ async def _run_until_exit(cluster: Any, tmp_path: Path, *args: str) -> tuple[int
 async def test_pycm_run_plugin_init_raises_exit_1_names_controller_and_distribution(
     cluster: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, election: str
 ) -> None:
-    site = tmp_path / "site"
-    site.mkdir()
-    _dist(
-        site,
+    _install_on_path(
+        tmp_path,
+        monkeypatch,
         "pycm-failing-plugin",
         "pycm_failing_plugin",
         """
@@ -358,7 +368,6 @@ async def test_pycm_run_plugin_init_raises_exit_1_names_controller_and_distribut
         descriptor = ControllerDescriptor("failing", init)
         """,
     )
-    monkeypatch.setenv("PYTHONPATH", str(site))
     code, log = await _run_until_exit(
         cluster, tmp_path, "--controllers=failing", *ELECTION[election]
     )
@@ -425,10 +434,7 @@ async def test_pycm_run_plugin_init_returns_no_runnable_exit_1_one_line(
     what: str,
     election: str,
 ) -> None:
-    site = tmp_path / "site"
-    site.mkdir()
-    _dist(site, "pycm-odd-runnable", "pycm_odd_runnable", source)
-    monkeypatch.setenv("PYTHONPATH", str(site))
+    _install_on_path(tmp_path, monkeypatch, "pycm-odd-runnable", "pycm_odd_runnable", source)
     code, log = await _run_until_exit(cluster, tmp_path, "--controllers=odd", *ELECTION[election])
     assert code == 1, log
     assert "Traceback" not in log, returned
@@ -444,10 +450,9 @@ async def test_pycm_run_sigterm_while_a_plugin_init_waits_for_ever_stops_exit_0(
 ) -> None:
     # A mistake a new controller makes: waiting in init for a cache that only starts after
     # every init returned. The manager cannot start, but SIGTERM must still stop it.
-    site = tmp_path / "site"
-    site.mkdir()
-    _dist(
-        site,
+    _install_on_path(
+        tmp_path,
+        monkeypatch,
         "pycm-waiting-plugin",
         "pycm_waiting_plugin",
         """
@@ -466,7 +471,6 @@ async def test_pycm_run_sigterm_while_a_plugin_init_waits_for_ever_stops_exit_0(
         descriptor = ControllerDescriptor("waiting", init)
         """,
     )
-    monkeypatch.setenv("PYTHONPATH", str(site))
     manager = start_manager(cluster.kubeconfig_path, tmp_path, "--controllers=waiting")
     try:
         async with httpx.AsyncClient(verify=False, timeout=5) as http:
@@ -491,10 +495,9 @@ async def test_pycm_run_second_signal_during_a_slow_shutdown_exits_1_at_once(
     cluster: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # KCM's signal handling: the first signal stops cleanly, a second one exits directly (1).
-    site = tmp_path / "site"
-    site.mkdir()
-    _dist(
-        site,
+    _install_on_path(
+        tmp_path,
+        monkeypatch,
         "pycm-slow-plugin",
         "pycm_slow_plugin",
         """
@@ -516,7 +519,6 @@ async def test_pycm_run_second_signal_during_a_slow_shutdown_exits_1_at_once(
         descriptor = ControllerDescriptor("slow", init)
         """,
     )
-    monkeypatch.setenv("PYTHONPATH", str(site))
     manager = start_manager(cluster.kubeconfig_path, tmp_path, "--controllers=slow")
     try:
         async with httpx.AsyncClient(verify=False, timeout=5) as http:
@@ -550,10 +552,9 @@ async def test_pycm_run_second_signal_during_a_slow_shutdown_exits_1_at_once(
 async def test_pycm_run_plugin_run_raises_exit_1_one_line(
     cluster: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, election: str
 ) -> None:
-    site = tmp_path / "site"
-    site.mkdir()
-    _dist(
-        site,
+    _install_on_path(
+        tmp_path,
+        monkeypatch,
         "pycm-crashing-plugin",
         "pycm_crashing_plugin",
         """
@@ -568,7 +569,6 @@ async def test_pycm_run_plugin_run_raises_exit_1_one_line(
         descriptor = ControllerDescriptor("crashing", init)
         """,
     )
-    monkeypatch.setenv("PYTHONPATH", str(site))
     code, log = await _run_until_exit(
         cluster, tmp_path, "--controllers=crashing", *ELECTION[election]
     )
@@ -590,10 +590,9 @@ async def test_pycm_run_plugin_background_task_raises_exit_1_one_line(
     cluster: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # ctx.add_runnable: "its death stops the manager like a built-in's" (docs/controllers.md).
-    site = tmp_path / "site"
-    site.mkdir()
-    _dist(
-        site,
+    _install_on_path(
+        tmp_path,
+        monkeypatch,
         "pycm-background-plugin",
         "pycm_background_plugin",
         """
@@ -609,7 +608,6 @@ async def test_pycm_run_plugin_background_task_raises_exit_1_one_line(
         descriptor = ControllerDescriptor("background", init)
         """,
     )
-    monkeypatch.setenv("PYTHONPATH", str(site))
     code, log = await _run_until_exit(cluster, tmp_path, "--controllers=background")
     assert code == 1, log
     assert "Traceback" not in log

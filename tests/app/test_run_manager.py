@@ -5,6 +5,7 @@ metadata-only informer is in pycm_informer_synced like a full one."""
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 
@@ -15,6 +16,23 @@ from pycm.controller import ControllerContext, Runnable
 from pycm.kube.resources import CONFIGMAPS, PODS
 from pycm.sim.server import run_emulator
 from pycm.trace.bus import Bus
+
+
+def _probe_manager(kubeconfig: str, init: Any) -> Manager:
+    """A manager (no election, no serving) running one controller, "probe", of ``init``."""
+    registry = Registry()
+    registry.register(ControllerDescriptor("probe", init))
+    options = ControllerManagerOptions(registry)
+    errors = options.parse(
+        [
+            f"--kubeconfig={kubeconfig}",
+            "--leader-elect=false",
+            "--secure-port=0",
+            "--controllers=probe",
+        ]
+    )
+    assert errors == [] and options.validate() == []
+    return Manager(options.config().complete(), bus=Bus(), registry=registry)
 
 
 @pytest.mark.asyncio
@@ -42,20 +60,8 @@ async def test_manager_plugin_background_task_runs_with_controllers_stopped_firs
         ctx.add_runnable("probe background", background)
         return None
 
-    registry = Registry()
-    registry.register(ControllerDescriptor("probe", init))
     async with run_emulator(tls=False, kubelet=False) as emu:
-        options = ControllerManagerOptions(registry)
-        errors = options.parse(
-            [
-                f"--kubeconfig={emu.kubeconfig_path}",
-                "--leader-elect=false",
-                "--secure-port=0",
-                "--controllers=probe",
-            ]
-        )
-        assert errors == [] and options.validate() == []
-        manager = Manager(options.config().complete(), bus=Bus(), registry=registry)
+        manager = _probe_manager(emu.kubeconfig_path, init)
         run = asyncio.ensure_future(manager.run())
         await asyncio.wait_for(running.wait(), 30)
         manager.request_stop()
@@ -83,20 +89,8 @@ async def test_manager_metadata_only_informer_reported_in_informer_synced() -> N
 
         return run
 
-    registry = Registry()
-    registry.register(ControllerDescriptor("probe", init))
     async with run_emulator(tls=False, kubelet=False) as emu:
-        options = ControllerManagerOptions(registry)
-        errors = options.parse(
-            [
-                f"--kubeconfig={emu.kubeconfig_path}",
-                "--leader-elect=false",
-                "--secure-port=0",
-                "--controllers=probe",
-            ]
-        )
-        assert errors == [] and options.validate() == []
-        manager = Manager(options.config().complete(), bus=Bus(), registry=registry)
+        manager = _probe_manager(emu.kubeconfig_path, init)
         run = asyncio.ensure_future(manager.run())
         try:
             await asyncio.wait_for(synced.wait(), 30)

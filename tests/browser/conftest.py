@@ -18,7 +18,7 @@ import sys
 import threading
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
 import orjson
 import pytest
@@ -319,7 +319,30 @@ def poll(
         time.sleep(0.2)
 
 
-class ScriptedDashboard:
+class ThreadedServer:
+    """An ASGI app served by uvicorn on a free port of 127.0.0.1 in a thread (the sync
+    Playwright tests' servers): ``with`` starts and stops it."""
+
+    def __init__(self, app: Any, name: str) -> None:
+        self.port = _free_port()
+        config = uvicorn.Config(
+            app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="off"
+        )
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, name=name)
+
+    def __enter__(self) -> Self:
+        self.thread.start()
+        poll(lambda: self.server.started, 20, f"{self.thread.name} to start")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.server.force_exit = True
+        self.thread.join(20)
+
+
+class ScriptedDashboard(ThreadedServer):
     """The real dashboard app over made-up streams, served by uvicorn in a thread: each
     :meth:`page` mounts a dashboard whose stream plays the given protocol messages and then
     idles (as a quiet server does), and returns its one-time login URL. For the page's views of
@@ -331,12 +354,7 @@ class ScriptedDashboard:
 
         self.auth = DashboardAuth(nobody)
         self.app = Starlette(routes=[])
-        self.port = _free_port()
-        config = uvicorn.Config(
-            self.app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="off"
-        )
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, name="scripted-dashboard")
+        super().__init__(self.app, "scripted-dashboard")
 
     def page(self, messages: list[tuple[str, dict[str, Any]]]) -> str:
         """Mount a dashboard streaming ``messages`` (``(name, data)``: ``hello``, ``events``…)."""
@@ -360,21 +378,22 @@ class ScriptedDashboard:
         self.app.router.routes.append(Mount(prefix, app=dashboard))
         return f"http://127.0.0.1:{self.port}{prefix}/login?code={self.auth.new_login_code()}"
 
-    def __enter__(self) -> ScriptedDashboard:
-        self.thread.start()
-        poll(lambda: self.server.started, 20, "the scripted dashboard to start")
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.should_exit = True
-        self.server.force_exit = True
-        self.thread.join(20)
-
 
 @pytest.fixture(scope="module")
 def scripted() -> Iterator[ScriptedDashboard]:
     with ScriptedDashboard() as served:
         yield served
+
+
+@pytest.fixture
+def page(browser: Browser) -> Iterator[Page]:
+    """A fresh page (1280×720) whose console must stay free of errors."""
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    page = context.new_page()
+    console = Console(page)
+    yield page
+    assert console.errors == []
+    context.close()
 
 
 def hello(sources: list[dict[str, Any]], **config: Any) -> tuple[str, dict[str, Any]]:

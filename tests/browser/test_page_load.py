@@ -9,21 +9,18 @@ from __future__ import annotations
 
 import asyncio
 import re
-import socket
-import threading
 import time
 from collections.abc import AsyncIterator, Iterator
 
 import orjson
 import pytest
-import uvicorn
 from playwright.sync_api import Browser, expect
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Mount, Route
 
-from tests.browser.conftest import Console, poll
+from tests.browser.conftest import Console, ThreadedServer
 from web.app import build_dashboard
 from web.auth import DashboardAuth
 from web.sessions import Viewer
@@ -148,7 +145,7 @@ async def _flapping(request: Request) -> Response:
     return StreamingResponse(frames(), media_type="text/event-stream")
 
 
-class _Server:
+class _Server(ThreadedServer):
     def __init__(self, auth: DashboardAuth) -> None:
         app = Starlette(
             routes=[
@@ -156,24 +153,7 @@ class _Server:
                 Mount("/flapping", app=build_dashboard([Route("/api/stream", _flapping)], auth)),
             ]
         )
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            self.port = int(sock.getsockname()[1])
-        config = uvicorn.Config(
-            app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="off"
-        )
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, name="page-load-server")
-
-    def __enter__(self) -> _Server:
-        self.thread.start()
-        poll(lambda: self.server.started, 20, "the server to start")
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.should_exit = True
-        self.server.force_exit = True
-        self.thread.join(20)
+        super().__init__(app, "page-load-server")
 
 
 @pytest.fixture(scope="module")

@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.browser.conftest import Console, ScriptedDashboard, hello
+from tests.browser.conftest import ScriptedDashboard, hello
 
 pytestmark = pytest.mark.browser
 
@@ -23,16 +22,6 @@ JAEGER = "http://127.0.0.1:16686"
 HIGH = "12d7402351fc4e0a"
 TRACE_A = HIGH + "59bcaccc07bfb8c0"
 TRACE_B = HIGH + "afc3e692450af67f"
-
-
-@pytest.fixture
-def page(browser: Browser) -> Iterator[Page]:
-    context = browser.new_context(viewport={"width": 1280, "height": 720})
-    page = context.new_page()
-    console = Console(page)
-    yield page
-    assert console.errors == []
-    context.close()
 
 
 def _open(page: Page, scripted: ScriptedDashboard, *messages: tuple[str, dict[str, Any]]) -> None:
