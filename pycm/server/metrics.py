@@ -19,7 +19,7 @@ def metrics_route(registry: CollectorRegistry = REGISTRY, path: str = "/metrics"
     ``*_created`` series (a gauge more for every counter, histogram and summary child, in the
     0.0.4 text format): KCM's registry has none, and a scraper would store them all. (The
     switch is the library's, for the whole process; it is read when a metric is collected.)"""
-    disable_created_metrics()
+    disable_created_metrics()  # type: ignore[no-untyped-call]  # (unannotated in the library)
 
     async def metrics(request: Request) -> Response:
         return Response(generate_latest(registry), media_type=CONTENT_TYPE)
