@@ -9,6 +9,11 @@ export function colour(i) {
   return PALETTE[i % PALETTE.length];
 }
 
+// "HH:MM:SS" (UTC) of `seconds`, or "HH:MM" when the axis steps by whole minutes.
+function clockLabel(seconds, incr) {
+  return new Date(seconds * 1e3).toISOString().slice(11, incr % 60 ? 19 : 16);
+}
+
 export class LineChart {
   // `extra`: fixed horizontal lines, [{label, value, colour}]
   constructor(host, { unit = "", height = 130, log = false } = {}) {
@@ -45,7 +50,12 @@ export class LineChart {
             x: { time: true, range: (u, min, max) => (this.span ? [...this.span] : [min, max]) },
             ...(this.log ? { y: { distr: 3 } } : {}),
           },
-          axes: [axis, { ...axis, size: 60, label: this.unit }],
+          // The time axis as the timelines and the log write it: 24-hour UTC, seconds when
+          // the ticks fall between minutes (uPlot's own labels are 12-hour, with a date line).
+          axes: [
+            { ...axis, values: (u, splits, i, space, incr) => splits.map((s) => clockLabel(s, incr)) },
+            { ...axis, size: 60, label: this.unit },
+          ],
           series: [
             {},
             ...lines.map((l, i) => ({ label: l.label, stroke: colour(i), width: 2, spanGaps: true, points: { show: this.log, size: 4 } })),
