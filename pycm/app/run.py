@@ -166,6 +166,9 @@ class Manager:
     def request_stop(self) -> None:
         self._stop.set()
 
+    def _stopping(self) -> bool:
+        return self._stop.is_set()
+
     def _fail(self, reason: str) -> None:
         if self._fatal is None:
             self._fatal = reason
@@ -562,7 +565,9 @@ class Manager:
                     )
                 step.finish(started=runnable is not None)
             if runnable is not None:
-                runnables.append((descriptor.name, _checked_runnable(runnable, who, self._fail)))
+                runnables.append(
+                    (descriptor.name, _checked_runnable(runnable, who, self._fail, self._stopping))
+                )
         if self._token_sources:
             await self._first_tokens()
         informers = _InformerFactories(ctx)
@@ -580,7 +585,7 @@ class Manager:
         # Plugins' own background tasks run with the controllers, added now or later; their
         # failure is one line too.
         def add_task(name: str, run: Runnable) -> None:
-            task = _checked_runnable(run, f"background task {name!r}", self._fail)
+            task = _checked_runnable(run, f"background task {name!r}", self._fail, self._stopping)
             self.groups.add(Group.CONTROLLERS, name, task)
 
         for name, runnable in ctx.pending_runnables:
@@ -702,11 +707,15 @@ class _InformerFactories:
         await self.ctx.metadata_informer_factory.shutdown(timeout=INFORMER_STOP_TIMEOUT)
 
 
-def _checked_runnable(runnable: Runnable, who: str, fail: Callable[[str], None]) -> Runnable:
+def _checked_runnable(
+    runnable: Runnable, who: str, fail: Callable[[str], None], stopping: Callable[[], bool]
+) -> Runnable:
     """``runnable`` checked and contained: a plain function (``def run()`` where ``async def``
     was meant) is a start-up error, not a TypeError from deep in the task machinery; an
     exception out of the running controller stops the manager with one line naming it (its
-    traceback at -v=4), as a failed init does."""
+    traceback at -v=4), as a failed init does; a run that returns while the manager runs (a
+    controller that set itself up and returned, where it should wait until cancelled) is a
+    warning, for it does no more work and nothing else would say so."""
 
     def run() -> Coroutine[Any, Any, None]:
         coro: object = runnable()  # typed, but a plugin is third-party code
@@ -715,19 +724,29 @@ def _checked_runnable(runnable: Runnable, who: str, fail: Callable[[str], None])
             raise ManagerError(
                 f"{who} failed to start: run() returned {what}, not a coroutine (async def?)"
             )
-        return _contained(coro, who, fail)
+        return _contained(coro, who, fail, stopping)
 
     return run
 
 
 async def _contained(
-    coro: Coroutine[Any, Any, None], who: str, fail: Callable[[str], None]
+    coro: Coroutine[Any, Any, None],
+    who: str,
+    fail: Callable[[str], None],
+    stopping: Callable[[], bool],
 ) -> None:
     try:
         await coro
     except Exception as exc:  # a controller's run is third-party code; cancellation passes
         log.debug("%s failed", who, exc_info=exc)
         fail(f"{who} failed: {type(exc).__name__}: {exc}")
+        return
+    if not stopping():
+        log.warning(
+            "%s returned while the manager runs: it does no more work (a run should wait "
+            "until it is cancelled)",
+            who,
+        )
 
 
 def run_manager(config: CompletedConfig) -> int:

@@ -613,3 +613,45 @@ async def test_pycm_run_plugin_background_task_raises_exit_1_one_line(
     assert "Traceback" not in log
     last = log.rstrip().splitlines()[-1]
     assert last.endswith("background task 'settings refresher' failed: ValueError: bad settings")
+
+
+@pytest.mark.e2e
+@pytest.mark.asyncio
+async def test_pycm_run_plugin_run_that_returns_is_a_warning_and_the_manager_runs_on(
+    cluster: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A controller that set itself up and returned (where its run should wait until cancelled)
+    # reconciles nothing more, and nothing said so.
+    _install_on_path(
+        tmp_path,
+        monkeypatch,
+        "pycm-returning-plugin",
+        "pycm_returning_plugin",
+        """
+        from pycm.controller import ControllerDescriptor
+
+        async def init(ctx):
+            async def run():
+                return None
+
+            return run
+
+        descriptor = ControllerDescriptor("returning", init)
+        """,
+    )
+    manager = start_manager(cluster.kubeconfig_path, tmp_path, "--controllers=*,returning")
+    warning = (
+        "controller 'returning' (distribution pycm-returning-plugin 1.0) returned while the "
+        "manager runs: it does no more work (a run should wait until it is cancelled)"
+    )
+    try:
+
+        async def warned() -> bool:
+            assert manager.proc.poll() is None, manager.log.read_text()
+            return warning in manager.log.read_text()
+
+        await poll(warned, timeout=30)
+    finally:
+        code = await stop_manager(manager)
+    assert code == 0, manager.log.read_text()
+    assert manager.log.read_text().count(warning) == 1
