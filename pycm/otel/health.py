@@ -16,8 +16,8 @@ the outcome of every export call and every span the processor drops, and
   (with the spans lost since the last line), and one line when it recovers (how long it
   failed, how many spans were lost).
 
-The SDK exporter's own warnings and errors are held back (:func:`held_back_sdk_logs`) while one
-of pycm's exporters runs an export on that thread; the last one becomes the error quoted.
+The SDK exporter's own warnings and errors are held back (a filter on its loggers) while one of
+pycm's exporters runs an export on that thread; the most severe becomes the error quoted.
 Everything here runs on the SDK's threads, hence the lock.
 """
 
@@ -32,7 +32,7 @@ from typing import Protocol
 
 from opentelemetry.sdk.trace.export import SpanExportResult
 
-__all__ = ["SUMMARY_INTERVAL", "ExportHealth", "held_back_sdk_logs"]
+__all__ = ["SUMMARY_INTERVAL", "ExportHealth"]
 
 log = logging.getLogger("pycm.otel")
 
@@ -104,11 +104,6 @@ class _HeldBack(logging.Filter):
 _held_back = _HeldBack()
 for _name in _SDK_EXPORT_LOGGERS:
     logging.getLogger(_name).addFilter(_held_back)
-
-
-def held_back_sdk_logs() -> _HeldBack:
-    """The filter on the SDK exporters' loggers (``holding()`` opens a hold on this thread)."""
-    return _held_back
 
 
 def _last_error(held: list[tuple[int, str]]) -> str:
@@ -189,13 +184,14 @@ class ExportHealth:
             self._last_error = error or self._last_error or "the exporter gave up"
             self._outage_lost += spans
             self._lost += spans
-            if self._failing_since is None:
-                # The first failure is said at once, whatever was said last.
-                self._failing_since = now
-                self._last_line = -float("inf")
-            line = self._line_due(now)
+            if self._failing_since is None:  # said at once, whatever was said last
+                self._failing_since = self._last_line = now
+                lost, self._lost = self._lost, 0
+                line: tuple[object, ...] | None = (_FAILING, self.endpoint, self._last_error, lost)
+            else:
+                line = self._summary_due(now)
         if line is not None:
-            self._log(line)
+            log.warning(*line)
 
     def dropped(self, spans: int, reason: str = QUEUE_FULL) -> None:
         """The processor dropped ``spans`` spans (``reason``: the SDK's, queue_full or
@@ -209,28 +205,21 @@ class ExportHealth:
             self._lost += spans
             if self._failing_since is not None:
                 self._outage_lost += spans
-            line = self._line_due(now)
+            line = self._summary_due(now)
         if line is not None:
-            self._log(line)
+            log.warning(*line)
 
-    def _line_due(self, now: float) -> tuple[str, tuple[object, ...]] | None:
-        """The line to log now, as a format and its arguments (under the lock), or None: a
-        first failure's at once, any other at most once an interval."""
-        failing_since = self._failing_since
-        first = failing_since is not None and self._last_line == -float("inf")
-        if not first and now - self._last_line < self._interval:
+    def _summary_due(self, now: float) -> tuple[object, ...] | None:
+        """The summary line (a format, then its arguments) when one is due, at most once an
+        interval (under the lock): still failing, or (while exports succeed) behind."""
+        if now - self._last_line < self._interval:
             return None
         self._last_line = now
         lost, self._lost = self._lost, 0
-        if first:
-            return _FAILING, (self.endpoint, self._last_error, lost)
-        if failing_since is not None:
-            return _STILL_FAILING, (self.endpoint, now - failing_since, lost, self._last_error)
-        return _BEHIND, (self.endpoint, lost)
-
-    @staticmethod
-    def _log(line: tuple[str, tuple[object, ...]]) -> None:
-        log.warning(line[0], *line[1])
+        if self._failing_since is not None:
+            failed_for = now - self._failing_since
+            return _STILL_FAILING, self.endpoint, failed_for, lost, self._last_error
+        return _BEHIND, self.endpoint, lost
 
     def closing(self) -> None:
         """The sink is stopping: what fails or is dropped from now on is a shutdown's loss,
