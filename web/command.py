@@ -37,8 +37,8 @@ __all__ = [
 ]
 
 DEFAULT_LISTEN = "127.0.0.1:8080"
-DEFAULT_RENEW_DEADLINE_S = 10.0  # KCM's defaults, what a manager runs with unless told
-DEFAULT_LEASE_DURATION_S = 15.0
+# The page's defaults (KCM's lease timings: what a manager runs with unless told).
+_DEFAULTS = DashboardConfig()
 
 
 @dataclass
@@ -181,10 +181,10 @@ def plan_from(args: argparse.Namespace) -> DashboardPlan:
         raise ValueError("give --server URL (repeatable) or --replay FILE, not both")
     host, port = _listen(args.listen)
     renew_deadline = (
-        DEFAULT_RENEW_DEADLINE_S if args.renew_deadline is None else args.renew_deadline
+        _DEFAULTS.renew_deadline_s if args.renew_deadline is None else args.renew_deadline
     )
     lease_duration = (
-        DEFAULT_LEASE_DURATION_S if args.lease_duration is None else args.lease_duration
+        _DEFAULTS.lease_duration_s if args.lease_duration is None else args.lease_duration
     )
     if renew_deadline >= lease_duration:
         raise ValueError("--renew-deadline must be less than --lease-duration")
@@ -271,7 +271,9 @@ def _run(args: argparse.Namespace) -> int:
                 )
             # The gauge and the deadline line as the recorded managers ran, unless told.
             if args.renew_deadline is None and args.lease_duration is None:
-                renew, lease = recorded_lease_timings(events)
+                renew, lease = recorded_lease_timings(
+                    events, plan.config.renew_deadline_s, plan.config.lease_duration_s
+                )
                 if renew < lease:
                     plan.config = replace(
                         plan.config, renew_deadline_s=renew, lease_duration_s=lease

@@ -61,13 +61,11 @@ def load_recording(path: str) -> tuple[list[Event], int]:
 
 
 def recorded_lease_timings(
-    events: list[Event],
-    default_renew_deadline_s: float = 10.0,
-    default_lease_duration_s: float = 15.0,
+    events: list[Event], default_renew_deadline_s: float, default_lease_duration_s: float
 ) -> tuple[float, float]:
     """(renew deadline, lease duration) in seconds the recorded manager ran with: from its
-    first ``flags.parsed`` (which lists only the values that differ from the defaults), else
-    the defaults."""
+    first ``flags.parsed`` (which lists only the values that differ from the defaults, KCM's:
+    the ones given here), else the defaults."""
     renew, lease = default_renew_deadline_s, default_lease_duration_s
     for event in events:
         if not isinstance(event, FlagsParsed):
