@@ -15,7 +15,7 @@ import signal
 import subprocess
 import sys
 import textwrap
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -339,6 +339,21 @@ ELECTION = {
 }
 
 
+async def _until_readyz(manager: Any, accept: Callable[[httpx.Response], bool]) -> None:
+    """Poll the running manager's ``/readyz?verbose`` until ``accept`` takes the answer (it
+    must not exit meanwhile)."""
+    async with httpx.AsyncClient(verify=False, timeout=5) as http:
+
+        async def accepted() -> bool:
+            assert manager.proc.poll() is None, manager.log.read_text()
+            try:
+                return accept(await http.get(f"{manager.url}/readyz?verbose"))
+            except httpx.TransportError:
+                return False
+
+        await poll(accepted, timeout=30)
+
+
 async def _run_until_exit(cluster: Any, tmp_path: Path, *args: str) -> tuple[int, str]:
     manager = start_manager(cluster.kubeconfig_path, tmp_path, *args)
     try:
@@ -473,17 +488,7 @@ async def test_pycm_run_sigterm_while_a_plugin_init_waits_for_ever_stops_exit_0(
     )
     manager = start_manager(cluster.kubeconfig_path, tmp_path, "--controllers=waiting")
     try:
-        async with httpx.AsyncClient(verify=False, timeout=5) as http:
-
-            async def in_init() -> bool:
-                assert manager.proc.poll() is None, manager.log.read_text()
-                try:
-                    r = await http.get(f"{manager.url}/readyz?verbose")
-                except httpx.TransportError:
-                    return False
-                return "[-]informers-synced failed" in r.text
-
-            await poll(in_init, timeout=30)
+        await _until_readyz(manager, lambda r: "[-]informers-synced failed" in r.text)
     finally:
         code = await stop_manager(manager)  # fails the test if it does not stop in time
     assert code == 0, manager.log.read_text()
@@ -521,16 +526,7 @@ async def test_pycm_run_second_signal_during_a_slow_shutdown_exits_1_at_once(
     )
     manager = start_manager(cluster.kubeconfig_path, tmp_path, "--controllers=slow")
     try:
-        async with httpx.AsyncClient(verify=False, timeout=5) as http:
-
-            async def serving() -> bool:
-                assert manager.proc.poll() is None, manager.log.read_text()
-                try:
-                    return (await http.get(f"{manager.url}/readyz")).status_code == 200
-                except httpx.TransportError:
-                    return False
-
-            await poll(serving, timeout=30)
+        await _until_readyz(manager, lambda r: r.status_code == 200)
         manager.proc.send_signal(signal.SIGTERM)
 
         async def stopping() -> bool:
