@@ -51,6 +51,7 @@ from pycm.cache.reflector import Reflector
 from pycm.cache.store import meta_namespace_key
 from pycm.cache.transform import drop_managed_fields
 from pycm.trace.bus import Bus, default_bus
+from pycm.trace.causes import RELIST, CauseTable, newest_writer
 from pycm.trace.context import root_context
 from pycm.trace.kinds import InformerProgress, InformerStarted, InformerSynced
 from pycm.util.clock import REAL_CLOCK, Clock
@@ -73,6 +74,38 @@ only when the cache size, the open watch's event count or the backlog changed si
 
 # Enum members as globals: reading one through its class is a descriptor call (Python 3.11).
 _DELETED, _SYNC, _REPLACED = DeltaType.DELETED, DeltaType.SYNC, DeltaType.REPLACED
+
+
+def note_writers(causes: CauseTable, transform: TransformFunc | None) -> TransformFunc:
+    """``transform`` preceded by noting the writer each object names (its newest
+    ``metadata.managedFields`` entry, pycm.trace.causes), before a transform drops them."""
+
+    def noting(obj: Any) -> Any:
+        meta = obj.get("metadata")
+        if type(meta) is dict and "managedFields" in meta:
+            writer = newest_writer(meta)
+            if writer is not None:
+                causes.note_writer(
+                    meta.get("namespace") or "",
+                    meta.get("name") or "",
+                    meta.get("resourceVersion") or "",
+                    writer,
+                )
+        return obj if transform is None else transform(obj)
+
+    noting.transform = transform  # type: ignore[attr-defined]  # (what it precedes, for tests)
+    return noting
+
+
+def _note_relist(causes: CauseTable, obj: Any) -> None:
+    meta = obj.get("metadata") if type(obj) is dict else None
+    if type(meta) is dict:
+        causes.note_writer(
+            meta.get("namespace") or "",
+            meta.get("name") or "",
+            meta.get("resourceVersion") or "",
+            RELIST,
+        )
 
 
 def _rv(obj: Any) -> Any:
@@ -110,7 +143,7 @@ class SharedIndexInformer:
         self.indexer = Indexer(
             indexers, on_access=self.detector.check if self.detector is not None else None
         )
-        self.fifo = RealFIFO(self.indexer, transform=transform)
+        self.fifo = RealFIFO(self.indexer, transform=note_writers(self.bus.causes, transform))
         self.gc_tuning = gc_tuning
         self.reflector = Reflector(
             list_watch,
@@ -281,6 +314,10 @@ class SharedIndexInformer:
                     key = f"{namespace}/{name}" if namespace else name
                 else:
                     key = meta_namespace_key(obj)
+            if kind is _REPLACED and i >= initial:
+                # A relist's object: whatever wrote it meanwhile, the event is the informer's
+                # own catch-up (pycm.trace.causes).
+                _note_relist(self.bus.causes, obj)
             if kind is _DELETED:
                 old = items.get(key)
                 delete_key(key)

@@ -9,7 +9,9 @@ paths, and each *shareable* slice is looked up by its bytes in a table of sub-tr
 decoded: identical bytes are identical JSON, so a hit is exact for any resource (built-in or
 custom) and costs a hash and a ``memcmp`` — nothing is decoded, allocated or compared
 structurally. Only what differs between objects (names, uids, the per-pod token volume, ...) is
-ever decoded. ``metadata.managedFields`` is skipped as a raw slice and never materialised.
+ever decoded. ``metadata.managedFields`` is scanned for its newest entry's manager, operation
+and time only (the object's writer, for pycm.trace.causes; its fieldsV1 never materialised): the
+informer's transform notes it and drops the member.
 
 What is shared is stated once, in a plan (:func:`default_plan`). An object of the usual shape
 (apiVersion, kind, metadata, spec, status) is split in one scan by a struct generated from the
@@ -86,6 +88,35 @@ class _EventEnvelope(msgspec.Struct):
 _LIST = msgspec.json.Decoder(_ListEnvelope)
 
 
+class _ManagedEntry(msgspec.Struct):
+    """What a managedFields entry says of its writer (fieldsV1 and the rest skipped)."""
+
+    manager: str | None = None
+    operation: str | None = None
+    time: str | None = None
+
+
+_MANAGED = msgspec.json.Decoder(list[_ManagedEntry])
+
+
+def _newest_writer(raw: Any) -> list[Obj] | None:
+    """A managedFields slice as one entry, its newest (the later of two in the same second):
+    ``[{"manager", "operation", "time"}]``; None if it is not a list of entries."""
+    try:
+        entries = _MANAGED.decode(raw)
+    except msgspec.ValidationError:
+        return None
+    best: _ManagedEntry | None = None
+    for entry in entries:
+        if best is None or (entry.time or "") >= (best.time or ""):
+            best = entry
+    if best is None:
+        return None
+    return [
+        {"manager": best.manager or "", "operation": best.operation or "", "time": best.time or ""}
+    ]
+
+
 class _ListHead(msgspec.Struct):
     metadata: dict[str, Any] | None = None
 
@@ -156,14 +187,18 @@ class _Plan:
         self.special = frozenset(n for n, sub in (keys or {}).items() if sub is not other)
 
 
-_DROP = _Plan()  # a member left out (managedFields)
+_DROP = _Plan()  # a member left out
+# managedFields: decoded to its newest entry's manager, operation and time only (fieldsV1, most
+# of its bytes, skipped by the scan), for the informer to note the object's writer
+# (pycm.trace.causes) before its transform drops the member.
+_WRITER = _Plan()
 _SHARED = _Plan(share=True)  # looked up whole; on a miss decoded plainly and remembered
 
 
 def _object_meta() -> _Plan:
     return _Plan(
         keys={
-            "managedFields": _DROP,
+            "managedFields": _WRITER,
             "labels": _SHARED,
             "annotations": _SHARED,
             "ownerReferences": _SHARED,
@@ -651,6 +686,10 @@ class SharingDecoder:
                     out[name] = value
                 elif sub is None:
                     out[name] = decode(raw)
+                elif sub is _WRITER:
+                    writer = _newest_writer(raw)
+                    if writer is not None:
+                        out[name] = writer
                 elif sub is not _DROP:
                     out[name] = self._remembered(raw, sub) if sub.share else self._build(raw, sub)
                     seen = self._new.get  # (a miss may have started a new generation)

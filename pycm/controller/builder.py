@@ -39,7 +39,7 @@ from pycm.cache.processor import HandlerFuncs
 from pycm.cache.shared_informer import SharedIndexInformer
 from pycm.cache.store import DeletedFinalStateUnknown
 from pycm.controller.context import ControllerContext, Runnable
-from pycm.controller.worker import DEFAULT_MAX_RETRIES, Controller, Result, Trigger
+from pycm.controller.worker import DEFAULT_MAX_RETRIES, Controller, Result
 from pycm.kube.resources import Resource
 
 __all__ = ["ControllerBuilder", "MapFunc", "Predicate", "Reconciler", "Request"]
@@ -232,18 +232,21 @@ def _handler(controller: Controller, watch: _Watch) -> HandlerFuncs:
     """Event handlers that only compute keys and enqueue (the work is the reconcile's)."""
     passes = watch.predicate
 
-    def enqueue(obj: Obj, event: str) -> None:
-        trigger = Trigger.from_object(obj, event)
-        for key in watch.keys(obj):
+    def enqueue(obj: Obj, event: str, old: Obj | None = None, initial: bool = False) -> None:
+        keys = list(watch.keys(obj))
+        if not keys:
+            return
+        trigger = controller.trigger(obj, event, old, initial)
+        for key in keys:
             controller.enqueue(key, trigger)
 
     def on_add(obj: Obj, is_in_initial_list: bool) -> None:
         if passes is None or passes(obj):
-            enqueue(obj, "add")
+            enqueue(obj, "add", initial=is_in_initial_list)
 
     def on_update(old: Obj, new: Obj) -> None:
         if passes is None or passes(new) or passes(old):
-            enqueue(new, "update")
+            enqueue(new, "update", old)
 
     def on_delete(obj: Any) -> None:
         if isinstance(obj, DeletedFinalStateUnknown):

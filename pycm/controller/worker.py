@@ -31,12 +31,13 @@ from contextvars import Token
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from pycm.api.diff import changed_paths
 from pycm.controller.metrics import ControllerMetrics
 from pycm.kube.errors import Conflict
 from pycm.trace.bus import RECONCILE_BEGIN, RECONCILE_END, RECONCILE_FAILED, Bus, default_bus
+from pycm.trace.causes import RELIST, Trigger, cause_of_record
 from pycm.trace.context import (
     SpanValue,
-    current_span,
     error_text,
     get_span,
     new_span_id,
@@ -87,30 +88,6 @@ class Result:
     action: str = ""  # what the sync did, for the trace: "noop", "scaled_up", ...
     uid: str = ""
     api_calls: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class Trigger:
-    """The informer event that enqueued a key (the span link of its reconcile)."""
-
-    kind: str = ""
-    resource_version: str = ""
-    event: str = ""  # add, update, delete, resync
-    trace_id: str = ""
-    span_id: str = ""
-
-    @classmethod
-    def from_object(cls, obj: object, event: str) -> Trigger:
-        kind = rv = ""
-        if isinstance(obj, dict):
-            kind = str(obj.get("kind", ""))
-            meta = obj.get("metadata")
-            if isinstance(meta, dict):
-                rv = str(meta.get("resourceVersion", ""))
-        span = current_span()
-        if span is None:
-            return cls(kind, rv, event)
-        return cls(kind, rv, event, span[0], span[1])
 
 
 class ReconcileGate(Protocol):
@@ -190,9 +167,66 @@ class Controller:
 
     # -- enqueueing (called from informer handlers: synchronous, cheap) ---------------------
 
+    def trigger(self, obj: Any, event: str, old: Any = None, initial: bool = False) -> Trigger:
+        """The cause of an informer event on ``obj`` (pycm.trace.causes): this manager's write
+        that returned the event's resourceVersion, else the writer the object names, else the
+        informer's own (initial list, relist, resync). ``old``: an update's previous object
+        (its changed paths are named; an unchanged resourceVersion is a resync); ``initial``:
+        an add from the informer's first list. Called by handlers that enqueue, only then."""
+        kind: Any = ""
+        namespace: Any = ""
+        name: Any = ""
+        rv: Any = ""
+        if isinstance(obj, dict):
+            kind = obj.get("kind") or ""
+            meta = obj.get("metadata")
+            if isinstance(meta, dict):
+                namespace = meta.get("namespace") or ""
+                name = meta.get("name") or ""
+                rv = meta.get("resourceVersion") or ""
+        if not (type(kind) is str and type(name) is str and type(namespace) is str):
+            return Trigger(str(kind), str(rv), event)
+        rv = str(rv)
+        obj_key = f"{namespace}/{name}" if namespace else name
+        paths = ""
+        if old is not None and event == "update":
+            old_meta = old.get("metadata") if isinstance(old, dict) else None
+            if isinstance(old_meta, dict) and old_meta.get("resourceVersion") == rv:
+                return Trigger(kind, rv, "resync", object=obj_key)
+            paths = changed_paths(old, obj)
+        if initial:
+            return Trigger(kind, rv, "initial", object=obj_key)
+        causes = self._bus.causes
+        write = causes.write_of(namespace, name, rv)
+        if write is None and event == "delete":
+            write = causes.delete_of(namespace, name)
+        if write is not None:
+            return Trigger(
+                kind, rv, event, object=obj_key, paths=paths, cause=write[0], verb=write[1]
+            )
+        writer = causes.writer_of(namespace, name, rv)
+        if writer is None:
+            return Trigger(kind, rv, event, object=obj_key, paths=paths)
+        if writer is RELIST:
+            return Trigger(kind, rv, "relist", object=obj_key, paths=paths)
+        return Trigger(
+            kind,
+            rv,
+            event,
+            object=obj_key,
+            paths=paths,
+            writer=writer[0],
+            operation=writer[1],
+            write_time=writer[2],
+        )
+
     def enqueue(self, key: str, trigger: Trigger | None = None, reason: str = "") -> None:
+        """Add ``key``, caused by ``trigger``. Events for a key that still waits merge into
+        its one reconcile: the trigger then names the newest, the first and the count."""
         if trigger is not None:
-            self._triggers[key] = trigger
+            triggers = self._triggers
+            waiting = triggers.get(key)
+            triggers[key] = trigger if waiting is None else waiting.merge(trigger)
         self.queue.add(key, reason or (trigger.event if trigger else "add"))
 
     def enqueue_after(self, key: str, delay: float, reason: str = "after") -> None:
@@ -412,11 +446,13 @@ class Controller:
         requeue_after_ms = 0.0
         try:
             if requeue_after > 0.0:
+                self._requeued_by(key, calls[1], "requeue_after")
                 queue.forget(key)
                 queue.add_after(key, requeue_after, "requeue_after")
                 outcome = _REQUEUE_AFTER
                 requeue_after_ms = requeue_after * 1000
             else:
+                self._requeued_by(key, calls[1], "requeue")
                 queue.add_rate_limited(key)
                 outcome = _REQUEUE
         except BaseException as exc:
@@ -463,7 +499,7 @@ class Controller:
                     self._bound.terminal_errors_total.inc()
                 outcome = _ERROR
             else:
-                outcome = self._handle_error(key, exc, retries)
+                outcome = self._handle_error(key, exc, retries, calls[1])
             error = error_text(exc)
         except BaseException as failed:
             # (The metric counts what the handling got to: nothing.)
@@ -545,9 +581,19 @@ class Controller:
             return f"{waiting} keys waiting, no progress for {idle:.0f}s"
         return None
 
-    def _handle_error(self, key: str, exc: Exception, retries: int) -> ReconcileResult:
+    def _requeued_by(self, key: str, begin: tuple[Any, ...], event: str) -> None:
+        """The reconcile of ``begin`` asked for ``key`` again (a retry, a requeue): the next
+        reconcile's cause is this one (merged with an event that already waits for it)."""
+        trigger = Trigger("", "", event, object=key, cause=cause_of_record(begin))
+        waiting = self._triggers.get(key)
+        self._triggers[key] = trigger if waiting is None else waiting.merge(trigger)
+
+    def _handle_error(
+        self, key: str, exc: Exception, retries: int, begin: tuple[Any, ...]
+    ) -> ReconcileResult:
         if isinstance(exc, Conflict):
             log.debug("%s: conflict syncing %s, requeueing: %s", self.name, key, exc)
+            self._requeued_by(key, begin, "retry")
             self.queue.add_rate_limited(key)
             return ReconcileResult.CONFLICT
         if retries < self.max_retries:
@@ -562,6 +608,7 @@ class Controller:
                 exc,
                 exc_info=retries == 0 and not _is_api_error(exc),
             )
+            self._requeued_by(key, begin, "retry")
             self.queue.add_rate_limited(key)
         else:
             log.error(

@@ -50,7 +50,7 @@ from pycm.kube.resources import Resource
 from pycm.kube.transport import build_http_client, build_ssl_context, build_watch_client
 from pycm.kube.watch import Watch
 from pycm.trace.bus import Bus, default_bus
-from pycm.trace.context import current_span, error_text, new_span_id, note_call
+from pycm.trace.context import current_span, error_text, get_span, new_span_id, note_call
 from pycm.trace.kinds import ApiRequestCompleted
 from pycm.util.clock import REAL_CLOCK, Clock
 from pycm.util.ratelimit import TokenBucket
@@ -151,6 +151,10 @@ class Response:
     @property
     def text(self) -> str:
         return self.content.decode("utf-8", "replace")
+
+
+_WRITE_VERBS = frozenset({"create", "update", "patch", "delete"})
+_Written = list[Any]  # (a module-level name: in Client's body, ``list`` is its method)
 
 
 @dataclass(frozen=True, slots=True)
@@ -623,6 +627,9 @@ class Client:
         content_type: str = "application/json",
     ) -> Obj:
         content = orjson.dumps(body) if body is not None else None
+        # A write's response is decoded in _send, which notes its resourceVersion (the cause
+        # of the watch event it will bring: pycm.trace.causes) before its trace point.
+        written: _Written | None = [] if call.verb in _WRITE_VERBS else None
         resp = await self._send(
             call,
             method,
@@ -633,8 +640,11 @@ class Client:
             content_type if content is not None else None,
             None,
             False,
+            written,
         )
-        decoded = decode_json(resp.content) if resp.content else {}
+        if not written:
+            written = [decode_json(resp.content) if resp.content else {}]
+        decoded = written[0]
         if not isinstance(decoded, dict):
             raise KubeError(f"{call.verb} {path}: expected a JSON object in the response")
         return decoded
@@ -683,9 +693,12 @@ class Client:
         content_type: str | None,
         http_timeout: httpx.Timeout | None,
         stream: bool,
+        written: _Written | None = None,
     ) -> httpx.Response:
         """Send with throttling, Retry-After retries, metrics and the trace point. A streamed
-        response is returned open (the caller closes it); others are read in full."""
+        response is returned open (the caller closes it); others are read in full. With
+        ``written`` (a write's): a successful response's body is decoded into it and its
+        resourceVersion noted as this step's write (:meth:`_note_write`)."""
         clock = self._clock
         start = clock.monotonic_ns()
         waited = 0.0
@@ -693,6 +706,8 @@ class Client:
         code = 0
         nbytes = 0
         error = ""
+        rv = ""
+        written_name = call.name  # a create's is the one the server gave (generateName)
         host = self.host
         metrics = self._metrics
         span_id, traceparent = self._traceparent()
@@ -743,6 +758,10 @@ class Client:
                         await clock.sleep(retry_after)
                         continue
                     raise error_from_response(code, resp.content, resp.headers)
+                if written is not None:
+                    decoded = decode_json(resp.content) if resp.content else {}
+                    written.append(decoded)
+                    rv, written_name = self._note_write(call, decoded, "dryRun" in params)
                 return resp
         except Exception as e:  # KubeError, or a credential that cannot be read
             error = error_text(e)
@@ -759,7 +778,7 @@ class Client:
                     resource=call.resource,
                     subresource=call.subresource,
                     namespace=call.namespace,
-                    name=call.name,
+                    name=written_name,
                     host=host,
                     path=path,
                     code=code,
@@ -767,9 +786,28 @@ class Client:
                     rate_limiter_wait_ms=waited * 1000.0,
                     retries=retries,
                     error=error,
+                    resource_version=rv,
                 ),
                 dur_ns=dur_ns,
             )
+
+    def _note_write(self, call: _Call, decoded: Any, dry_run: bool) -> tuple[str, str]:
+        """Note a successful write made in the current step (pycm.trace.causes: the watch
+        event it brings names this step as its cause); returns the resourceVersion and the
+        object's name as the response gives them."""
+        namespace, name, rv = call.namespace, call.name, ""
+        if isinstance(decoded, dict) and decoded.get("kind") != "Status":
+            meta = decoded.get("metadata")
+            if isinstance(meta, dict):
+                rv = str(meta.get("resourceVersion") or "")
+                name = str(meta.get("name") or name)
+                namespace = str(meta.get("namespace") or namespace)
+        if dry_run:  # (changes nothing: no event will come of it)
+            return rv, name
+        span = get_span()
+        if span is not None:
+            (self._bus or default_bus()).causes.note_write(namespace, name, rv, call.verb, span)
+        return rv, name
 
 
 def _unbind(resp: httpx.Response) -> None:

@@ -23,6 +23,7 @@ from typing import Any
 from opentelemetry.trace import SpanKind
 
 from pycm.otel.spans import K8S_KIND, SpanRecord, step_span, trigger_link_attributes
+from pycm.trace.causes import Trigger
 from pycm.trace.events import Outcome
 from pycm.trace.kinds import ReconcileFinished, ReconcileStarted
 
@@ -431,7 +432,14 @@ def encode_ok_record(begin: tuple[Any, ...], end: tuple[Any, ...], ids: bytes) -
         link = None
     else:
         event = trigger.event
-        link_trace, link_span = trigger.trace_id, trigger.span_id
+        link_trace, link_span = (
+            trigger.ids()
+            if type(trigger) is Trigger
+            else (
+                trigger.trace_id,
+                trigger.span_id,
+            )
+        )
         link = (
             (event, trigger.kind, trigger.resource_version, link_trace, link_span)
             if link_trace and link_span

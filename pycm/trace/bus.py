@@ -26,6 +26,7 @@ from itertools import islice, repeat
 from types import TracebackType
 from typing import Any, ClassVar, Protocol
 
+from pycm.trace.causes import CauseTable, Trigger
 from pycm.trace.context import (
     IdKey,
     _current,
@@ -129,7 +130,7 @@ _set_class: Callable[[object, type], None] = object.__dict__["__class__"].__set_
 # ``ids`` is the bus's id key (``Bus.id_key``, three items) for a root reconcile, whose ids are
 # derived from it and the begin's seq when read (pycm.trace.context.reconcile_ids: none are
 # drawn per reconcile), or the (trace_id, span_id) pair of a reconcile nested in a step.
-# ``trigger`` is a pycm.controller.worker.Trigger (its kind, resource_version, event, trace_id and
+# ``trigger`` is a pycm.trace.causes.Trigger (its kind, resource_version, event, trace_id and
 # span_id); the end's ts is the begin's plus dur_ns, as a step's. The key's namespace and name
 # are split from the key when the begin is built.
 
@@ -165,17 +166,65 @@ def _reconcile_begin(r: Record) -> Event:
     e.queue_wait_ms = wait_ns / 1e6
     e.retries = retries
     if trigger is None:
-        e.trigger_kind = e.trigger_rv = e.trigger_event = ""
-        e.trigger_trace_id = e.trigger_span_id = ""
+        _no_trigger(e)
     else:
-        e.trigger_kind = trigger.kind
-        e.trigger_rv = trigger.resource_version
-        e.trigger_event = trigger.event
-        e.trigger_trace_id = trigger.trace_id
-        e.trigger_span_id = trigger.span_id
+        _set_trigger(e, trigger)
     e.__class__ = ReconcileStarted
     event: Event = e
     return event
+
+
+def _no_trigger(e: Any) -> None:
+    e.trigger_kind = e.trigger_object = e.trigger_rv = e.trigger_event = e.trigger_paths = ""
+    e.trigger_trace_id = e.trigger_span_id = e.trigger_controller = e.trigger_key = ""
+    e.trigger_verb = e.trigger_writer = e.trigger_operation = e.trigger_write_time = ""
+    e.trigger_merged = 0
+    e.first_trigger_event = e.first_trigger_kind = e.first_trigger_object = ""
+    e.first_trigger_rv = e.first_trigger_writer = ""
+    e.first_trigger_trace_id = e.first_trigger_span_id = ""
+
+
+def _set_trigger(e: Any, trigger: Any) -> None:
+    """The begin's trigger_* fields from its pycm.trace.causes.Trigger (any object with the
+    five original fields will do: a plugin's own trigger, an old test's)."""
+    e.trigger_kind = trigger.kind
+    e.trigger_rv = trigger.resource_version
+    e.trigger_event = trigger.event
+    if type(trigger) is not Trigger:
+        _no_trigger_details(e)
+        e.trigger_trace_id = trigger.trace_id
+        e.trigger_span_id = trigger.span_id
+        return
+    e.trigger_object = trigger.object
+    e.trigger_paths = trigger.paths
+    e.trigger_trace_id, e.trigger_span_id = trigger.ids()
+    e.trigger_controller, e.trigger_key = trigger.cause_controller_key()
+    e.trigger_verb = trigger.verb
+    e.trigger_writer = trigger.writer
+    e.trigger_operation = trigger.operation
+    e.trigger_write_time = trigger.write_time
+    e.trigger_merged = trigger.merged
+    first = trigger.first
+    if first is None:
+        e.first_trigger_event = e.first_trigger_kind = e.first_trigger_object = ""
+        e.first_trigger_rv = e.first_trigger_writer = ""
+        e.first_trigger_trace_id = e.first_trigger_span_id = ""
+    else:
+        e.first_trigger_event = first.event
+        e.first_trigger_kind = first.kind
+        e.first_trigger_object = first.object
+        e.first_trigger_rv = first.resource_version
+        e.first_trigger_writer = first.writer
+        e.first_trigger_trace_id, e.first_trigger_span_id = first.ids()
+
+
+def _no_trigger_details(e: Any) -> None:
+    e.trigger_object = e.trigger_paths = e.trigger_controller = e.trigger_key = ""
+    e.trigger_verb = e.trigger_writer = e.trigger_operation = e.trigger_write_time = ""
+    e.trigger_merged = 1
+    e.first_trigger_event = e.first_trigger_kind = e.first_trigger_object = ""
+    e.first_trigger_rv = e.first_trigger_writer = ""
+    e.first_trigger_trace_id = e.first_trigger_span_id = ""
 
 
 def _reconcile_end(r: Record) -> Event:
@@ -769,6 +818,9 @@ class Bus:
         # FakeClock in tests) is read exactly every time: its due time is never reached.
         self._wall_offset = 0
         self._offset_due = 0 if isinstance(clock, RealClock) else -(1 << 63)
+        # Why each reconcile ran: this manager's writes and the writers objects name
+        # (pycm.trace.causes), filled by the API client and the informers of this bus.
+        self.causes = CauseTable()
         _buses.add(self)
 
     def offset_at(self, monotonic_ns: int) -> int:

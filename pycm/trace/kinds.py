@@ -218,11 +218,37 @@ class ReconcileStarted(StepBegin):
     resource: str = ""  # the reconciled kind's resource, e.g. "deployments"
     queue_wait_ms: float = 0.0
     retries: int = 0
-    trigger_kind: str = ""  # the kind of the watch event that enqueued the key, e.g. "Pod"
-    trigger_rv: str = ""  # that object's resourceVersion
-    trigger_event: str = ""  # "add", "update", "delete", "resync", "requeue"
+    # Why it ran (pycm.trace.causes.Trigger): the newest of the events that enqueued the key.
+    trigger_kind: str = ""  # the kind of the object whose watch event enqueued the key, e.g. "Pod"
+    trigger_object: str = ""  # that object's namespace/name (may differ from the key)
+    trigger_rv: str = ""  # that object's resourceVersion in the event
+    # add, update, delete (watch events), initial (the informer's first list), relist (a later
+    # list), resync, retry (the last reconcile of the key failed), requeue, requeue_after (it
+    # asked to come back), "" (enqueued without a cause, e.g. by a plugin's own call)
+    trigger_event: str = ""
+    trigger_paths: str = ""  # an update's changed field paths, comma-separated, bounded
+    # When the event's object was written by a reconcile of this manager: that reconcile's ids,
+    # controller and key, and the write's verb (create, update, patch, delete). For retry and
+    # requeue: the reconcile of the key that asked for it.
     trigger_trace_id: str = ""
     trigger_span_id: str = ""
+    trigger_controller: str = ""
+    trigger_key: str = ""
+    trigger_verb: str = ""
+    # Else the writer the object names: its newest metadata.managedFields entry.
+    trigger_writer: str = ""  # its manager, e.g. "kubectl-scale"
+    trigger_operation: str = ""  # Update or Apply
+    trigger_write_time: str = ""  # its time (RFC 3339)
+    # Several events merged into this one reconcile (the queue held the key): how many, and
+    # the first of them (the newest is trigger_*).
+    trigger_merged: int = 0
+    first_trigger_event: str = ""
+    first_trigger_kind: str = ""
+    first_trigger_object: str = ""
+    first_trigger_rv: str = ""
+    first_trigger_writer: str = ""
+    first_trigger_trace_id: str = ""
+    first_trigger_span_id: str = ""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -360,6 +386,9 @@ class ApiRequestCompleted(Event):
     rate_limiter_wait_ms: float = 0.0
     retries: int = 0
     error: str = ""
+    # A write's (create, update, patch, delete) outcome: the resourceVersion the response
+    # returned, and for a create the name the server gave (generateName).
+    resource_version: str = ""
 
 
 # ---------------------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from pycm.cache.listwatch import ClientListWatch
 from pycm.cache.sharing_decoder import SharingDecoder, list_head
 from pycm.kube import KubeError
 from pycm.kube import resources as kube_resources
+from tests.cache.decoded import reduce_managed_fields
 
 
 def _served(i: int, rv: int = 1) -> dict[str, Any]:
@@ -28,10 +29,11 @@ def _served(i: int, rv: int = 1) -> dict[str, Any]:
 
 
 def _without_managed_fields(obj: dict[str, Any]) -> dict[str, Any]:
+    """What the decoder makes of ``obj`` (managedFields reduced to the newest writer)."""
     out = copy.deepcopy(obj)
     meta = out.get("metadata")
     if isinstance(meta, dict):
-        meta.pop("managedFields", None)
+        reduce_managed_fields(meta)
     return out
 
 
@@ -46,7 +48,11 @@ def test_sharing_decoder_list_equals_orjson_without_managed_fields() -> None:
     )
     assert meta == {"resourceVersion": "7", "continue": "tok"}
     assert items == [_without_managed_fields(p) for p in pods]
-    assert all("managedFields" not in o["metadata"] for o in items)
+    # No fieldsV1 decoded: the newest writer only.
+    assert all(
+        o["metadata"]["managedFields"] == [{"manager": "kubelet", "operation": "Update", "time": T}]
+        for o, T in ((o, o["metadata"]["managedFields"][0]["time"]) for o in items)
+    )
 
 
 def test_sharing_decoder_same_template_subtrees_are_one_object_per_pod_parts_are_not() -> None:
@@ -304,11 +310,13 @@ def test_factory_shares_by_decoder_with_raw_client_by_interner_otherwise() -> No
     raw = SharedInformerFactory(_RawClient(), bus=Bus()).informer_for(kube_resources.PODS)
     lw = raw.reflector.list_watch
     assert isinstance(lw, ClientListWatch) and isinstance(lw.decoder, SharingDecoder)
-    assert raw.fifo._transform is drop_managed_fields  # no interner after the decoder
+    # The writer noted (pycm.trace.causes), then no interner after the decoder.
+    assert raw.fifo._transform.transform is drop_managed_fields  # type: ignore[attr-defined]
     plain = SharedInformerFactory(Plain(), bus=Bus()).informer_for(kube_resources.PODS)
     lw = plain.reflector.list_watch
     assert isinstance(lw, ClientListWatch) and lw.decoder is None
-    assert plain.fifo._transform is not drop_managed_fields  # drop, then the interner
+    # Drop, then the interner.
+    assert plain.fifo._transform.transform is not drop_managed_fields  # type: ignore[attr-defined]
     off = SharedInformerFactory(_RawClient(), bus=Bus(), intern=False)
     lw = off.informer_for(kube_resources.PODS).reflector.list_watch
     assert isinstance(lw, ClientListWatch) and lw.decoder is None
@@ -346,12 +354,12 @@ def test_client_list_watch_capability_asked_of_the_class_not_a_strict_double() -
 def test_sharing_decoder_fast_path_and_generic_walk_follow_one_plan() -> None:
     """What is shared is stated once, in the plan: a plan that shares nothing in metadata is
     followed by the usual shape's single scan (lists, watch events) and by the generic walk."""
-    from pycm.cache.sharing_decoder import _DROP, _SHARED, _Plan, default_plan
+    from pycm.cache.sharing_decoder import _SHARED, _WRITER, _Plan, default_plan
 
     default = default_plan()
     assert default.keys is not None
     plan = _Plan(
-        keys=default.keys | {"metadata": _Plan(keys={"managedFields": _DROP}, other=None)},
+        keys=default.keys | {"metadata": _Plan(keys={"managedFields": _WRITER}, other=None)},
         other=_SHARED,
     )
     pods = [_served(0), _served(10)]

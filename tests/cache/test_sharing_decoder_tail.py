@@ -1,6 +1,7 @@
 """SharingDecoder's watched-object tail: an update that leaves an object's spec and status byte
 for byte as its last event sent them is decoded from the line's head alone, with the same
-results as orjson minus managedFields; every line that only looks like it falls back."""
+results as orjson (managedFields reduced to the newest writer); every line that only looks like
+it falls back."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pytest
 from bench.informers import realistic_pod
 from pycm.cache.sharing_decoder import SharingDecoder
 from pycm.kube import KubeError
+from tests.cache.decoded import reduce_managed_fields
 
 
 def _served(i: int, rv: int = 1) -> dict[str, Any]:
@@ -38,7 +40,7 @@ def _expected(line: bytes) -> dict[str, Any]:
     obj: dict[str, Any] = orjson.loads(line)["object"]
     meta = obj.get("metadata")
     if isinstance(meta, dict):
-        meta.pop("managedFields", None)
+        reduce_managed_fields(meta)
     return obj
 
 

@@ -211,7 +211,7 @@ async def test_controller_started_inside_a_step_runs_each_reconcile_as_a_trace_r
     with bus.step(StartupBegan(command="run")) as startup:
         task = asyncio.create_task(ctrl.run(workers=2), name="controller")
         for key in ("ns/a", "ns/b", "ns/c"):
-            ctrl.enqueue(key, Trigger.from_object({"kind": "Pod"}, "add"))
+            ctrl.enqueue(key, ctrl.trigger({"kind": "Pod", "metadata": {"name": "p"}}, "add"))
     await asyncio.wait_for(done.wait(), 5)
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
@@ -219,9 +219,10 @@ async def test_controller_started_inside_a_step_runs_each_reconcile_as_a_trace_r
     assert len(begins) == 3
     assert all(b.parent_id == "" for b in begins)
     assert len({b.trace_id for b in begins} | {startup.trace_id}) == 4
-    # Linked, not parented: the trigger was enqueued inside start-up.
-    assert {(b.trigger_trace_id, b.trigger_span_id) for b in begins} == {
-        (startup.trace_id, startup.span_id)
+    # Neither parented nor linked to start-up: the handler ran inside it, but the event's cause
+    # is not whatever span was current then (pycm.trace.causes); this one's is unknown.
+    assert {(b.trigger_trace_id, b.trigger_span_id, b.trigger_event) for b in begins} == {
+        ("", "", "add")
     }
     ends = _ends(bus)
     assert {e.trace_id for e in ends} == {b.trace_id for b in begins}

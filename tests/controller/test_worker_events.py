@@ -192,6 +192,7 @@ async def test_process_with_a_trigger_carries_its_link() -> None:
         trigger_event="update",
         trigger_trace_id="a" * 32,
         trigger_span_id="b" * 16,
+        trigger_merged=1,
     )
 
 

@@ -38,7 +38,7 @@ from pycm.controller.ref_manager import (
     add_claim_index,
     claim_candidates,
 )
-from pycm.controller.worker import Controller, Result, Trigger
+from pycm.controller.worker import Controller, Result
 from pycm.controllers.deployment import util
 from pycm.controllers.deployment.context import DeploymentClient, Recorder, SyncContext
 from pycm.controllers.deployment.recreate import rollout_recreate
@@ -118,8 +118,8 @@ class DeploymentController:
         self._selectors: dict[str, tuple[Any, Selector]] = {}
         deployment_informer.add_event_handler(
             HandlerFuncs(
-                on_add=lambda d, _: self._enqueue(d, d, "add"),
-                on_update=lambda old, cur: self._enqueue(cur, cur, "update"),
+                on_add=lambda d, initial: self._enqueue(d, d, "add", initial=initial),
+                on_update=lambda old, cur: self._enqueue(cur, cur, "update", old),
                 on_delete=self._delete_deployment,
             )
         )
@@ -138,8 +138,19 @@ class DeploymentController:
 
     # -- handlers -----------------------------------------------------------------------------
 
-    def _enqueue(self, deployment: Obj, trigger_obj: Any, event: str) -> None:
-        self.controller.enqueue(key_of(deployment), Trigger.from_object(trigger_obj, event))
+    def _enqueue(
+        self,
+        deployment: Obj,
+        trigger_obj: Any,
+        event: str,
+        old: Any = None,
+        *,
+        initial: bool = False,
+    ) -> None:
+        """Enqueue ``deployment``, caused by ``event`` on ``trigger_obj`` (``old``: an update's
+        previous object; ``initial``: an add from the informer's first list)."""
+        ctrl = self.controller
+        ctrl.enqueue(key_of(deployment), ctrl.trigger(trigger_obj, event, old, initial))
 
     def _delete_deployment(self, obj: Any) -> None:
         d = _unwrap(obj)
@@ -176,10 +187,10 @@ class DeploymentController:
         if ref is not None:
             d = self._resolve(_meta(rs).get("namespace", ""), ref)
             if d is not None:
-                self._enqueue(d, rs, "add")
+                self._enqueue(d, rs, "add", initial=is_in_initial_list)
             return
         for d in self._deployments_for_rs(rs):
-            self._enqueue(d, rs, "add")
+            self._enqueue(d, rs, "add", initial=is_in_initial_list)
 
     def _update_rs(self, old: Obj, cur: Obj) -> None:
         if _meta(old).get("resourceVersion") == _meta(cur).get("resourceVersion"):
@@ -190,15 +201,15 @@ class DeploymentController:
         if ref_changed and old_ref is not None:
             d = self._resolve(namespace, old_ref)
             if d is not None:
-                self._enqueue(d, cur, "update")
+                self._enqueue(d, cur, "update", old)
         if cur_ref is not None:
             d = self._resolve(namespace, cur_ref)
             if d is not None:
-                self._enqueue(d, cur, "update")
+                self._enqueue(d, cur, "update", old)
             return
         if ref_changed or _meta(old).get("labels") != _meta(cur).get("labels"):
             for d in self._deployments_for_rs(cur):
-                self._enqueue(d, cur, "update")
+                self._enqueue(d, cur, "update", old)
 
     def _delete_rs(self, obj: Any) -> None:
         rs = _unwrap(obj)

@@ -37,7 +37,7 @@ from pycm.controller.expectations import UIDTrackingExpectations
 from pycm.controller.metrics import ControllerMetrics
 from pycm.controller.pod_control import PodControl, Recorder
 from pycm.controller.ref_manager import ControllerRefManager
-from pycm.controller.worker import Controller, Result, Trigger
+from pycm.controller.worker import Controller, Result
 from pycm.controllers.replicaset.pods import (
     is_pod_active,
     is_pod_ready,
@@ -135,22 +135,27 @@ class ReplicaSetController:
 
     # -- handlers -----------------------------------------------------------------------------
 
-    def _enqueue(self, rs: Obj, trigger_obj: Any, event: str) -> None:
-        self.controller.enqueue(key_of(rs), Trigger.from_object(trigger_obj, event))
+    def _enqueue(
+        self, rs: Obj, trigger_obj: Any, event: str, old: Any = None, *, initial: bool = False
+    ) -> None:
+        """Enqueue ``rs``, caused by ``event`` on ``trigger_obj`` (``old``: an update's previous
+        object; ``initial``: an add from the informer's first list)."""
+        ctrl = self.controller
+        ctrl.enqueue(key_of(rs), ctrl.trigger(trigger_obj, event, old, initial))
 
     def _add_rs(self, rs: Obj, is_in_initial_list: bool) -> None:
-        self._enqueue(rs, rs, "add")
+        self._enqueue(rs, rs, "add", initial=is_in_initial_list)
 
     def _update_rs(self, old: Obj, cur: Obj) -> None:
         if (old.get("metadata") or {}).get("uid") != (cur.get("metadata") or {}).get("uid"):
             self._delete_rs(old)
-        self._enqueue(cur, cur, "update")
+        self._enqueue(cur, cur, "update", old)
 
     def _delete_rs(self, obj: Any) -> None:
         rs = _unwrap(obj)
         key = key_of(rs)
         self.expectations.delete(key)
-        self.controller.enqueue(key, Trigger.from_object(rs, "delete"))
+        self.controller.enqueue(key, self.controller.trigger(rs, "delete"))
 
     def _resolve(self, namespace: str, ref: Mapping[str, Any] | None) -> Obj | None:
         if ref is None or ref.get("kind") != self.kind:
@@ -184,10 +189,10 @@ class ReplicaSetController:
             rs = self._resolve(namespace, ref)
             if rs is not None:
                 self.expectations.creation_observed(key_of(rs))
-                self._enqueue(rs, pod, "add")
+                self._enqueue(rs, pod, "add", initial=is_in_initial_list)
             return
         for rs in self._matching_replica_sets(pod):
-            self._enqueue(rs, pod, "add")
+            self._enqueue(rs, pod, "add", initial=is_in_initial_list)
 
     def _update_pod(self, old: Obj, cur: Obj) -> None:
         if _rv(old) == _rv(cur):
@@ -204,19 +209,19 @@ class ReplicaSetController:
         if ref_changed and old_ref is not None:
             old_rs = self._resolve(namespace, old_ref)
             if old_rs is not None:
-                self._enqueue(old_rs, cur, "update")
+                self._enqueue(old_rs, cur, "update", old)
         if cur_ref is not None:
             rs = self._resolve(namespace, cur_ref)
             if rs is None:
                 return
-            self._enqueue(rs, cur, "update")
+            self._enqueue(rs, cur, "update", old)
             min_ready = int((rs.get("spec") or {}).get("minReadySeconds") or 0)
             if min_ready > 0 and not is_pod_ready(old) and is_pod_ready(cur):
                 self.controller.enqueue_after(key_of(rs), min_ready + 1.0, "min_ready")
             return
         if labels_changed or ref_changed:
             for rs in self._matching_replica_sets(cur):
-                self._enqueue(rs, cur, "update")
+                self._enqueue(rs, cur, "update", old)
 
     def _delete_pod(self, obj: Any) -> None:
         pod = _unwrap(obj)

@@ -1,0 +1,102 @@
+"""pycm.trace.causes: the bounded cause tables and the Trigger a reconcile names as its cause."""
+
+from __future__ import annotations
+
+from pycm.trace.causes import (
+    RELIST,
+    CauseTable,
+    Trigger,
+    cause_of_record,
+    cause_of_span,
+    newest_writer,
+)
+from pycm.trace.context import reconcile_ids
+
+_KEY = ("0123456789abcdef", 0x9E3779B97F4A7C15 | 1, 12345)
+_HEAD = ("pycm-0", _KEY, "", "deployment", "deployments")
+
+
+def _begin(seq: int, key: str = "default/web") -> tuple[object, ...]:
+    return (0, seq, _HEAD, 100, 0, key, 0, 0, None)
+
+
+def test_cause_of_span_root_reconcile_names_its_ids_controller_and_key_not_the_record() -> None:
+    begin = _begin(7)
+    cause = cause_of_span([0, begin])
+    assert cause is not None and cause is not begin  # (a record's own trigger is not kept)
+    trigger = Trigger("ReplicaSet", "8", "add", cause=cause, verb="create")
+    assert trigger.ids() == reconcile_ids(_KEY, 7)
+    assert trigger.cause_controller_key() == ("deployment", "default/web")
+
+
+def test_cause_of_span_nested_step_names_its_reconcile_and_a_plain_step_its_ids() -> None:
+    begin = _begin(9)
+    nested = cause_of_span(("a" * 32, "b" * 16, [2, begin]))
+    assert nested is not None and Trigger(cause=nested).ids() == reconcile_ids(_KEY, 9)
+    plain = cause_of_span(("c" * 32, "d" * 16))
+    assert Trigger(cause=plain).ids() == ("c" * 32, "d" * 16)
+    assert Trigger(cause=plain).cause_controller_key() == ("", "")
+    assert cause_of_span(None) is None
+    assert Trigger(cause=cause_of_record(begin)).ids() == reconcile_ids(_KEY, 9)
+
+
+def test_trigger_merge_keeps_the_first_and_counts_every_event() -> None:
+    a = Trigger("Pod", "1", "add", object="ns/p1")
+    b = Trigger("Pod", "2", "update", object="ns/p1", paths="status.phase")
+    c = Trigger("Pod", "3", "delete", object="ns/p2")
+    merged = a.merge(b).merge(c)
+    assert (merged.event, merged.resource_version, merged.object) == ("delete", "3", "ns/p2")
+    assert merged.first is a and merged.merged == 3
+    assert merged.first.first is None  # one level: no chain grows
+
+
+def test_cause_table_writes_are_bounded_oldest_first() -> None:
+    table = CauseTable(max_writes=3)
+    span = [0, _begin(1)]
+    for rv in range(5):
+        table.note_write("ns", "a", str(rv), "update", span)
+    assert table.write_of("ns", "a", "0") is None and table.write_of("ns", "a", "1") is None
+    assert [table.write_of("ns", "a", str(rv)) is not None for rv in (2, 3, 4)] == [True] * 3
+
+
+def test_cause_table_a_write_outside_any_step_is_not_noted() -> None:
+    table = CauseTable()
+    table.note_write("ns", "a", "5", "create", None)
+    assert table.write_of("ns", "a", "5") is None and len(table) == 0
+
+
+def test_cause_table_a_delete_is_matched_by_name_as_well() -> None:
+    table = CauseTable()
+    table.note_write("ns", "a", "", "delete", [0, _begin(3)])
+    found = table.delete_of("ns", "a")
+    assert found is not None and found[1] == "delete"
+    assert table.delete_of("ns", "b") is None
+
+
+def test_cause_table_writers_bounded_and_relist_marker_kept() -> None:
+    table = CauseTable(max_writers=2)
+    table.note_writer("ns", "a", "1", ("kubectl-scale", "Update", "t1", ""))
+    table.note_writer("ns", "a", "2", RELIST)
+    table.note_writer("ns", "a", "3", ("kubelet", "Update", "t3", ""))
+    assert table.writer_of("ns", "a", "1") is None
+    assert table.writer_of("ns", "a", "2") is RELIST
+    assert table.writer_of("ns", "a", "3") == ("kubelet", "Update", "t3", "")
+
+
+def test_newest_writer_is_the_latest_entry_and_the_later_of_a_tie() -> None:
+    meta = {
+        "managedFields": [
+            {"manager": "kubectl-create", "operation": "Update", "time": "2026-01-01T00:00:02Z"},
+            {"manager": "kubectl-scale", "operation": "Update", "time": "2026-01-01T00:00:05Z"},
+            {
+                "manager": "kube-controller-manager",
+                "operation": "Update",
+                "time": "2026-01-01T00:00:05Z",
+            },
+            {"manager": "old", "operation": "Apply", "time": "2025-12-31T00:00:00Z"},
+        ]
+    }
+    assert newest_writer(meta) == ("kube-controller-manager", "Update", "2026-01-01T00:00:05Z", "")
+    assert newest_writer({}) is None
+    assert newest_writer({"managedFields": "junk"}) is None
+    assert newest_writer({"managedFields": [1, None]}) is None
