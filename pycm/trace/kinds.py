@@ -426,6 +426,28 @@ class QueueShutDown(Event):
     drained: bool = False
 
 
+@kind("queue.stuck")
+class WorkerStuck(Event):
+    """A worker has held one key longer than --stuck-worker-threshold (pycm.controller.stuck):
+    marked once per processing of the key."""
+
+    controller: str = ""
+    key: str = ""
+    worker: int = -1  # the index of the worker holding it (-1: not a controller's worker)
+    processing_s: float = 0.0  # how long it had held the key when marked
+    threshold_s: float = 0.0
+
+
+@kind("queue.unstuck")
+class WorkerUnstuck(Event):
+    """A key marked stuck (``queue.stuck``) is no longer processed: its worker let it go."""
+
+    controller: str = ""
+    key: str = ""
+    worker: int = -1
+    processing_s: float = 0.0  # how long it was held, at least (seen by the watcher's tick)
+
+
 # ---------------------------------------------------------------------------------------------
 # Leader election (pycm.leaderelection, and `pycm lease watch`)
 # ---------------------------------------------------------------------------------------------
