@@ -34,7 +34,8 @@ __all__ = [
 
 DEFAULT_LIMIT = 100  # keys listed per section; the counts are always exact
 
-_WORKER = re.compile(r"worker (\d+)$")  # pycm.controller.worker names its tasks "<name>: worker <i>"
+# pycm.controller.worker names its tasks "<name>: worker <i>".
+_WORKER = re.compile(r"worker (\d+)$")
 
 
 class InspectableQueue(Protocol):

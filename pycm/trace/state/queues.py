@@ -8,13 +8,12 @@ order cannot move it back.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, TypedDict
 
 from pycm.trace.histogram import Histogram
-from pycm.trace.state import queue_contents
-from pycm.trace.state.queue_contents import QueueContents, QueueContentsSnapshot
 from pycm.trace.kinds import (
     ItemAdded,
     ItemDone,
@@ -23,6 +22,8 @@ from pycm.trace.kinds import (
     ItemTaken,
     QueueShutDown,
 )
+from pycm.trace.state import queue_contents
+from pycm.trace.state.queue_contents import QueueContents, QueueContentsSnapshot
 from pycm.trace.state.record import (
     BoundedTable,
     HistogramSnapshot,
@@ -108,13 +109,8 @@ def dump(state: State, now: int, window_s: int) -> dict[str, dict[str, QueueSnap
     for (instance, name), q in state.queues.items():
         d = q.dump()
         d["adds_per_s"] = q.add_rate.rate(now, window_s)
-        d["contents"] = queue_contents.view(
-            q.contents,
-            now,
-            lambda key, since, i=instance, n=name: queue_contents.failure_since(
-                state, i, n, key, since
-            ),
-        )
+        errors = functools.partial(queue_contents.failure_since, state, instance, name)
+        d["contents"] = queue_contents.view(q.contents, now, errors)
         out.setdefault(instance, {})[name] = d  # type: ignore[assignment]
     return out
 
