@@ -174,8 +174,7 @@ class Incidents:
             return self._make(
                 ev,
                 "stuck_worker",
-                f"{ev.controller}: worker {ev.worker} let {ev.key} go "
-                f"after {ev.processing_s:.0f}s",
+                f"{ev.controller}: worker {ev.worker} let {ev.key} go after {ev.processing_s:.0f}s",
             )
         if isinstance(ev, LeaderObserved):
             old = ev.old_holder or "nobody"

@@ -15,9 +15,11 @@ The queue handlers of :mod:`pycm.trace.state.queues` call :func:`added`, :func:`
   also an entry in the state's recent errors.
 
 The last error of a backing-off key is not folded here: it is the error of the key's entry in
-its controller's ``failing`` table (:mod:`pycm.trace.state.controllers`) when that failure is
-not older than the retry (a reconcile fails, then the worker requeues it, then the failed
-``reconcile.end`` comes), read at snapshot time by :func:`last_error`.
+its controller's ``failing`` table (:mod:`pycm.trace.state.controllers`) when that failure
+ended after the retry, or at most :data:`FAILURE_SLACK_NS` before it (the worker requeues a
+failed key, then the failed ``reconcile.end`` comes; a recording or another process may stamp
+the two the other way round), read at snapshot time by :func:`last_error`. A key requeued
+without a failure (``Result(requeue=True)``, ``requeue_after``) has none.
 
 Bounds: each list keeps at most :data:`MAX_KEYS` keys (the first come: the oldest waiting, the
 longest processing), and a key at most :data:`MAX_KEY_CHARS` characters. The counts are exact
@@ -58,6 +60,7 @@ MAX_KEY_CHARS = 320  # a namespace/name is at most 63 + 1 + 253
 # Result(requeue_after=...), Controller.enqueue_after's default).
 DELAYED_REASONS = frozenset({"rate_limited", "requeue_after", "after"})
 _DUE_SLACK_NS = 1_000_000  # an add this close to the due time is the delayed add
+FAILURE_SLACK_NS = 1_000_000_000  # a failure this long before a retry is the retry's cause
 _MS = 1e-6
 
 
@@ -183,12 +186,13 @@ def last_error(state: State, instance: str, controller: str, key: str) -> str:
 
 
 def failure_since(state: State, instance: str, controller: str, key: str, since: int) -> str:
-    """The error of ``key``'s newest failed reconcile if it ended at or after ``since``."""
+    """The error of ``key``'s newest failed reconcile if it ended after ``since`` (the retry),
+    or at most :data:`FAILURE_SLACK_NS` before it."""
     rec = state.controllers.get((instance, controller))
     if rec is None:
         return ""
     failed = rec.failing.get(key)
-    if failed is None or failed.ts < since:
+    if failed is None or failed.ts < since - FAILURE_SLACK_NS:
         return ""
     return failed.error or failed.result
 

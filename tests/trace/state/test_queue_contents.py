@@ -67,7 +67,7 @@ def test_queue_contents_failing_key_backs_off_with_retries_error_and_due() -> No
 
 def test_queue_contents_requeue_after_has_no_error_and_keeps_earlier_due() -> None:
     f = Feed()
-    reconcile(f, "ns/x", 0.1, at=0, outcome=Outcome.ERROR, error="old failure")
+    reconcile(f, "ns/x", 0.1, at=-2, outcome=Outcome.ERROR, error="old failure")
     f(k.ItemRequeued(queue="deployment", key="ns/x", delay_ms=10_000.0), at=1)
     f(k.ItemRequeued(queue="deployment", key="ns/x", delay_ms=60_000.0), at=2)  # later: ignored
     (entry,) = _contents(f)["backing_off"]
