@@ -10,7 +10,7 @@ first). Read live from the queues (:mod:`pycm.workqueue.inspect`), not from even
         "depth": 1, "waiting_count": 1, "backing_off_count": 1, "processing_count": 1,
         "waiting": [{"key": "default/web", "age_s": 0.2}],
         "backing_off": [{"key": "default/db", "retries": 3, "next_retry_in_s": 0.04,
-                         "next_retry_at": "2025-01-01T00:00:00.04Z", "last_error": "..."}],
+                         "next_retry_at": "2025-01-01T00:00:00.040Z", "last_error": "..."}],
         "processing": [{"key": "default/api", "for_s": 1.5, "worker": 2,
                         "task": "deployment: worker 2"}]}}}
 

@@ -209,7 +209,8 @@ def _bounded(key: str) -> str:
 
 
 def added(c: QueueContents, key: str, queued: bool, reason: str, ts: int) -> None:
-    key = _bounded(key)
+    if key.__class__ is not str or len(key) > MAX_KEY_CHARS:
+        key = _bounded(key)
     backing = c.backing_off.get(key)
     if backing is not None and (reason in DELAYED_REASONS or ts >= backing[2] - _DUE_SLACK_NS):
         del c.backing_off[key]
@@ -224,7 +225,8 @@ def added(c: QueueContents, key: str, queued: bool, reason: str, ts: int) -> Non
 
 
 def taken(c: QueueContents, key: str, ts: int) -> None:
-    key = _bounded(key)
+    if key.__class__ is not str or len(key) > MAX_KEY_CHARS:
+        key = _bounded(key)
     if c.waiting_count:
         c.waiting_count -= 1
     c.waiting.pop(key, None)
@@ -237,7 +239,8 @@ def taken(c: QueueContents, key: str, ts: int) -> None:
 def done(c: QueueContents, key: str) -> None:
     if c.processing_count:
         c.processing_count -= 1
-    key = _bounded(key)
+    if key.__class__ is not str or len(key) > MAX_KEY_CHARS:
+        key = _bounded(key)
     c.processing.pop(key, None)
     if c.stuck:
         c.stuck.pop(key, None)
@@ -246,7 +249,8 @@ def done(c: QueueContents, key: str) -> None:
 def requeued(c: QueueContents, key: str, delay_ms: float, retries: int, ts: int) -> None:
     if delay_ms <= 0:
         return  # added at once: a queue.add follows
-    key = _bounded(key)
+    if key.__class__ is not str or len(key) > MAX_KEY_CHARS:
+        key = _bounded(key)
     due = ts + ms_to_ns(delay_ms)
     backing = c.backing_off.get(key)
     if backing is not None:
