@@ -1,4 +1,5 @@
-"""Screens above the tabs: one controller's keys (drill-in) and the key help."""
+"""Screens above the tabs: one controller's keys (drill-in: what its queue holds now, its
+slowest and failing keys) and the key help."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Static
 
 from pycm.trace.state import ControllerSnapshot, KeySnapshot, Snapshot
+from pycm.trace.state.queue_contents import QueueContentsSnapshot
 from tui import format as fmt
 
 __all__ = ["HELP", "ControllerScreen", "HelpScreen"]
@@ -75,9 +77,74 @@ def key_table(title: str, keys: list[KeySnapshot]) -> Table:
     return table
 
 
+QUEUE_KEYS = 15  # keys listed per section of the queue's contents
+
+
+def _section(title: str, count: int, shown: int) -> str:
+    more = f", {shown} shown" if shown < count else ""
+    return f"{title} ({count}{more})"
+
+
+def queue_tables(contents: QueueContentsSnapshot | None) -> Group:
+    """What a queue holds now: the keys processing, backing off and waiting."""
+    if contents is None:
+        return Group(Text("queue: no events seen", style="dim"))
+    processing = contents["processing"][:QUEUE_KEYS]
+    held = Table(
+        title=_section("processing", contents["processing_count"], len(processing)),
+        title_justify="left",
+        expand=True,
+        box=None,
+    )
+    for column in ("key", "for", "worker"):
+        held.add_column(column, no_wrap=column == "key")
+    stuck = contents.get("stuck", {})
+    for p in processing:
+        marked = p.get("stuck", False)
+        worker = stuck.get(p["key"])
+        held.add_row(
+            Text(p["key"], style="bold red" if marked else ""),
+            Text(fmt.ms(p["for_ms"]) + (" STUCK" if marked else ""), style="red" if marked else ""),
+            "-" if worker is None or worker < 0 else str(worker),
+        )
+    backing = contents["backing_off"][:QUEUE_KEYS]
+    back = Table(
+        title=_section("backing off", contents["backing_off_count"], len(backing)),
+        title_justify="left",
+        expand=True,
+        box=None,
+    )
+    for column in ("key", "retries", "next retry", "last error"):
+        back.add_column(column, no_wrap=column == "key")
+    for b in backing:
+        due = b["due_in_ms"]
+        back.add_row(
+            b["key"],
+            str(b["retries"]),
+            f"in {fmt.ms(due)}" if due > 0 else "due",
+            Text((b["last_error"] or "-")[:60], style="red" if b["last_error"] else "dim"),
+        )
+    waiting = contents["waiting"][:QUEUE_KEYS]
+    wait = Table(
+        title=_section("waiting", contents["waiting_count"], len(waiting)),
+        title_justify="left",
+        expand=True,
+        box=None,
+    )
+    for column in ("key", "waiting for"):
+        wait.add_column(column, no_wrap=column == "key")
+    for w in waiting:
+        wait.add_row(w["key"], fmt.ms(w["age_ms"]))
+    for table, rows in ((held, processing), (back, backing), (wait, waiting)):
+        if not rows:
+            table.add_row(Text("none", style="dim"), *[""] * (len(table.columns) - 1))
+    return Group(held, Text(""), back, Text(""), wait)
+
+
 class ControllerScreen(Screen[None]):
-    """The slowest and failing keys of one controller, live. ``c`` copies the trace id of the
-    slowest key (or, if any, the most recent failure)."""
+    """One controller, live: what its queue holds now (keys processing, backing off with their
+    retries, next retry and last error, waiting), its slowest and its failing keys. ``c`` copies
+    the trace id of the slowest key (or, if any, the most recent failure)."""
 
     DEFAULT_CSS = """
     ControllerScreen #keys { height: auto; }
@@ -110,9 +177,14 @@ class ControllerScreen(Screen[None]):
         )
         slowest = sorted(rec["slowest"], key=lambda k: -k["dur_ns"])[:20]
         failing = list(reversed(rec["failing"]))[:20]
+        queue = snapshot["queues"].get(self.instance, {}).get(self.controller)
+        contents = queue.get("contents") if queue is not None else None
         keys.update(
             Group(
                 head,
+                Text(""),
+                Text("queue now", style="bold"),
+                queue_tables(contents),
                 Text(""),
                 key_table("slowest keys", slowest),
                 Text(""),

@@ -55,6 +55,8 @@ class ControllersConfig:
     controller_start_interval: float = 0.0
     # Canonical names the items enable (sorted), resolved against the known controllers.
     enabled: tuple[str, ...] = ()
+    # A key one worker processes longer than this is marked stuck (queue.stuck); 0: never.
+    stuck_worker_threshold: float = 60.0
 
 
 @dataclass(frozen=True)

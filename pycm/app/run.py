@@ -57,6 +57,7 @@ from pycm.app.serviceaccounts import (
 from pycm.cache.factory import MetadataInformerFactory, SharedInformerFactory
 from pycm.controller import Runnable
 from pycm.controller.metrics import ControllerMetrics
+from pycm.controller.stuck import StuckWorkerWatcher
 from pycm.kube import Client, ConfigError, load_config
 from pycm.kube.errors import KubeError
 from pycm.kube.transport import build_ssl_context
@@ -82,6 +83,7 @@ from pycm.server import (
 )
 from pycm.server.dashboard_door import DASHBOARD_PATHS, DASHBOARD_PREFIX, DashboardDoor
 from pycm.server.debug import OpenStreams, Snapshot, debug_routes
+from pycm.server.debug_queues import LastError, queues_route
 from pycm.trace.bus import Bus, default_bus
 from pycm.trace.kinds import (
     ControllerDisabled,
@@ -92,6 +94,7 @@ from pycm.trace.kinds import (
 )
 from pycm.trace.recorder import Recorder
 from pycm.util.clock import REAL_CLOCK, Clock
+from pycm.workqueue.inspect import InspectableQueue
 
 __all__ = ["SHUTDOWN_TIMEOUT", "Manager", "run_manager"]
 
@@ -159,6 +162,8 @@ class Manager:
         self._export_ratio = 0.0
         self._controller_metrics = ControllerMetrics(self.metrics_registry)
         self._snapshot: Snapshot | None = None
+        # What a backing-off key last failed with, from the state reducer (GET /debug/pycm/queues).
+        self._last_error: LastError | None = None
         self._dashboard: Any = None  # the web dashboard mounted on the secure port, if any
 
     # -- lifetime -------------------------------------------------------------------------
@@ -251,6 +256,8 @@ class Manager:
             from pycm.trace.state import State
         except ImportError:  # the reducer module is optional for the manager to run
             return
+        from pycm.trace.state.queue_contents import last_error
+
         state = State()
         sub = self.bus.subscribe(name="state", maxsize=65536, since=0)
 
@@ -261,6 +268,8 @@ class Manager:
                     state.apply(event)
 
         self._snapshot = state.snapshot
+        instance = self.bus.instance
+        self._last_error = lambda controller, key: last_error(state, instance, controller, key)
         self.groups.add(Group.OBSERVERS, "state reducer", feed)
 
     async def _connect(self, kubeconfig: str | None = None) -> Client:
@@ -297,6 +306,13 @@ class Manager:
                     f"failed to wait for apiserver being healthy: {last or 'no answer'}"
                 )
             await self.clock.sleep(1.0)
+
+    def _queues(self) -> dict[str, InspectableQueue]:
+        """The running controllers' work queues by controller name (none while not leading)."""
+        ctx = self.context
+        if ctx is None:
+            return {}
+        return {name: controller.queue for name, controller in ctx.queues.items()}
 
     def _informers(self) -> list[tuple[Any, Any]]:
         """The running controllers' informers, of both factories (none while not leading): a
@@ -344,7 +360,10 @@ class Manager:
             health=self.health,
             metrics_registry=self.metrics_registry,
             configz={"pycm": dict(cfg.changed)},
-            routes=debug_routes(self.bus, self._snapshot, streams=self._streams),
+            routes=[
+                *debug_routes(self.bus, self._snapshot, streams=self._streams),
+                queues_route(self._queues, instance=self.identity, last_error=self._last_error),
+            ],
         )
         if cfg.secure_serving.enabled:
             # --authentication-kubeconfig / --authorization-kubeconfig name other API servers
@@ -592,6 +611,10 @@ class Manager:
             add_task(name, runnable)
         ctx.pending_runnables.clear()
         ctx.on_runnable = add_task
+        threshold = self.config.controllers.stuck_worker_threshold
+        if threshold > 0:
+            watcher = StuckWorkerWatcher(self._queues, threshold, bus=self.bus, clock=self.clock)
+            self.groups.add(Group.CONTROLLERS, "stuck-worker watcher", watcher.run)
         await self.groups.start(Group.CONTROLLERS)
         return len(runnables)
 

@@ -24,7 +24,8 @@ mistakes in the builder raise ``ValueError`` at init, which stops the manager's 
 
 The machinery the built-in controllers use besides: :mod:`~pycm.controller.expectations`,
 :mod:`~pycm.controller.ref_manager`, :mod:`~pycm.controller.pod_control`,
-:mod:`~pycm.controller.metrics`.
+:mod:`~pycm.controller.metrics`; the manager runs :mod:`~pycm.controller.stuck` (the
+stuck-worker watcher) beside them.
 """
 
 from pycm.controller.builder import ControllerBuilder, MapFunc, Predicate, Reconciler, Request

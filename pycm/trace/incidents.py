@@ -14,6 +14,8 @@ Types (the ``type`` of an :class:`Incident`):
 ``watch_dropped`` a watch ended early: a transport/API error, the server closing it, too short
 ``error_burst`` at least ``burst_errors`` errors of one instance within ``burst_window_s``
 ``slow_reconcile`` a reconcile took at least ``slow_reconcile_ms``
+``stuck_worker`` a worker held one key past --stuck-worker-threshold (``queue.stuck``, naming
+                the controller, the key and the worker), and when it let the key go
 ============== ===============================================================================
 
 Bounds: the fold keeps the newest :data:`MAX_INCIDENTS`; an error burst is reported once until
@@ -40,6 +42,8 @@ from pycm.trace.kinds import (
     ReconcileFinished,
     WatchClosed,
     WatchCloseReason,
+    WorkerStuck,
+    WorkerUnstuck,
 )
 
 __all__ = [
@@ -159,6 +163,19 @@ class Incidents:
             return self._make(ev, "lease", f"{ev.identity or ev.instance} lost {ev.lease}{why}")
         if isinstance(ev, LeaseReleased):
             return self._make(ev, "lease", f"{ev.identity or ev.instance} released {ev.lease}")
+        if isinstance(ev, WorkerStuck):
+            return self._make(
+                ev,
+                "stuck_worker",
+                f"{ev.controller}: worker {ev.worker} stuck on {ev.key} "
+                f"for {ev.processing_s:.0f}s (threshold {ev.threshold_s:g}s)",
+            )
+        if isinstance(ev, WorkerUnstuck):
+            return self._make(
+                ev,
+                "stuck_worker",
+                f"{ev.controller}: worker {ev.worker} let {ev.key} go after {ev.processing_s:.0f}s",
+            )
         if isinstance(ev, LeaderObserved):
             old = ev.old_holder or "nobody"
             new = ev.new_holder or "nobody"

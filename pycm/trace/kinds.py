@@ -455,6 +455,28 @@ class QueueShutDown(Event):
     drained: bool = False
 
 
+@kind("queue.stuck")
+class WorkerStuck(Event):
+    """A worker has held one key longer than --stuck-worker-threshold (pycm.controller.stuck):
+    marked once per processing of the key."""
+
+    controller: str = ""  # the controller (its queue's name)
+    key: str = ""  # the key held
+    worker: int = -1  # the index of the worker holding it (-1: not a controller's worker)
+    processing_s: float = 0.0  # how long it had held the key when marked
+    threshold_s: float = 0.0  # --stuck-worker-threshold
+
+
+@kind("queue.unstuck")
+class WorkerUnstuck(Event):
+    """A key marked stuck (``queue.stuck``) is no longer processed: its worker let it go."""
+
+    controller: str = ""  # the controller (its queue's name)
+    key: str = ""  # the key let go
+    worker: int = -1  # the index of the worker that held it
+    processing_s: float = 0.0  # how long it was held, at least (seen by the watcher's tick)
+
+
 # ---------------------------------------------------------------------------------------------
 # Leader election (pycm.leaderelection, and `pycm lease watch`)
 # ---------------------------------------------------------------------------------------------

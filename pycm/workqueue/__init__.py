@@ -19,6 +19,10 @@ The rate limiters they take (rate_limiters.py), composed rather than inherited::
      └── MaxOfRateLimiter(*limiters)         default_controller_rate_limiter() =
                                              max(exponential 5 ms→1000 s, bucket 10 qps/100)
 
+What a queue holds right now (inspect.py): :func:`~pycm.workqueue.inspect.inspect_queue` reads
+the keys waiting, backing off and processing (and by which worker) through a read-only protocol,
+for ``GET /debug/pycm/queues`` and the stuck-worker watcher.
+
 Metrics (metrics.py): :class:`QueueMetrics` registers the ``workqueue_*`` families on a
 registry; pass it as ``metrics=`` (:func:`default_queue_metrics` for the process registry).
 

@@ -73,6 +73,11 @@ class DelayingQueue(Queue[T]):
         """Items waiting for their ready time (not yet in the queue)."""
         return len(self._known)
 
+    def delayed_items(self) -> dict[T, int]:
+        """Items waiting for their ready time → that time (monotonic ns), read from the heap's
+        live entries (a new dict: O(waiting), for the inspector)."""
+        return {item: entry.ready_ns for item, entry in self._known.items()}
+
     def _retries(self, item: T) -> int:
         """The retry count reported on ``queue.retry`` (the rate-limiting queue knows it)."""
         return 0

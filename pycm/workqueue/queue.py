@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import Hashable, Mapping
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from pycm.trace.bus import Bus, default_bus
 from pycm.trace.kinds import ItemAdded, ItemDone, ItemTaken, QueueShutDown
@@ -32,6 +32,9 @@ from pycm.workqueue.metrics import QueueMetrics, QueueRecorder
 __all__ = ["Queue", "ShutDown"]
 
 T = TypeVar("T", bound=Hashable)
+
+# Bound once: get() records which task took an item (the inspector's "by which worker").
+_current_task = asyncio.current_task
 
 
 class ShutDown(Exception):
@@ -74,6 +77,9 @@ class Queue(Generic[T]):
         # The same, read-only, for the worker's reconcile: a dict lookup, where wait_ns is a
         # method call (a reconcile reads it for every key).
         self.waits: Mapping[T, int] = self._waited
+        # Items being processed → the task that took them (kept with _processing): which
+        # worker holds a key, for the inspector (pycm.workqueue.inspect). One dict store a get.
+        self._takers: dict[T, asyncio.Task[Any] | None] = {}
         # Parked getters, longest-waiting first. A future's result True means "an item in
         # _queue is reserved for you"; False means "shutting down: look again".
         self._waiters: deque[asyncio.Future[bool]] = deque()
@@ -144,6 +150,7 @@ class Queue(Generic[T]):
         waited_ns = now - self._dirty.pop(item)
         self._processing[item] = now
         self._waited[item] = waited_ns
+        self._takers[item] = _current_task()
         if self._metrics is not None:
             self._metrics.taken(waited_ns / 1e9, len(self._dirty))
         self._point(
@@ -195,6 +202,7 @@ class Queue(Generic[T]):
         if started is None:
             return
         del self._waited[item]
+        del self._takers[item]
         worked_ns = self._now_ns() - started
         if item in self._dirty:
             self._queue.append(item)
@@ -224,6 +232,22 @@ class Queue(Generic[T]):
 
     def shutting_down(self) -> bool:
         return self._shutting_down
+
+    # Read-only views for the inspector (pycm.workqueue.inspect): the live structures
+    # themselves, never copied here; callers must not change them.
+
+    def dirty_items(self) -> Mapping[T, int]:
+        """Items added and not yet taken → monotonic ns of the add that made them dirty
+        (an item being processed and added again is here too: it will be processed again)."""
+        return self._dirty
+
+    def processing_items(self) -> Mapping[T, int]:
+        """Items handed to workers and not yet done → monotonic ns when taken."""
+        return self._processing
+
+    def takers(self) -> Mapping[T, asyncio.Task[Any] | None]:
+        """Items being processed → the task that took them (None: taken outside a task)."""
+        return self._takers
 
     # -- stopping ----------------------------------------------------------------------------
 

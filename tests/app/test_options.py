@@ -753,3 +753,19 @@ def test_lease_namespace_flag_then_pod_namespace_then_kube_system(
     given: str, pod_namespace: str, want: str
 ) -> None:
     assert lease_namespace(given, pod_namespace) == want
+
+
+def test_stuck_worker_threshold_defaults_to_60s_and_parses_go_durations() -> None:
+    assert _completed([]).controllers.stuck_worker_threshold == 60.0
+    assert _completed(["--stuck-worker-threshold=1m30s"]).controllers.stuck_worker_threshold == 90
+    assert _completed(["--stuck-worker-threshold=0"]).controllers.stuck_worker_threshold == 0
+
+
+def test_stuck_worker_threshold_negative_is_an_error() -> None:
+    options, errors = _parsed(["--stuck-worker-threshold=-5s"])
+    assert errors == [
+        'invalid argument "-5s" for "--stuck-worker-threshold" flag: invalid duration "-5s": '
+        'negative durations are not allowed (use e.g. "5s")'
+    ]
+    options.controllers.stuck_worker_threshold = -5.0  # set in code, not parsed
+    assert options.validate() == ["--stuck-worker-threshold -5s must not be negative"]

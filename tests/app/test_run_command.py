@@ -108,6 +108,9 @@ def _flag_block(out: str, left: str) -> str:
         pytest.param(
             "      --controller-start-interval duration", "Controllers", None, id="start-interval"
         ),
+        pytest.param(
+            "      --stuck-worker-threshold duration", "Controllers", "1m0s", id="stuck-worker"
+        ),
         pytest.param("      --min-resync-period duration", "Generic", "12h0m0s", id="resync"),
         pytest.param("      --kube-api-qps float32", "Generic", "20", id="qps"),
         pytest.param("      --kube-api-burst int32", "Generic", "30", id="burst"),
@@ -207,7 +210,7 @@ def test_run_help_lists_every_flag_once() -> None:
         for word in line.split()[:2]
         if word.startswith("--")
     ]
-    assert len(names) == len(set(names)) == 39  # the table above
+    assert len(names) == len(set(names)) == 40  # the table above
 
 
 def test_run_help_wins_over_other_problems() -> None:

@@ -71,6 +71,20 @@ def _at(event: Event, seconds: float, instance: str = "r1") -> Event:
             "deployment ns/a took 2000ms",
             id="slow",
         ),
+        pytest.param(
+            k.WorkerStuck(
+                controller="deployment", key="ns/hung", worker=3, processing_s=61.2, threshold_s=60
+            ),
+            "stuck_worker",
+            "deployment: worker 3 stuck on ns/hung for 61s (threshold 60s)",
+            id="stuck-worker",
+        ),
+        pytest.param(
+            k.WorkerUnstuck(controller="deployment", key="ns/hung", worker=3, processing_s=75.0),
+            "stuck_worker",
+            "deployment: worker 3 let ns/hung go after 75s",
+            id="unstuck-worker",
+        ),
     ],
 )
 def test_incidents_marked_event_makes_one_incident(event: Event, type_: str, text: str) -> None:

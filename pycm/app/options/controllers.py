@@ -1,4 +1,5 @@
-"""Which controllers run and how they start: --controllers and --controller-start-interval.
+"""Which controllers run and how they start: --controllers and --controller-start-interval;
+--stuck-worker-threshold (when a worker holding one key is marked stuck).
 
 The known controllers come from the controller registry (:mod:`pycm.app.registry`), passed in:
 ``pycm run`` builds it (built-ins, controllers registered in code, plugins) before it parses
@@ -13,6 +14,7 @@ from typing import Protocol
 
 from pycm.app.config import Config, ControllersConfig
 from pycm.app.options.flagset import DURATION, STRINGS, FlagSet
+from pycm.util.durations import format_duration
 
 __all__ = ["ControllersOptions", "KnownControllers", "default_known_controllers"]
 
@@ -43,6 +45,7 @@ class ControllersOptions:
     known: KnownControllers = field(default_factory=default_known_controllers)
     controllers: list[str] = field(default_factory=lambda: list(_D.controllers))
     controller_start_interval: float = _D.controller_start_interval
+    stuck_worker_threshold: float = _D.stuck_worker_threshold
 
     def add_flags(self, fs: FlagSet) -> None:
         fs.add(
@@ -61,14 +64,30 @@ class ControllersOptions:
             DURATION,
             "Each controller waits a random time up to twice this before it starts.",
         )
+        fs.add(
+            self,
+            "stuck_worker_threshold",
+            "stuck-worker-threshold",
+            DURATION,
+            "A worker that has processed one key for longer than this is marked stuck: a "
+            "queue.stuck event and a warning name the controller, the key and the worker. "
+            "0 turns the mark off.",
+        )
 
     def validate(self) -> list[str]:
-        return self.known.validate(self.controllers)
+        errors = list(self.known.validate(self.controllers))
+        if self.stuck_worker_threshold < 0:
+            errors.append(
+                f"--stuck-worker-threshold {format_duration(self.stuck_worker_threshold)} "
+                "must not be negative"
+            )
+        return errors
 
     def apply_to(self, config: Config) -> None:
         enabled = self.known.resolve(self.controllers)
         config.controllers = ControllersConfig(
             controllers=tuple(self.controllers),
             controller_start_interval=self.controller_start_interval,
+            stuck_worker_threshold=self.stuck_worker_threshold,
             enabled=tuple(sorted(name for name, on in enabled.items() if on)),
         )

@@ -25,7 +25,8 @@ Memory is bounded: every keyed collection is a :class:`~pycm.trace.state.record.
 Modules: :mod:`~pycm.trace.state.core` (``State``), :mod:`~pycm.trace.state.registry` (which
 handler folds which kind), :mod:`~pycm.trace.state.record` (records, tables, rate windows),
 :mod:`~pycm.trace.state.schema` (the snapshot), and the domains: ``startup`` (instances, the
-start-up waterfall, health), ``leases``, ``informers``, ``controllers``, ``queues``, ``api``,
+start-up waterfall, health), ``leases``, ``informers``, ``controllers``, ``queues`` (with
+``queue_contents``: the keys each queue holds), ``api``,
 ``steps`` (in flight).
 """
 

@@ -1,4 +1,6 @@
-"""Work queues: each (instance, queue)'s depth, throughput, retries, drops, wait and work time.
+"""Work queues: each (instance, queue)'s depth, throughput, retries, drops, wait and work time,
+and what it holds (``contents``: the keys waiting, backing off and processing, folded by
+:mod:`pycm.trace.state.queue_contents`).
 
 ``depth`` is taken from the newest event carrying one (by ``ts``), so an event merged out of
 order cannot move it back.
@@ -6,6 +8,7 @@ order cannot move it back.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, TypedDict
@@ -19,6 +22,8 @@ from pycm.trace.kinds import (
     ItemTaken,
     QueueShutDown,
 )
+from pycm.trace.state import queue_contents
+from pycm.trace.state.queue_contents import QueueContents, QueueContentsSnapshot
 from pycm.trace.state.record import (
     BoundedTable,
     HistogramSnapshot,
@@ -59,6 +64,7 @@ class QueueSnapshot(TypedDict):
     add_rate: Annotated[list[list[int]], "[second, adds] of the last 60 s (the rate's state)"]
     touched: Annotated[int, "recency for eviction"]
     adds_per_s: Annotated[float, "over the last 10 s of event time (derived)"]
+    contents: Annotated[QueueContentsSnapshot, "the keys it holds now"]
 
 
 @dataclass(slots=True)
@@ -82,11 +88,13 @@ class QueueRecord(Record):
     work: Histogram = field(default_factory=Histogram)
     add_rate: RateWindow = field(default_factory=RateWindow)
     touched: int = 0
+    contents: QueueContents = field(default_factory=QueueContents)
 
     _LOAD: ClassVar[dict[str, Callable[[Any], Any]]] = {
         "wait": Histogram.from_dict,
         "work": Histogram.from_dict,
         "add_rate": RateWindow.load,
+        "contents": QueueContents.load,
     }
 
 
@@ -101,6 +109,8 @@ def dump(state: State, now: int, window_s: int) -> dict[str, dict[str, QueueSnap
     for (instance, name), q in state.queues.items():
         d = q.dump()
         d["adds_per_s"] = q.add_rate.rate(now, window_s)
+        errors = functools.partial(queue_contents.failure_since, state, instance, name)
+        d["contents"] = queue_contents.view(q.contents, now, errors)
         out.setdefault(instance, {})[name] = d  # type: ignore[assignment]
     return out
 
@@ -135,6 +145,7 @@ def _added(state: State, ev: ItemAdded, inst: InstanceRecord) -> None:
         rec.deduped += 1
     rec.add_rate.add(ev.ts)
     _depth(rec, ev.ts, ev.depth)
+    queue_contents.added(rec.contents, ev.key, ev.queued, ev.reason, ev.ts)
 
 
 @handles(ItemTaken)
@@ -144,6 +155,7 @@ def _taken(state: State, ev: ItemTaken, inst: InstanceRecord) -> None:
     rec.gets += 1
     rec.wait.add(ev.wait_ms)
     _depth(rec, ev.ts, ev.depth)
+    queue_contents.taken(rec.contents, ev.key, ev.ts)
 
 
 @handles(ItemDone)
@@ -153,6 +165,7 @@ def _done(state: State, ev: ItemDone, inst: InstanceRecord) -> None:
     rec.dones += 1
     rec.work.add(ev.work_ms)
     _depth(rec, ev.ts, ev.depth)
+    queue_contents.done(rec.contents, ev.key)
 
 
 @handles(ItemRequeued)
@@ -160,6 +173,7 @@ def _requeued(state: State, ev: ItemRequeued, inst: InstanceRecord) -> None:
     rec = state.queues[ev.instance, ev.queue]
     rec.touched = state.applied
     rec.retries += 1
+    queue_contents.requeued(rec.contents, ev.key, ev.delay_ms, ev.retries, ev.ts)
 
 
 @handles(ItemDropped)
@@ -168,6 +182,7 @@ def _dropped(state: State, ev: ItemDropped, inst: InstanceRecord) -> None:
     rec.touched = state.applied
     rec.drops += 1
     bump(rec.drop_reasons, ev.reason)
+    queue_contents.dropped(rec.contents, ev.key)
     state.error(ev, f"{ev.queue} dropped {ev.key} after {ev.retries} retries: {ev.reason}")
 
 
@@ -176,3 +191,4 @@ def _shut_down(state: State, ev: QueueShutDown, inst: InstanceRecord) -> None:
     rec = state.queues[ev.instance, ev.queue]
     rec.touched = state.applied
     rec.shut_down = True
+    queue_contents.shut_down(rec.contents)

@@ -1,6 +1,8 @@
 // Controllers: per replica and controller the latest sample (depth, syncs/s, p50/p99, errors,
 // retries); depth and syncs/s over time; the reconcile latency histogram; the slowest and the
-// failing keys with their trace ids (links to Jaeger when it is configured).
+// failing keys with their trace ids (links to Jaeger when it is configured). A click on a
+// controller's row drills into what its queue holds now (the snapshot's queue contents: keys
+// processing, a stuck one marked; backing off with retries, next retry and last error; waiting).
 import { LineChart } from "../charts.js";
 import { el, fmtNum, jaegerLink, pct } from "../dom.js";
 
@@ -15,6 +17,21 @@ function list(table) {
   return Array.isArray(table) ? table : Object.values(table || {});
 }
 
+const QUEUE_ROWS = 20; // keys listed per section of the drill-down
+
+// A duration in ns, short: 850 ms, 12.5 s, 3 min 5 s.
+export function fmtDur(ns) {
+  const ms = Math.max(0, ns / 1e6);
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  if (ms < 60_000) return `${(ms / 1000).toFixed(1)} s`;
+  const s = Math.round(ms / 1000);
+  return `${Math.floor(s / 60)} min ${s % 60} s`;
+}
+
+function section(label, count, shown) {
+  return shown < count ? `${label} (${count}, ${shown} shown)` : `${label} (${count})`;
+}
+
 export class ControllersPanel {
   constructor(root) {
     this.tbody = root.querySelector("#controllers-table tbody");
@@ -23,6 +40,77 @@ export class ControllersPanel {
     this.select = root.querySelector("#histogram-select");
     this.depth = new LineChart(root.querySelector("#depth-chart"), { unit: "items" });
     this.syncs = new LineChart(root.querySelector("#syncs-chart"), { unit: "per s" });
+    this.drill = root.querySelector("#queue-drill");
+    this.selected = null; // "source|instance/name" of the controller drilled into
+    this.last = null; // the last render's model and now, to redraw at once on a click
+    this.tbody.addEventListener("click", (e) => {
+      const row = e.target.closest("tr[data-controller]");
+      if (!row) return;
+      const id = `${row.dataset.source}|${row.dataset.controller}`;
+      this.selected = this.selected === id ? null : id;
+      this.redrawDrill();
+    });
+    root.querySelector("#queue-drill-close").addEventListener("click", () => {
+      this.selected = null;
+      this.redrawDrill();
+    });
+  }
+
+  redrawDrill() {
+    for (const row of this.tbody.querySelectorAll("tr[data-controller]")) {
+      row.classList.toggle("selected", `${row.dataset.source}|${row.dataset.controller}` === this.selected);
+    }
+    if (this.last) this.renderQueue(this.last.model, this.last.nowNs);
+  }
+
+  renderQueue(model, nowNs) {
+    if (!this.selected) {
+      this.drill.hidden = true;
+      return;
+    }
+    const bar = this.selected.indexOf("|");
+    const source = model.sources.get(this.selected.slice(0, bar));
+    const id = this.selected.slice(bar + 1);
+    const slash = id.indexOf("/");
+    const instance = id.slice(0, slash);
+    const name = id.slice(slash + 1);
+    const queue = source ? (((source.snapshot.queues || {})[instance] || {})[name] || null) : null;
+    const c = (queue && queue.contents) || {};
+    const processing = (c.processing || []).slice(0, QUEUE_ROWS);
+    const backing = (c.backing_off || []).slice(0, QUEUE_ROWS);
+    const waiting = (c.waiting || []).slice(0, QUEUE_ROWS);
+    const stuck = c.stuck || {};
+    this.drill.hidden = false;
+    this.drill.querySelector("#queue-drill-h").textContent = queue
+      ? `queue of ${id} now: ${c.processing_count || 0} processing, ${c.backing_off_count || 0} backing off, ${c.waiting_count || 0} waiting`
+      : `queue of ${id}: no queue events seen`;
+    const none = (cols) => el("tr", {}, el("td", { class: "muted", colspan: cols, text: "none" }));
+    const head = (table, text) => { table.querySelector("th").textContent = text; };
+    const tProcessing = this.drill.querySelector("#queue-processing");
+    head(tProcessing, section("processing", c.processing_count || 0, processing.length));
+    tProcessing.tBodies[0].replaceChildren(...(processing.length ? processing.map((p) => {
+      const worker = stuck[p.key];
+      return el("tr", { class: p.stuck ? "bad" : "", "data-key": p.key },
+        el("td", { class: "key", title: p.key, text: p.key }),
+        el("td", { class: "num", text: `${fmtDur(nowNs - p.since_ts)}${p.stuck ? " STUCK" : ""}` }),
+        el("td", { class: "num", text: worker === undefined || worker < 0 ? "–" : String(worker) }));
+    }) : [none(3)]));
+    const tBacking = this.drill.querySelector("#queue-backing-off");
+    head(tBacking, section("backing off", c.backing_off_count || 0, backing.length));
+    tBacking.tBodies[0].replaceChildren(...(backing.length ? backing.map((b) => {
+      const due = b.due_ts - nowNs;
+      return el("tr", { "data-key": b.key },
+        el("td", { class: "key", title: b.key, text: b.key }),
+        el("td", { class: "num", text: String(b.retries) }),
+        el("td", { class: "num", title: new Date(b.due_ts / 1e6).toISOString(), text: due > 0 ? `in ${fmtDur(due)}` : "due" }),
+        el("td", { class: `error${b.last_error ? " bad" : " muted"}`, text: b.last_error || "–" }));
+    }) : [none(4)]));
+    const tWaiting = this.drill.querySelector("#queue-waiting");
+    head(tWaiting, section("waiting", c.waiting_count || 0, waiting.length));
+    tWaiting.tBodies[0].replaceChildren(...(waiting.length ? waiting.map((w) =>
+      el("tr", { "data-key": w.key },
+        el("td", { class: "key", title: w.key, text: w.key }),
+        el("td", { class: "num", text: fmtDur(nowNs - w.since_ts) }))) : [none(2)]));
   }
 
   render(model, nowNs, windowNs, jaeger) {
@@ -41,7 +129,8 @@ export class ControllersPanel {
           const queue = ((s.snapshot.queues || {})[instance] || {})[name] || {};
           const latency = rec.latency || {};
           const errors = sample.errors ?? rec.errors;
-          rows.push(el("tr", { "data-controller": id },
+          const picked = this.selected === `${s.name}|${id}`;
+          rows.push(el("tr", { "data-controller": id, "data-source": s.name, class: picked ? "selected" : "" },
             el("td", { text: instance }),
             el("td", { text: name }),
             el("td", { class: "num", text: fmtNum(sample.depth ?? queue.depth ?? 0, 0) }),
@@ -77,6 +166,8 @@ export class ControllersPanel {
     }
     this.renderHistogram(records);
     this.renderKeys(records, jaeger);
+    this.last = { model, nowNs };
+    this.renderQueue(model, nowNs);
   }
 
   renderHistogram(records) {

@@ -1,5 +1,5 @@
 // Incident timeline: one time axis, one row per incident type (lease transitions, relists and
-// 410s, dropped watches, error bursts, slow reconciles); hovering a marker lists the incidents
+// 410s, dropped watches, error bursts, slow reconciles, stuck workers); hovering a marker lists the incidents
 // at that spot.
 import { el, fmtClock, fmtTime, pct } from "../dom.js";
 import { axis } from "./lease.js";
@@ -11,6 +11,7 @@ export const TYPES = [
   ["watch_dropped", "dropped watches"],
   ["error_burst", "error bursts"],
   ["slow_reconcile", "slow reconciles"],
+  ["stuck_worker", "stuck workers"],
 ];
 const BUCKETS = 200; // markers closer than 1/200 of the window share one marker
 
