@@ -9,7 +9,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 export UV_PROJECT_ENVIRONMENT := $(abspath $(VENV))
 
-.PHONY: all env lint typecheck contracts unit test demo bench bench-tiny events-doc state-doc image clean
+.PHONY: all env test-deps lint typecheck contracts unit test demo bench bench-tiny events-doc state-doc image clean
 
 all: test
 
@@ -33,12 +33,23 @@ typecheck: env
 contracts: env
 	$(BIN)/lint-imports --no-cache
 
-unit: env
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+# What the tests need from outside the lock (chromium and its fonts, prometheus/promtool, a
+# project-local kubectl in tools/): installed with apt-get on first use, with one line saying so;
+# where that cannot be done (not root, no apt-get), one message naming the command, exit 2,
+# before any test runs. `make demo` needs none of it.
+test-deps:
+	@bash tests/system-deps.sh
+
+# The suite runs on $(TEST_WORKERS) pytest-xdist workers (tests/conftest.py schedules the long
+# end-to-end tests first and keeps the leader-election ones off each other's cores);
+# `make unit PYTEST_ARGS="tests/cache -n0"` runs one folder serially.
+TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); echo $$((n * 2)))
+unit: env test-deps
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 # `make test`: lint, type check, import contracts, then the whole suite (benchmarks at tiny size
 # are part of the suite: tests/bench keeps them working).
-test: lint typecheck contracts unit
+test: test-deps lint typecheck contracts unit
 
 demo: env
 	$(BIN)/pycm demo

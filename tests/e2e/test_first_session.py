@@ -1,7 +1,7 @@
 """A new user's first session, with no extra flags: ``pycm sim``, then kubectl creates a
 Deployment, ``pycm run`` rolls it out, ``kubectl rollout status`` succeeds and its pods are Ready.
 
-kubectl is the project's own (Debian's kubernetes-client, ``tests/sim/kubectl/fetch_kubectl.sh``),
+kubectl is the project's own (Debian's kubernetes-client, unpacked by ``tests/system-deps.sh``),
 run with only ``--kubeconfig`` the file ``pycm sim`` wrote and HOME in a temporary directory.
 """
 

@@ -4,8 +4,8 @@
 ``kubernetes-client`` package: when it is missing, ``apt-get download kubernetes-client`` into
 ``tools/kubectl/`` (git-ignored), running ``apt-get update`` once if nothing was found, then
 ``dpkg -x``. If it still cannot be had, the tests FAIL with the reason: they are never skipped,
-and the machine's /usr/bin/kubectl is never used. ``tests/sim/kubectl/fetch_kubectl.sh`` does
-the same for CI, up front.
+and the machine's /usr/bin/kubectl is never used. ``tests/system-deps.sh`` (``make test``)
+does the same up front.
 """
 
 from __future__ import annotations

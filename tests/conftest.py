@@ -1,0 +1,53 @@
+"""How the suite is spread over pytest-xdist's workers (``make test`` runs it on several).
+
+The suite is mostly waiting: end-to-end tests start the emulator and real ``pycm`` processes and
+wait for leases, rollouts and browsers, so ``make test`` runs twice as many workers as cores.
+Two rules keep that fast and honest:
+
+- **Long tests first.** xdist hands tests out in collection order, as workers free up; a
+  50-second soak collected last would run alone at the end. Tests that start processes (the
+  ``e2e`` and ``browser`` markers, the benchmarks, the CLI's process tables) are moved to the
+  front, so the short unit tests fill the gaps around them.
+- **Lease timing is never shared.** The tests that assert leader-election timing (a takeover
+  within the lease duration, a paused leader's exit) run three replicas with second-scale
+  leases; two such tests at once on two cores make their own renews miss. They form one xdist
+  group (``--dist loadgroup``): one worker runs them one after another, while the others run
+  everything else.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+# Modules whose tests assert leader-election timing across several replicas.
+LEASE_TIMED = (
+    "tests/e2e/test_leader_election.py",
+    "tests/e2e/test_reconcile_gate_e2e.py",
+    "tests/demo/",
+    "tests/tui/test_demo_e2e.py",
+    "tests/web/test_demo_dashboard.py",
+)
+# Folders and modules that start processes without an e2e marker of their own.
+PROCESS_HEAVY = ("tests/bench/", "tests/cli/", "tests/deploy/", "tests/app/test_plugins.py")
+
+
+def _path(item: pytest.Item) -> str:
+    return item.nodeid.split("::", 1)[0]
+
+
+def _rank(item: pytest.Item) -> int:
+    path = _path(item)
+    if path.startswith(LEASE_TIMED):
+        return 0  # one worker's queue: start it at once
+    if item.get_closest_marker("e2e") or item.get_closest_marker("browser"):
+        return 1
+    if path.startswith(PROCESS_HEAVY):
+        return 1
+    return 2
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    items.sort(key=_rank)  # (stable: each rank keeps its collection order)
+    for item in items:
+        if _path(item).startswith(LEASE_TIMED):
+            item.add_marker(pytest.mark.xdist_group("lease-timed"))
