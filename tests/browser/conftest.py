@@ -260,9 +260,7 @@ class Stack:
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     if not Path(CHROMIUM).exists() or shutil.which("chromium") is None:
         # A failure, not a skip: a missing browser must not pass as "nothing to test".
-        pytest.fail(
-            f"{CHROMIUM} is not installed (make test installs it with apt-get: tests/system-deps.sh)"
-        )
+        pytest.fail(f"{CHROMIUM} is not installed (make test installs it: tests/system-deps.sh)")
     stack = Stack(tmp_path_factory.mktemp("browser"))
     try:
         stack.run(stack.start(), timeout=150)

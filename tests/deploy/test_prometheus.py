@@ -45,9 +45,7 @@ SELECTOR = re.compile(r"([a-zA-Z_:][a-zA-Z0-9_:]*)\{")
 def _tool(name: str) -> str:
     path = shutil.which(name)
     if path is None:
-        pytest.fail(
-            f"{name} not found: install Debian's prometheus package (make test does: tests/system-deps.sh)"
-        )
+        pytest.fail(f"{name} not found: make test installs prometheus (tests/system-deps.sh)")
     return path
 
 
