@@ -156,6 +156,9 @@ def _reconcile(record: SpanRecord, begin: ReconcileStarted, end: ReconcileFinish
         attrs["pycm.requeue_after_ms"] = end.requeue_after_ms
     if begin.trigger_event:
         attrs["pycm.trigger.event"] = begin.trigger_event
+    attrs.update(
+        trigger_detail_attributes(begin.trigger_writer, begin.trigger_paths, begin.trigger_merged)
+    )
     record.attributes = attrs
     if end.result is ReconcileResult.ERROR and end.outcome is Outcome.OK:
         record.error = end.error or "reconcile failed"
@@ -278,6 +281,20 @@ def to_readable(
 
 def _attrs(attributes: Mapping[str, Any]) -> dict[str, Any]:
     return dict(attributes)
+
+
+def trigger_detail_attributes(writer: str, paths: str, merged: int) -> dict[str, Any]:
+    """A reconcile span's attributes for why it ran, besides the event and the link (one place
+    for the record path here and the direct encoders in pycm.otel.wire): the outside writer the
+    object named, an update's changed paths, and how many events merged into it (past one)."""
+    attrs: dict[str, Any] = {}
+    if writer:
+        attrs["pycm.trigger.writer"] = writer
+    if paths:
+        attrs["pycm.trigger.paths"] = paths
+    if merged > 1:
+        attrs["pycm.trigger.merged"] = merged
+    return attrs
 
 
 def trigger_link_attributes(event: str, kind: str, rv: str) -> dict[str, Any]:

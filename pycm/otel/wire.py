@@ -22,7 +22,13 @@ from typing import Any
 
 from opentelemetry.trace import SpanKind
 
-from pycm.otel.spans import K8S_KIND, SpanRecord, step_span, trigger_link_attributes
+from pycm.otel.spans import (
+    K8S_KIND,
+    SpanRecord,
+    step_span,
+    trigger_detail_attributes,
+    trigger_link_attributes,
+)
 from pycm.trace.causes import Trigger
 from pycm.trace.events import Outcome
 from pycm.trace.kinds import ReconcileFinished, ReconcileStarted
@@ -411,6 +417,7 @@ def encode_ok_reconcile(begin: ReconcileStarted, end: ReconcileFinished) -> byte
         (event, begin.trigger_kind, begin.trigger_rv, link_trace, link_span)
         if link_trace and link_span
         else None,
+        _trigger_detail(begin.trigger_writer, begin.trigger_paths, begin.trigger_merged),
     )
 
 
@@ -427,10 +434,13 @@ def encode_ok_record(begin: tuple[Any, ...], end: tuple[Any, ...], ids: bytes) -
     _, _, _, end_ns, result, action, uid, api_calls, requeue_after_ms = end
     controller, resource = head[3], head[4]
     namespace, _, name = key.rpartition("/")
+    detail = b""
     if trigger is None:
         event = ""
         link = None
     else:
+        if type(trigger) is Trigger and (trigger.writer or trigger.paths or trigger.merged > 1):
+            detail = _trigger_detail(trigger.writer, trigger.paths, trigger.merged)
         event = trigger.event
         link_trace, link_span = (
             trigger.ids()
@@ -457,7 +467,15 @@ def encode_ok_record(begin: tuple[Any, ...], end: tuple[Any, ...], ids: bytes) -
         uid,
         requeue_after_ms,
         link,
+        detail,
     )
+
+
+def _trigger_detail(writer: str, paths: str, merged: int) -> bytes:
+    """The trigger's writer, paths and merged count as encoded attributes (b"" when none)."""
+    if not (writer or paths or merged > 1):
+        return b""
+    return encode_attributes(b"\x4a", trigger_detail_attributes(writer, paths, merged))
 
 
 def _encode_ok(
@@ -472,6 +490,7 @@ def _encode_ok(
     uid: str,
     requeue_after_ms: float,
     link: tuple[str, str, str, str, str] | None,
+    detail: bytes = b"",
 ) -> bytes:
     """The span from its tagged ids, its times, its text values and what it repeats
     (``shape_key``: :func:`_shape`'s arguments); ``link``: the trigger's event, kind, resource
@@ -511,6 +530,8 @@ def _encode_ok(
     if requeue_after_ms:
         parts.append(_REQUEUE_HEAD + _pack_d(requeue_after_ms))
     parts.append(trigger)
+    if detail:
+        parts.append(detail)
     if link is not None:
         parts.append(_trigger_link(*link))
     parts.append(_STATUS_AND_FLAGS)
