@@ -30,11 +30,14 @@ The rules (structured-merge-diff's ``Updater.Update`` with kube's field-manager 
   (unprintable characters dropped, at most 128 bytes), else ``unknown``.
 
 Simplified (named where they apply): list and map types come from field names
-(:data:`LIST_KEYS`, :data:`SET_LISTS`, :data:`ATOMIC_MAPS`; any other list is atomic), not from
-the OpenAPI schema; which structs a Go zero value already holds (so a write that fills them does
-not own the struct itself, no ``.``) is the path table :data:`ZERO_PRESENT`; kube's cap of ten
-Update entries (older ones folded into ``ancient-changes``) is not applied. Server-side apply
-would add an ``Apply`` operation with conflicts on top of :func:`updated_entries`'s set algebra.
+(:data:`LIST_KEYS`, :data:`SET_LISTS`, :data:`ATOMIC_MAPS`, :data:`EMPTY_MAPS`; any other list
+is atomic), not from the OpenAPI schema; a null is taken for absent; which structs a Go zero
+value already holds (so a write that fills them does not own the struct itself, no ``.``) is
+the path table :data:`ZERO_PRESENT`; fields the emulator's defaulting sets belong to the writer
+(kube's decode-time defaults do; its strategies' PrepareForCreate fields, such as a namespace's
+``spec.finalizers``, do not); kube's cap of ten Update entries (older ones folded into
+``ancient-changes``) is not applied. Server-side apply would add an ``Apply`` operation with
+conflicts on top of :func:`updated_entries`'s set algebra.
 """
 
 from __future__ import annotations
@@ -98,6 +101,21 @@ LIST_KEYS: dict[str, tuple[tuple[str, ...], ...]] = {
 SET_LISTS = frozenset({"finalizers"})
 # Maps owned whole (``+structType=atomic`` / ``+mapType=atomic``): LabelSelectors.
 ATOMIC_MAPS = frozenset({"selector", "labelSelector", "namespaceSelector"})
+# Maps of strings (Go ``map[string]...`` with ``omitempty``): empty, they are absent.
+EMPTY_MAPS = frozenset(
+    {
+        "labels",
+        "annotations",
+        "data",
+        "binaryData",
+        "nodeSelector",
+        "matchLabels",
+        "limits",
+        "requests",
+        "capacity",
+        "allocatable",
+    }
+)
 # Paths (from the object's root) whose value a Go zero value of the served kinds already holds —
 # non-pointer structs and non-omitempty lists: filling one does not make the struct a member.
 ZERO_PRESENT = frozenset(
@@ -284,6 +302,12 @@ def _children(value: Any, field: str) -> dict[str, Any] | None:
     return None
 
 
+def _omitted_when_empty(value: Any, field: str) -> bool:
+    """An empty list, or an empty map of :data:`EMPTY_MAPS`: Go's ``omitempty`` drops it, so
+    kube never sees it (an empty struct, such as ``resources: {}``, it keeps)."""
+    return isinstance(value, list) or (isinstance(value, dict) and field in EMPTY_MAPS)
+
+
 def _empty(value: Any) -> bool:
     return value is _ABSENT or (isinstance(value, dict | list) and not value)
 
@@ -297,9 +321,9 @@ def _compare(
     below list items): there an absent side stands for the Go zero value, an empty struct. A
     null is taken for absent: kube's objects hold one only where the Go zero value holds it
     too (a template's ``creationTimestamp``), never as a change."""
-    if old is None:
+    if old is None or (not old and _omitted_when_empty(old, field)):
         old = _ABSENT
-    if new is None:
+    if new is None or (not new and _omitted_when_empty(new, field)):
         new = _ABSENT
     if old is new or (old is not _ABSENT and new is not _ABSENT and old == new):
         return None, None
