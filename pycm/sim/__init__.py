@@ -42,8 +42,9 @@ either way, or one named in the module that makes it):
   ``--kubelet off``) turn them off, and tests state both.
 
 Module map: resources (the registry of kinds), store, managedfields, watch, gc, selectors,
-validation, defaults, shape, patch, scale, history, tables, discovery, negotiation, requestinfo, handlers,
-app, auth, reviews, kubeconfig, certs, seed, options, server, command; kubelet and faults.
+validation, defaults, shape, patch, scale, history, tables, discovery, negotiation,
+requestinfo, handlers, app, auth, reviews, kubeconfig, certs, seed, options, server, command;
+kubelet and faults.
 
 Exceptions::
 
