@@ -560,6 +560,14 @@ def record_write(
     the main resource over HTTP); otherwise the stored ones are the base (a subresource, the
     emulator's own writes)."""
     m = new["metadata"]
+    if old is None and "managedFields" not in m:  # a plain create: one entry, kept short
+        if subresource != "status" and status_reset:
+            changed = _created_fields(orjson.dumps(_view(new, "status")))
+        else:
+            changed = changed_fields(None, new, "spec" if subresource == "status" else "")[0]
+        if changed:
+            m["managedFields"] = [_entry(manager, api_version, subresource, time, changed)]
+        return []
     live: list[Entry] = (old or {}).get("metadata", {}).get("managedFields") or []
     base = live
     if trust_sent and not subresource:
