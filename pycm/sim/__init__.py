@@ -29,7 +29,10 @@ either way, or one named in the module that makes it):
   for every dependent, not only those with ``blockOwnerDeletion`` (:mod:`pycm.sim.gc`).
 - ``dryRun`` is refused (400) rather than ignored; server-side apply is not served (415);
   protobuf is not served (a client's next Accept entry is used).
-- Items of a list keep their ``kind`` and ``apiVersion``; ``managedFields`` are never set.
+- Items of a list keep their ``kind`` and ``apiVersion``.
+- ``metadata.managedFields`` are recorded for every create, update and patch as kube's field
+  manager records non-apply writes, with list and map types taken from field names rather
+  than the OpenAPI schema (:mod:`pycm.sim.managedfields` names each simplification).
 - Pod updates are checked less strictly than kube (container names and a bound ``nodeName``
   are immutable; the rest of the spec may change). Admission is NamespaceLifecycle only.
 - Pods with a grace period are removed at once unless ``graceful_pod_deletion`` is on (then
@@ -38,9 +41,10 @@ either way, or one named in the module that makes it):
   over TLS) and the simulated kubelet; ``tls=False`` / ``kubelet=False`` (``--insecure-http``,
   ``--kubelet off``) turn them off, and tests state both.
 
-Module map: resources (the registry of kinds), store, watch, gc, selectors, validation,
-defaults, shape, patch, scale, history, tables, discovery, negotiation, requestinfo, handlers,
-app, auth, reviews, kubeconfig, certs, seed, options, server, command; kubelet and faults.
+Module map: resources (the registry of kinds), store, managedfields, watch, gc, selectors,
+validation, defaults, shape, patch, scale, history, tables, discovery, negotiation,
+requestinfo, handlers, app, auth, reviews, kubeconfig, certs, seed, options, server, command;
+kubelet and faults.
 
 Exceptions::
 

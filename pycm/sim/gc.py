@@ -34,6 +34,8 @@ __all__ = ["BACKGROUND", "FOREGROUND", "FOREGROUND_FINALIZER", "ORPHAN", "Object
 FOREGROUND_FINALIZER = "foregroundDeletion"
 ORPHAN = "Orphan"
 BACKGROUND = "Background"
+# The field manager of the collector's writes (KCM's User-Agent product, as in a cluster).
+MANAGER = "kube-controller-manager"
 FOREGROUND = "Foreground"
 
 # (resource key, namespace, name): where an object lives in the store.
@@ -92,7 +94,9 @@ class CollectorStore(Protocol):
         self, res: Resource, namespace: str | None, name: str, options: DeleteOptions | None
     ) -> tuple[Obj, bool]: ...
 
-    def replace(self, res: Resource, new: Obj, old: Obj) -> Obj:
+    def replace(
+        self, res: Resource, new: Obj, old: Obj, *, manager: str, subresource: str = ""
+    ) -> Obj:
         """Store ``new`` over ``old`` unvalidated (MODIFIED), finishing a deletion it allows."""
         ...
 
@@ -148,7 +152,7 @@ class GarbageCollector:
             new["metadata"]["finalizers"] = finalizers
         else:
             del new["metadata"]["finalizers"]
-        self._store.replace(res, new, owner)
+        self._store.replace(res, new, owner, manager=MANAGER)
 
     def _delete_ref(self, ref: ObjectRef, policy: str) -> None:
         if self._store.peek_ref(ref) is None:
@@ -168,4 +172,4 @@ class GarbageCollector:
             new["metadata"]["ownerReferences"] = refs
         else:
             new["metadata"].pop("ownerReferences", None)
-        self._store.replace(self._store.registry.resources[ref[0]], new, current)
+        self._store.replace(self._store.registry.resources[ref[0]], new, current, manager=MANAGER)

@@ -18,7 +18,7 @@ import orjson
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response, StreamingResponse
 
-from pycm.sim import discovery, errors
+from pycm.sim import discovery, errors, managedfields
 from pycm.sim.auth import Attributes, Authorizer, TokenAuthenticator, UserInfo
 from pycm.sim.bodies import OBJECT_TYPES, PATCH_TYPES, decode_body
 from pycm.sim.gc import BACKGROUND, ORPHAN
@@ -47,6 +47,8 @@ BeforeRequest = Callable[[Request], Awaitable[Response | None]]
 OPEN_PATHS = frozenset({"/healthz", "/readyz", "/livez", "/version"})
 _HEALTH = frozenset({"/healthz", "/readyz", "/livez"})
 _WRITES = frozenset({"create", "update", "patch", "delete", "deletecollection"})
+# The options kind whose fieldManager a write's query sets (named in its 422).
+_OPTIONS_KINDS = {"create": "CreateOptions", "update": "UpdateOptions", "patch": "PatchOptions"}
 
 
 @dataclass
@@ -216,6 +218,16 @@ async def _object_body(request: Request, res: Resource, info: RequestInfo) -> Ob
     return body
 
 
+def _field_manager(request: Request, query: dict[str, str], verb: str) -> str:
+    """The write's field manager: ``fieldManager`` (validated as kube's, 422), else the
+    User-Agent's product (kube's prefixFromUserAgent); "" is recorded as ``unknown``."""
+    manager = query.get("fieldManager", "")
+    causes = managedfields.field_manager_causes(manager)
+    if causes:
+        raise errors.invalid(_OPTIONS_KINDS[verb], "", causes, "meta.k8s.io")
+    return manager or managedfields.manager_from_user_agent(request.headers.get("user-agent", ""))
+
+
 def _int_param(query: dict[str, str], key: str) -> int | None:
     value = query.get(key)
     if value is None or value == "":
@@ -300,6 +312,7 @@ async def _resource(
     if query.get("dryRun") and verb in _WRITES:
         # Refused rather than ignored: a dry run that wrote would be worse than none.
         raise errors.bad_request("dryRun is not supported by the emulator")
+    manager = _field_manager(request, query, verb) if verb in _OPTIONS_KINDS else ""
     if verb == "create":
         if sub == "token" and ns:
             body = await _body(request)
@@ -316,7 +329,7 @@ async def _resource(
         if res.namespaced and not ns:
             raise errors.method_not_allowed(request.method, info.path)
         pruned = prune_unknown_fields(res.kind, res.version, body, query.get("fieldValidation"))
-        return _warn(_json(store.create(res, body, ns), 201), pruned)
+        return _warn(_json(store.create(res, body, ns, manager=manager), 201), pruned)
     if verb in ("get", "list", "watch"):
         out = negotiate(request.headers.get("accept"))
         # Checked for every read (kube parses it before serving from the cache or storage);
@@ -337,11 +350,11 @@ async def _resource(
         body = await _object_body(request, res, info)
         body.setdefault("metadata", {}).setdefault("name", name)
         if sub == "scale":
-            return _json(store.update_scale(res, ns, name, body))
+            return _json(store.update_scale(res, ns, name, body, manager=manager))
         pruned = prune_unknown_fields(res.kind, res.version, body, query.get("fieldValidation"))
         if sub == "status":
-            return _warn(_json(store.update_status(res, body, ns)), pruned)
-        return _warn(_json(store.update(res, body, ns)), pruned)
+            return _warn(_json(store.update_status(res, body, ns, manager=manager)), pruned)
+        return _warn(_json(store.update(res, body, ns, manager=manager)), pruned)
     if verb == "patch":
         patch = await _body(request, PATCH_TYPES)
         if patch is None:
@@ -349,7 +362,15 @@ async def _resource(
         content_type = request.headers.get("content-type", "")
         dropped: list[str] = []
         patched = store.patch(
-            res, ns, name, content_type, patch, sub, query.get("fieldValidation"), dropped
+            res,
+            ns,
+            name,
+            content_type,
+            patch,
+            sub,
+            query.get("fieldValidation"),
+            dropped,
+            manager=manager,
         )
         return _warn(_json(patched), dropped)
     if verb == "delete":

@@ -52,6 +52,9 @@ CRASHLOOP = "crashloop"
 
 _TERMINAL = frozenset({"Succeeded", "Failed"})
 _NODE_LEASE_NAMESPACE = "kube-node-lease"
+# The field manager a cluster's managedFields name for the kubelet's writes (its User-Agent's
+# product): node and pod status through the status subresource, its node Lease directly.
+MANAGER = "kubelet"
 
 
 @dataclass(frozen=True)
@@ -267,7 +270,7 @@ class Kubelet:
                     )
             old = self.store.peek(self._nodes_res, None, node["metadata"]["name"])
             if old is not None and new != old:
-                self.store.replace(self._nodes_res, new, old)
+                self.store.replace(self._nodes_res, new, old, manager=MANAGER, subresource="status")
             self._renew_node_lease(node, now)
 
     def _renew_node_lease(self, node: Obj, now: str) -> None:
@@ -296,6 +299,7 @@ class Kubelet:
                         },
                     },
                     _NODE_LEASE_NAMESPACE,
+                    manager=MANAGER,
                 )
             return
         old = self.store.peek(self._leases_res, _NODE_LEASE_NAMESPACE, name)
@@ -303,7 +307,7 @@ class Kubelet:
             return
         new = deep_copy(old)
         new.setdefault("spec", {})["renewTime"] = micro
-        self.store.replace(self._leases_res, new, old)
+        self.store.replace(self._leases_res, new, old, manager=MANAGER)
 
     def _node_names(self) -> list[str]:
         return [n["metadata"]["name"] for n in self.store.list_page(self._nodes_res).items]
@@ -374,7 +378,7 @@ class Kubelet:
                 message="0/0 nodes are available.",
             )
             if new != pod:
-                self.store.replace(self._pods_res, new, pod)
+                self.store.replace(self._pods_res, new, pod, manager=MANAGER, subresource="status")
             return
         node = nodes[self._next_node % len(nodes)]
         self._next_node += 1
@@ -388,13 +392,13 @@ class Kubelet:
                 self._schedule(record.next_restart_at, key)
         else:
             self._schedule(now + record.delay / 2, key)
-        self.store.replace(self._pods_res, new, pod)
+        self.store.replace(self._pods_res, new, pod, manager=MANAGER, subresource="status")
 
     def _write_status(self, pod: Obj, record: _PodRecord, *, ready: bool, restarts: int) -> None:
         new = deep_copy(pod)
         self._fill_running(new, record, ready=ready, restarts=restarts)
         if new != pod:
-            self.store.replace(self._pods_res, new, pod)
+            self.store.replace(self._pods_res, new, pod, manager=MANAGER, subresource="status")
 
     def _fill_running(self, pod: Obj, record: _PodRecord, *, ready: bool, restarts: int) -> None:
         """Set ``pod``'s status to Running, ready or not, with ``restarts`` restarts."""

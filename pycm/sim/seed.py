@@ -88,5 +88,8 @@ def node(index: int, now: str) -> Obj:
 
 def seed_cluster(store: Store, nodes: int) -> None:
     now = rfc3339(store.clock.wall_ns())
-    store.seed(store.resource("namespaces"), ({"metadata": {"name": n}} for n in NAMESPACES))
-    store.seed(store.resource("nodes"), (node(i, now) for i in range(nodes)))
+    # The managers a cluster's managedFields name: kube-apiserver makes the system namespaces,
+    # each node's kubelet registers it.
+    namespaces = ({"metadata": {"name": n}} for n in NAMESPACES)
+    store.seed(store.resource("namespaces"), namespaces, manager="kube-apiserver")
+    store.seed(store.resource("nodes"), (node(i, now) for i in range(nodes)), manager="kubelet")

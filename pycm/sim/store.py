@@ -25,7 +25,7 @@ from typing import Any
 
 import orjson
 
-from pycm.sim import errors, validation
+from pycm.sim import errors, managedfields, validation
 from pycm.sim.defaults import apply_defaults
 from pycm.sim.gc import (
     BACKGROUND,
@@ -287,6 +287,13 @@ class Store:
     # ---------------------------------------------------------------- history and watchers
 
     def _commit(self, res: Resource, type_: str, obj: Obj, old: Obj | None) -> Obj:
+        return self._commit_encoded(res, type_, obj, old)[0]
+
+    def _commit_encoded(
+        self, res: Resource, type_: str, obj: Obj, old: Obj | None
+    ) -> tuple[Obj, bytes]:
+        """Store ``obj``; returns it and its encoding (a copy decoded from those bytes is a
+        deep copy at half the price of another round trip)."""
         self._rv += 1
         meta(obj)["resourceVersion"] = str(self._rv)
         m = obj["metadata"]
@@ -313,7 +320,7 @@ class Store:
             deadline = self.clock.monotonic() + self.event_ttl
             self._event_deadlines.append((deadline, ref[1], ref[2], str(self._rv)))
         self._expire_events()
-        return obj
+        return obj, encoded
 
     def _expire_events(self) -> None:
         """Delete the Events whose TTL has run out since their last write (checked on every
@@ -402,9 +409,18 @@ class Store:
             )
 
     def create(
-        self, res: Resource, obj: Obj, namespace: str | None = None, keep_status: bool = False
+        self,
+        res: Resource,
+        obj: Obj,
+        namespace: str | None = None,
+        keep_status: bool = False,
+        *,
+        manager: str = "",
     ) -> Obj:
-        """Create ``obj`` (a copy is stored). Returns a copy of what was stored."""
+        """Create ``obj`` (a copy is stored). Returns a copy of what was stored.
+
+        ``manager`` names the writer in ``metadata.managedFields`` ("" is kube's ``unknown``);
+        so do the other writes' (see :mod:`pycm.sim.managedfields`)."""
         if not res.stored:
             raise errors.method_not_allowed("POST", res.plural)
         check_shape(res.kind, obj)
@@ -431,7 +447,6 @@ class Store:
             "deletionTimestamp",
             "deletionGracePeriodSeconds",
             "selfLink",
-            "managedFields",
         ):
             m.pop(drop, None)
         if res.kind in _STATUS_RESET_ON_CREATE and not keep_status:
@@ -447,22 +462,59 @@ class Store:
         if (ns, m["name"]) in table:
             raise errors.already_exists(res.plural, m["name"], res.group)
         m["uid"] = new_uid()
-        m["creationTimestamp"] = self._now()
+        m["creationTimestamp"] = now = self._now()
         if res.generation_on_spec:
             m["generation"] = 1
-        return deep_copy(self._commit(res, ADDED, new, None))
+        self._record(res, None, new, manager, "", now, trust_sent=True)
+        _, encoded = self._commit_encoded(res, ADDED, new, None)
+        created: Obj = orjson.loads(encoded)
+        return created
 
-    def update(self, res: Resource, obj: Obj, namespace: str | None = None) -> Obj:
+    def _record(
+        self,
+        res: Resource,
+        old: Obj | None,
+        new: Obj,
+        manager: str,
+        subresource: str,
+        now: str | None = None,
+        *,
+        trust_sent: bool,
+    ) -> None:
+        """Set ``new``'s managedFields for this write (422 for invalid ones a client sent)."""
+        causes = managedfields.record_write(
+            old,
+            new,
+            manager=manager,
+            api_version=res.api_version,
+            subresource=subresource,
+            time=now or self._now(),
+            status_reset=res.has_status,
+            trust_sent=trust_sent,
+        )
+        if causes:
+            name = str(new["metadata"].get("name") or "")
+            raise errors.invalid(res.kind, name, causes, res.group)
+
+    def update(
+        self, res: Resource, obj: Obj, namespace: str | None = None, *, manager: str = ""
+    ) -> Obj:
         """PUT: replace the object (its status kept if the kind has a status subresource)."""
-        return self._update(res, obj, namespace, status_only=False)
+        return self._update(res, obj, namespace, "", manager)
 
-    def update_status(self, res: Resource, obj: Obj, namespace: str | None = None) -> Obj:
+    def update_status(
+        self, res: Resource, obj: Obj, namespace: str | None = None, *, manager: str = ""
+    ) -> Obj:
         """PUT .../status: replace only the status."""
         if not res.has_status:
             raise errors.not_found(res.plural, "", res.group)
-        return self._update(res, obj, namespace, status_only=True)
+        return self._update(res, obj, namespace, "status", manager)
 
-    def _update(self, res: Resource, obj: Obj, namespace: str | None, status_only: bool) -> Obj:
+    def _update(
+        self, res: Resource, obj: Obj, namespace: str | None, subresource: str, manager: str
+    ) -> Obj:
+        """PUT of the object (``subresource`` "" or "scale") or of its status ("status")."""
+        status_only = subresource == "status"
         check_shape(res.kind, obj)
         m_in = obj.get("metadata") or {}
         name = str(m_in.get("name") or "")
@@ -539,6 +591,7 @@ class Store:
             raise errors.invalid(res.kind, name, causes, res.group)
         if res.generation_on_spec and new.get("spec") != old.get("spec"):
             m["generation"] = int(old_m.get("generation") or 0) + 1
+        self._record(res, old, new, manager, subresource, trust_sent=True)
         if new == old:
             return deep_copy(old)  # a no-op write does not bump the resourceVersion
         stored = self._commit(res, MODIFIED, new, old)
@@ -555,6 +608,8 @@ class Store:
         subresource: str = "",
         field_validation: str | None = None,
         pruned: builtins.list[str] | None = None,
+        *,
+        manager: str = "",
     ) -> Obj:
         """PATCH (merge, strategic merge or JSON patch) the object or its status / scale.
 
@@ -563,7 +618,7 @@ class Store:
         if subresource == "scale":
             scale = self.get_scale(res, namespace, name)
             patched = apply_patch(patch_type, scale, patch)
-            return self.update_scale(res, namespace, name, patched)
+            return self.update_scale(res, namespace, name, patched, manager=manager)
         current = deep_copy(self._stored(res, namespace, name))
         current_rv = current["metadata"]["resourceVersion"]
         patched = apply_patch(patch_type, current, patch)
@@ -581,10 +636,10 @@ class Store:
         if not pm.get("resourceVersion"):
             pm["resourceVersion"] = current_rv
         if subresource == "status":
-            return self.update_status(res, patched, namespace)
+            return self.update_status(res, patched, namespace, manager=manager)
         if subresource:
             raise errors.not_found(res.plural, name, res.group)
-        return self.update(res, patched, namespace)
+        return self.update(res, patched, namespace, manager=manager)
 
     # ---------------------------------------------------------------- scale subresource
 
@@ -594,7 +649,9 @@ class Store:
             raise errors.not_found(res.plural, name, res.group)
         return scale_of(self._stored(res, namespace, name))
 
-    def update_scale(self, res: Resource, namespace: str | None, name: str, scale: Obj) -> Obj:
+    def update_scale(
+        self, res: Resource, namespace: str | None, name: str, scale: Obj, *, manager: str = ""
+    ) -> Obj:
         """PUT .../scale: set spec.replicas (the Scale's resourceVersion is a precondition)."""
         if not res.has_scale:
             raise errors.not_found(res.plural, name, res.group)
@@ -604,7 +661,7 @@ class Store:
         if rv:
             current["metadata"]["resourceVersion"] = str(rv)
         current.setdefault("spec", {})["replicas"] = replicas
-        self.update(res, current, namespace)
+        self._update(res, current, namespace, "scale", manager)
         return self.get_scale(res, namespace, name)
 
     # ---------------------------------------------------------------- deletion
@@ -794,17 +851,21 @@ class Store:
         table = self._objects.get(ref[0])
         return None if table is None else table.get(ref[1:])
 
-    def replace(self, res: Resource, new: Obj, old: Obj) -> Obj:
+    def replace(
+        self, res: Resource, new: Obj, old: Obj, *, manager: str, subresource: str = ""
+    ) -> Obj:
         """Store ``new`` over ``old`` (the stored dict, from ``peek``) without preconditions,
-        defaults or validation — the in-process writes of the collector and the kubelet.
+        defaults or validation — the in-process writes of the collector and the kubelet, as
+        ``manager`` through ``subresource`` (the stored managedFields are the base).
         ``new`` becomes the stored object: do not mutate it afterwards."""
+        self._record(res, old, new, manager, subresource, trust_sent=False)
         stored = self._commit(res, MODIFIED, new, old)
         self._maybe_finish_deletion(res, stored)
         return stored
 
     # ---------------------------------------------------------------- seeding
 
-    def seed(self, res: Resource, objects: Iterable[Obj]) -> None:
+    def seed(self, res: Resource, objects: Iterable[Obj], manager: str = "") -> None:
         """Create ``objects`` keeping their status (a fresh cluster's namespaces and nodes)."""
         for obj in objects:
-            self.create(res, obj, keep_status=True)
+            self.create(res, obj, keep_status=True, manager=manager)

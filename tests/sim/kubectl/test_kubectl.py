@@ -250,3 +250,39 @@ def test_kubectl_shows_kubes_warning_and_strict_error_for_a_nested_unknown_field
     assert f'Warning: unknown field "{field}"' in warned.stderr.splitlines()
     stored = json.loads(run_kubectl("get", "deployment", "typo", "-n", ns, "-o", "json").stdout)
     assert "imagePullPolicyy" not in stored["spec"]["template"]["spec"]["containers"][0]
+
+
+def _managers(run_kubectl: Kubectl, *target: str) -> dict[tuple[str, str], Any]:
+    """(manager, subresource) -> fieldsV1 of ``target`` as ``kubectl get`` shows them (this
+    kubectl, 1.20, prints them; 1.21+ hides them unless ``--show-managed-fields``)."""
+    out = run_kubectl("get", *target, "-o", "json").stdout
+    entries = json.loads(out)["metadata"]["managedFields"]
+    assert all(e["operation"] == "Update" and e["fieldsType"] == "FieldsV1" for e in entries)
+    return {(e["manager"], e.get("subresource", "")): e["fieldsV1"] for e in entries}
+
+
+def test_kubectl_managed_fields_name_create_scale_and_the_kubelet(
+    run_kubectl: Kubectl, ns: str
+) -> None:
+    run_kubectl("create", "deployment", "mf", "--image=nginx", "-n", ns)
+    created = _managers(run_kubectl, "deployment", "mf", "-n", ns)
+    assert list(created) == [("kubectl-create", "")]
+    assert created["kubectl-create", ""]["f:spec"]["f:replicas"] == {}
+
+    run_kubectl("scale", "deployment/mf", "--replicas=3", "-n", ns)
+    scaled = _managers(run_kubectl, "deployment", "mf", "-n", ns)
+    # this kubectl (1.20) sends "kubectl/v1.20.2 …" for scale (newer ones "kubectl-scale/…",
+    # test_managedfields covers that agent): the entry is the scale subresource's
+    assert scaled["kubectl", "scale"] == {"f:spec": {"f:replicas": {}}}
+    assert "f:replicas" not in scaled["kubectl-create", ""]["f:spec"]
+
+    run_kubectl("run", "p", "--image=nginx", "-n", ns)
+
+    def kubelet_wrote() -> dict[tuple[str, str], Any] | None:
+        got = _managers(run_kubectl, "pod", "p", "-n", ns)
+        return got if ("kubelet", "status") in got else None
+
+    pod = wait_for(kubelet_wrote, "the kubelet's status write")
+    assert set(pod) == {("kubectl-run", ""), ("kubelet", "status")}
+    assert set(pod["kubelet", "status"]) == {"f:status"}
+    assert 'k:{"type":"Ready"}' in pod["kubelet", "status"]["f:status"]["f:conditions"]
