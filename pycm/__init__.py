@@ -11,4 +11,4 @@ __version__ = "0.1.0"
 # module is never loaded in a process that imports pycm before httpx (``httpx.main`` there
 # says its dependencies are missing; nothing in pycm calls it).
 if "httpx" not in sys.modules:
-    sys.modules.setdefault("httpx._main", None)
+    sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
