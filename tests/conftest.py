@@ -8,6 +8,9 @@ Two rules keep that fast and honest:
   50-second soak collected last would run alone at the end. Tests that start processes (the
   ``e2e`` and ``browser`` markers, the benchmarks, the CLI's process tables) are moved to the
   front, so the short unit tests fill the gaps around them.
+- **A module's shared fixture is made once.** xdist makes a module-scoped fixture on every
+  worker that runs a test of that module (the CLI's table of 27 processes, a browser with three
+  replicas, an emulator): such a module is one xdist group, run by one worker.
 - **Lease timing is never shared.** The tests that assert leader-election timing (a takeover
   within the lease duration, a paused leader's exit) run three replicas with second-scale
   leases; two such tests at once on two cores make their own renews miss. They form one xdist
@@ -46,8 +49,20 @@ def _rank(item: pytest.Item) -> int:
     return 2
 
 
+def _shares_a_module_fixture(item: pytest.Item) -> bool:
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return False
+    return any(
+        defs and defs[-1].scope in ("module", "package") for defs in info.name2fixturedefs.values()
+    )
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     items.sort(key=_rank)  # (stable: each rank keeps its collection order)
     for item in items:
-        if _path(item).startswith(LEASE_TIMED):
+        path = _path(item)
+        if path.startswith(LEASE_TIMED):
             item.add_marker(pytest.mark.xdist_group("lease-timed"))
+        elif _shares_a_module_fixture(item):
+            item.add_marker(pytest.mark.xdist_group(path))

@@ -596,9 +596,10 @@ async def test_emulator_runnables_start_after_serving_and_stop_first() -> None:
     seen: list[str] = []
 
     async def kubelet(emulator: Emulator) -> None:
-        async with httpx.AsyncClient(base_url=emulator.url) as c:
-            seen.append((await c.get("/healthz")).text)  # the server is already up
+        # (The try spans the client too: the stop may come while the client closes.)
         try:
+            async with httpx.AsyncClient(base_url=emulator.url) as c:
+                seen.append((await c.get("/healthz")).text)  # the server is already up
             await asyncio.Event().wait()
         finally:
             seen.append("cancelled")
