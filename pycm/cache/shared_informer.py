@@ -51,7 +51,7 @@ from pycm.cache.reflector import Reflector
 from pycm.cache.store import meta_namespace_key
 from pycm.cache.transform import drop_managed_fields
 from pycm.trace.bus import Bus, default_bus
-from pycm.trace.causes import RELIST, CauseTable, newest_writer
+from pycm.trace.causes import RELIST, CauseTable, writers_of
 from pycm.trace.context import root_context
 from pycm.trace.kinds import InformerProgress, InformerStarted, InformerSynced
 from pycm.util.clock import REAL_CLOCK, Clock
@@ -77,13 +77,13 @@ _DELETED, _SYNC, _REPLACED = DeltaType.DELETED, DeltaType.SYNC, DeltaType.REPLAC
 
 
 def note_writers(causes: CauseTable, transform: TransformFunc | None) -> TransformFunc:
-    """``transform`` preceded by noting the writer each object names (its newest
-    ``metadata.managedFields`` entry, pycm.trace.causes), before a transform drops them."""
+    """``transform`` preceded by noting the writers each object names (its
+    ``metadata.managedFields`` entries, pycm.trace.causes), before a transform drops them."""
 
     def noting(obj: Any) -> Any:
         meta = obj.get("metadata")
         if type(meta) is dict and "managedFields" in meta:
-            writer = newest_writer(meta)
+            writer = writers_of(meta)
             if writer is not None:
                 causes.note_writer(
                     meta.get("namespace") or "",

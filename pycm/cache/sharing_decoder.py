@@ -9,9 +9,9 @@ paths, and each *shareable* slice is looked up by its bytes in a table of sub-tr
 decoded: identical bytes are identical JSON, so a hit is exact for any resource (built-in or
 custom) and costs a hash and a ``memcmp`` — nothing is decoded, allocated or compared
 structurally. Only what differs between objects (names, uids, the per-pod token volume, ...) is
-ever decoded. ``metadata.managedFields`` is scanned for its newest entry's manager, operation
-and time only (the object's writer, for pycm.trace.causes; its fieldsV1 never materialised): the
-informer's transform notes it and drops the member.
+ever decoded. ``metadata.managedFields`` is scanned for its entries' manager, operation, time and
+subresource only (the object's writers, for pycm.trace.causes; their fieldsV1 never
+materialised): the informer's transform notes them and drops the member.
 
 What is shared is stated once, in a plan (:func:`default_plan`). An object of the usual shape
 (apiVersion, kind, metadata, spec, status) is split in one scan by a struct generated from the
@@ -94,27 +94,30 @@ class _ManagedEntry(msgspec.Struct):
     manager: str | None = None
     operation: str | None = None
     time: str | None = None
+    subresource: str | None = None
 
 
 _MANAGED = msgspec.json.Decoder(list[_ManagedEntry])
 
 
-def _newest_writer(raw: Any) -> list[Obj] | None:
-    """A managedFields slice as one entry, its newest (the later of two in the same second):
-    ``[{"manager", "operation", "time"}]``; None if it is not a list of entries."""
+def _writers(raw: Any) -> list[Obj] | None:
+    """A managedFields slice as its entries' manager, operation, time and subresource (their
+    fieldsV1, most of the bytes, skipped by the scan); None if it is not a list of entries."""
     try:
         entries = _MANAGED.decode(raw)
     except msgspec.ValidationError:
         return None
-    best: _ManagedEntry | None = None
-    for entry in entries:
-        if best is None or (entry.time or "") >= (best.time or ""):
-            best = entry
-    if best is None:
-        return None
-    return [
-        {"manager": best.manager or "", "operation": best.operation or "", "time": best.time or ""}
-    ]
+    out: list[Obj] = []
+    for e in entries:
+        entry: Obj = {
+            "manager": e.manager or "",
+            "operation": e.operation or "",
+            "time": e.time or "",
+        }
+        if e.subresource:
+            entry["subresource"] = e.subresource
+        out.append(entry)
+    return out or None
 
 
 class _ListHead(msgspec.Struct):
@@ -188,8 +191,8 @@ class _Plan:
 
 
 _DROP = _Plan()  # a member left out
-# managedFields: decoded to its newest entry's manager, operation and time only (fieldsV1, most
-# of its bytes, skipped by the scan), for the informer to note the object's writer
+# managedFields: decoded to each entry's manager, operation, time and subresource only (fieldsV1,
+# most of its bytes, skipped by the scan), for the informer to note the object's writers
 # (pycm.trace.causes) before its transform drops the member.
 _WRITER = _Plan()
 _SHARED = _Plan(share=True)  # looked up whole; on a miss decoded plainly and remembered
@@ -687,9 +690,9 @@ class SharingDecoder:
                 elif sub is None:
                     out[name] = decode(raw)
                 elif sub is _WRITER:
-                    writer = _newest_writer(raw)
-                    if writer is not None:
-                        out[name] = writer
+                    writers = _writers(raw)
+                    if writers is not None:
+                        out[name] = writers
                 elif sub is not _DROP:
                     out[name] = self._remembered(raw, sub) if sub.share else self._build(raw, sub)
                     seen = self._new.get  # (a miss may have started a new generation)

@@ -231,6 +231,10 @@ class Client:
         self._extensions = (
             {"sni_hostname": config.tls_server_name} if config.tls_server_name else {}
         )
+        # The field manager the server records this client's writes as (its user agent's
+        # product): its events are this manager's own, never an outside writer's.
+        self._manager = config.user_agent.split("/", 1)[0]
+        (bus or default_bus()).causes.own_managers.add(self._manager)
 
     @classmethod
     async def connect(cls, config: ClientConfig, **kwargs: Any) -> Client:
@@ -629,19 +633,27 @@ class Client:
         content = orjson.dumps(body) if body is not None else None
         # A write's response is decoded in _send, which notes its resourceVersion (the cause
         # of the watch event it will bring: pycm.trace.causes) before its trace point.
-        written: _Written | None = [] if call.verb in _WRITE_VERBS else None
-        resp = await self._send(
-            call,
-            method,
-            path,
-            params or {},
-            content,
-            accept,
-            content_type if content is not None else None,
-            None,
-            False,
-            written,
-        )
+        written: _Written | None = None
+        in_flight = None
+        if call.verb in _WRITE_VERBS:
+            written = []
+            in_flight = self._write_started(call, body, params)
+        try:
+            resp = await self._send(
+                call,
+                method,
+                path,
+                params or {},
+                content,
+                accept,
+                content_type if content is not None else None,
+                None,
+                False,
+                written,
+            )
+        finally:
+            if in_flight is not None:
+                (self._bus or default_bus()).causes.write_ended(in_flight)
         if not written:
             written = [decode_json(resp.content) if resp.content else {}]
         decoded = written[0]
@@ -790,6 +802,27 @@ class Client:
                 ),
                 dur_ns=dur_ns,
             )
+
+    def _write_started(
+        self, call: _Call, body: Any, params: Mapping[str, str] | None
+    ) -> tuple[str, str, bool] | None:
+        """Note a write in flight in the current step (pycm.trace.causes: its watch event may
+        come before its response), by the object's name or a create's generateName, as the
+        field manager the server will record (the fieldManager parameter, else the user
+        agent's product)."""
+        span = get_span()
+        if span is None or (params and "dryRun" in params):
+            return None
+        name, generated = call.name, False
+        if not name and isinstance(body, Mapping):
+            meta = body.get("metadata")
+            if isinstance(meta, Mapping):
+                name = str(meta.get("name") or "")
+                if not name:
+                    name, generated = str(meta.get("generateName") or ""), True
+        manager = (params or {}).get("fieldManager") or self._manager
+        causes = (self._bus or default_bus()).causes
+        return causes.write_started(call.namespace, name, generated, call.verb, manager, span)
 
     def _note_write(self, call: _Call, decoded: Any, dry_run: bool) -> tuple[str, str]:
         """Note a successful write made in the current step (pycm.trace.causes: the watch

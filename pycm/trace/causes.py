@@ -10,12 +10,20 @@ A reconcile's trigger is the step that caused the watch event that enqueued its 
    span ids, controller and key are derived from the record when read). A delete's response
    may carry the object's last resourceVersion rather than the deletion's (the emulator's does),
    so a delete is also noted by (namespace, name) and matched by the DELETED event.
-2. **an outside writer.** Else the object names its writer: the newest ``metadata.managedFields``
-   entry (manager, operation, time), which the informer notes here before its transform drops
-   ``managedFields`` (:meth:`CauseTable.note_writer`).
+2. **an outside writer.** Else the object names its writer in ``metadata.managedFields``: the
+   informer notes the entries (manager, operation, time, subresource; never fieldsV1) before
+   its transform drops them (:meth:`CauseTable.note_writer`), and :func:`choose_writer` picks
+   the one that wrote this event.
 3. **the informer itself**: its first list (``initial``), a later list (``relist``, noted by the
    informer for the objects a relist changed), a resync (an update with an unchanged
    resourceVersion).
+
+A watch event can arrive before the response of the write that caused it (they come on two
+connections, and the loop reads whichever is ready first). So a write is also noted while it is
+in flight, by name (or, for a create with ``generateName``, by that prefix) with the field
+manager it writes as: an event on that object whose newest managedFields entry names that
+manager is this write's, though its response is still on the way. (One key is synced by one
+worker at a time, so the in-flight creates sharing a generateName are one reconcile's.)
 
 Both tables are bounded (oldest dropped first): a handler runs within milliseconds of the
 transform and a watch event within a second or so of the write, so a few thousand entries hold
@@ -40,19 +48,23 @@ __all__ = [
     "Trigger",
     "cause_of_record",
     "cause_of_span",
-    "newest_writer",
+    "choose_writer",
+    "writers_of",
 ]
 
 MAX_WRITES = 16_384
 MAX_WRITERS = 16_384
 MAX_DELETES = 4_096
 
-RELIST = ("", "", "", "relist")
-"""The writer noted for an object a relist (not the first list) brought: the event is the
-informer's own catch-up, whatever wrote the object meanwhile."""
+Entry = tuple[str, str, str, str]
+"""What a managedFields entry says of its writer: (manager, operation, time, subresource)."""
 
-Writer = tuple[str, str, str, str]
-"""(manager, operation, time, event override or "") of an object's newest managedFields entry."""
+Writers = tuple[Entry, ...]
+"""An object's managedFields entries, fieldsV1 left out (what the informer notes)."""
+
+RELIST: Writers = (("", "", "", "relist"),)
+"""The writers noted for an object a relist (not the first list) brought: the event is the
+informer's own catch-up, whatever wrote the object meanwhile."""
 
 CauseRef = tuple[Any, ...]
 """A reconcile's begin record (pycm.trace.bus's layout), or a (trace_id, span_id) pair for a
@@ -148,30 +160,55 @@ def cause_of_record(begin: tuple[Any, ...]) -> CauseRef:
     return _cause_ref(begin)
 
 
-def newest_writer(meta: dict[str, Any]) -> Writer | None:
-    """The newest entry of ``meta["managedFields"]``: (manager, operation, time, "")."""
+def writers_of(meta: dict[str, Any]) -> Writers | None:
+    """``meta["managedFields"]``'s entries as (manager, operation, time, subresource)."""
     entries = meta.get("managedFields")
     if type(entries) is not list or not entries:
         return None
-    best: dict[str, Any] | None = None
-    best_time = ""
-    for entry in entries:
-        if type(entry) is dict:
-            time = entry.get("time") or ""
-            # (>=: of two entries in the same second, the later one in the list; times are
-            # RFC 3339 in UTC, so their text sorts as their time.)
-            if best is None or (type(time) is str and time >= best_time):
-                best, best_time = entry, time if type(time) is str else ""
-    if best is None:
-        return None
-    return (str(best.get("manager") or ""), str(best.get("operation") or ""), best_time, "")
+    out = tuple(
+        (
+            str(e.get("manager") or ""),
+            str(e.get("operation") or ""),
+            str(e.get("time") or ""),
+            str(e.get("subresource") or ""),
+        )
+        for e in entries
+        if type(e) is dict
+    )
+    return out or None
+
+
+def choose_writer(writers: Writers, paths: str, own: frozenset[str] | set[str]) -> Entry:
+    """Which entry wrote the event: managedFields times have a second's resolution, so the
+    newest entry alone is often a tie. Not this manager (its own writes are found by their
+    resourceVersion, or in flight, before this is asked), and for an update whose changed
+    paths are all under ``status`` an entry of the status subresource (else one that is not);
+    of those the newest, the later of a tie."""
+    candidates = [e for e in writers if e[0] not in own] or list(writers)
+    if paths:
+        status_only = all(p.startswith("status") for p in paths.split(","))
+        preferred = [e for e in candidates if (e[3] == "status") == status_only]
+        candidates = preferred or candidates
+    best = candidates[0]
+    for entry in candidates[1:]:
+        if entry[2] >= best[2]:  # RFC 3339 in UTC: the text sorts as the time
+            best = entry
+    return best
 
 
 class CauseTable:
     """The bounded tables behind :class:`Trigger`: this manager's writes by the resourceVersion
     they returned, and the outside writers objects name (see the module docstring)."""
 
-    __slots__ = ("_deletes", "_writers", "_writes", "max_writers", "max_writes")
+    __slots__ = (
+        "_deletes",
+        "_in_flight",
+        "_writers",
+        "_writes",
+        "max_writers",
+        "max_writes",
+        "own_managers",
+    )
 
     def __init__(self, max_writes: int = MAX_WRITES, max_writers: int = MAX_WRITERS) -> None:
         self.max_writes = max_writes
@@ -180,8 +217,13 @@ class CauseTable:
         self._writes: dict[tuple[str, str, str], tuple[CauseRef, str]] = {}
         # (namespace, name) → (cause, verb) of a delete (see the module docstring).
         self._deletes: dict[tuple[str, str], tuple[CauseRef, str]] = {}
-        # (namespace, name, rv) → the writer.
-        self._writers: dict[tuple[str, str, str], Writer] = {}
+        # (namespace, name, rv) → the object's managedFields writers.
+        self._writers: dict[tuple[str, str, str], Writers] = {}
+        # The field managers this manager's own clients write as (registered by each client).
+        self.own_managers: set[str] = set()
+        # (namespace, name, generated) → [cause, verb, manager, count] of writes in flight
+        # (``generated``: the name is a generateName prefix); bounded by the requests open.
+        self._in_flight: dict[tuple[str, str, bool], list[Any]] = {}
 
     def __len__(self) -> int:
         return len(self._writes) + len(self._deletes) + len(self._writers)
@@ -207,7 +249,50 @@ class CauseTable:
         if len(writes) > self.max_writes:
             del writes[next(iter(writes))]
 
-    def note_writer(self, namespace: str, name: str, rv: str, writer: Writer) -> None:
+    def write_started(
+        self,
+        namespace: str,
+        name: str,
+        generated: bool,
+        verb: str,
+        manager: str,
+        span: SpanValue | None,
+    ) -> tuple[str, str, bool] | None:
+        """A write of (namespace, name) — a generateName prefix when ``generated`` — as
+        ``manager``, made in ``span``, is on its way; returns the token for
+        :meth:`write_ended`, or None when it is no step's."""
+        cause = cause_of_span(span)
+        if cause is None or not name:
+            return None
+        key = (namespace, name, generated)
+        entry = self._in_flight.get(key)
+        if entry is None:
+            self._in_flight[key] = [cause, verb, manager, 1]
+        else:
+            entry[0], entry[1], entry[2] = cause, verb, manager
+            entry[3] += 1
+        return key
+
+    def write_ended(self, token: tuple[str, str, bool]) -> None:
+        entry = self._in_flight.get(token)
+        if entry is not None:
+            entry[3] -= 1
+            if entry[3] <= 0:
+                del self._in_flight[token]
+
+    def in_flight_of(
+        self, namespace: str, name: str, generate_name: str
+    ) -> tuple[CauseRef, str, str] | None:
+        """(cause, verb, manager) of a write of this object still in flight, by its name, else
+        by its generateName prefix."""
+        entry = self._in_flight.get((namespace, name, False))
+        if entry is None and generate_name:
+            entry = self._in_flight.get((namespace, generate_name, True))
+        if entry is None:
+            return None
+        return entry[0], entry[1], entry[2]
+
+    def note_writer(self, namespace: str, name: str, rv: str, writer: Writers) -> None:
         """The object (namespace, name) at ``rv`` names ``writer`` (the informer's transform)."""
         writers = self._writers
         writers[(namespace, name, rv)] = writer
@@ -220,10 +305,11 @@ class CauseTable:
     def delete_of(self, namespace: str, name: str) -> tuple[CauseRef, str] | None:
         return self._deletes.get((namespace, name))
 
-    def writer_of(self, namespace: str, name: str, rv: str) -> Writer | None:
+    def writer_of(self, namespace: str, name: str, rv: str) -> Writers | None:
         return self._writers.get((namespace, name, rv))
 
     def clear(self) -> None:
+        self._in_flight.clear()
         self._writes.clear()
         self._deletes.clear()
         self._writers.clear()

@@ -1,4 +1,4 @@
-"""What the SharingDecoder makes of an object's managedFields: the newest entry's writer only."""
+"""What the SharingDecoder makes of an object's managedFields: each entry's writer only."""
 
 from __future__ import annotations
 
@@ -6,9 +6,14 @@ from typing import Any
 
 
 def reduce_managed_fields(meta: dict[str, Any]) -> None:
-    """In place: ``managedFields`` reduced to its newest entry's manager, operation and time
-    (the later of two in the same second), as the decoder hands them to the informer."""
+    """In place: each ``managedFields`` entry reduced to its manager, operation, time and
+    subresource (the writers the informer notes), as the decoder hands them over."""
     entries = meta.pop("managedFields", None)
     if entries:
-        newest = max(enumerate(entries), key=lambda e: (e[1].get("time") or "", e[0]))[1]
-        meta["managedFields"] = [{k: newest.get(k) or "" for k in ("manager", "operation", "time")}]
+        out = []
+        for e in entries:
+            entry = {k: e.get(k) or "" for k in ("manager", "operation", "time")}
+            if e.get("subresource"):
+                entry["subresource"] = e["subresource"]
+            out.append(entry)
+        meta["managedFields"] = out

@@ -97,7 +97,7 @@ async def test_the_informers_own_events_are_named_initial_resync_and_relist() ->
 async def test_events_merged_while_the_key_waits_are_counted_first_and_last_named() -> None:
     bus = Bus(instance="pycm-0")
     ctrl = _controller(bus)
-    bus.causes.note_writer("default", "web", "20", ("kubectl-edit", "Update", "t", ""))
+    bus.causes.note_writer("default", "web", "20", (("kubectl-edit", "Update", "t", ""),))
     ctrl.enqueue("default/web", ctrl.trigger(_obj("20"), "update", _obj("19", 1)))
     for rv in ("21", "22"):
         ctrl.enqueue("default/web", ctrl.trigger(_obj(rv), "update", _obj("20")))

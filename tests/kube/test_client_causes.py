@@ -4,6 +4,7 @@ brings names that reconcile as its cause: the resourceVersion in the trace point
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import httpx
 import pytest
@@ -82,3 +83,57 @@ async def test_a_write_outside_a_reconcile_or_a_dry_run_is_no_cause(
     await ctrl.process("default/x")
     assert len(bus.causes) == 0
     assert [e.resource_version for e in api_events(bus)] == ["9", "9"]
+
+
+@pytest.mark.asyncio
+async def test_an_event_before_the_writes_response_names_the_write_in_flight(
+    make_client: Callable[..., Client], recorder: Recorder, bus: Bus
+) -> None:
+    client = make_client()
+    manager = client.config.user_agent.split("/", 1)[0]
+    rs = kube_resources.PODS
+    replicasets = Controller("replicaset", _ok, resource="replicasets", bus=bus)
+    seen: dict[str, Any] = {}
+
+    def served(request: httpx.Request) -> httpx.Response:
+        # The watch event comes first: the pod as stored, naming its writers.
+        pod = {
+            "kind": "Pod",
+            "metadata": {
+                "namespace": "default",
+                "name": "web-x1",
+                "generateName": "web-",
+                "resourceVersion": "8",
+            },
+        }
+        bus.causes.note_writer("default", "web-x1", "8", ((manager, "Update", "t1", ""),))
+        seen["ours"] = replicasets.trigger(pod, "add")
+        # Another writer's newer entry: not this write's event.
+        bus.causes.note_writer(
+            "default",
+            "web-x1",
+            "9",
+            ((manager, "Update", "t1", ""), ("kubelet", "Update", "t2", "status")),
+        )
+        pod["metadata"]["resourceVersion"] = "9"
+        seen["theirs"] = replicasets.trigger(pod, "update")
+        return httpx.Response(201, json={"metadata": {"name": "web-x1", "resourceVersion": "8"}})
+
+    recorder.default = served
+
+    async def sync(key: str) -> Result:
+        await client.create(rs, {"metadata": {"generateName": "web-", "namespace": "default"}})
+        return Result()
+
+    deployments = Controller("deployment", sync, resource="deployments", bus=bus)
+    with bus.subscribe(name="t", kinds=(ReconcileStarted.KIND,)) as sub:
+        await deployments.process("default/web")
+        (cause,) = sub.drain()
+    assert seen["ours"].ids() == (cause.trace_id, cause.span_id)
+    assert seen["ours"].verb == "create"
+    assert seen["theirs"].ids() == ("", "") and seen["theirs"].writer == "kubelet"
+    assert bus.causes.in_flight_of("default", "web-x1", "web-") is None  # ended with it
+
+
+async def _ok(key: str) -> Result:
+    return Result()

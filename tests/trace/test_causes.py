@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import pytest
+
 from pycm.trace.causes import (
     RELIST,
     CauseTable,
     Trigger,
     cause_of_record,
     cause_of_span,
-    newest_writer,
+    choose_writer,
+    writers_of,
 )
 from pycm.trace.context import reconcile_ids
 
@@ -75,28 +78,60 @@ def test_cause_table_a_delete_is_matched_by_name_as_well() -> None:
 
 def test_cause_table_writers_bounded_and_relist_marker_kept() -> None:
     table = CauseTable(max_writers=2)
-    table.note_writer("ns", "a", "1", ("kubectl-scale", "Update", "t1", ""))
+    table.note_writer("ns", "a", "1", (("kubectl-scale", "Update", "t1", ""),))
     table.note_writer("ns", "a", "2", RELIST)
-    table.note_writer("ns", "a", "3", ("kubelet", "Update", "t3", ""))
+    table.note_writer("ns", "a", "3", (("kubelet", "Update", "t3", ""),))
     assert table.writer_of("ns", "a", "1") is None
     assert table.writer_of("ns", "a", "2") is RELIST
-    assert table.writer_of("ns", "a", "3") == ("kubelet", "Update", "t3", "")
+    assert table.writer_of("ns", "a", "3") == (("kubelet", "Update", "t3", ""),)
 
 
-def test_newest_writer_is_the_latest_entry_and_the_later_of_a_tie() -> None:
+def test_writers_of_reads_each_entry_without_its_fields() -> None:
     meta = {
         "managedFields": [
-            {"manager": "kubectl-create", "operation": "Update", "time": "2026-01-01T00:00:02Z"},
-            {"manager": "kubectl-scale", "operation": "Update", "time": "2026-01-01T00:00:05Z"},
             {
-                "manager": "kube-controller-manager",
+                "manager": "kubectl-create",
                 "operation": "Update",
-                "time": "2026-01-01T00:00:05Z",
+                "time": "t2",
+                "fieldsV1": {"f:spec": {}},
             },
-            {"manager": "old", "operation": "Apply", "time": "2025-12-31T00:00:00Z"},
+            {"manager": "kubelet", "operation": "Update", "time": "t5", "subresource": "status"},
+            "junk",
         ]
     }
-    assert newest_writer(meta) == ("kube-controller-manager", "Update", "2026-01-01T00:00:05Z", "")
-    assert newest_writer({}) is None
-    assert newest_writer({"managedFields": "junk"}) is None
-    assert newest_writer({"managedFields": [1, None]}) is None
+    assert writers_of(meta) == (
+        ("kubectl-create", "Update", "t2", ""),
+        ("kubelet", "Update", "t5", "status"),
+    )
+    assert writers_of({}) is None
+    assert writers_of({"managedFields": "junk"}) is None
+    assert writers_of({"managedFields": [1, None]}) is None
+
+
+_ENTRIES = (
+    ("kubectl-create", "Update", "2026-01-01T00:00:02Z", ""),
+    ("pycm", "Update", "2026-01-01T00:00:05Z", "status"),
+    ("kubectl-scale", "Update", "2026-01-01T00:00:05Z", "scale"),
+    ("kubelet", "Update", "2026-01-01T00:00:05Z", "status"),
+)
+
+
+@pytest.mark.parametrize(
+    ("paths", "own", "expected"),
+    [
+        pytest.param("spec.replicas", {"pycm"}, "kubectl-scale", id="spec-not-status-not-own"),
+        pytest.param("status.phase", {"pycm"}, "kubelet", id="status-by-the-status-entry"),
+        pytest.param("status.phase", set(), "kubelet", id="a-tie-the-later"),
+        pytest.param("", {"pycm"}, "kubelet", id="no-paths-newest-not-own"),
+        pytest.param(
+            "spec.replicas",
+            {"pycm", "kubectl-scale", "kubelet", "kubectl-create"},
+            "kubectl-scale",
+            id="all-own-still-one",
+        ),
+    ],
+)
+def test_choose_writer_picks_the_entry_that_wrote_the_event(
+    paths: str, own: set[str], expected: str
+) -> None:
+    assert choose_writer(_ENTRIES, paths, own)[0] == expected
