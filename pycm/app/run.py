@@ -82,6 +82,7 @@ from pycm.server import (
 )
 from pycm.server.dashboard_door import DASHBOARD_PATHS, DASHBOARD_PREFIX, DashboardDoor
 from pycm.server.debug import OpenStreams, Snapshot, debug_routes
+from pycm.server.debug_objects import objects_route
 from pycm.trace.bus import Bus, default_bus
 from pycm.trace.kinds import (
     ControllerDisabled,
@@ -159,6 +160,7 @@ class Manager:
         self._export_ratio = 0.0
         self._controller_metrics = ControllerMetrics(self.metrics_registry)
         self._snapshot: Snapshot | None = None
+        self._state: Any = None  # the reducer's State (object histories are read from it)
         self._dashboard: Any = None  # the web dashboard mounted on the secure port, if any
 
     # -- lifetime -------------------------------------------------------------------------
@@ -261,6 +263,7 @@ class Manager:
                     state.apply(event)
 
         self._snapshot = state.snapshot
+        self._state = state
         self.groups.add(Group.OBSERVERS, "state reducer", feed)
 
     async def _connect(self, kubeconfig: str | None = None) -> Client:
@@ -344,7 +347,15 @@ class Manager:
             health=self.health,
             metrics_registry=self.metrics_registry,
             configz={"pycm": dict(cfg.changed)},
-            routes=debug_routes(self.bus, self._snapshot, streams=self._streams),
+            routes=[
+                *debug_routes(
+                    self.bus,
+                    self._snapshot,
+                    streams=self._streams,
+                    history=self._state.objects.history if self._state is not None else None,
+                ),
+                objects_route(lambda: self._state, instance=self.identity),
+            ],
         )
         if cfg.secure_serving.enabled:
             # --authentication-kubeconfig / --authorization-kubeconfig name other API servers
