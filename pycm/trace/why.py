@@ -374,11 +374,10 @@ def step_text(step: ObjectStepSnapshot) -> str:
     """One history step as a line of text (without its time and instance)."""
     kind = step["step"]
     if kind == "watch":
-        by = step["writer"] or (
-            f"{step['cause_controller']} {step['cause_key']}'s {step['verb'] or 'write'}"
-            if step["cause_span_id"]
-            else ""
-        )
+        by = step["writer"]
+        if not by and step["cause_span_id"]:
+            who = f"{step['cause_controller']} {step['cause_key']}".strip() or "a reconcile"
+            by = f"{who}'s {step['verb'] or 'write'} (trace {step['cause_trace_id']})"
         parts = [step["event"], f"rv {step['rv']}" if step["rv"] else "", step["paths"]]
         parts += [f"by {by}" if by else "", f"-> {step['controller']} {step['key']}"]
         if step["merged"] > 1:
