@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Annotated, TypedDict
 
 from pycm.trace.objref import ObjectRef, resource_of_kind
-from pycm.trace.state.objects import ObjectHistorySnapshot, ObjectStepSnapshot
+from pycm.trace.state.objects import OKEY, ObjectHistorySnapshot, ObjectStepSnapshot
 
 if TYPE_CHECKING:
     from pycm.trace.state import State
@@ -35,7 +35,9 @@ __all__ = [
     "SourceReport",
     "build_chain",
     "empty_report",
+    "find_object",
     "merge_reports",
+    "object_of_event",
     "object_report",
     "render_text",
 ]
@@ -423,3 +425,63 @@ def render_text(report: ObjectReport, *, history: bool = True) -> str:
         for step in report["steps"]:
             lines.append(f"  {_clock(step['ts'])}  {step['instance']}  {step_text(step)}")
     return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------------------------------------
+# Finding an object from what a viewer shows
+# ---------------------------------------------------------------------------------------------
+
+
+def find_object(state: State, text: str) -> ObjectRef | None:
+    """The object ``text`` names in ``state``: ``resource/namespace/name`` (or a kubectl short
+    name), or a bare key ``namespace/name`` (as the Events filter ``key:`` and the controllers'
+    tables show it) — then the object of that key with the newest reconcile, else the most
+    recently touched one. None when nothing matches or ``text`` is malformed."""
+    from pycm.trace.objref import RefError, parse_ref
+
+    text = text.strip()
+    if text.count("/") >= 2 or (text.count("/") == 1 and not _looks_like_key(text, state)):
+        try:
+            return parse_ref(text, known=state.objects.resources())
+        except RefError:
+            return None
+    namespace, _, name = text.rpartition("/")
+    matches = [okey for okey in state.objects.table if okey[1:] == (namespace, name)]
+    if not matches:
+        return None
+    best = None
+    for step in reversed(state.objects.spans.values()):  # the newest reconcile first
+        if step[OKEY] in matches:
+            best = step[OKEY]
+            break
+    okey = best or matches[-1]  # table order: the most recently touched last
+    return ObjectRef(*okey)
+
+
+def _looks_like_key(text: str, state: State) -> bool:
+    namespace, _, name = text.partition("/")
+    return any(okey[1:] == (namespace, name) for okey in state.objects.table)
+
+
+def object_of_event(state: State, event: object) -> ObjectRef | None:
+    """The object an event names (a reconcile, a write, a core/v1 Event), if it has a history."""
+    from pycm.trace import kinds as k
+    from pycm.trace.objref import resource_of_kind
+
+    if isinstance(event, k.ReconcileStarted) and event.resource:
+        ns, _, name = event.key.rpartition("/")
+        ref = ObjectRef(event.resource, ns, name)
+    elif isinstance(event, k.ReconcileFinished):
+        step = state.objects.spans.get(event.span_id)
+        if step is None:
+            return find_object(state, event.key)
+        ref = ObjectRef(*step[OKEY])
+    elif isinstance(event, k.ApiRequestCompleted) and event.name and event.resource:
+        ref = ObjectRef(event.resource, event.namespace, event.name)
+    elif isinstance(event, k.EventRecorded) and event.name:
+        ref = ObjectRef(resource_of_kind(event.object_kind), event.namespace, event.name)
+    elif isinstance(event, k.ItemAdded | k.ItemTaken | k.ItemDone | k.ItemRequeued):
+        return find_object(state, event.key)
+    else:
+        return None
+    return ref if state.objects.history(ref) is not None else None
