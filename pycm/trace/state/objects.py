@@ -36,7 +36,7 @@ snapshot carries the histories it is asked for (``State.snapshot(objects=...)``,
 
 from __future__ import annotations
 
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Annotated, Any, TypedDict
 
@@ -249,19 +249,23 @@ class ObjectHistories:
     __slots__ = ("bytes", "evicted", "spans", "table")
 
     def __init__(self) -> None:
-        self.table: dict[ObjectKey, History] = {}
-        self.spans: dict[str, Step] = {}
+        # OrderedDicts: moving a key to the end and taking the first are O(1) (a plain dict's
+        # first key is found by skipping the holes its deletions left: quadratic under churn).
+        self.table: OrderedDict[ObjectKey, History] = OrderedDict()
+        self.spans: OrderedDict[str, Step] = OrderedDict()
         self.bytes = 0
         self.evicted = 0  # objects evicted
 
     def add(self, okey: ObjectKey, step: Step) -> None:
         table = self.table
-        hist = table.pop(okey, None)  # re-inserted: the most recently touched is last
+        hist = table.get(okey)
         if hist is None:
             hist = History()
             if len(table) >= MAX_OBJECTS:
                 self._evict()
-        table[okey] = hist
+            table[okey] = hist
+        else:
+            table.move_to_end(okey)  # the most recently touched is last
         size = step[SIZE]
         steps = hist.steps
         steps.append(step)
@@ -284,8 +288,7 @@ class ObjectHistories:
             self.bytes += extra
 
     def _evict(self) -> None:
-        okey = next(iter(self.table))
-        hist = self.table.pop(okey)
+        _, hist = self.table.popitem(last=False)
         self.bytes -= hist.bytes
         self.evicted += 1
 
@@ -293,7 +296,7 @@ class ObjectHistories:
         spans = self.spans
         spans[span_id] = step
         if len(spans) > MAX_SPANS:
-            del spans[next(iter(spans))]
+            spans.popitem(last=False)
 
     def history(self, ref: ObjectRef) -> ObjectHistorySnapshot | None:
         """``ref``'s history, or None when no step touched it."""
