@@ -97,6 +97,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     trace_command.add_subcommand(subparsers)
 
+    from pycm.trace import why_command
+
+    why_command.add_subcommand(subparsers)
+
     from pycm.sim import command as sim_command
 
     sim_command.add_subcommand(subparsers)

@@ -22,10 +22,13 @@ from textual.binding import Binding, BindingType
 from textual.reactive import reactive
 from textual.widgets import Footer, Input, Static, TabbedContent, TabPane
 
+from pycm.trace.objref import ObjectRef
 from pycm.trace.state import Snapshot
 from pycm.trace.stream import SourceState, SourceStatus
+from pycm.trace.why import find_object, object_of_event
 from tui.actions import Action
 from tui.feed import Feed, status_text
+from tui.object_screen import ObjectScreen
 from tui.screens import ControllerScreen, HelpScreen
 from tui.sources import Playback, Source
 from tui.views import (
@@ -228,6 +231,8 @@ class TopApp(App[int]):
             view.show(snapshot, self.feed)
         if isinstance(self.screen, ControllerScreen):
             self.screen.show(snapshot)
+        elif isinstance(self.screen, ObjectScreen):
+            self.screen.show(self.feed.state)
 
     @property
     def active_view(self) -> View | None:
@@ -273,6 +278,24 @@ class TopApp(App[int]):
                 view.focus_content()
             if not event.value:
                 self._hide_filter()
+
+    def on_events_view_object_requested(self, event: EventsView.ObjectRequested) -> None:
+        ref = object_of_event(self.feed.state, event.event)
+        if ref is not None:
+            self.open_object(ref)
+
+    def on_controller_screen_key_requested(self, event: ControllerScreen.KeyRequested) -> None:
+        ref = find_object(self.feed.state, event.key)
+        if ref is None:
+            self.notify(f"no history of {event.key} yet", severity="warning")
+        else:
+            self.open_object(ref)
+
+    def open_object(self, ref: ObjectRef) -> None:
+        """Push the Object screen of ``ref`` (its history and chain of causes)."""
+        screen = ObjectScreen(ref)
+        self.push_screen(screen)
+        self.call_after_refresh(screen.show, self.feed.state)
 
     def on_events_view_copied(self, event: EventsView.Copied) -> None:
         self.notify(f"copied trace id {event.text}")

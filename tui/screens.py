@@ -9,6 +9,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
+from textual.message import Message
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Static
 
@@ -31,6 +32,8 @@ HELP = """\
   [ / ]        seek -10 s / +10 s (replay)
 
 Events filter: [b]kind:lease.*[/b]  [b]key:default/web[/b]  [b]instance:pycm-0[/b]  free text
+Why did it run: enter on an event, in a controller's keys, or after a [b]key:[/b] filter opens
+the object's history and chain of causes
 """
 
 
@@ -149,7 +152,18 @@ class ControllerScreen(Screen[None]):
     DEFAULT_CSS = """
     ControllerScreen #keys { height: auto; }
     """
-    BINDINGS = [Binding("escape", "app.pop_screen", "Back"), Binding("c", "copy", "Copy trace id")]
+    BINDINGS = [
+        Binding("escape", "app.pop_screen", "Back"),
+        Binding("c", "copy", "Copy trace id"),
+        Binding("enter", "open_key", "Why (the key's object)"),
+    ]
+
+    class KeyRequested(Message):
+        """Open the object of ``key`` (its history and chain of causes)."""
+
+        def __init__(self, key: str) -> None:
+            super().__init__()
+            self.key = key
 
     def __init__(self, instance: str, controller: str) -> None:
         super().__init__()
@@ -191,6 +205,19 @@ class ControllerScreen(Screen[None]):
                 key_table("failing keys (newest first)", failing),
             )
         )
+
+    def _picked(self) -> KeySnapshot | None:
+        """The key ``c`` and enter act on: the newest failure, else the slowest."""
+        if self.record is None:
+            return None
+        failing = self.record["failing"]
+        slowest = sorted(self.record["slowest"], key=lambda k: -k["dur_ns"])
+        return failing[-1] if failing else (slowest[0] if slowest else None)
+
+    def action_open_key(self) -> None:
+        pick = self._picked()
+        if pick is not None:
+            self.post_message(self.KeyRequested(pick["key"]))
 
     def action_copy(self) -> None:
         if self.record is None:

@@ -83,6 +83,7 @@ from pycm.server import (
 )
 from pycm.server.dashboard_door import DASHBOARD_PATHS, DASHBOARD_PREFIX, DashboardDoor
 from pycm.server.debug import OpenStreams, Snapshot, debug_routes
+from pycm.server.debug_objects import objects_route
 from pycm.server.debug_queues import LastError, queues_route
 from pycm.trace.bus import Bus, default_bus
 from pycm.trace.kinds import (
@@ -164,6 +165,7 @@ class Manager:
         self._snapshot: Snapshot | None = None
         # What a backing-off key last failed with, from the state reducer (GET /debug/pycm/queues).
         self._last_error: LastError | None = None
+        self._state: Any = None  # the reducer's State (object histories are read from it)
         self._dashboard: Any = None  # the web dashboard mounted on the secure port, if any
 
     # -- lifetime -------------------------------------------------------------------------
@@ -270,6 +272,7 @@ class Manager:
         self._snapshot = state.snapshot
         instance = self.bus.instance
         self._last_error = lambda controller, key: last_error(state, instance, controller, key)
+        self._state = state
         self.groups.add(Group.OBSERVERS, "state reducer", feed)
 
     async def _connect(self, kubeconfig: str | None = None) -> Client:
@@ -361,8 +364,14 @@ class Manager:
             metrics_registry=self.metrics_registry,
             configz={"pycm": dict(cfg.changed)},
             routes=[
-                *debug_routes(self.bus, self._snapshot, streams=self._streams),
+                *debug_routes(
+                    self.bus,
+                    self._snapshot,
+                    streams=self._streams,
+                    history=self._state.objects.history if self._state is not None else None,
+                ),
                 queues_route(self._queues, instance=self.identity, last_error=self._last_error),
+                objects_route(lambda: self._state, instance=self.identity),
             ],
         )
         if cfg.secure_serving.enabled:

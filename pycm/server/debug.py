@@ -9,7 +9,9 @@
   event with the count;
 - ``kinds=a,b`` — only these kinds (exact wire names, or a ``prefix.*``);
 - ``limit=N`` — end the stream after N trace events (tests, scripted captures);
-- ``snapshot=0`` — no snapshots.
+- ``snapshot=0`` — no snapshots;
+- ``objects=deployments/default/web,...`` — each snapshot carries these objects' histories
+  (its ``objects``; at most 16, ``resource/namespace/name`` each; a bad one is a 400).
 
 Every ``snapshot_interval`` seconds (and first, before any trace event) an ``event: snapshot``
 carries the reducer's state, so a new viewer is complete at once. Each viewer is an ordinary
@@ -30,7 +32,9 @@ from starlette.routing import Route
 
 from pycm.trace.bus import Bus, Subscription
 from pycm.trace.codec import encode
+from pycm.trace.objref import ObjectRef, RefError, parse_ref
 from pycm.trace.state import Snapshot as StateSnapshot
+from pycm.trace.state.objects import ObjectHistorySnapshot
 
 __all__ = ["EVENTS_PATH", "STATE_PATH", "OpenStreams", "debug_routes"]
 
@@ -41,10 +45,28 @@ BATCH = 512
 PING_INTERVAL = 15.0  # an idle stream sends a comment so proxies keep it open
 
 Snapshot = Callable[[], StateSnapshot]  # the typed, versioned state (docs/state.md)
+History = Callable[[ObjectRef], ObjectHistorySnapshot | None]  # an object's, if it has one
+MAX_OBJECTS = 16  # objects= per stream
 
 
 def _bad_request(message: str) -> Response:
     return JSONResponse({"error": message}, status_code=400)
+
+
+def _object_refs(text: str) -> list[ObjectRef]:
+    refs = [parse_ref(part) for part in text.split(",") if part.strip()]
+    if len(refs) > MAX_OBJECTS:
+        raise RefError(f"at most {MAX_OBJECTS} objects")
+    return refs
+
+
+def _histories(history: History, refs: list[ObjectRef]) -> dict[str, ObjectHistorySnapshot]:
+    out: dict[str, ObjectHistorySnapshot] = {}
+    for ref in refs:
+        found = history(ref)
+        if found is not None:
+            out[ref.path] = found
+    return out
 
 
 def _kind_filter(text: str) -> Callable[[str], bool] | None:
@@ -87,6 +109,7 @@ def debug_routes(
     *,
     snapshot_interval: float = 5.0,
     streams: OpenStreams | None = None,
+    history: History | None = None,
 ) -> list[Route]:
     async def state(request: Request) -> Response:
         if snapshot is None:
@@ -104,6 +127,10 @@ def debug_routes(
         if (since is not None and since < 0) or (limit is not None and limit < 1):
             return _bad_request("since must be >= 0 and limit >= 1")
         accept = _kind_filter(params.get("kinds", ""))
+        try:
+            refs = _object_refs(params.get("objects", ""))
+        except RefError as exc:
+            return _bad_request(f"objects: {exc}")
         send_snapshots = snapshot is not None and params.get("snapshot", "1") not in ("0", "false")
         subscription = bus.subscribe(
             name=f"sse {request.client.host if request.client else ''}",
@@ -122,9 +149,10 @@ def debug_routes(
                 while True:
                     if send_snapshots and loop.time() >= next_snapshot:
                         assert snapshot is not None
-                        yield ServerSentEvent(
-                            data=orjson.dumps(snapshot()).decode(), event="snapshot"
-                        )
+                        snap = snapshot()
+                        if refs and history is not None:
+                            snap["objects"] = _histories(history, refs)
+                        yield ServerSentEvent(data=orjson.dumps(snap).decode(), event="snapshot")
                         next_snapshot = loop.time() + snapshot_interval
                     for event in subscription.drain(BATCH):
                         if (

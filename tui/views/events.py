@@ -81,6 +81,13 @@ class EventsView(View):
             super().__init__()
             self.text = text
 
+    class ObjectRequested(Message):
+        """Enter on an event: open the object it names (if it has a history)."""
+
+        def __init__(self, event: Event) -> None:
+            super().__init__()
+            self.event = event
+
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._accept: Callable[[Event], bool] = event_filter("")
@@ -150,6 +157,9 @@ class EventsView(View):
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         self.follow = False  # hold the list while looking at one event
+        index = int(event.row_key.value or 0)
+        if 0 <= index < len(self._rows):
+            self.post_message(self.ObjectRequested(self._rows[index]))
 
     def select(self, event: Event) -> None:
         self.selected = event

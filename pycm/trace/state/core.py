@@ -13,15 +13,18 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from pycm.trace import codec
 from pycm.trace.events import Event, StepBegin, StepEnd
-from pycm.trace.kinds import EventRecorded, SpansExported, SubscriberLagged
-from pycm.trace.state import api, controllers, informers, leases, queues, startup, steps
-from pycm.trace.state.registry import HANDLERS, Handler, handles, not_folded
+from pycm.trace.kinds import SpansExported, SubscriberLagged
+from pycm.trace.state import api, controllers, informers, leases, objects, queues, startup, steps
+from pycm.trace.state.registry import Handler, dispatch_table, handles, not_folded
 from pycm.trace.state.schema import SNAPSHOT_VERSION, CountersSnapshot, ErrorEntry, Snapshot
 from pycm.trace.state.startup import InstanceRecord
+
+if TYPE_CHECKING:
+    from pycm.trace.objref import ObjectRef
 
 __all__ = ["MAX_ERRORS", "MAX_UNKNOWN_KINDS", "RATE_WINDOW_S", "State"]
 
@@ -56,7 +59,8 @@ class State:
         self.open: dict[str, StepBegin] = {}
         self.ended_early: dict[str, None] = {}
         self.errors: deque[ErrorEntry] = deque(maxlen=MAX_ERRORS)
-        self._dispatch: dict[type, Handler] = dict(HANDLERS)
+        self.objects = objects.ObjectHistories()  # each object's history (not in snapshots)
+        self._dispatch: dict[type, Handler] = dispatch_table()
 
     # -----------------------------------------------------------------------------------------
     # Entry point
@@ -139,8 +143,10 @@ class State:
     # Snapshot and restore
     # -----------------------------------------------------------------------------------------
 
-    def snapshot(self) -> Snapshot:
-        """The whole state as plain JSON-able data, with derived views (rates, in flight)."""
+    def snapshot(self, objects: Iterable[ObjectRef] = ()) -> Snapshot:
+        """The whole state as plain JSON-able data, with derived views (rates, in flight),
+        and the histories of ``objects`` (the others are not carried: see
+        :mod:`~pycm.trace.state.objects`)."""
         now = self.now_ts
         return {
             "v": SNAPSHOT_VERSION,
@@ -162,6 +168,7 @@ class State:
             "api": api.dump(self, now, RATE_WINDOW_S),
             "in_flight": steps.dump(self),
             "errors": [cast(ErrorEntry, dict(e)) for e in self.errors],
+            "objects": _objects_dump(self, objects),
         }
 
     @classmethod
@@ -189,7 +196,11 @@ class State:
         api.load(state, data.get("api"))
         steps.load(state, data.get("in_flight", {}))
         state.errors.extend(cast(ErrorEntry, dict(e)) for e in data.get("errors", ()))
+        objects.load(state, data.get("objects"))
         return state
+
+
+_objects_dump = objects.dump  # (State.snapshot's parameter shadows the module)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -217,5 +228,4 @@ def _lagged(state: State, ev: SubscriberLagged, inst: InstanceRecord) -> None:
 
 
 handles(codec.UnknownEvent)(_unknown)
-not_folded(EventRecorded, "core/v1 Events are shown in the event list only")
 not_folded(SpansExported, "the OpenTelemetry sink's counts are its own metrics")

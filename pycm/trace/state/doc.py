@@ -89,8 +89,25 @@ def render_markdown() -> str:
         "are importable from `pycm.trace.state`, so a view reads typed fields a type checker "
         "sees.",
         "",
+        "Object histories (`objects`) are the exception: each object's last steps are kept in "
+        "the state but carried in a snapshot only when asked for (the stream's `objects=`, "
+        "`State.snapshot(objects=...)`); a restored state has the histories its snapshot "
+        "carried. `GET /debug/pycm/objects/<resource>/<namespace>/<name>` and `pycm why -o json` "
+        "answer with an [ObjectReport](#objectreport) (at the end).",
+        "",
     ]
-    for td in typeddicts():
+    from pycm.trace.why import ObjectReport  # (here: pycm.trace.why imports the state)
+
+    shown = typeddicts()
+    _section(lines, shown)
+    lines.append("# Object reports")
+    lines.append("")
+    _section(lines, [td for td in typeddicts(ObjectReport) if td not in shown])
+    return "\n".join(lines)
+
+
+def _section(lines: list[str], tds: list[type]) -> None:
+    for td in tds:
         lines.append(f"## {td.__name__}")
         lines.append("")
         doc = inspect.cleandoc(td.__doc__ or "")
@@ -102,4 +119,3 @@ def render_markdown() -> str:
         for name, (tp, meaning) in fields_of(td).items():
             lines.append(f"| `{name}` | {_type_text(tp)} | {meaning.replace('|', '/')} |")
         lines.append("")
-    return "\n".join(lines)

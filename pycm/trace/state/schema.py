@@ -21,6 +21,7 @@ from pycm.trace.state.api import ApiSnapshot
 from pycm.trace.state.controllers import ControllerSnapshot
 from pycm.trace.state.informers import InformerSnapshot
 from pycm.trace.state.leases import LeaseSnapshot
+from pycm.trace.state.objects import ObjectHistorySnapshot
 from pycm.trace.state.queues import QueueSnapshot
 from pycm.trace.state.startup import InstanceSnapshot
 from pycm.trace.state.steps import InFlightSnapshot
@@ -69,3 +70,8 @@ class Snapshot(TypedDict):
     api: Annotated[dict[str, ApiSnapshot], "instance -> its API requests"]
     in_flight: Annotated[InFlightSnapshot, "steps begun and not ended"]
     errors: Annotated[list[ErrorEntry], "recent errors, oldest first (the last 200)"]
+    objects: Annotated[
+        dict[str, ObjectHistorySnapshot],
+        "resource/namespace/name -> the history of each object asked for (the stream's "
+        "objects=, State.snapshot(objects=...)); empty otherwise",
+    ]

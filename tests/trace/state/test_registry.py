@@ -8,7 +8,7 @@ from pycm.trace import kinds as k
 from pycm.trace.codec import UnknownEvent
 from pycm.trace.events import REGISTRY, Event, StepBegin, StepEnd
 from pycm.trace.state import State
-from pycm.trace.state.registry import HANDLERS, NOT_FOLDED, handles, not_folded
+from pycm.trace.state.registry import ALSO, HANDLERS, NOT_FOLDED, _chain, handles, not_folded
 
 
 def test_registry_every_registered_kind_has_a_handler_or_is_declared_not_folded() -> None:
@@ -68,5 +68,17 @@ def test_registry_not_folded_kind_counts_as_applied_and_changes_nothing_else() -
 def test_registry_state_dispatch_starts_from_the_registry() -> None:
     state = State()
     for kind, handler in HANDLERS.items():
-        assert state._dispatch[kind] is handler
+        if kind not in ALSO:
+            assert state._dispatch[kind] is handler
     assert issubclass(k.ItemAdded, Event)
+
+
+def test_registry_also_handlers_run_after_the_kind_own_handler() -> None:
+    state = State()
+    calls: list[str] = []
+    state._dispatch[k.ItemAdded] = _chain(
+        lambda s, e, i: calls.append("own"), [lambda s, e, i: calls.append("also")]
+    )
+    state.apply(k.ItemAdded(queue="q", key="a/b", ts=1, seq=1))
+    assert calls == ["own", "also"]
+    assert ALSO[k.ReconcileStarted] and k.ReconcileStarted in HANDLERS
