@@ -20,7 +20,11 @@ after a warm-up):
   manager's mix (per reconcile: queue add/get/done, reconcile begin/end, two API requests;
   renews and watch closes between), a fresh state per loop. Peer: the reducer as it was before
   the state was split by domain (a frozen copy, bench/_old_reducer.py) on the same events;
-  ratio ours / peer (>= 1: the split costs nothing).
+  ratio ours / peer (>= 1: the split costs nothing). Ours folds what the old one folded: no
+  object histories (``State(histories=False)``, as ``pycm run --object-histories=false``).
+- ``trace.reduce_histories``: the same through the reducer with each object's history (the
+  default); peer: ``trace.reduce`` of the same run; ratio with / without (what the histories
+  cost the reducer).
 
 The SDK's processor queue is sized to hold a whole loop, so the peer processes every span
 instead of taking the cheaper drop path of a full queue, and each peer loop ends with a
@@ -257,8 +261,9 @@ def run(size: str) -> list[Figure]:
                 "emit_10": (n, _emit_loop(10)),
                 "stalled": (n, _emit_loop(1, stalled=True)),
                 "step": (n, _step_loop()),
-                "reduce": (n, _reduce_loop(State, events)),
+                "reduce": (n, _reduce_loop(lambda: State(histories=False), events)),
                 "reduce_old": (n, _reduce_loop(OldState, events)),
+                "reduce_histories": (n, _reduce_loop(State, events)),
             },
         )
     finally:
@@ -308,6 +313,17 @@ def run(size: str) -> list[Figure]:
             med["reduce_old"],
             "events/s",
             _ratios(rates["reduce"], rates["reduce_old"]),
+        )
+    )
+    figures.append(
+        Figure(
+            "trace.reduce_histories",
+            med["reduce_histories"],
+            "events/s",
+            "trace.reduce",
+            med["reduce"],
+            "events/s",
+            _ratios(rates["reduce_histories"], rates["reduce"]),
         )
     )
     return figures

@@ -127,6 +127,8 @@ class TracingConfig:
     # Share of ordinary reconciles exported; failed and slow ones always are (tail sampling).
     sample_ratio: float = 0.1
     slow_threshold: float = 1.0
+    # Fold each object's history (``pycm why``, /debug/pycm/objects) in the state reducer.
+    object_histories: bool = True
 
 
 @dataclass(frozen=True)

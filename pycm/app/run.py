@@ -260,7 +260,7 @@ class Manager:
             return
         from pycm.trace.state.queue_contents import last_error
 
-        state = State()
+        state = State(histories=self.config.tracing.object_histories)
         sub = self.bus.subscribe(name="state", maxsize=65536, since=0)
 
         async def feed() -> None:

@@ -42,6 +42,8 @@ def objects_route(state: Callable[[], State | None], *, instance: str = "") -> R
         current = state()
         if current is None:
             return _error(404, "no state reducer in this process")
+        if not current.histories:
+            return _error(404, "object histories are off here (pycm run --object-histories=false)")
         if request.query_params:
             return _error(400, "no query parameters are accepted")
         try:

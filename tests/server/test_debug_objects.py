@@ -98,6 +98,14 @@ async def test_objects_route_without_a_reducer_is_404() -> None:
 
 
 @pytest.mark.asyncio
+async def test_objects_route_with_histories_off_is_404_saying_so() -> None:
+    async with _client(State(histories=False)) as client:
+        r = await client.get("/debug/pycm/objects/deployments/default/web")
+    assert r.status_code == 404
+    assert "--object-histories=false" in r.json()["error"]
+
+
+@pytest.mark.asyncio
 async def test_stream_objects_parameter_carries_their_histories_in_snapshots() -> None:
     async with _client(_state()) as client:
         plain = await client.get(

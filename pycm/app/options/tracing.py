@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from pycm.app.config import Config, TracingConfig
 from pycm.app.options.checks import one_of, otlp_endpoint, writable_file
-from pycm.app.options.flagset import DURATION, FLOAT32, STRING, FlagSet
+from pycm.app.options.flagset import BOOL, DURATION, FLOAT32, STRING, FlagSet
 
 __all__ = ["OTLP_PROTOCOLS", "TracingOptions"]
 
@@ -26,6 +26,7 @@ class TracingOptions:
     otlp_protocol: str = _D.otlp_protocol
     sample_ratio: float = _D.sample_ratio
     slow_threshold: float = _D.slow_threshold
+    object_histories: bool = _D.object_histories
 
     def add_flags(self, fs: FlagSet) -> None:
         fs.add(
@@ -65,6 +66,14 @@ class TracingOptions:
             DURATION,
             "A reconcile that takes longer than this is always exported.",
         )
+        fs.add(
+            self,
+            "object_histories",
+            "object-histories",
+            BOOL,
+            "Keep each object's recent history and causes in memory, for 'pycm why' and "
+            "/debug/pycm/objects (bounded: 50 steps an object, 16 MiB in all).",
+        )
 
     def validate(self) -> list[str]:
         errors = []
@@ -88,4 +97,5 @@ class TracingOptions:
             otlp_protocol=self.otlp_protocol,
             sample_ratio=self.sample_ratio,
             slow_threshold=self.slow_threshold,
+            object_histories=self.object_histories,
         )

@@ -41,7 +41,10 @@ class State:
     begin; ``ended_early`` holds span ids of ends seen without their begin (oldest first).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, histories: bool = True) -> None:
+        """``histories=False``: no object histories are folded (``pycm run
+        --object-histories=false``; the reducer as it was before them, for its benchmark)."""
+        self.histories = histories
         self.applied = 0
         self.lost = 0
         self.lag_events = 0
@@ -60,7 +63,7 @@ class State:
         self.ended_early: dict[str, None] = {}
         self.errors: deque[ErrorEntry] = deque(maxlen=MAX_ERRORS)
         self.objects = objects.ObjectHistories()  # each object's history (not in snapshots)
-        self._dispatch: dict[type, Handler] = dispatch_table()
+        self._dispatch: dict[type, Handler] = dispatch_table(histories=histories)
 
     # -----------------------------------------------------------------------------------------
     # Entry point

@@ -91,10 +91,21 @@ def _chain(first: Handler, rest: list[Handler]) -> Handler:
     return every
 
 
-def dispatch_table() -> dict[type, Handler]:
-    """Kind -> the one function to call: its handler, followed by the :data:`ALSO` ones."""
-    table: dict[type, Handler] = dict(HANDLERS)
-    for kind, rest in ALSO.items():
+HISTORIES_MODULE = "pycm.trace.state.objects"
+
+
+def dispatch_table(*, histories: bool = True) -> dict[type, Handler]:
+    """Kind -> the one function to call: its handler, followed by the :data:`ALSO` ones.
+    ``histories=False`` leaves out the object histories' handlers (their module's)."""
+
+    def wanted(fn: Handler) -> bool:
+        return histories or fn.__module__ != HISTORIES_MODULE
+
+    table: dict[type, Handler] = {k: fn for k, fn in HANDLERS.items() if wanted(fn)}
+    for kind, also in ALSO.items():
+        rest = [fn for fn in also if wanted(fn)]
+        if not rest:
+            continue
         own = table.get(kind)
         if own is None:
             own, rest = rest[0], rest[1:]
