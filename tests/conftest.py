@@ -58,6 +58,9 @@ def _shares_a_module_fixture(item: pytest.Item) -> bool:
     )
 
 
+# (tryfirst: xdist's own hook turns the xdist_group markers into the tests' groups; it must
+# find them already there.)
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     items.sort(key=_rank)  # (stable: each rank keeps its collection order)
     for item in items:

@@ -1,0 +1,251 @@
+"""What "why did it run" costs: N objects × U updates each through one manager's path, with the
+object histories on and off, measured in the same run.
+
+Each update is what a watched Deployment's change does in ``pycm run``, in process (no HTTP,
+so the figure is the manager's own work, the part the histories could slow): the object as
+served (a managedFields entry naming an outside writer) goes through the informer's transform
+(which notes its writers, pycm.trace.causes), the handler computes its trigger (changed paths,
+writer) and enqueues the key, a worker reconciles it with a sync that writes the object's
+status once (the API client's note of the write's resourceVersion, and its ``api.request``
+event), and the state reducer folds every event, as ``pycm run``'s reducer task does — with
+``State()`` (histories on, the default) or ``State(histories=False)`` (``--object-histories
+=false``). Rounds alternate the two; values are medians.
+
+Figures:
+
+- ``why.throughput``: updates/s with histories on; peer: the same with them off; ratio on / off
+  (the issue's aim: ≥ 0.95).
+- ``why.history_bytes``: bytes the histories and the cause tables hold after the run (traced
+  with tracemalloc: the state with histories on less the state with them off, plus the cause
+  table); peer: the bytes of the informer cache of the same N objects (their decoded dicts, as
+  cached); ratio history / cache (lower is better).
+
+Sizes: tiny 200 × 5 (keeps the bench working); full 10 000 × 100 (the issue's).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import statistics
+import time
+import tracemalloc
+from typing import Any
+
+from bench.harness import Figure
+from pycm.cache.shared_informer import note_writers
+from pycm.cache.transform import drop_managed_fields
+from pycm.controller import Controller, Result
+from pycm.trace.bus import Bus
+from pycm.trace.context import get_span
+from pycm.trace.kinds import ApiRequestCompleted
+from pycm.trace.state import State
+
+_SIZES = {"tiny": (200, 5, 3), "full": (10_000, 100, 1)}  # objects, updates each, rounds
+
+
+def _served(i: int, rv: int, replicas: int) -> dict[str, Any]:
+    """Deployment ``i`` as the server sends it at ``rv``: kubectl scaled it last."""
+    name = f"web-{i}"
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {
+            "name": name,
+            "namespace": "default",
+            "uid": f"uid-{i}",
+            "resourceVersion": str(rv),
+            "generation": replicas,
+            "labels": {"app": name},
+            "annotations": {"deployment.kubernetes.io/revision": "1"},
+            "managedFields": [
+                {
+                    "manager": "kubectl-create",
+                    "operation": "Update",
+                    "apiVersion": "apps/v1",
+                    "time": "2026-12-06T10:00:00Z",
+                    "fieldsType": "FieldsV1",
+                    "fieldsV1": {"f:metadata": {"f:labels": {".": {}, "f:app": {}}}},
+                },
+                {
+                    "manager": "kubectl-scale",
+                    "operation": "Update",
+                    "apiVersion": "apps/v1",
+                    "time": f"2026-12-06T10:{rv // 60 % 60:02d}:{rv % 60:02d}Z",
+                    "fieldsType": "FieldsV1",
+                    "fieldsV1": {"f:spec": {"f:replicas": {}}},
+                    "subresource": "scale",
+                },
+            ],
+        },
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "app", "image": "nginx:1.27"}]},
+            },
+        },
+        "status": {"observedGeneration": replicas - 1, "replicas": replicas - 1},
+    }
+
+
+class _Run:
+    """One manager's path for N objects (see the module docstring)."""
+
+    def __init__(self, n: int, histories: bool) -> None:
+        self.bus = Bus(instance="bench-why")
+        self.state = State(histories=histories)
+        self.transform = note_writers(self.bus.causes, drop_managed_fields)
+        self.rv = 1
+        self.cache: dict[str, dict[str, Any]] = {}
+        self.controller = Controller("deployment", self._sync, resource="deployments", bus=self.bus)
+        for i in range(n):
+            self.cache[f"default/web-{i}"] = self.transform(_served(i, self._next_rv(), 1))
+
+    def _next_rv(self) -> int:
+        self.rv += 1
+        return self.rv
+
+    async def _sync(self, key: str) -> Result:
+        # The status write a reconcile makes: the client notes the resourceVersion its response
+        # returned and emits its request event inside the reconcile's span.
+        rv = str(self._next_rv())
+        namespace, _, name = key.partition("/")
+        self.bus.causes.note_write(namespace, name, rv, "update", get_span())
+        self.bus.point(
+            ApiRequestCompleted(
+                verb="update",
+                method="PUT",
+                resource="deployments",
+                subresource="status",
+                namespace=namespace,
+                name=name,
+                code=200,
+                resource_version=rv,
+            ),
+            dur_ns=400_000,
+        )
+        return Result(action="status_updated", api_calls=1)
+
+    async def updates(self, rounds: int) -> None:
+        """``rounds`` updates of every object: each a watch event in, a reconcile, the fold."""
+        ctrl = self.controller
+        with self.bus.subscribe(name="reducer", maxsize=1 << 20) as sub:
+            for _ in range(rounds):
+                for key, old in list(self.cache.items()):
+                    i = int(key.rsplit("-", 1)[1])
+                    replicas = old["spec"]["replicas"] + 1
+                    new = self.transform(_served(i, self._next_rv(), replicas))
+                    self.cache[key] = new
+                    ctrl.enqueue(key, ctrl.trigger(new, "update", old))
+                    await ctrl.process(key)
+                    ctrl.queue.forget(key)
+                for event in sub.drain():
+                    self.state.apply(event)
+
+
+def _throughput(n: int, updates: int, histories: bool) -> float:
+    run = _Run(n, histories)
+    gc.collect()
+    start = time.perf_counter()
+    asyncio.run(run.updates(updates))
+    return n * updates / (time.perf_counter() - start)
+
+
+def _held(n: int, updates: int, histories: bool) -> int:
+    """Bytes the state and the cause table hold after the run (tracemalloc)."""
+    run = _Run(n, histories)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        asyncio.run(run.updates(updates))
+        run.cache.clear()  # (the objects themselves are the peer's, not the histories')
+        run.controller.queue.shut_down()
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    return held
+
+
+def _cache_bytes(n: int) -> int:
+    """Bytes of the informer cache of the same N objects (managedFields dropped, as cached)."""
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        cache = {f"default/web-{i}": drop_managed_fields(_served(i, i + 2, 2)) for i in range(n)}
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    del cache
+    return held
+
+
+def run(size: str) -> list[Figure]:
+    n, updates, rounds = _SIZES[size]
+    on: list[float] = []
+    off: list[float] = []
+    for i in range(max(rounds, 1)):
+        for histories in (True, False) if i % 2 == 0 else (False, True):
+            (on if histories else off).append(_throughput(n, updates, histories))
+    ratios = [a / b for a, b in zip(on, off, strict=True)]
+    print(
+        f"# {n} objects × {updates} updates; updates/s on {[round(x) for x in on]}, "
+        f"off {[round(x) for x in off]}",
+        flush=True,
+    )
+    with_histories = _held(n, updates, True)
+    without = _held(n, updates, False)
+    history_bytes = max(0, with_histories - without) + _cause_table_bytes(n, updates)
+    cache = _cache_bytes(n)
+    return [
+        Figure(
+            "why.throughput",
+            statistics.median(on),
+            "updates/s",
+            "histories_off",
+            statistics.median(off),
+            "updates/s",
+            statistics.median(ratios),
+        ),
+        Figure(
+            "why.history_bytes",
+            history_bytes,
+            "bytes",
+            "informer_cache",
+            cache,
+            "bytes",
+            history_bytes / cache if cache else 0.0,
+        ),
+    ]
+
+
+def _cause_table_bytes(n: int, updates: int) -> int:
+    """The cause table's share: held by both runs alike, so measured on its own."""
+    run_ = _Run(n, False)
+    asyncio.run(run_.updates(updates))
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        copy = _copy_causes(run_)
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    del copy
+    return held
+
+
+def _copy_causes(run_: _Run) -> Any:
+    # A copy of the tables' containers and keys made under tracing stands for their size: the
+    # entries' tuples are shared with the records (counted with the state).
+    causes = run_.bus.causes
+    return (dict(causes._writes), dict(causes._writers), dict(causes._deletes))
+
+
+if __name__ == "__main__":
+    for figure in run("tiny"):
+        print(figure.line())
