@@ -1,22 +1,26 @@
 """The object panel ("why did it run?") over a real ``pycm dashboard --replay --jaeger-url`` of a
 recording written here: kubectl-scale updates a Deployment; its reconcile creates a ReplicaSet;
 that one's reconcile is triggered by the create. One process and one logged-in page for the
-module (a login code is one-time); the tests run in file order on that page."""
+module (a login code is one-time); the tests run in file order on that page. The last test
+draws a made-up picture instead (the queue drill-down's keys, no Jaeger)."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Browser, Page, Route, expect
 
 from pycm.trace import kinds as k
 from pycm.trace.codec import encode
 from pycm.trace.events import Event
-from tests.browser.conftest import CHROMIUM, Console
+from tests.browser.conftest import CHROMIUM, Console, ScriptedDashboard, hello
 from tests.web.streams import T0, S
 
 pytestmark = pytest.mark.browser
@@ -313,3 +317,92 @@ def test_object_hash_opens_it_and_the_panel_follows_the_replay_back(why: Page) -
         assert status == 204, action
     expect(why.locator("#object-empty")).to_be_visible(timeout=WAIT_MS)
     expect(why.locator("#object-history tbody tr")).to_have_count(0)
+
+
+def test_object_click_in_the_queue_drill_down_asks_with_its_controller_and_copies_traces(
+    scripted: ScriptedDashboard, page: Page
+) -> None:
+    """Without --jaeger-url a reconcile's trace id is text with a copy button. (Made-up
+    messages; the object answer is the page's own request, answered here.)"""
+    asked: list[str] = []
+    view = {
+        "path": "deployments/default/flaky",
+        "resource": "deployments",
+        "namespace": "default",
+        "name": "flaky",
+        "now_ts": T0 + 2 * S,
+        "dropped": 0,
+        "candidates": [],
+        "sources": [{"source": "r1", "error": ""}],
+        "steps": [
+            {
+                "ts": T0 + S,
+                "instance": "r1",
+                "step": "reconcile",
+                "controller": "deployment",
+                "key": "default/flaky",
+                "result": "error",
+                "error": "503",
+                "trace_id": D_TRACE,
+                "span_id": D_SPAN,
+                "dur_ns": S // 100,
+                "wait_ms": 0.5,
+                "merged": 1,
+                "rv": "",
+            },
+        ],
+        "chain": [
+            {
+                "what": "reconcile",
+                "text": "deployments default/flaky reconciled by deployment",
+                "ts": T0 + S,
+                "at": T0 + S,
+                "lane": "deployment",
+                "controller": "deployment",
+                "key": "default/flaky",
+                "trace_id": D_TRACE,
+                "span_id": D_SPAN,
+            },
+            {
+                "what": "none",
+                "text": "because its key was enqueued without a recorded cause",
+                "ts": 0,
+                "at": T0 + S,
+                "lane": "outside",
+                "controller": "",
+                "trace_id": "",
+            },
+        ],
+    }
+
+    def answer(route: Route) -> None:
+        asked.append(route.request.url.split("?", 1)[1])
+        route.fulfill(status=200, content_type="application/json", body=json.dumps(view))
+
+    page.route("**/api/objects?*", answer)
+    now = time.time_ns()
+    page.goto(scripted.page([hello([{"name": "r1", "snapshot": _queue_snapshot(now)}])]))
+    page.locator('#controllers-table tbody tr[data-controller="r1/deployment"]').click(
+        timeout=WAIT_MS
+    )
+    page.locator('#queue-backing-off [data-object="default/flaky"]').click()
+    expect(page.locator("#object-h")).to_have_text("deployments/default/flaky", timeout=WAIT_MS)
+    assert asked[0] == "ref=default%2Fflaky&controller=deployment"
+    assert _lanes(page) == ["outside", "deployment"]
+    assert page.locator("#object-panel a.trace-id").count() == 0
+    expect(page.locator("#object-causes li").first.locator("code.trace-id")).to_have_text(D_TRACE)
+    expect(page.locator("#object-history button.copy")).to_have_count(1)
+    page.keyboard.press("Escape")
+    expect(page.locator("#object-panel")).to_be_hidden()
+
+
+def _queue_snapshot(now: int) -> dict[str, Any]:
+    backing = {"key": "default/flaky", "since_ts": now - S, "retries": 2, "due_ts": now + S}
+    contents = {"backing_off_count": 1, "backing_off": [backing]}
+    return {
+        "v": 1,
+        "now_ts": now,
+        "instances": {"r1": {"role": "leader", "first_ts": now - 100 * S, "last_seq": 1}},
+        "controllers": {"r1": {"deployment": {"reconciles": 1, "errors": 1}}},
+        "queues": {"r1": {"deployment": {"depth": 1, "contents": contents}}},
+    }
