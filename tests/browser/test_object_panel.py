@@ -34,7 +34,6 @@ RS_PATH = "replicasets/default/web-6dc5"
 
 
 def _recording() -> list[Event]:
-    env = {"instance": "r1"}
     ms = S // 1000
     return [
         k.ReconcileStarted(
@@ -56,7 +55,7 @@ def _recording() -> list[Event]:
             ts=T0 + S,
             span_id=D_SPAN,
             trace_id=D_TRACE,
-            **env,
+            instance="r1",
         ),
         k.ApiRequestCompleted(
             verb="create",
@@ -72,7 +71,7 @@ def _recording() -> list[Event]:
             parent_id=D_SPAN,
             trace_id=D_TRACE,
             dur_ns=ms,
-            **env,
+            instance="r1",
         ),
         k.ReconcileFinished(
             controller="deployment",
@@ -84,7 +83,7 @@ def _recording() -> list[Event]:
             span_id=D_SPAN,
             trace_id=D_TRACE,
             dur_ns=5 * ms,
-            **env,
+            instance="r1",
         ),
         k.ReconcileStarted(
             controller="replicaset",
@@ -105,7 +104,7 @@ def _recording() -> list[Event]:
             ts=T0 + S + 10 * ms,
             span_id=R_SPAN,
             trace_id=R_TRACE,
-            **env,
+            instance="r1",
         ),
         k.EventRecorded(
             type="Normal",
@@ -117,7 +116,7 @@ def _recording() -> list[Event]:
             ts=T0 + S + 12 * ms,
             parent_id=R_SPAN,
             trace_id=R_TRACE,
-            **env,
+            instance="r1",
         ),
         k.ReconcileFinished(
             controller="replicaset",
@@ -128,7 +127,7 @@ def _recording() -> list[Event]:
             span_id=R_SPAN,
             trace_id=R_TRACE,
             dur_ns=4 * ms,
-            **env,
+            instance="r1",
         ),
     ]
 
