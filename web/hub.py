@@ -194,10 +194,12 @@ class SourceRecord:
         name: str,
         *,
         snapshot: Callable[[], Mapping[str, Any]] | None = None,
+        objects: Callable[[], State | None] | None = None,
         slow_reconcile_ms: float = DEFAULT_SLOW_RECONCILE_MS,
     ) -> None:
         self.name = name
         self._external = snapshot  # the manager's own state (mounted), else ours
+        self._external_objects = objects  # the manager's state, for object histories
         self.state: State | None = None if snapshot is not None else State()
         self.slow_reconcile_ms = slow_reconcile_ms
         self.incidents = Incidents(slow_reconcile_ms=slow_reconcile_ms)
@@ -222,6 +224,12 @@ class SourceRecord:
             return self._external()
         assert self.state is not None
         return self.state.snapshot()
+
+    def object_state(self) -> State | None:
+        """The state holding this source's object histories (None: none is kept)."""
+        if self._external is None:
+            return self.state
+        return self._external_objects() if self._external_objects is not None else None
 
     def start_over(self, state: State | None = None) -> None:
         """Forget what was applied (the source is a new process, or a replay went back)."""
@@ -272,14 +280,22 @@ class Hub:
     # -- sources ---------------------------------------------------------------------------
 
     def add_source(
-        self, name: str, *, snapshot: Callable[[], Mapping[str, Any]] | None = None
+        self,
+        name: str,
+        *,
+        snapshot: Callable[[], Mapping[str, Any]] | None = None,
+        objects: Callable[[], State | None] | None = None,
     ) -> SourceRecord:
         """A new source named ``name``; with ``snapshot``, its state is read from there (the
-        manager's reducer) instead of being folded here."""
+        manager's reducer) instead of being folded here, and its object histories from
+        ``objects`` (without it, the source shows none)."""
         if name in self.sources:
             raise ValueError(f"source {name!r} added twice")
         record = SourceRecord(
-            name, snapshot=snapshot, slow_reconcile_ms=self.config.slow_reconcile_ms
+            name,
+            snapshot=snapshot,
+            objects=objects,
+            slow_reconcile_ms=self.config.slow_reconcile_ms,
         )
         self.sources[name] = record
         return record
@@ -397,6 +413,10 @@ class Hub:
         """Forget ``source``'s events (a replay seeking backwards); viewers get a new hello."""
         self._source(source).start_over()
         self._need_hello = True
+
+    def object_states(self) -> dict[str, State | None]:
+        """Each source's state with its object histories (web/objects.py reads them)."""
+        return {name: record.object_state() for name, record in self.sources.items()}
 
     # -- what viewers get ------------------------------------------------------------------
 

@@ -1,4 +1,4 @@
-"""The dashboard's data routes: ``GET /api/state``, ``GET /api/stream``, ``POST /api/replay``.
+"""The dashboard's data routes: ``/api/state``, ``/api/stream``, ``/api/objects``, ``/api/replay``.
 
 Paths are relative to the dashboard prefix (``/dashboard``); ``web/app.py`` mounts them behind
 the session check, so there is no authentication here. The wire protocol (message names and
@@ -10,6 +10,7 @@ JSON shapes) is the one in the dashboard brief:
   ``snapshot``, ``incident``, ``status``, ``replay`` — as the hub publishes it; a ``: ping``
   comment every :data:`PING_INTERVAL_S` of silence; a viewer that falls behind gets ``lagged``
   and the stream ends (the page reconnects and starts from a fresh ``hello``);
+- ``/api/objects?ref=…``: one object's history and chain of causes (web/objects.py);
 - ``/api/replay``: ``{"action": "play"|"pause"|"seek"|"speed", "value": number}`` → 204; 404
   when not replaying; 400 for a bad body.
 """
@@ -29,6 +30,7 @@ from starlette.routing import BaseRoute, Route
 from web.auth import STILL_ALLOWED_KEY
 from web.fanout import Viewer, lagged_frame, sse_comment
 from web.hub import Hub
+from web.objects import objects_route
 
 __all__ = ["PING_INTERVAL_S", "RECHECK_INTERVAL_S", "RECONNECT_MS", "live_routes"]
 
@@ -64,9 +66,9 @@ def live_routes(
     recheck_interval: float = RECHECK_INTERVAL_S,
 ) -> list[BaseRoute]:
     """Routes relative to the dashboard prefix: GET /api/state, GET /api/stream,
-    POST /api/replay. No authentication here: web/app.py puts them behind the session, and
-    leaves the check in the scope (``STILL_ALLOWED_KEY``) for the stream to ask again every
-    ``recheck_interval`` seconds."""
+    GET /api/objects, POST /api/replay. No authentication here: web/app.py puts them behind the
+    session, and leaves the check in the scope (``STILL_ALLOWED_KEY``) for the stream to ask
+    again every ``recheck_interval`` seconds."""
 
     async def state(request: Request) -> Response:
         return Response(
@@ -148,4 +150,5 @@ def live_routes(
         Route("/api/state", state, methods=["GET"]),
         Route("/api/stream", stream, methods=["GET"]),
         Route("/api/replay", replay, methods=["POST"]),
+        objects_route(hub),
     ]

@@ -18,6 +18,7 @@ from typing import Any
 from starlette.types import ASGIApp
 
 from pycm.trace.bus import Bus
+from pycm.trace.state import State
 from web.app import build_dashboard
 from web.auth import DashboardAuth, ManagerDoor, manager_auth
 from web.busfeed import BusFeed
@@ -52,6 +53,14 @@ class LiveDashboard:
         self.hub.broadcast.close_all()
 
 
+def _state_behind(snapshot: Callable[[], Mapping[str, Any]] | None) -> State | None:
+    """The reducer state whose ``snapshot`` method the manager lends (``pycm run`` passes
+    ``State.snapshot``, bound): the object panel reads its histories and span index directly,
+    as ``GET /debug/pycm/objects`` does. Any other callable lends no histories."""
+    owner = getattr(snapshot, "__self__", None)
+    return owner if isinstance(owner, State) else None
+
+
 def live_dashboard(
     *,
     bus: Bus,
@@ -66,7 +75,8 @@ def live_dashboard(
         jaeger_url=jaeger_url, renew_deadline_s=renew_deadline_s, lease_duration_s=lease_duration_s
     )
     hub = Hub("live", config)
-    hub.add_source(identity, snapshot=snapshot)
+    state = _state_behind(snapshot)
+    hub.add_source(identity, snapshot=snapshot, objects=lambda: state)
     auth = manager_auth(door)
     app = build_dashboard(live_routes(hub), auth, jaeger_url=jaeger_url)
     return LiveDashboard(hub, BusFeed(bus, hub, identity), app, auth)

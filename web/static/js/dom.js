@@ -53,3 +53,27 @@ export function jaegerLink(base, traceId) {
     rel: "noopener noreferrer", text: traceId,
   });
 }
+
+// A trace id: a Jaeger link when the dashboard has one, else the id as text with a copy button
+// (the clipboard API where the page may use it, else the id selected for a ⌃C).
+export function traceCell(base, traceId) {
+  if (!traceId || base) return jaegerLink(base, traceId);
+  const code = el("code", { class: "trace-id", text: traceId });
+  const button = el("button", { type: "button", class: "copy", title: "copy the trace id", text: "copy" });
+  button.addEventListener("click", (e) => {
+    e.preventDefault();
+    const select = () => {
+      const range = document.createRange();
+      range.selectNodeContents(code);
+      const selection = window.getSelection();
+      selection.removeAllRanges();
+      selection.addRange(range);
+    };
+    if (navigator.clipboard && window.isSecureContext) {
+      navigator.clipboard.writeText(traceId).then(() => { button.textContent = "copied"; }, select);
+    } else {
+      select();
+    }
+  });
+  return el("span", { class: "trace" }, code, " ", button);
+}

@@ -7,6 +7,7 @@ import { IncidentPanel } from "./panels/incidents.js";
 import { InformersPanel } from "./panels/informers.js";
 import { LeasePanel } from "./panels/lease.js";
 import { LogPanel } from "./panels/log.js";
+import { ObjectPanel } from "./panels/object.js";
 import { renderReplicas } from "./panels/replicas.js";
 import { ReplayBar, sendReplay } from "./replay.js";
 
@@ -21,6 +22,7 @@ const panels = {
   informers: new InformersPanel($("#informers-panel")),
   log: new LogPanel($("#log-panel")),
   replay: new ReplayBar($("#replay-bar")),
+  object: new ObjectPanel($("#object-panel"), $("#object-search-form")),
 };
 let frames = 0;
 let drawnVersion = -1;
@@ -68,6 +70,7 @@ function render() {
     panels.informers.render(model, leader ? leader.name : "");
   }
   panels.log.render(model);
+  panels.object.tick(model, model.config.jaeger_url || (jaegerMeta && jaegerMeta.content) || "");
   frames++;
   document.body.dataset.frames = String(frames);
   $("#frame-info").textContent = model.duplicatesDropped ? `${model.duplicatesDropped} repeats dropped` : "";
@@ -113,17 +116,25 @@ function connect() {
   on("lagged", () => setStreamState("reconnecting")); // the server closes; EventSource retries
 }
 
-// Keyboard: `/` filter, `p` pause/follow, `?` help, Esc leaves the filter.
+// Keyboard: `/` filter, `o` object search, `p` pause/follow, `?` help; Esc leaves the filter
+// or the search box (and closes the object panel when in neither).
 document.addEventListener("keydown", (e) => {
   const typing = e.target instanceof HTMLInputElement || e.target instanceof HTMLTextAreaElement;
   if (e.key === "Escape" && typing) {
     e.target.blur();
     return;
   }
+  if (e.key === "Escape" && panels.object.isOpen && !$("#help-dialog").open) {
+    panels.object.close();
+    return;
+  }
   if (typing || e.ctrlKey || e.metaKey || e.altKey) return;
   if (e.key === "/") {
     e.preventDefault();
     $("#log-filter").focus();
+  } else if (e.key === "o") {
+    e.preventDefault();
+    $("#object-search").focus();
   } else if (e.key === "p") {
     panels.log.togglePause();
   } else if (model.mode === "replay" && e.key === " ") {
@@ -144,3 +155,4 @@ $("#window-select").addEventListener("change", () => { drawnVersion = -1; });
 window.pycmDashboard = Object.freeze({ model, panels });
 
 connect();
+panels.object.fromHash(); // a shared link: #object=deployments/default/web

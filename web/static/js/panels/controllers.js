@@ -91,7 +91,7 @@ export class ControllersPanel {
     tProcessing.tBodies[0].replaceChildren(...(processing.length ? processing.map((p) => {
       const worker = stuck[p.key];
       return el("tr", { class: p.stuck ? "bad" : "", "data-key": p.key },
-        el("td", { class: "key", title: p.key, text: p.key }),
+        el("td", { class: "key", title: p.key, text: p.key, "data-object": p.key, "data-controller": name }),
         el("td", { class: "num", text: `${fmtDur(nowNs - p.since_ts)}${p.stuck ? " STUCK" : ""}` }),
         el("td", { class: "num", text: worker === undefined || worker < 0 ? "–" : String(worker) }));
     }) : [none(3)]));
@@ -100,7 +100,7 @@ export class ControllersPanel {
     tBacking.tBodies[0].replaceChildren(...(backing.length ? backing.map((b) => {
       const due = b.due_ts - nowNs;
       return el("tr", { "data-key": b.key },
-        el("td", { class: "key", title: b.key, text: b.key }),
+        el("td", { class: "key", title: b.key, text: b.key, "data-object": b.key, "data-controller": name }),
         el("td", { class: "num", text: String(b.retries) }),
         el("td", { class: "num", title: new Date(b.due_ts / 1e6).toISOString(), text: due > 0 ? `in ${fmtDur(due)}` : "due" }),
         el("td", { class: `error${b.last_error ? " bad" : " muted"}`, text: b.last_error || "–" }));
@@ -109,7 +109,7 @@ export class ControllersPanel {
     head(tWaiting, section("waiting", c.waiting_count || 0, waiting.length));
     tWaiting.tBodies[0].replaceChildren(...(waiting.length ? waiting.map((w) =>
       el("tr", { "data-key": w.key },
-        el("td", { class: "key", title: w.key, text: w.key }),
+        el("td", { class: "key", title: w.key, text: w.key, "data-object": w.key, "data-controller": name }),
         el("td", { class: "num", text: fmtDur(nowNs - w.since_ts) }))) : [none(2)]));
   }
 
@@ -139,7 +139,7 @@ export class ControllersPanel {
             el("td", { class: "num", text: fmtNum(sample.p99_ms ?? latency.p99) }),
             el("td", { class: `num${errors ? " bad" : ""}`, text: fmtNum(errors ?? 0, 0) }),
             el("td", { class: "num", text: fmtNum(sample.retries ?? queue.retries ?? 0, 0) })));
-          records.push({ label: id, rec, source: s.name, id });
+          records.push({ label: id, rec, source: s.name, id, name });
         }
       }
       // Time series: one x axis (the longest source's samples), others aligned by index from
@@ -212,13 +212,13 @@ export class ControllersPanel {
 
   renderKeys(records, jaeger) {
     const rows = [];
-    for (const { rec, id, source } of records) {
+    for (const { rec, id, source, name } of records) {
       const failing = list(rec.failing).map((k) => ({ ...k, failing: true }));
       const slowest = list(rec.slowest).sort((a, b) => (b.dur_ns || 0) - (a.dur_ns || 0)).slice(0, 5);
       for (const k of [...failing.slice(-5), ...slowest]) {
         rows.push(el("tr", { class: k.failing ? "bad" : "" },
           el("td", { title: source, text: id }),
-          el("td", { class: "key", title: k.key, text: k.key }),
+          el("td", { class: "key", title: k.key, text: k.key, "data-object": k.key, "data-controller": name }),
           el("td", { class: "num", text: fmtNum((k.dur_ns || 0) / 1e6) }),
           el("td", { text: k.failing ? `failing ×${k.count || 1}: ${k.error || k.result}` : k.result || k.outcome || "" }),
           el("td", {}, jaegerLink(jaeger, k.trace_id))));

@@ -7,7 +7,8 @@ export const SHOWN = 300;
 const ENVELOPE = new Set(["kind", "v", "seq", "ts", "instance", "trace_id", "span_id", "parent_id", "line"]);
 
 // The event's own attributes, `name=value`, as `pycm top` lists them (the envelope is in the
-// columns before).
+// columns before). An object's key (a reconcile's, a queue's, an API call's object) is a
+// [data-object] span: a click opens the object panel.
 function attributes(ev) {
   const parts = [];
   for (const [name, value] of Object.entries(ev)) {
@@ -16,9 +17,26 @@ function attributes(ev) {
       if (value) parts.push(`took=${(value / 1e6).toFixed(1)}ms`);
       continue;
     }
-    parts.push(`${name}=${typeof value === "number" && !Number.isInteger(value) ? value.toFixed(2) : value}`);
+    const text = typeof value === "number" && !Number.isInteger(value) ? value.toFixed(2) : String(value);
+    const object = objectOf(ev, name, text);
+    parts.push(object ? [`${name}=`, el("span", { "data-object": object, "data-controller": ev.controller || ev.queue || "", text })] : `${name}=${text}`);
   }
-  return parts.join(" ");
+  const nodes = [];
+  parts.forEach((part, i) => {
+    if (i) nodes.push(" ");
+    if (Array.isArray(part)) nodes.push(...part);
+    else nodes.push(part);
+  });
+  return nodes;
+}
+
+function objectOf(ev, name, text) {
+  if (name === "key" && text) return text;
+  if (name === "name" && ev.resource && ev.kind === "api.request") {
+    return ev.namespace ? `${ev.resource}/${ev.namespace}/${text}` : `${ev.resource}/${text}`;
+  }
+  if (name === "name" && ev.kind === "event.recorded" && ev.namespace) return `${ev.namespace}/${text}`;
+  return "";
 }
 
 export class LogPanel {
@@ -61,7 +79,7 @@ export class LogPanel {
         el("span", { class: "time", text: `${fmtTime(ev.ts || 0)} ` }),
         el("span", { class: "src", title: source, text: `${ev.instance || source} ` }),
         el("span", { class: "kind", text: `${ev.kind} ` }),
-        el("span", { class: "line", text: attributes(ev) }));
+        el("span", { class: "line" }, ...attributes(ev)));
     });
     this.list.replaceChildren(...rows);
     this.list.scrollTop = this.list.scrollHeight; // following: the newest stays in view
