@@ -82,7 +82,7 @@ if [ ${#packages[@]} -gt 0 ]; then
 fi
 if [ $need_kubectl -eq 1 ]; then
     dest="$root/tools/kubectl"
-    mkdir -p "$dest"
+    mkdir -p "$dest" >"$log" 2>&1 || fail "mkdir -p $dest"
     if ! (cd "$dest" && apt-get download kubernetes-client) >"$log" 2>&1; then
         if [ $updated -eq 0 ]; then
             apt-get update -qq >"$log" 2>&1 || fail "apt-get update"
