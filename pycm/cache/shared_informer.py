@@ -83,8 +83,13 @@ def note_writers(causes: CauseTable, transform: TransformFunc | None) -> Transfo
     def noting(obj: Any) -> Any:
         meta = obj.get("metadata")
         if type(meta) is dict and "managedFields" in meta:
-            writer = writers_of(meta)
-            if writer is not None:
+            entries = meta["managedFields"]
+            # The sharing decoder hands a watched object's on as JSON bytes: noted as they are
+            # (decoded only if a handler asks), and never cached in that form.
+            writer = entries if type(entries) is bytes else writers_of(meta)
+            if type(entries) is bytes:
+                del meta["managedFields"]
+            if writer:
                 causes.note_writer(
                     meta.get("namespace") or "",
                     meta.get("name") or "",

@@ -9,9 +9,10 @@ paths, and each *shareable* slice is looked up by its bytes in a table of sub-tr
 decoded: identical bytes are identical JSON, so a hit is exact for any resource (built-in or
 custom) and costs a hash and a ``memcmp`` — nothing is decoded, allocated or compared
 structurally. Only what differs between objects (names, uids, the per-pod token volume, ...) is
-ever decoded. ``metadata.managedFields`` is scanned for its entries' manager, operation, time and
-subresource only (the object's writers, for pycm.trace.causes; their fieldsV1 never
-materialised): the informer's transform notes them and drops the member.
+ever decoded. ``metadata.managedFields`` is never decoded: a listed object's is left out, a
+watched object's handed on as its JSON bytes (the object's writers, for pycm.trace.causes,
+decoded only when a handler asks who wrote the event): the informer's transform notes them and
+drops the member.
 
 What is shared is stated once, in a plan (:func:`default_plan`). An object of the usual shape
 (apiVersion, kind, metadata, spec, status) is split in one scan by a struct generated from the
@@ -88,38 +89,6 @@ class _EventEnvelope(msgspec.Struct):
 _LIST = msgspec.json.Decoder(_ListEnvelope)
 
 
-class _ManagedEntry(msgspec.Struct):
-    """What a managedFields entry says of its writer (fieldsV1 and the rest skipped)."""
-
-    manager: str | None = None
-    operation: str | None = None
-    time: str | None = None
-    subresource: str | None = None
-
-
-_MANAGED = msgspec.json.Decoder(list[_ManagedEntry])
-
-
-def _writers(raw: Any) -> list[Obj] | None:
-    """A managedFields slice as its entries' manager, operation, time and subresource (their
-    fieldsV1, most of the bytes, skipped by the scan); None if it is not a list of entries."""
-    try:
-        entries = _MANAGED.decode(raw)
-    except msgspec.ValidationError:
-        return None
-    out: list[Obj] = []
-    for e in entries:
-        entry: Obj = {
-            "manager": e.manager or "",
-            "operation": e.operation or "",
-            "time": e.time or "",
-        }
-        if e.subresource:
-            entry["subresource"] = e.subresource
-        out.append(entry)
-    return out or None
-
-
 class _ListHead(msgspec.Struct):
     metadata: dict[str, Any] | None = None
 
@@ -191,10 +160,35 @@ class _Plan:
 
 
 _DROP = _Plan()  # a member left out
-# managedFields: decoded to each entry's manager, operation, time and subresource only (fieldsV1,
-# most of its bytes, skipped by the scan), for the informer to note the object's writers
-# (pycm.trace.causes) before its transform drops the member.
+# managedFields of a watched object: kept as its JSON bytes, for the informer to note as the
+# object's writers (pycm.trace.causes) before its transform drops the member; they are decoded
+# only if a handler asks who wrote the event (most never are). A listed object's are left out:
+# its event is the informer's list, whoever wrote it.
 _WRITER = _Plan()
+
+
+def _listing_plan(plan: _Plan) -> _Plan:
+    """``plan`` with a listed object's managedFields left out (see :data:`_WRITER`)."""
+    meta = (plan.keys or {}).get("metadata")
+    if meta is None or meta.keys is None or meta.keys.get("managedFields") is not _WRITER:
+        return plan
+    listed_meta = _Plan(
+        share=meta.share,
+        share_updates=meta.share_updates,
+        keys={**meta.keys, "managedFields": _DROP},
+        other=meta.other,
+        each=meta.each,
+    )
+    assert plan.keys is not None
+    return _Plan(
+        share=plan.share,
+        share_updates=plan.share_updates,
+        keys={**plan.keys, "metadata": listed_meta},
+        other=plan.other,
+        each=plan.each,
+    )
+
+
 _SHARED = _Plan(share=True)  # looked up whole; on a miss decoded plainly and remembered
 
 
@@ -299,7 +293,7 @@ class SharingDecoder:
     def __init__(self, max_entries: int = DEFAULT_MAX_ENTRIES, plan: _Plan | None = None):
         self.max_entries = max_entries
         self._plan = plan or default_plan()
-        listed, self._listed_how = _first_scan(self._plan, watched=False)
+        listed, self._listed_how = _first_scan(_listing_plan(self._plan), watched=False)
         watched, self._watched = _first_scan(self._plan, watched=True)
         usual_list = msgspec.defstruct(
             "_UsualList",
@@ -690,9 +684,7 @@ class SharingDecoder:
                 elif sub is None:
                     out[name] = decode(raw)
                 elif sub is _WRITER:
-                    writers = _writers(raw)
-                    if writers is not None:
-                        out[name] = writers
+                    out[name] = bytes(raw)  # (not decoded here: see _WRITER)
                 elif sub is not _DROP:
                     out[name] = self._remembered(raw, sub) if sub.share else self._build(raw, sub)
                     seen = self._new.get  # (a miss may have started a new generation)

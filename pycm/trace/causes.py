@@ -40,6 +40,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
+
 from pycm.trace.context import SpanValue, record_ids
 
 __all__ = [
@@ -49,11 +51,12 @@ __all__ = [
     "cause_of_record",
     "cause_of_span",
     "choose_writer",
+    "writers_from_json",
     "writers_of",
 ]
 
 MAX_WRITES = 16_384
-MAX_WRITERS = 16_384
+MAX_WRITERS = 8_192  # (an entry may be a watched object's managedFields bytes, ~2 KB)
 MAX_DELETES = 4_096
 
 Entry = tuple[str, str, str, str]
@@ -160,9 +163,36 @@ def cause_of_record(begin: tuple[Any, ...]) -> CauseRef:
     return _cause_ref(begin)
 
 
+class _Entry(msgspec.Struct):
+    """What a managedFields entry says of its writer (its fieldsV1 skipped)."""
+
+    manager: str | None = None
+    operation: str | None = None
+    time: str | None = None
+    subresource: str | None = None
+
+
+_ENTRIES = msgspec.json.Decoder(list[_Entry])
+
+
+def writers_from_json(data: bytes) -> Writers | None:
+    """managedFields as JSON bytes (the sharing decoder hands a watched object's on so) as
+    :data:`Writers`; None if they are not a list of entries."""
+    try:
+        entries = _ENTRIES.decode(data)
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        return None
+    out = tuple(
+        (e.manager or "", e.operation or "", e.time or "", e.subresource or "") for e in entries
+    )
+    return out or None
+
+
 def writers_of(meta: dict[str, Any]) -> Writers | None:
     """``meta["managedFields"]``'s entries as (manager, operation, time, subresource)."""
     entries = meta.get("managedFields")
+    if type(entries) is bytes:
+        return writers_from_json(entries)
     if type(entries) is not list or not entries:
         return None
     out = tuple(
@@ -217,8 +247,9 @@ class CauseTable:
         self._writes: dict[tuple[str, str, str], tuple[CauseRef, str]] = {}
         # (namespace, name) → (cause, verb) of a delete (see the module docstring).
         self._deletes: dict[tuple[str, str], tuple[CauseRef, str]] = {}
-        # (namespace, name, rv) → the object's managedFields writers.
-        self._writers: dict[tuple[str, str, str], Writers] = {}
+        # (namespace, name, rv) → the object's managedFields writers, or their JSON bytes
+        # (decoded when first asked for: most events' writers never are).
+        self._writers: dict[tuple[str, str, str], Writers | bytes] = {}
         # The field managers this manager's own clients write as (registered by each client).
         self.own_managers: set[str] = set()
         # (namespace, name, generated) → [cause, verb, manager, count] of writes in flight
@@ -292,7 +323,7 @@ class CauseTable:
             return None
         return entry[0], entry[1], entry[2]
 
-    def note_writer(self, namespace: str, name: str, rv: str, writer: Writers) -> None:
+    def note_writer(self, namespace: str, name: str, rv: str, writer: Writers | bytes) -> None:
         """The object (namespace, name) at ``rv`` names ``writer`` (the informer's transform)."""
         writers = self._writers
         writers[(namespace, name, rv)] = writer
@@ -306,7 +337,16 @@ class CauseTable:
         return self._deletes.get((namespace, name))
 
     def writer_of(self, namespace: str, name: str, rv: str) -> Writers | None:
-        return self._writers.get((namespace, name, rv))
+        key = (namespace, name, rv)
+        writers = self._writers.get(key)
+        if type(writers) is bytes:
+            decoded = writers_from_json(writers)
+            if decoded is None:
+                del self._writers[key]
+                return None
+            self._writers[key] = decoded
+            return decoded
+        return writers  # type: ignore[return-value]
 
     def clear(self) -> None:
         self._in_flight.clear()

@@ -1,19 +1,16 @@
-"""What the SharingDecoder makes of an object's managedFields: each entry's writer only."""
+"""What the SharingDecoder makes of an object's managedFields: a listed object's are left out, a
+watched object's handed on as their JSON bytes (the writers the informer notes, then drops)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import orjson
 
-def reduce_managed_fields(meta: dict[str, Any]) -> None:
-    """In place: each ``managedFields`` entry reduced to its manager, operation, time and
-    subresource (the writers the informer notes), as the decoder hands them over."""
+
+def reduce_managed_fields(meta: dict[str, Any], *, watched: bool = False) -> None:
+    """In place: ``managedFields`` as the decoder hands them over (the lines of these tests are
+    orjson's, so the raw slice is orjson's encoding of the entries)."""
     entries = meta.pop("managedFields", None)
-    if entries:
-        out = []
-        for e in entries:
-            entry = {k: e.get(k) or "" for k in ("manager", "operation", "time")}
-            if e.get("subresource"):
-                entry["subresource"] = e["subresource"]
-            out.append(entry)
-        meta["managedFields"] = out
+    if entries is not None and watched:
+        meta["managedFields"] = orjson.dumps(entries)

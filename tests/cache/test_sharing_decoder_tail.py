@@ -1,7 +1,7 @@
 """SharingDecoder's watched-object tail: an update that leaves an object's spec and status byte
 for byte as its last event sent them is decoded from the line's head alone, with the same
-results as orjson (managedFields reduced to the newest writer); every line that only looks like
-it falls back."""
+results as orjson (managedFields handed on as their bytes); every line that only looks like it
+falls back."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ def _expected(line: bytes) -> dict[str, Any]:
     obj: dict[str, Any] = orjson.loads(line)["object"]
     meta = obj.get("metadata")
     if isinstance(meta, dict):
-        reduce_managed_fields(meta)
+        reduce_managed_fields(meta, watched=True)
     return obj
 
 

@@ -11,6 +11,7 @@ from pycm.trace.causes import (
     cause_of_record,
     cause_of_span,
     choose_writer,
+    writers_from_json,
     writers_of,
 )
 from pycm.trace.context import reconcile_ids
@@ -135,3 +136,34 @@ def test_choose_writer_picks_the_entry_that_wrote_the_event(
     paths: str, own: set[str], expected: str
 ) -> None:
     assert choose_writer(_ENTRIES, paths, own)[0] == expected
+
+
+def test_writers_noted_as_json_bytes_are_decoded_when_first_asked() -> None:
+    table = CauseTable()
+    raw = (
+        b'[{"manager":"kubectl-scale","operation":"Update","time":"t5","subresource":"scale",'
+        b'"fieldsV1":{"f:spec":{"f:replicas":{}}}}]'
+    )
+    table.note_writer("ns", "a", "5", raw)
+    assert table.writer_of("ns", "a", "5") == (("kubectl-scale", "Update", "t5", "scale"),)
+    assert table.writer_of("ns", "a", "5") == (("kubectl-scale", "Update", "t5", "scale"),)
+    table.note_writer("ns", "a", "6", b'{"not": "a list"}')
+    assert table.writer_of("ns", "a", "6") is None
+    assert writers_from_json(b"[") is None
+
+
+def test_note_writers_takes_bytes_and_never_caches_them() -> None:
+    from pycm.cache.shared_informer import note_writers
+
+    table = CauseTable()
+    keep_all = note_writers(table, None)  # (no transform: managedFields would stay)
+    obj = {
+        "metadata": {
+            "namespace": "ns",
+            "name": "a",
+            "resourceVersion": "7",
+            "managedFields": b'[{"manager":"kubelet","time":"t"}]',
+        }
+    }
+    assert "managedFields" not in keep_all(obj)["metadata"]
+    assert table.writer_of("ns", "a", "7") == (("kubelet", "", "t", ""),)
