@@ -63,7 +63,7 @@ from pycm.trace.bus import Bus
 
 _SIZES = {
     # size: (pods, MODIFIED events, peer watch events, rounds of the lists and of the watches)
-    "tiny": (150, 600, 150, 3),
+    "tiny": (60, 120, 60, 1),
     "full": (10_000, 50_000, 3_000, 3),
 }
 NAMESPACE = "default"

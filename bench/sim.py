@@ -44,7 +44,7 @@ from bench.harness import Figure
 
 _SIZES = {
     # size: (pods listed / created, list repeats, watch events)
-    "tiny": (300, 3, 300),
+    "tiny": (100, 1, 100),
     "full": (10_000, 10, 10_000),
 }
 _WATCHERS = 20

@@ -24,7 +24,7 @@ from tui.app import TopApp
 
 _SIZES = {
     # size: (window per offered rate in s, highest rate tried, pool size)
-    "tiny": (0.8, 640_000, 30_000),
+    "tiny": (0.8, 160_000, 10_000),
     "full": (3.0, 2_560_000, 200_000),
 }
 _MIN_FPS = 9.5

@@ -52,7 +52,7 @@ from web.live import live_routes
 _SIZES = {
     # size: (events for the fan-out, for its peer (one frame per event per viewer: slow),
     #        settled deployments, paired passes)
-    "tiny": (10_000, 1_000, 300, 3),
+    "tiny": (2_000, 200, 60, 1),
     "full": (100_000, 10_000, 2_000, 7),
 }
 VIEWERS = 100

@@ -41,7 +41,7 @@ from pycm.trace.context import get_span
 from pycm.trace.kinds import ApiRequestCompleted
 from pycm.trace.state import State
 
-_SIZES = {"tiny": (200, 5, 3), "full": (10_000, 100, 1)}  # objects, updates each, rounds
+_SIZES = {"tiny": (100, 4, 1), "full": (10_000, 100, 1)}  # objects, updates each, rounds
 
 
 def _served(i: int, rv: int, replicas: int) -> dict[str, Any]:
