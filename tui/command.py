@@ -10,7 +10,8 @@ import sys
 from typing import Any
 from urllib.parse import urlsplit
 
-from pycm.trace.credentials import Credentials, CredentialsError, from_kubeconfig, read_token_file
+from pycm.trace import credentials
+from pycm.trace.credentials import CredentialsError
 from pycm.trace.recorder import recording_problem
 from pycm.util.durations import duration_arg
 from tui.sources import ReplaySource, Source, SseSource
@@ -61,27 +62,7 @@ def add_subcommand(subparsers: Any) -> None:
         metavar="DURATION",
         help="the lease duration until one is observed (default 15s)",
     )
-    auth = parser.add_argument_group("authentication and TLS (kubectl's flags)")
-    auth.add_argument("--token", default="", help="bearer token for the managers")
-    auth.add_argument("--token-file", default="", help="file holding the bearer token")
-    auth.add_argument(
-        "--certificate-authority",
-        default="",
-        metavar="FILE",
-        help="PEM file of the CA that signed the managers' serving certificates",
-    )
-    auth.add_argument(
-        "--insecure-skip-tls-verify",
-        action="store_true",
-        help="do not verify the managers' certificates (self-signed demo certs)",
-    )
-    auth.add_argument(
-        "--kubeconfig",
-        default="",
-        help="take the CA and token from this kubeconfig's current context "
-        "(the manager URL still comes from --server)",
-    )
-    auth.add_argument("--context", default="", help="the kubeconfig context to use")
+    credentials.add_flags(parser)
     parser.set_defaults(func=_run)
 
 
@@ -103,12 +84,7 @@ def build_sources(args: argparse.Namespace) -> list[Source]:
         raise ValueError(f"--speed must be >= 0, not {args.speed}")
     sources: list[Source] = []
     if args.server:
-        token = read_token_file(args.token_file) if args.token_file else args.token
-        creds = Credentials(
-            token=token, ca_file=args.certificate_authority, insecure=args.insecure_skip_tls_verify
-        )
-        if args.kubeconfig:
-            creds = creds.merged(from_kubeconfig(args.kubeconfig, args.context))
+        creds = credentials.from_flags(args)
         verify = creds.verify()
         seen: set[str] = set()
         for url in args.server:

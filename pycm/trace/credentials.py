@@ -11,6 +11,7 @@ with a one-line message.
 
 from __future__ import annotations
 
+import argparse
 import base64
 import binascii
 import os
@@ -20,7 +21,14 @@ from typing import Any
 
 import yaml
 
-__all__ = ["Credentials", "CredentialsError", "from_kubeconfig", "read_token_file"]
+__all__ = [
+    "Credentials",
+    "CredentialsError",
+    "add_flags",
+    "from_flags",
+    "from_kubeconfig",
+    "read_token_file",
+]
 
 
 class CredentialsError(ValueError):
@@ -55,6 +63,45 @@ class Credentials:
         except (OSError, ssl.SSLError) as exc:
             raise CredentialsError(f"certificate authority: {exc}") from None
         return True
+
+
+def add_flags(parser: argparse.ArgumentParser) -> None:
+    """kubectl's flags for the managers' token and TLS trust, as one argument group (read
+    back with :func:`from_flags`): ``pycm top``'s and ``pycm why``'s."""
+    auth = parser.add_argument_group("authentication and TLS (kubectl's flags)")
+    auth.add_argument("--token", default="", help="bearer token for the managers")
+    auth.add_argument("--token-file", default="", help="file holding the bearer token")
+    auth.add_argument(
+        "--certificate-authority",
+        default="",
+        metavar="FILE",
+        help="PEM file of the CA that signed the managers' serving certificates",
+    )
+    auth.add_argument(
+        "--insecure-skip-tls-verify",
+        action="store_true",
+        help="do not verify the managers' certificates (self-signed demo certs)",
+    )
+    auth.add_argument(
+        "--kubeconfig",
+        default="",
+        help="take the CA and token from this kubeconfig's current context "
+        "(the manager URL still comes from --server)",
+    )
+    auth.add_argument("--context", default="", help="the kubeconfig context to use")
+
+
+def from_flags(args: argparse.Namespace) -> Credentials:
+    """The credentials :func:`add_flags`' flags name: the flags first, then the kubeconfig."""
+    if args.token and args.token_file:
+        raise CredentialsError("--token and --token-file are mutually exclusive")
+    token = read_token_file(args.token_file) if args.token_file else args.token
+    creds = Credentials(
+        token=token, ca_file=args.certificate_authority, insecure=args.insecure_skip_tls_verify
+    )
+    if args.kubeconfig:
+        creds = creds.merged(from_kubeconfig(args.kubeconfig, args.context))
+    return creds
 
 
 def read_token_file(path: str) -> str:

@@ -24,7 +24,8 @@ from urllib.parse import urlsplit
 import httpx
 import orjson
 
-from pycm.trace.credentials import Credentials, CredentialsError, from_kubeconfig, read_token_file
+from pycm.trace import credentials
+from pycm.trace.credentials import Credentials, CredentialsError
 from pycm.trace.objref import ObjectRef, RefError, UnknownResource, parse_ref
 from pycm.trace.recorder import read_events, recording_problem
 from pycm.trace.why import ObjectReport, merge_reports, object_report, render_text
@@ -69,40 +70,13 @@ def add_subcommand(subparsers: Any) -> None:
         help="a manager's secure serving URL, e.g. https://127.0.0.1:10257 (repeatable)",
     )
     src.add_argument("--replay", metavar="FILE", help="read a --trace-file recording instead")
-    auth = parser.add_argument_group("authentication and TLS (kubectl's flags, as pycm top)")
-    auth.add_argument("--token", default="", help="bearer token for the managers")
-    auth.add_argument("--token-file", default="", help="file holding the bearer token")
-    auth.add_argument(
-        "--certificate-authority",
-        default="",
-        metavar="FILE",
-        help="PEM file of the CA that signed the managers' serving certificates",
-    )
-    auth.add_argument(
-        "--insecure-skip-tls-verify",
-        action="store_true",
-        help="do not verify the managers' certificates (self-signed demo certs)",
-    )
-    auth.add_argument("--kubeconfig", default="", help="take the CA and token from this kubeconfig")
-    auth.add_argument("--context", default="", help="the kubeconfig context to use")
+    credentials.add_flags(parser)
     parser.set_defaults(func=_run)
 
 
 def _fail(message: str, status: int = 2) -> int:
     sys.stderr.write("pycm why: " + " ".join(message.split()) + "\n")
     return status
-
-
-def _credentials(args: argparse.Namespace) -> Credentials:
-    if args.token and args.token_file:
-        raise CredentialsError("--token and --token-file are mutually exclusive")
-    token = read_token_file(args.token_file) if args.token_file else args.token
-    creds = Credentials(
-        token=token, ca_file=args.certificate_authority, insecure=args.insecure_skip_tls_verify
-    )
-    if args.kubeconfig:
-        creds = creds.merged(from_kubeconfig(args.kubeconfig, args.context))
-    return creds
 
 
 def live_reports(servers: list[str], ref: ObjectRef, creds: Credentials) -> list[ObjectReport]:
@@ -197,7 +171,7 @@ def _run(args: argparse.Namespace) -> int:
             return _fail(f"--server {url} given twice")
         seen.add(url)
     try:
-        creds = _credentials(args)
+        creds = credentials.from_flags(args)
         reports = live_reports(args.server, ref, creds)
     except CredentialsError as exc:
         return _fail(str(exc))
