@@ -35,7 +35,7 @@ from pycm.api.diff import changed_paths
 from pycm.controller.metrics import ControllerMetrics
 from pycm.kube.errors import Conflict
 from pycm.trace.bus import RECONCILE_BEGIN, RECONCILE_END, RECONCILE_FAILED, Bus, default_bus
-from pycm.trace.causes import RELIST, Trigger, cause_of_record, choose_writer
+from pycm.trace.causes import Trigger, cause_of_record
 from pycm.trace.context import (
     SpanValue,
     error_text,
@@ -198,45 +198,14 @@ class Controller:
             paths = changed_paths(old, obj)
         if initial:
             return Trigger(kind, rv, "initial", object=obj_key)
-        causes = self._bus.causes
-        write = causes.write_of(namespace, name, rv)
-        if write is None and event == "delete":
-            write = causes.delete_of(namespace, name)
-        if write is not None:
-            return Trigger(
-                kind, rv, event, object=obj_key, paths=paths, cause=write[0], verb=write[1]
-            )
-        writer = causes.writer_of(namespace, name, rv)
-        if writer is not RELIST:
-            # The event may come before the response of the write that caused it: a write of
-            # this object still in flight, as the manager the object names, is its cause.
-            in_flight = causes.in_flight_of(
-                namespace, name, generate_name if type(generate_name) is str else ""
-            )
-            if in_flight is not None and (writer is None or _newest_is(writer, in_flight[2])):
-                return Trigger(
-                    kind,
-                    rv,
-                    event,
-                    object=obj_key,
-                    paths=paths,
-                    cause=in_flight[0],
-                    verb=in_flight[1],
-                )
-        if writer is None:
-            return Trigger(kind, rv, event, object=obj_key, paths=paths)
-        if writer is RELIST:
-            return Trigger(kind, rv, "relist", object=obj_key, paths=paths)
-        manager, operation, time, _ = choose_writer(writer, paths, causes.own_managers)
-        return Trigger(
+        return self._bus.causes.cause(
             kind,
+            namespace,
+            name,
             rv,
             event,
-            object=obj_key,
-            paths=paths,
-            writer=manager,
-            operation=operation,
-            write_time=time,
+            paths,
+            generate_name if type(generate_name) is str else "",
         )
 
     def enqueue(self, key: str, trigger: Trigger | None = None, reason: str = "") -> None:
@@ -639,12 +608,6 @@ class Controller:
             )
             self.queue.drop(key, reason="max retries")
         return ReconcileResult.ERROR
-
-
-def _newest_is(writers: tuple[tuple[str, str, str, str], ...], manager: str) -> bool:
-    """Whether ``manager``'s entry is (one of) the newest: then the event may be its write."""
-    newest = max(entry[2] for entry in writers)
-    return any(entry[0] == manager and entry[2] == newest for entry in writers)
 
 
 class _BoundMetrics:

@@ -226,6 +226,12 @@ def choose_writer(writers: Writers, paths: str, own: frozenset[str] | set[str]) 
     return best
 
 
+def _newest_is(writers: Writers, manager: str) -> bool:
+    """Whether ``manager``'s entry is (one of) the newest: then the event may be its write."""
+    newest = max(entry[2] for entry in writers)
+    return any(entry[0] == manager and entry[2] == newest for entry in writers)
+
+
 class CauseTable:
     """The bounded tables behind :class:`Trigger`: this manager's writes by the resourceVersion
     they returned, and the outside writers objects name (see the module docstring)."""
@@ -279,6 +285,51 @@ class CauseTable:
         writes[(namespace, name, rv)] = entry
         if len(writes) > self.max_writes:
             del writes[next(iter(writes))]
+
+    def cause(
+        self,
+        kind: str,
+        namespace: str,
+        name: str,
+        rv: str,
+        event: str,
+        paths: str = "",
+        generate_name: str = "",
+    ) -> Trigger:
+        """The trigger of a watch event (``event``) on the object (namespace, name) at ``rv``,
+        by the rules of the module docstring: this manager's write that returned ``rv`` (or,
+        for a delete, that deleted it), else its write of the object still in flight when the
+        object names its manager newest, else the writer the object names (or the informer's
+        relist). ``paths``: an update's changed paths, named in the trigger."""
+        obj_key = f"{namespace}/{name}" if namespace else name
+        write = self._writes.get((namespace, name, rv))
+        if write is None and event == "delete":
+            write = self._deletes.get((namespace, name))
+        if write is not None:
+            return Trigger(
+                kind, rv, event, object=obj_key, paths=paths, cause=write[0], verb=write[1]
+            )
+        writer = self.writer_of(namespace, name, rv)
+        if writer is RELIST:
+            return Trigger(kind, rv, "relist", object=obj_key, paths=paths)
+        in_flight = self.in_flight_of(namespace, name, generate_name)
+        if in_flight is not None and (writer is None or _newest_is(writer, in_flight[2])):
+            return Trigger(
+                kind, rv, event, object=obj_key, paths=paths, cause=in_flight[0], verb=in_flight[1]
+            )
+        if writer is None:
+            return Trigger(kind, rv, event, object=obj_key, paths=paths)
+        manager, operation, time, _ = choose_writer(writer, paths, self.own_managers)
+        return Trigger(
+            kind,
+            rv,
+            event,
+            object=obj_key,
+            paths=paths,
+            writer=manager,
+            operation=operation,
+            write_time=time,
+        )
 
     def write_started(
         self,
