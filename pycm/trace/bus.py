@@ -179,6 +179,10 @@ def _no_trigger(e: Any) -> None:
     e.trigger_trace_id = e.trigger_span_id = e.trigger_controller = e.trigger_key = ""
     e.trigger_verb = e.trigger_writer = e.trigger_operation = e.trigger_write_time = ""
     e.trigger_merged = 0
+    _no_first(e)
+
+
+def _no_first(e: Any) -> None:
     e.first_trigger_event = e.first_trigger_kind = e.first_trigger_object = ""
     e.first_trigger_rv = e.first_trigger_writer = ""
     e.first_trigger_trace_id = e.first_trigger_span_id = ""
@@ -187,14 +191,18 @@ def _no_trigger(e: Any) -> None:
 def _set_trigger(e: Any, trigger: Any) -> None:
     """The begin's trigger_* fields from its pycm.trace.causes.Trigger (any object with the
     five original fields will do: a plugin's own trigger, an old test's)."""
+    if type(trigger) is not Trigger:
+        _no_trigger(e)
+        e.trigger_kind = trigger.kind
+        e.trigger_rv = trigger.resource_version
+        e.trigger_event = trigger.event
+        e.trigger_trace_id = trigger.trace_id
+        e.trigger_span_id = trigger.span_id
+        e.trigger_merged = 1
+        return
     e.trigger_kind = trigger.kind
     e.trigger_rv = trigger.resource_version
     e.trigger_event = trigger.event
-    if type(trigger) is not Trigger:
-        _no_trigger_details(e)
-        e.trigger_trace_id = trigger.trace_id
-        e.trigger_span_id = trigger.span_id
-        return
     e.trigger_object = trigger.object
     e.trigger_paths = trigger.paths
     e.trigger_trace_id, e.trigger_span_id = trigger.ids()
@@ -206,9 +214,7 @@ def _set_trigger(e: Any, trigger: Any) -> None:
     e.trigger_merged = trigger.merged
     first = trigger.first
     if first is None:
-        e.first_trigger_event = e.first_trigger_kind = e.first_trigger_object = ""
-        e.first_trigger_rv = e.first_trigger_writer = ""
-        e.first_trigger_trace_id = e.first_trigger_span_id = ""
+        _no_first(e)
     else:
         e.first_trigger_event = first.event
         e.first_trigger_kind = first.kind
@@ -216,15 +222,6 @@ def _set_trigger(e: Any, trigger: Any) -> None:
         e.first_trigger_rv = first.resource_version
         e.first_trigger_writer = first.writer
         e.first_trigger_trace_id, e.first_trigger_span_id = first.ids()
-
-
-def _no_trigger_details(e: Any) -> None:
-    e.trigger_object = e.trigger_paths = e.trigger_controller = e.trigger_key = ""
-    e.trigger_verb = e.trigger_writer = e.trigger_operation = e.trigger_write_time = ""
-    e.trigger_merged = 1
-    e.first_trigger_event = e.first_trigger_kind = e.first_trigger_object = ""
-    e.first_trigger_rv = e.first_trigger_writer = ""
-    e.first_trigger_trace_id = e.first_trigger_span_id = ""
 
 
 def _reconcile_end(r: Record) -> Event:
