@@ -4,8 +4,8 @@ On a terminal it opens ``pycm top`` attached to the three replicas, with chaos k
 pause the leader, lease-update latency, drop watches, scale or roll the workload); with
 ``--no-tui`` (or when the output is not a terminal) it prints one line per replica (identity,
 https URL), then a live stream of their leader-election and start-up events, one line each,
-and the workload's rollout. Ctrl-C (or
-SIGTERM) stops everything cleanly. With ``--duration`` it stops by itself after S seconds.
+and the workload's rollout. Ctrl-C (or SIGTERM) stops everything cleanly. With ``--duration``
+it stops by itself S seconds after a replica acquired the lease.
 Exit statuses: 0 when a leader was elected and no child exited unexpectedly; 1 otherwise (the
 reasons printed, one line each); 2 for bad flags; 130 never (Ctrl-C is the normal way out).
 """
@@ -55,7 +55,8 @@ def add_subcommand(subparsers: Any) -> None:
         type=_seconds,
         default=None,
         metavar="S",
-        help="stop after S seconds; the exit status says whether everything behaved",
+        help="stop S seconds after a replica has acquired the lease (start-up is not counted; "
+        "it is bounded by 60 s); the exit status says whether everything behaved",
     )
     parser.add_argument(
         "--no-tui",
