@@ -39,7 +39,7 @@ from starlette.routing import Route
 
 from pycm.trace.objref import KIND_RESOURCES, ObjectRef, RefError, UnknownResource, parse_ref
 from pycm.trace.state import State
-from pycm.trace.state.objects import CONTROLLER, STEP, ObjectHistorySnapshot, ObjectStepSnapshot
+from pycm.trace.state.objects import ObjectHistorySnapshot, ObjectStepSnapshot
 from pycm.trace.why import CauseSnapshot, build_chain, empty_report
 
 __all__ = ["OUTSIDE", "ObjectSources", "object_view", "objects_route", "resolve"]
@@ -61,13 +61,7 @@ def _rank(resource: str) -> tuple[int, str]:
 
 
 def _reconciled_by(states: Iterable[State], okey: tuple[str, str, str], controller: str) -> bool:
-    for state in states:
-        hist = state.objects.table.get(okey)
-        if hist is not None and any(
-            s[STEP] == "reconcile" and s[CONTROLLER] == controller for s in hist.steps
-        ):
-            return True
-    return False
+    return any(state.objects.reconciled_by(okey, controller) for state in states)
 
 
 def resolve(

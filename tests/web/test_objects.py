@@ -13,6 +13,7 @@ from starlette.applications import Starlette
 from pycm.trace import kinds as k
 from pycm.trace.objref import ObjectRef, RefError
 from pycm.trace.state import State
+from pycm.trace.state.objects import step_dict
 from tests.trace.state.script import T0, Feed, S
 from tests.trace.state.test_objects import DEPLOY, RS, scale_story
 from web.hub import Hub
@@ -93,7 +94,7 @@ def test_object_view_chain_has_lanes_and_times_root_writer_outside() -> None:
     ]
     assert chain[2]["writer"] == "kubectl-scale"
     assert chain[2]["paths"] == "spec.replicas"
-    d_begin = states["r1"].objects.spans[spans["deployment"]][0]
+    d_begin = step_dict(states["r1"].objects.spans[spans["deployment"]])["ts"]
     assert chain[1]["at"] == d_begin == T0 + S
     # The writer's update reached the deployment queue 1.5 ms before its reconcile began.
     assert chain[2]["at"] == T0 + S - 1_500_000

@@ -118,43 +118,30 @@ FIELDS = (
     "type",
     "reason",
 )
-"""A step's fields, in the order a step list holds them (then its object key and size)."""
+"""A step's fields, in the order its snapshot (:class:`ObjectStepSnapshot`) lists them."""
 
-(
-    TS,
-    INSTANCE,
-    STEP,
-    RESOURCE,
-    CONTROLLER,
-    KEY,
-    EVENT,
-    KIND,
-    OBJECT,
-    RV,
-    PATHS,
-    WRITER,
-    VERB,
-    CODE,
-    RESULT,
-    ACTION,
-    ERROR,
-    DUR_NS,
-    WAIT_MS,
-    MERGED,
-    TRACE_ID,
-    SPAN_ID,
-    CAUSE_TRACE_ID,
-    CAUSE_SPAN_ID,
-    CAUSE_CONTROLLER,
-    CAUSE_KEY,
-    TYPE,
-    REASON,
-    OKEY,
-    SIZE,
-) = range(len(FIELDS) + 2)
+# A step as held: a flat tuple of names, keys, ids and numbers, its layout set by its tag. Tuples
+# of such atoms are what folding can make cheapest: one allocation, and the garbage collector
+# stops tracking them at its first pass, so thousands of held steps add nothing to every later
+# collection (lists, or the events themselves, would be traversed by each of them). Every
+# layout starts (tag, object key, estimated size, ts, instance, controller, key).
+TAG, OKEY, SIZE, TS, INSTANCE, CONTROLLER, KEY = range(7)
+# RECONCILE: the reconcile and the trigger that started it (``event`` .. ``cause_key``), then
+# OWN_WATCH_TS: when the trigger was an event of the reconciled object itself (the common case),
+# the time it was enqueued (that watch step is read from the same tuple: 0 when it was not);
+# once the reconcile ended, FINISH more: result, action, dur_ns, error.
+# WATCH: the same layout for an event of another object (its ts is when it was enqueued).
+(EVENT_, KIND_, OBJECT_, RV_, PATHS_, WRITER_, VERB_, MERGED_, WAIT_MS_, TRACE_ID_, SPAN_ID_) = (
+    range(7, 18)
+)
+CAUSE_TRACE_ID_, CAUSE_SPAN_ID_, CAUSE_CONTROLLER_, CAUSE_KEY_, OWN_WATCH_TS = range(18, 23)
+RESULT_, ACTION_, DUR_NS_, ERROR_ = range(23, 27)
+# Tags (FIRST: the first of several events merged into one reconcile; RESTORED: a step adopted
+# from a snapshot, (tag, key, size, its dict)).
+RECONCILE, WATCH, FIRST, WRITE, EVENT, RESTORED = range(6)
 
 ObjectKey = tuple[str, str, str]  # (resource, namespace, name)
-Step = list[Any]  # FIELDS' values, then the object key and the estimated size
+Step = tuple[Any, ...]
 
 
 class ObjectStepSnapshot(TypedDict):
@@ -225,18 +212,24 @@ class ObjectHistorySnapshot(TypedDict):
 
 def step_bytes(step: Step) -> int:
     """The estimated memory of a step (see :data:`_STEP_BASE`)."""
-    return _STEP_BASE + len(step[KEY]) + len(step[PATHS]) + len(step[ERROR])
+    return int(step[SIZE])
 
 
-class History:
-    """One object's steps (oldest first), their estimated size, and how many were dropped."""
+class History(deque[Step]):
+    """One object's steps (oldest first), their estimated size, and how many were dropped.
 
-    __slots__ = ("bytes", "dropped", "steps")
+    (The deque itself: one GC-tracked object per object with a history, not two.)"""
+
+    __slots__ = ("bytes", "dropped")
 
     def __init__(self) -> None:
-        self.steps: deque[Step] = deque()
+        super().__init__()
         self.bytes = 0
         self.dropped = 0
+
+    @property
+    def steps(self) -> History:
+        return self
 
 
 class ObjectHistories:
@@ -271,21 +264,34 @@ class ObjectHistories:
         steps.append(step)
         hist.bytes += size
         self.bytes += size
+        if len(steps) > MAX_STEPS or hist.bytes > MAX_OBJECT_BYTES:
+            self._trim(hist)
+        if self.bytes > MAX_BYTES:
+            while self.bytes > MAX_BYTES and len(table) > 1:
+                self._evict()
+
+    def _trim(self, hist: History) -> None:
+        steps = hist.steps
         while len(steps) > MAX_STEPS or (hist.bytes > MAX_OBJECT_BYTES and len(steps) > 1):
             old = steps.popleft()
             hist.bytes -= old[SIZE]
             self.bytes -= old[SIZE]
             hist.dropped += 1
-        while self.bytes > MAX_BYTES and len(table) > 1:
-            self._evict()
 
-    def grow(self, step: Step, extra: int) -> None:
-        """A step's estimated size grew by ``extra`` (a reconcile's end brought an error)."""
-        step[SIZE] += extra
+    def finish(self, step: Step, done: Step, extra: int) -> None:
+        """Replace reconcile ``step`` by ``done`` (with its end), ``extra`` bytes larger."""
+        if step[SPAN_ID_]:
+            self.spans[step[SPAN_ID_]] = done  # (its place in the order is kept)
         hist = self.table.get(step[OKEY])
-        if hist is not None and any(s is step for s in hist.steps):
-            hist.bytes += extra
-            self.bytes += extra
+        if hist is None:
+            return
+        steps = hist.steps
+        for i in range(len(steps) - 1, -1, -1):  # it is one of the newest, as a rule
+            if steps[i] is step:
+                steps[i] = done
+                hist.bytes += extra
+                self.bytes += extra
+                return
 
     def _evict(self) -> None:
         _, hist = self.table.popitem(last=False)
@@ -303,19 +309,31 @@ class ObjectHistories:
         hist = self.table.get((ref.resource, ref.namespace, ref.name))
         if hist is None:
             return None
+        steps = sorted((d for s in hist.steps for d in step_dicts(s)), key=_ts)
+        over = len(steps) - MAX_STEPS  # (a reconcile of its own event shows two)
         return {
             "resource": ref.resource,
             "namespace": ref.namespace,
             "name": ref.name,
-            "steps": sorted((step_dict(s) for s in hist.steps), key=_ts),
-            "dropped": hist.dropped,
+            "steps": steps[over:] if over > 0 else steps,
+            "dropped": hist.dropped + max(over, 0),
             "bytes": hist.bytes,
         }
 
     def span(self, span_id: str) -> ObjectStepSnapshot | None:
         """The reconcile step of ``span_id``, if still indexed."""
         step = self.spans.get(span_id) if span_id else None
-        return step_dict(step) if step is not None else None
+        return step_dicts(step)[-1] if step is not None else None
+
+    def reconciled_by(self, okey: ObjectKey, controller: str) -> bool:
+        """Whether ``controller`` reconciled the object in its held history."""
+        hist = self.table.get(okey)
+        return hist is not None and any(
+            d["step"] == "reconcile" and d["controller"] == controller
+            for s in hist.steps
+            if s[TAG] == RECONCILE or s[TAG] == RESTORED
+            for d in step_dicts(s)
+        )
 
     def resources(self) -> set[str]:
         """The resources of the objects with a history."""
@@ -326,25 +344,128 @@ def _ts(step: ObjectStepSnapshot) -> int:
     return step["ts"]
 
 
+_BLANK: dict[str, Any] = {f: 0 if f in ("ts", "code", "dur_ns", "merged") else "" for f in FIELDS}
+_BLANK["wait_ms"] = 0.0
+# The fields of a reconcile or watch step's tuple, by position (from ts).
+_TRIGGERED = (
+    ("ts", TS),
+    ("instance", INSTANCE),
+    ("controller", CONTROLLER),
+    ("key", KEY),
+    ("event", EVENT_),
+    ("kind", KIND_),
+    ("object", OBJECT_),
+    ("rv", RV_),
+    ("paths", PATHS_),
+    ("writer", WRITER_),
+    ("verb", VERB_),
+    ("merged", MERGED_),
+    ("cause_trace_id", CAUSE_TRACE_ID_),
+    ("cause_span_id", CAUSE_SPAN_ID_),
+    ("cause_controller", CAUSE_CONTROLLER_),
+    ("cause_key", CAUSE_KEY_),
+)
+# The fields of the other layouts, in their order (from ts).
+_WRITE = [
+    "ts",
+    "instance",
+    "controller",
+    "key",
+    "rv",
+    "verb",
+    "code",
+    "error",
+    "dur_ns",
+    "trace_id",
+    "span_id",
+]
+_EVENT = [
+    "ts",
+    "instance",
+    "controller",
+    "key",
+    "event",
+    "kind",
+    "trace_id",
+    "span_id",
+    "type",
+    "reason",
+]
+_FIRST = [
+    "ts",
+    "instance",
+    "controller",
+    "key",
+    "event",
+    "kind",
+    "object",
+    "rv",
+    "writer",
+    "merged",
+    "cause_trace_id",
+]
+_FIRST.append("cause_span_id")
+
+
+def step_dicts(step: Step) -> list[ObjectStepSnapshot]:
+    """A step as its snapshot's plain dicts: one, or two for a reconcile of the object's own
+    watch event (that event's step, then the reconcile's)."""
+    tag = step[TAG]
+    if tag == RESTORED:
+        return [dict(step[3])]  # type: ignore[list-item]
+    d = _BLANK.copy()
+    d["resource"] = step[OKEY][0]
+    if tag in (WRITE, EVENT, FIRST):
+        names = _WRITE if tag == WRITE else _EVENT if tag == EVENT else _FIRST
+        d.update(zip(names, step[TS:], strict=True))
+        d["step"] = "write" if tag == WRITE else "event" if tag == EVENT else "watch"
+        return [d]  # type: ignore[list-item]
+    for name, i in _TRIGGERED:
+        d[name] = step[i]
+    if tag == WATCH:
+        d["step"] = "watch"
+        return [d]  # type: ignore[list-item]
+    out: list[Any] = []
+    if step[OWN_WATCH_TS]:
+        watch = d.copy()
+        watch["ts"] = step[OWN_WATCH_TS]
+        watch["step"] = "watch"
+        out.append(watch)
+    d["step"] = "reconcile"
+    d["wait_ms"] = step[WAIT_MS_]
+    d["trace_id"] = step[TRACE_ID_]
+    d["span_id"] = step[SPAN_ID_]
+    if len(step) > RESULT_:
+        d["result"], d["action"], d["dur_ns"], d["error"] = step[RESULT_:]
+    out.append(d)
+    return out
+
+
 def step_dict(step: Step) -> ObjectStepSnapshot:
-    """A step as its snapshot's plain dict."""
-    return dict(zip(FIELDS, step, strict=False))  # type: ignore[return-value]
+    """A step's own dict (a reconcile's, not its watch event's)."""
+    return step_dicts(step)[-1]
+
+
+def _has_first(ev: ReconcileStarted) -> bool:
+    """Whether a reconcile's trigger names the first of several merged watch events."""
+    return (
+        ev.trigger_merged > 1
+        and bool(ev.first_trigger_object)
+        and ev.first_trigger_event in _WATCH_EVENTS
+    )
 
 
 def _step_from(data: Any, okey: ObjectKey) -> Step:
-    step: Step = [data.get(f, 0 if f in _NUMERIC else "") for f in FIELDS]
-    step[RESOURCE] = okey[0]
-    step.append(okey)
-    step.append(0)
-    for i in _INT_FIELDS:
-        if type(step[i]) is not int:
+    d = {f: data.get(f, _BLANK[f]) for f in FIELDS}
+    d["resource"] = okey[0]
+    for f in _INT_FIELDS:
+        if type(d[f]) is not int:
             raise TypeError("step field is not an int")
-    step[SIZE] = step_bytes(step)
-    return step
+    size = _STEP_BASE + len(str(d["key"])) + len(str(d["paths"])) + len(str(d["error"]))
+    return (RESTORED, okey, size, d)
 
 
-_NUMERIC = frozenset({"ts", "code", "dur_ns", "wait_ms", "merged"})
-_INT_FIELDS = (TS, CODE, DUR_NS, MERGED)
+_INT_FIELDS = ("ts", "code", "dur_ns", "merged")
 
 
 def dump(state: State, refs: Iterable[ObjectRef]) -> dict[str, ObjectHistorySnapshot]:
@@ -367,8 +488,9 @@ def load(state: State, data: Any) -> None:
         for d in hist.get("steps", ()):
             step = _step_from(d, okey)
             objs.add(okey, step)
-            if step[STEP] == "reconcile" and step[SPAN_ID]:
-                objs.note_span(step[SPAN_ID], step)
+            span_id = step[3]["span_id"]
+            if step[3]["step"] == "reconcile" and span_id:
+                objs.note_span(span_id, step)
         if okey in objs.table:
             objs.table[okey].dropped += int(hist.get("dropped", 0))
 
@@ -391,172 +513,106 @@ def _reconcile_began(state: State, ev: ReconcileStarted, inst: InstanceRecord) -
     namespace = ev.namespace
     if not name:
         namespace, name = _split(key)
-    resource = ev.resource
-    okey = (resource, namespace, name)
+    okey = (ev.resource, namespace, name)
+    paths = ev.trigger_paths
+    size = _STEP_BASE + len(key) + len(paths)
+    ts = ev.ts
     wait = ev.queue_wait_ms
     event = ev.trigger_event
-    kind = ev.trigger_kind
     obj = ev.trigger_object
-    merged = ev.trigger_merged
-    paths = ev.trigger_paths
-    step: Step = [
-        ev.ts,
+    watched = bool(obj) and event in _WATCH_EVENTS
+    enqueued = ts - ms_to_ns(wait)
+    tkey: ObjectKey | None = None
+    own_ts = 0
+    if watched:
+        if _has_first(ev):
+            fns, fname = _split(ev.first_trigger_object)
+            fkey = (resource_of_kind(ev.first_trigger_kind), fns, fname)
+            first: Step = (FIRST, fkey, _STEP_BASE + len(key), enqueued, ev.instance, ev.controller)
+            first += (key, ev.first_trigger_event, ev.first_trigger_kind)
+            first += (ev.first_trigger_object, ev.first_trigger_rv, ev.first_trigger_writer)
+            first += (ev.trigger_merged, ev.first_trigger_trace_id, ev.first_trigger_span_id)
+            objs.add(fkey, first)
+            enqueued = ts  # the newest of several came at some time up to the begin
+        resource = resource_of_kind(ev.trigger_kind)
+        if obj == key and resource == okey[0]:
+            own_ts = enqueued  # the object's own event: read from the reconcile's step
+            size *= 2  # (two steps shown: counted as two, as a restored history holds them)
+        else:
+            tns, tname = _split(obj)
+            tkey = (resource, tns, tname)
+    triggered = (
         ev.instance,
-        "reconcile",
-        resource,
         ev.controller,
         key,
         event,
-        kind,
+        ev.trigger_kind,
         obj,
         ev.trigger_rv,
         paths,
         ev.trigger_writer,
         ev.trigger_verb,
-        0,
-        "",
-        "",
-        "",
-        0,
-        wait,
-        merged,
-        ev.trace_id,
-        ev.span_id,
-        ev.trigger_trace_id,
-        ev.trigger_span_id,
-        ev.trigger_controller,
-        ev.trigger_key,
-        "",
-        "",
-        okey,
-        _STEP_BASE + len(key) + len(paths),
-    ]
+        ev.trigger_merged,
+    )
+    span_id = ev.span_id
+    cause = (ev.trigger_trace_id, ev.trigger_span_id, ev.trigger_controller, ev.trigger_key)
+    step = (RECONCILE, okey, size, ts, *triggered, wait, ev.trace_id, span_id, *cause, own_ts)
     objs.add(okey, step)
-    if ev.span_id:
-        objs.note_span(ev.span_id, step)
-    if not obj or event not in _WATCH_EVENTS:
-        return
-    enqueued = ev.ts - ms_to_ns(wait)
-    first_obj = ev.first_trigger_object
-    if merged > 1 and first_obj and ev.first_trigger_event in _WATCH_EVENTS:
-        fkind = ev.first_trigger_kind
-        fns, fname = _split(first_obj)
-        first: Step = [
-            enqueued,
-            ev.instance,
-            "watch",
-            "",
-            ev.controller,
-            key,
-            ev.first_trigger_event,
-            fkind,
-            first_obj,
-            ev.first_trigger_rv,
-            "",
-            ev.first_trigger_writer,
-            "",
-            0,
-            "",
-            "",
-            "",
-            0,
-            0.0,
-            merged,
-            "",
-            "",
-            ev.first_trigger_trace_id,
-            ev.first_trigger_span_id,
-            "",
-            "",
-            "",
-            "",
-            None,
-            _STEP_BASE + len(key),
-        ]
-        fkey = first[OKEY] = (resource_of_kind(fkind), fns, fname)
-        first[RESOURCE] = fkey[0]
-        objs.add(fkey, first)
-        enqueued = ev.ts  # the newest of several: at some time up to the begin
-    tns, tname = _split(obj)
-    tkey = (resource_of_kind(kind), tns, tname)
-    watch: Step = step.copy()
-    watch[TS] = enqueued
-    watch[STEP] = "watch"
-    watch[WAIT_MS] = 0.0
-    watch[TRACE_ID] = watch[SPAN_ID] = ""
-    watch[OKEY] = tkey
-    watch[RESOURCE] = tkey[0]
-    objs.add(tkey, watch)
+    if span_id:
+        objs.note_span(span_id, step)
+    if tkey is not None:
+        watch = (WATCH, tkey, size, enqueued, *triggered, 0.0, "", "", *cause, 0)
+        objs.add(tkey, watch)
 
 
 @also_handles(ReconcileFinished)
 def _reconcile_finished(state: State, ev: ReconcileFinished, inst: InstanceRecord) -> None:
     objs = state.objects
     step = objs.spans.get(ev.span_id)
-    if step is None:
-        return  # its begin was not seen (a viewer attached mid-reconcile) or was dropped
+    if step is None or step[TAG] != RECONCILE or len(step) > RESULT_:
+        return  # its begin was not seen (a viewer attached mid-reconcile), dropped, or ended
     outcome = ev.outcome
-    result: str = ev.result
+    result = str(ev.result)  # (a plain str: an enum member would keep the step GC-tracked)
     if outcome != _OK and result == _SUCCESS:
         result = "error" if outcome == _ERROR else str(outcome)
-    step[RESULT] = result
-    step[ACTION] = ev.action
-    step[DUR_NS] = ev.dur_ns
-    error = ev.error
-    if error:
-        error = error[:MAX_ERROR]
-        step[ERROR] = error
-        objs.grow(step, len(error))
+    error = ev.error[:MAX_ERROR] if ev.error else ""
+    extra = len(error)
+    done = (RECONCILE, step[OKEY], step[SIZE] + extra, *step[TS:], result, ev.action, ev.dur_ns)
+    objs.finish(step, (*done, error), extra)
 
 
 @also_handles(ApiRequestCompleted)
 def _request(state: State, ev: ApiRequestCompleted, inst: InstanceRecord) -> None:
-    verb = ev.verb
     name = ev.name
-    if verb not in _WRITE_VERBS or not name:
+    verb = ev.verb
+    if not name or verb not in _WRITE_VERBS:
         return
     objs = state.objects
     okey = (ev.resource, ev.namespace, name)
     parent = ev.parent_id
     made_in = objs.spans.get(parent) if parent else None
     controller = key = ""
-    if made_in is not None:
+    if made_in is not None and made_in[TAG] == RECONCILE:
         controller = made_in[CONTROLLER]
         key = made_in[KEY]
     sub = ev.subresource
     error = ev.error[:MAX_ERROR] if ev.error else ""
-    step: Step = [
-        ev.ts,
-        ev.instance,
-        "write",
-        ev.resource,
-        controller,
-        key,
-        "",
-        "",
-        "",
-        ev.resource_version,
-        "",
-        "",
-        f"{verb}/{sub}" if sub else verb,
-        ev.code,
-        "",
-        "",
-        error,
-        ev.dur_ns,
-        0.0,
-        0,
-        ev.trace_id,
-        parent,
-        "",
-        "",
-        "",
-        "",
-        "",
-        "",
+    step = (
+        WRITE,
         okey,
         _STEP_BASE + len(key) + len(error),
-    ]
+        ev.ts,
+        ev.instance,
+        controller,
+        key,
+        ev.resource_version,
+        f"{verb}/{sub}" if sub else verb,
+        ev.code,
+        error,
+        ev.dur_ns,
+        ev.trace_id,
+        parent,
+    )
     objs.add(okey, step)
 
 
@@ -570,39 +626,9 @@ def _event(state: State, ev: EventRecorded, inst: InstanceRecord) -> None:
     parent = ev.parent_id
     made_in = objs.spans.get(parent) if parent else None
     controller = key = ""
-    if made_in is not None:
+    if made_in is not None and made_in[TAG] == RECONCILE:
         controller = made_in[CONTROLLER]
         key = made_in[KEY]
-    step: Step = [
-        ev.ts,
-        ev.instance,
-        "event",
-        okey[0],
-        controller,
-        key,
-        str(ev.action),
-        ev.object_kind,
-        "",
-        "",
-        "",
-        "",
-        "",
-        0,
-        "",
-        "",
-        "",
-        0,
-        0.0,
-        0,
-        ev.trace_id,
-        parent,
-        "",
-        "",
-        "",
-        "",
-        ev.type,
-        ev.reason,
-        okey,
-        _STEP_BASE + len(key),
-    ]
+    step: Step = (EVENT, okey, _STEP_BASE + len(key), ev.ts, ev.instance, controller, key)
+    step += (str(ev.action), ev.object_kind, ev.trace_id, parent, ev.type, ev.reason)
     objs.add(okey, step)
