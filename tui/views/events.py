@@ -154,6 +154,12 @@ class EventsView(View):
         index = int(event.row_key.value or 0)
         if 0 <= index < len(self._rows):
             self.select(self._rows[index])
+        table = event.data_table
+        if self.follow and event.cursor_row == table.cursor_row < table.row_count - 1:
+            # The user moved off the newest event: hold the list, or the next refill (a live
+            # stream refills every tick) puts the cursor back on the newest and enter opens
+            # that one. (A refill's own highlights are stale here: it ends on the newest.)
+            self.follow = False
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         self.follow = False  # hold the list while looking at one event
