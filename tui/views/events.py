@@ -20,10 +20,19 @@ from pycm.trace.state import Snapshot
 from tui.feed import Feed
 from tui.views.base import View
 
-__all__ = ["SHOWN", "EventsView", "event_filter"]
+__all__ = ["SHOWN", "EventsView", "event_filter", "key_term"]
 
 SHOWN = 300  # rows listed: the newest matching events
 _KEYED = ("key", "resource", "lease", "controller", "queue")
+
+
+def key_term(text: str) -> str:
+    """The key of a filter that is one ``key:`` term (``key:default/web`` -> ``default/web``),
+    else ""."""
+    terms = text.split()
+    if len(terms) == 1 and terms[0].startswith("key:"):
+        return terms[0].removeprefix("key:")
+    return ""
 
 
 def event_filter(text: str) -> Callable[[Event], bool]:
@@ -75,6 +84,7 @@ class EventsView(View):
     ]
 
     follow: reactive[bool] = reactive(True)
+    filters_keys = True
 
     class Copied(Message):
         def __init__(self, text: str) -> None:
