@@ -21,18 +21,25 @@ __all__ = ["HELP", "ControllerScreen", "HelpScreen"]
 HELP = """\
 [b]pycm top[/b] — keys
 
-  ?            this help               q / ctrl+c   quit
-  tab          next view               shift+tab    previous view
-  1-6          go to a view            p            pause / resume refreshing
-  /            filter the view         esc          back (close, clear the filter)
-  enter        drill into a row        s            sort (Controllers), or click a header
-  f            follow / hold (Events)  c            copy the trace id (Events, keys)
-  space        play / pause (replay)   + / -        replay speed
-  [ / ]        seek -10 s / +10 s (replay)
+  ?          this help              q / ctrl+c  quit
+  tab        next view              shift+tab   previous view
+  1-6        go to a view           p           pause / resume refreshing
+  /          filter the view        esc         back, clear the filter
+  up / down  move the cursor        enter       drill in; why (below)
+  s          sort (Controllers), or click a header
+  f          follow / hold (Events; moving off the newest holds too)
+  c          copy the highlighted row's trace id (Events, keys)
+  space      play / pause (replay)  + / -       replay speed
+  [ / ]      seek -10 s / +10 s (replay)
 
 Events filter: [b]kind:lease.*[/b]  [b]key:default/web[/b]  [b]instance:pycm-0[/b]  free text
-Why did it run: enter on an event, in a controller's keys, or after a [b]key:[/b] filter opens
-the object's history and chain of causes
+
+Why did it run: enter opens an object's history and chain of causes —
+  on any event of the Events view: the object it names;
+  on any key of a controller's keys (Controllers, enter): processing,
+    backing off, waiting, slowest or failing;
+  after [b]/key:default/web[/b] enter in any view but Events (there it filters
+    the key's events: enter on one of them).
 """
 
 

@@ -1,5 +1,6 @@
-"""Events: the live log of recent events; filter by kind, key or text; follow or hold; select
-one to see all its attributes and its trace id (``c`` copies the trace id)."""
+"""Events: the live log of recent events; filter by kind, key or text; follow or hold (moving the
+cursor off the newest event holds); select one to see all its attributes and its trace id (``c``
+copies the trace id); enter opens the object it names."""
 
 from __future__ import annotations
 
