@@ -51,6 +51,9 @@ def _look(cell: RenderableType) -> object:
     return cell
 
 
+_HEAD = 3  # a row's looks: its key, section and trace id, then its cells
+
+
 def _looks(row: KeyRow) -> tuple[object, ...]:
     return (row.key, row.section, row.trace_id, *(_look(c) for c in _cells(row)))
 
@@ -90,10 +93,6 @@ class KeysTable(DataTable[Any]):
         self.add_columns(*[str(i) for i in range(WIDTH)])
 
     @property
-    def rows_shown(self) -> list[KeyRow]:
-        return list(self._rows)
-
-    @property
     def highlighted(self) -> KeyRow | None:
         """The key under the cursor (None on any other row, or when empty)."""
         row = self.cursor_row
@@ -115,7 +114,7 @@ class KeysTable(DataTable[Any]):
             if before != after:
                 cells = _cells(new[i])
                 for j, column in enumerate(columns):
-                    if before[3 + j] != after[3 + j]:
+                    if before[_HEAD + j] != after[_HEAD + j]:
                         self.update_cell(str(i), column, cells[j], update_width=True)
         for i in range(len(self._rows) - 1, len(new) - 1, -1):
             self.remove_row(str(i))
@@ -198,7 +197,9 @@ class KeysTable(DataTable[Any]):
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         event.stop()
-        if event.cursor_row == self.cursor_row:  # not a stale one from an update
+        # A click can land on a title; an update's own highlights are stale by now (it ends
+        # with the cursor on a key).
+        if event.cursor_row == self.cursor_row:
             self._snap(1)
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
