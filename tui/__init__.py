@@ -13,6 +13,7 @@ For callers (``pycm demo``), import the submodules, not this package (it stays i
 Modules: :mod:`tui.sources` (the sources: the stream client, replay, a bus, a list — from
 :mod:`pycm.trace`, with :mod:`pycm.trace.credentials` for token, CA and kubeconfig),
 :mod:`tui.feed` (the bounded buffer and the one state), :mod:`tui.app` (``TopApp``),
-:mod:`tui.views` (one per tab), :mod:`tui.screens` (help, controller keys), :mod:`tui.command`
-(the ``top`` subcommand).
+:mod:`tui.views` (one per tab), :mod:`tui.screens` (help, controller keys), :mod:`tui.keys_table`
+(the controller keys' table, a cursor on keys), :mod:`tui.object_screen` (an object's why),
+:mod:`tui.command` (the ``top`` subcommand).
 """

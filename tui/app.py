@@ -40,6 +40,7 @@ from tui.views import (
     OverviewView,
     StartupView,
     View,
+    key_term,
 )
 
 __all__ = ["REFRESH_HZ", "VIEWS", "TopApp", "run_top", "run_top_async"]
@@ -274,6 +275,13 @@ class TopApp(App[int]):
     def on_input_submitted(self, event: Input.Submitted) -> None:
         if event.input.id == "filter":
             view = self.active_view
+            key = key_term(event.value)
+            if view is not None and key and not view.filters_keys:
+                # This view has no keys to filter: `/key:ns/name` asks for the object instead
+                # (and is not left behind as a filter that hides every row).
+                self.action_go_back()
+                self.open_key(key)
+                return
             if view is not None:
                 view.focus_content()
             if not event.value:
@@ -285,9 +293,14 @@ class TopApp(App[int]):
             self.open_object(ref)
 
     def on_controller_screen_key_requested(self, event: ControllerScreen.KeyRequested) -> None:
-        ref = find_object(self.feed.state, event.key)
+        self.open_key(event.key)
+
+    def open_key(self, key: str) -> None:
+        """Open the object of ``key`` (``ns/name`` or ``resource/ns/name``), or say there is
+        none."""
+        ref = find_object(self.feed.state, key)
         if ref is None:
-            self.notify(f"no history of {event.key} yet", severity="warning")
+            self.notify(f"no history of {key} yet", severity="warning")
         else:
             self.open_object(ref)
 
@@ -307,6 +320,8 @@ class TopApp(App[int]):
             self.push_screen(HelpScreen())
 
     def action_filter(self) -> None:
+        if len(self.screen_stack) > 1:
+            return  # the filter belongs to the views: it would open, unseen, behind this screen
         filt = self.query_one("#filter", Input)
         filt.disabled = False
         filt.add_class("shown")

@@ -1,9 +1,10 @@
 """The Object screen: one object's chain of causes and history (``pycm top``'s "why").
 
 Opened by enter on an event that names an object (a reconcile, a write, a core/v1 Event, a
-queue key) in the Events view, by enter in a controller's drill-down (the key it picks: the
-newest failure, else the slowest) — so also by a ``key:namespace/name`` filter of the Events
-view: enter submits it, a second enter opens the key's object. Read from the viewer's own state
+queue key) in the Events view — so also after a ``key:namespace/name`` filter there: enter
+submits it, a second enter opens the highlighted event's object; by enter on any key of a
+controller's drill-down (:class:`tui.screens.ControllerScreen`); by ``/key:namespace/name``
+enter in any other view. Read from the viewer's own state
 (:func:`pycm.trace.why.object_report`): the steps of the events this viewer has seen, the ring's
 backfill included. ``c`` copies the trace id of the newest reconcile in the chain.
 """

@@ -3,12 +3,10 @@ slowest and failing keys) and the key help."""
 
 from __future__ import annotations
 
-from rich.console import Group
-from rich.table import Table
+from rich.console import RenderableType
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Static
@@ -16,24 +14,32 @@ from textual.widgets import Footer, Static
 from pycm.trace.state import ControllerSnapshot, KeySnapshot, Snapshot
 from pycm.trace.state.queue_contents import QueueContentsSnapshot
 from tui import format as fmt
+from tui.keys_table import BLANK, KeyRow, KeysTable, section
 
 __all__ = ["HELP", "ControllerScreen", "HelpScreen"]
 
 HELP = """\
 [b]pycm top[/b] — keys
 
-  ?            this help               q / ctrl+c   quit
-  tab          next view               shift+tab    previous view
-  1-6          go to a view            p            pause / resume refreshing
-  /            filter the view         esc          back (close, clear the filter)
-  enter        drill into a row        s            sort (Controllers), or click a header
-  f            follow / hold (Events)  c            copy the trace id (Events, keys)
-  space        play / pause (replay)   + / -        replay speed
-  [ / ]        seek -10 s / +10 s (replay)
+  ?          this help              q / ctrl+c  quit
+  tab        next view              shift+tab   previous view
+  1-6        go to a view           p           pause / resume refreshing
+  /          filter the view        esc         back, clear the filter
+  up / down  move the cursor        enter       drill in; why (below)
+  s          sort (Controllers), or click a header
+  f          follow / hold (Events; moving off the newest holds too)
+  c          copy the highlighted row's trace id (Events, keys)
+  space      play / pause (replay)  + / -       replay speed
+  [ / ]      seek -10 s / +10 s (replay)
 
 Events filter: [b]kind:lease.*[/b]  [b]key:default/web[/b]  [b]instance:pycm-0[/b]  free text
-Why did it run: enter on an event, in a controller's keys, or after a [b]key:[/b] filter opens
-the object's history and chain of causes
+
+Why did it run: enter opens an object's history and chain of causes —
+  on any event of the Events view: the object it names;
+  on any key of a controller's keys (Controllers, enter): processing,
+    backing off, waiting, slowest or failing;
+  after [b]/key:default/web[/b] enter in any view but Events (there it filters
+    the key's events: enter on one of them).
 """
 
 
@@ -49,109 +55,118 @@ class HelpScreen(ModalScreen[None]):
         yield Static(HELP, id="help-text")
 
 
-def key_table(title: str, keys: list[KeySnapshot]) -> Table:
-    table = Table(title=title, title_justify="left", expand=True, box=None)
-    for column in (
-        "key",
-        "duration",
-        "result",
-        "action",
-        "retries",
-        "api calls",
-        "count",
-        "error",
-        "trace id",
-    ):
-        table.add_column(column, no_wrap=column in ("key", "trace id"))
-    for k in keys:
-        table.add_row(
-            k["key"],
-            fmt.dur_ns(k["dur_ns"]),
-            Text(k["result"], style="red" if k["result"] not in ("success", "") else ""),
-            k["action"] or "-",
-            str(k["retries"]),
-            str(k["api_calls"]),
-            str(k["count"]),
-            (k["error"] or "-")[:50],
-            k["trace_id"] or "-",
+KEY_COLUMNS = (
+    "key",
+    "duration",
+    "result",
+    "action",
+    "retries",
+    "api calls",
+    "count",
+    "error",
+    "trace id",
+)
+
+
+def key_rows(keys: list[KeySnapshot]) -> list[KeyRow]:
+    """A reconcile per key (the slowest, or the failing): its cells and its trace id."""
+    return [
+        KeyRow(
+            (
+                k["key"],
+                fmt.dur_ns(k["dur_ns"]),
+                Text(k["result"], style="red" if k["result"] not in ("success", "") else ""),
+                k["action"] or "-",
+                str(k["retries"]),
+                str(k["api_calls"]),
+                str(k["count"]),
+                (k["error"] or "-")[:50],
+                k["trace_id"] or "-",
+            ),
+            key=k["key"],
+            trace_id=k["trace_id"],
         )
-    if not keys:
-        table.add_row(Text("none", style="dim"), *[""] * 8)
-    return table
+        for k in keys
+    ]
 
 
 QUEUE_KEYS = 15  # keys listed per section of the queue's contents
+# The sections share the table's columns: a backing-off key's last error goes under the
+# reconciles' "error", so that it widens that column, not their "action".
+_UNDER_ERROR = ("",) * (KEY_COLUMNS.index("error") - 3)
 
 
-def _section(title: str, count: int, shown: int) -> str:
+def _title(title: str, count: int, shown: int) -> str:
     more = f", {shown} shown" if shown < count else ""
     return f"{title} ({count}{more})"
 
 
-def queue_tables(contents: QueueContentsSnapshot | None) -> Group:
+def queue_rows(contents: QueueContentsSnapshot | None) -> list[KeyRow]:
     """What a queue holds now: the keys processing, backing off and waiting."""
     if contents is None:
-        return Group(Text("queue: no events seen", style="dim"))
+        return [KeyRow((Text("queue: no events seen", style="dim"),))]
     processing = contents["processing"][:QUEUE_KEYS]
-    held = Table(
-        title=_section("processing", contents["processing_count"], len(processing)),
-        title_justify="left",
-        expand=True,
-        box=None,
-    )
-    for column in ("key", "for", "worker"):
-        held.add_column(column, no_wrap=column == "key")
     stuck = contents.get("stuck", {})
+    held = []
     for p in processing:
         marked = p.get("stuck", False)
         worker = stuck.get(p["key"])
-        held.add_row(
+        cells: tuple[RenderableType, ...] = (
             Text(p["key"], style="bold red" if marked else ""),
             Text(fmt.ms(p["for_ms"]) + (" STUCK" if marked else ""), style="red" if marked else ""),
             "-" if worker is None or worker < 0 else str(worker),
         )
+        held.append(KeyRow(cells, key=p["key"]))
     backing = contents["backing_off"][:QUEUE_KEYS]
-    back = Table(
-        title=_section("backing off", contents["backing_off_count"], len(backing)),
-        title_justify="left",
-        expand=True,
-        box=None,
-    )
-    for column in ("key", "retries", "next retry", "last error"):
-        back.add_column(column, no_wrap=column == "key")
+    back = []
     for b in backing:
         due = b["due_in_ms"]
-        back.add_row(
+        cells = (
             b["key"],
             str(b["retries"]),
             f"in {fmt.ms(due)}" if due > 0 else "due",
+            *_UNDER_ERROR,
             Text((b["last_error"] or "-")[:60], style="red" if b["last_error"] else "dim"),
         )
+        back.append(KeyRow(cells, key=b["key"]))
     waiting = contents["waiting"][:QUEUE_KEYS]
-    wait = Table(
-        title=_section("waiting", contents["waiting_count"], len(waiting)),
-        title_justify="left",
-        expand=True,
-        box=None,
-    )
-    for column in ("key", "waiting for"):
-        wait.add_column(column, no_wrap=column == "key")
-    for w in waiting:
-        wait.add_row(w["key"], fmt.ms(w["age_ms"]))
-    for table, rows in ((held, processing), (back, backing), (wait, waiting)):
-        if not rows:
-            table.add_row(Text("none", style="dim"), *[""] * (len(table.columns) - 1))
-    return Group(held, Text(""), back, Text(""), wait)
+    wait = [KeyRow((w["key"], fmt.ms(w["age_ms"])), key=w["key"]) for w in waiting]
+    return [
+        *section(
+            "processing",
+            _title("processing", contents["processing_count"], len(processing)),
+            ("key", "for", "worker"),
+            held,
+        ),
+        BLANK,
+        *section(
+            "backing off",
+            _title("backing off", contents["backing_off_count"], len(backing)),
+            ("key", "retries", "next retry", *_UNDER_ERROR, "last error"),
+            back,
+        ),
+        BLANK,
+        *section(
+            "waiting",
+            _title("waiting", contents["waiting_count"], len(waiting)),
+            ("key", "waiting for"),
+            wait,
+        ),
+    ]
 
 
 class ControllerScreen(Screen[None]):
     """One controller, live: what its queue holds now (keys processing, backing off with their
-    retries, next retry and last error, waiting), its slowest and its failing keys. ``c`` copies
-    the trace id of the slowest key (or, if any, the most recent failure)."""
+    retries, next retry and last error, waiting), its slowest and its failing keys — every key
+    a row under a cursor. Enter opens the highlighted key's object, ``c`` copies its trace id
+    (slowest and failing keys have one). The cursor starts on the newest failure, else the
+    slowest key, and stays on its key while the rows change."""
 
     DEFAULT_CSS = """
-    ControllerScreen #keys { height: auto; }
+    ControllerScreen #keys-head { height: auto; padding: 0 1; }
+    ControllerScreen #keys { height: 1fr; }
     """
+    AUTO_FOCUS = "#keys"
     BINDINGS = [
         Binding("escape", "app.pop_screen", "Back"),
         Binding("c", "copy", "Copy trace id"),
@@ -172,59 +187,62 @@ class ControllerScreen(Screen[None]):
         self.record: ControllerSnapshot | None = None
 
     def compose(self) -> ComposeResult:
-        with VerticalScroll():
-            yield Static(id="keys")
+        yield Static(id="keys-head")
+        yield KeysTable(id="keys")
         yield Footer()
 
     def show(self, snapshot: Snapshot) -> None:
         rec = snapshot["controllers"].get(self.instance, {}).get(self.controller)
-        keys = self.query_one("#keys", Static)
+        head = self.query_one("#keys-head", Static)
+        table = self.query_one("#keys", KeysTable)
         if rec is None:
-            keys.update(Text(f"{self.instance}/{self.controller}: not seen", style="dim"))
+            head.update(Text(f"{self.instance}/{self.controller}: not seen", style="dim"))
+            table.update_rows([])
             return
         self.record = rec
-        head = Text(f"{self.controller} on {self.instance}", style="bold")
-        head.append(
+        line = Text(f"{self.controller} on {self.instance}", style="bold")
+        line.append(
             f"   reconciles {rec['reconciles']:,}  errors {rec['errors']:,}  "
             f"p50 {fmt.ms(fmt.hist(rec['latency'], 'p50'))}  "
             f"p99 {fmt.ms(fmt.hist(rec['latency'], 'p99'))}"
         )
+        head.update(line)
         slowest = sorted(rec["slowest"], key=lambda k: -k["dur_ns"])[:20]
         failing = list(reversed(rec["failing"]))[:20]
         queue = snapshot["queues"].get(self.instance, {}).get(self.controller)
         contents = queue.get("contents") if queue is not None else None
-        keys.update(
-            Group(
-                head,
-                Text(""),
-                Text("queue now", style="bold"),
-                queue_tables(contents),
-                Text(""),
-                key_table("slowest keys", slowest),
-                Text(""),
-                key_table("failing keys (newest first)", failing),
-            )
+        # Where the cursor starts: the newest failure, else the slowest key (what to look at).
+        prefer = ("failing", failing[0]["key"]) if failing else ("", "")
+        if not failing and slowest:
+            prefer = ("slowest", slowest[0]["key"])
+        table.update_rows(
+            [
+                KeyRow((Text("queue now", style="bold underline"),)),
+                *queue_rows(contents),
+                BLANK,
+                *section("slowest", "slowest keys", KEY_COLUMNS, key_rows(slowest)),
+                BLANK,
+                *section("failing", "failing keys (newest first)", KEY_COLUMNS, key_rows(failing)),
+            ],
+            prefer=prefer,
         )
 
-    def _picked(self) -> KeySnapshot | None:
-        """The key ``c`` and enter act on: the newest failure, else the slowest."""
-        if self.record is None:
-            return None
-        failing = self.record["failing"]
-        slowest = sorted(self.record["slowest"], key=lambda k: -k["dur_ns"])
-        return failing[-1] if failing else (slowest[0] if slowest else None)
+    def on_keys_table_key_selected(self, event: KeysTable.KeySelected) -> None:
+        event.stop()
+        self.post_message(self.KeyRequested(event.row.key))
 
     def action_open_key(self) -> None:
-        pick = self._picked()
-        if pick is not None:
-            self.post_message(self.KeyRequested(pick["key"]))
+        row = self.query_one("#keys", KeysTable).highlighted
+        if row is not None:
+            self.post_message(self.KeyRequested(row.key))
 
     def action_copy(self) -> None:
-        if self.record is None:
-            return
-        failing = self.record["failing"]
-        slowest = sorted(self.record["slowest"], key=lambda k: -k["dur_ns"])
-        pick = failing[-1] if failing else (slowest[0] if slowest else None)
-        if pick and pick["trace_id"]:
-            self.app.copy_to_clipboard(pick["trace_id"])
-            self.notify(f"copied trace id {pick['trace_id']}")
+        row = self.query_one("#keys", KeysTable).highlighted
+        if row is None:
+            self.notify("no key under the cursor", severity="warning")
+        elif not row.trace_id:
+            # Queue keys carry no trace: their reconciles are the slowest and failing rows.
+            self.notify(f"{row.key}: no trace id in this row", severity="warning")
+        else:
+            self.app.copy_to_clipboard(row.trace_id)
+            self.notify(f"copied trace id {row.trace_id}")

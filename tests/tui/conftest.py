@@ -33,3 +33,8 @@ def table_rows(app: TopApp, selector: str) -> list[list[str]]:
 
     table = app.screen.query_one(selector, DataTable)
     return [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
+
+
+def table_text(app: TopApp, selector: str) -> str:
+    """A DataTable's rows as lines of text (cells joined by two spaces)."""
+    return "\n".join("  ".join(cells) for cells in table_rows(app, selector))

@@ -9,7 +9,7 @@ from pycm.trace import Event
 from pycm.trace import kinds as k
 from pycm.trace.events import Outcome
 from tests.tui import scenario
-from tests.tui.conftest import settle, text_of
+from tests.tui.conftest import settle, table_text
 from tui.app import TopApp
 from tui.sources import ListSource
 
@@ -66,7 +66,7 @@ async def test_controller_drill_down_shows_what_the_queue_holds() -> None:
         await settle(pilot)
         await pilot.press("enter")
         await settle(pilot)
-        keys = text_of(app, "#keys")
+        keys = table_text(app, "#keys")
     queue = keys.split("queue now")[1].split("slowest keys")[0]
     processing = queue.split("processing (1)")[1].split("backing off")[0]
     hung = next(line for line in processing.splitlines() if "default/hung" in line)

@@ -7,7 +7,7 @@ import pytest
 from pycm.trace import UnknownEvent
 from pycm.trace import kinds as k
 from tests.tui import scenario
-from tests.tui.conftest import settle, table_rows, text_of
+from tests.tui.conftest import settle, table_rows, table_text, text_of
 from tui.app import TopApp
 from tui.sources import ListSource
 
@@ -115,7 +115,7 @@ async def test_controllers_sort_and_drill_into_slowest_and_failing_keys() -> Non
         ]
         await pilot.press("enter")
         await settle(pilot)
-        keys = text_of(app, "#keys")
+        keys = table_text(app, "#keys")
         slow = keys.split("slowest keys")[1].split("failing keys")[0].splitlines()
         key_lines = [line for line in slow if line.strip().startswith("default/")]
         assert key_lines[0].split()[:2] == ["default/slow-1", "2.5s"]

@@ -4,7 +4,7 @@ down), and views post messages up (a drill-in request, a selection)."""
 
 from tui.views.base import LeaseTiming, View
 from tui.views.controllers import ControllersView
-from tui.views.events import EventsView
+from tui.views.events import EventsView, key_term
 from tui.views.informers import InformersView
 from tui.views.leader import LeaderView
 from tui.views.overview import OverviewView
@@ -19,4 +19,5 @@ __all__ = [
     "OverviewView",
     "StartupView",
     "View",
+    "key_term",
 ]

@@ -32,6 +32,9 @@ class View(Vertical):
     """
 
     filter_text = ""
+    # Whether a `key:` term filters this view's rows; where it does not, the app opens the
+    # key's object on `/key:ns/name` (enter).
+    filters_keys = False
     timing = LeaseTiming()  # set by the app from its flags
 
     def show(self, snapshot: Snapshot, feed: Feed) -> None:

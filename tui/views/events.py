@@ -1,5 +1,6 @@
-"""Events: the live log of recent events; filter by kind, key or text; follow or hold; select
-one to see all its attributes and its trace id (``c`` copies the trace id)."""
+"""Events: the live log of recent events; filter by kind, key or text; follow or hold (moving the
+cursor off the newest event holds); select one to see all its attributes and its trace id (``c``
+copies the trace id); enter opens the object it names."""
 
 from __future__ import annotations
 
@@ -20,10 +21,19 @@ from pycm.trace.state import Snapshot
 from tui.feed import Feed
 from tui.views.base import View
 
-__all__ = ["SHOWN", "EventsView", "event_filter"]
+__all__ = ["SHOWN", "EventsView", "event_filter", "key_term"]
 
 SHOWN = 300  # rows listed: the newest matching events
 _KEYED = ("key", "resource", "lease", "controller", "queue")
+
+
+def key_term(text: str) -> str:
+    """The key of a filter that is one ``key:`` term (``key:default/web`` -> ``default/web``),
+    else ""."""
+    terms = text.split()
+    if len(terms) == 1 and terms[0].startswith("key:"):
+        return terms[0].removeprefix("key:")
+    return ""
 
 
 def event_filter(text: str) -> Callable[[Event], bool]:
@@ -75,6 +85,7 @@ class EventsView(View):
     ]
 
     follow: reactive[bool] = reactive(True)
+    filters_keys = True
 
     class Copied(Message):
         def __init__(self, text: str) -> None:
@@ -154,6 +165,12 @@ class EventsView(View):
         index = int(event.row_key.value or 0)
         if 0 <= index < len(self._rows):
             self.select(self._rows[index])
+        table = event.data_table
+        if self.follow and event.cursor_row == table.cursor_row < table.row_count - 1:
+            # The user moved off the newest event: hold the list, or the next refill (a live
+            # stream refills every tick) puts the cursor back on the newest and enter opens
+            # that one. (A refill's own highlights are stale here: it ends on the newest.)
+            self.follow = False
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         self.follow = False  # hold the list while looking at one event
