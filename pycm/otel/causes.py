@@ -104,13 +104,23 @@ class CauseWindow:
         self.wanted: OrderedDict[str, tuple[int, int]] = OrderedDict()
         self.bytes = 0
 
-    def hold(self, trace_id: str, held: Held) -> list[Held]:
-        """Hold ``held``; returns the traces its room was taken from (oldest first): the sink
-        drops and counts them."""
-        self.held[trace_id] = held
+    def hold(self, trace_id: str, held: Held) -> Held | None:
+        """Hold ``held``; returns the trace its room was taken from (the oldest), if any, for
+        the sink to drop and count. (One at most, but for a trace bigger than the ones before
+        it when the bytes are full: the rest go by :meth:`trim`.)"""
+        traces = self.held
+        traces[trace_id] = held
         self.bytes += held.cost
+        if len(traces) > self.max_traces or self.bytes > self.max_bytes:
+            _, oldest = traces.popitem(last=False)
+            self.bytes -= oldest.cost
+            return oldest
+        return None
+
+    def trim(self) -> list[Held]:
+        """Take out the oldest held traces while the bytes are over their bound."""
         out: list[Held] = []
-        while len(self.held) > self.max_traces or (self.bytes > self.max_bytes and self.held):
+        while self.bytes > self.max_bytes and self.held:
             _, oldest = self.held.popitem(last=False)
             self.bytes -= oldest.cost
             out.append(oldest)

@@ -381,7 +381,9 @@ class OtelSink:
         i = 0
         misfits = -1  # the index the run of entries waiting for _each starts at (-1: none)
         begin_tag, end_tag = RECONCILE_BEGIN, RECONCILE_END
-        links = self._links
+        # A kept reconcile's cause can be exported only if something is held, or its root is
+        # still running (an open step): checked here before a call is made for it.
+        links, held, open_steps = self._links, self._causes.held, self._open
         while i < n:
             begin = events[i]
             end = events[i + 1] if i < last else None
@@ -471,7 +473,11 @@ class OtelSink:
                 else:
                     self._emit(step_span(begin, end))  # type: ignore[arg-type]
                 kept += 1
-                if links and begin.trigger_trace_id:  # type: ignore[union-attr]
+                if (
+                    links
+                    and begin.trigger_trace_id  # type: ignore[union-attr]
+                    and (held or begin.trigger_span_id in open_steps)  # type: ignore[union-attr]
+                ):
                     self._follow(begin.trigger_trace_id, begin.trigger_span_id)  # type: ignore[union-attr]
                 continue
             # Failed, slow, a child, something buffered for it...
@@ -556,7 +562,7 @@ class OtelSink:
             head = self._trace_head
             takes_records = self._takes_records
             spans: list[bytes] = []
-            links = self._links
+            links, held, open_steps = self._links, self._causes.held, self._open
             while j >= 0:
                 begin, end = begins[j], ends[j]
                 lazy.append(-seqs[j])
@@ -567,7 +573,7 @@ class OtelSink:
                 else:
                     self._emit(step_span(materialize(begin), materialize(end)))  # type: ignore[arg-type]
                 kept += 1
-                if links and begin[8] is not None:  # its trigger
+                if links and begin[8] is not None and (held or open_steps):  # its trigger
                     self._follow_trigger(begin[8])
                 j = drops.find(0, j + 1)
             if spans:
@@ -582,7 +588,11 @@ class OtelSink:
             self.processor.on_span(encode_ok_reconcile(begin, end))  # type: ignore[union-attr]
         else:
             self._emit(step_span(begin, end))
-        if self._links and begin.trigger_trace_id:
+        if (
+            self._links
+            and begin.trigger_trace_id
+            and (self._causes.held or begin.trigger_span_id in self._open)
+        ):
             self._follow(begin.trigger_trace_id, begin.trigger_span_id)
 
     def _each(self, events: Iterable[Event]) -> tuple[int, int]:
@@ -864,6 +874,7 @@ class OtelSink:
                 and len(held.children) < self.max_spans_per_trace
             ):
                 self._causes.add_child(held, record)  # exported with it, if it is kept
+                self._drop_held(self._causes.trim())
             else:
                 self._drop_spans(1, decision.value)
             return
@@ -924,10 +935,14 @@ class OtelSink:
         depth = causes.wanted_at(trace_id) if causes.wanted else None
         pending = self._pending
         children = pending.get(trace_id)
-        if depth is None and not (
-            children and any(type(c) is ApiRequestCompleted and c.verb in _WRITES for c in children)
-        ):
-            return False
+        if depth is None:
+            if not children:
+                return False
+            for child in children:  # (a loop: a generator costs more than the few it reads)
+                if type(child) is ApiRequestCompleted and child.verb in _WRITES:
+                    break
+            else:
+                return False
         if children is not None:
             del pending[trace_id]
             self.metrics.pending_traces.set(len(pending))
@@ -938,7 +953,11 @@ class OtelSink:
                 self._follow(begin.trigger_trace_id, begin.trigger_span_id, depth + 1)
         else:
             self._remember(trace_id, _SAMPLED_OUT)  # late children: see _child
-            self._drop_held(causes.hold(trace_id, held))
+            pushed = causes.hold(trace_id, held)
+            if pushed is not None:
+                self._drop_trace(pushed.end.trace_id, _SAMPLED_OUT, pushed.children)
+                if causes.bytes > causes.max_bytes:
+                    self._drop_held(causes.trim())
         return True
 
     def _follow_trigger(self, trigger: Any) -> None:
