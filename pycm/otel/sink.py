@@ -209,7 +209,10 @@ class OtelSink:
     of ended roots, and ``_dropped``, ``_dropped_old`` the trace ids of fast ok reconcile roots
     the ratio dropped, in the generation of the same age (a list until a decision is looked up:
     :meth:`_settle`). ``_pending`` holds a child as the API request point it came from until its
-    trace is kept: nothing is built for a trace that is dropped."""
+    trace is kept: nothing is built for a trace that is dropped. A sampled-out root reconcile
+    that wrote leaves ``_pending`` for ``_causes`` (:class:`~pycm.otel.causes.CauseWindow`),
+    remembered as sampled out, until a kept reconcile takes it (then remembered as ``cause``) or
+    the window passes."""
 
     def __init__(
         self,
