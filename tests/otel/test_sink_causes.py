@@ -166,8 +166,17 @@ def test_sink_transitive_causes_followed_a_bounded_number_of_links() -> None:
     assert h.metric("pycm_otel_traces_dropped_total", reason="sampled_out") == 1
 
 
-def test_sink_cause_still_running_when_the_kept_reconcile_ends_is_kept_when_it_ends() -> None:
-    h = make_harness(ratio=0.0)
+@pytest.mark.parametrize(
+    ("ends_after", "kept"),
+    [
+        pytest.param(0.01, True, id="within-the-window"),
+        pytest.param(CAUSE_WINDOW + 0.5, False, id="after-the-window"),
+    ],
+)
+def test_sink_cause_still_running_is_kept_only_if_it_ends_within_the_window(
+    ends_after: float, kept: bool
+) -> None:
+    h = make_harness(ratio=0.0, slow=60.0)  # the cause is not slow, however late it ends
     # The cause wrote and goes on (a status write pending) while the watch event its write made
     # is reconciled, in another worker, and fails.
     ctx = contextvars.copy_context()
@@ -180,12 +189,13 @@ def test_sink_cause_still_running_when_the_kept_reconcile_ends_is_kept_when_it_e
     h.pump()
     effect = _failed(h, (step.trace_id, step.span_id))
     assert list(_exported(h)) == [effect]
-    h.clock.advance(0.01)
+    h.clock.advance(ends_after)
     ctx.run(step.finish, result=ReconcileResult.SUCCESS, action="created_rs")
     ctx.run(step.__exit__, None, None, None)
     spans = _exported(h)
-    assert (step.trace_id, step.span_id) in spans  # fast and ok at ratio 0, but wanted
-    assert h.metric("pycm_otel_traces_exported_total", reason="cause") == 1
+    # Fast and ok at ratio 0: kept only as the cause it was wanted as.
+    assert ((step.trace_id, step.span_id) in spans) is kept
+    assert h.metric("pycm_otel_traces_exported_total", reason="cause") == int(kept)
 
 
 @pytest.mark.parametrize("path", ["pairs", "each"])
