@@ -127,6 +127,9 @@ class TracingConfig:
     # Share of ordinary reconciles exported; failed and slow ones always are (tail sampling).
     sample_ratio: float = 0.1
     slow_threshold: float = 1.0
+    # How long a sampled-out reconcile that wrote is held, in case a kept reconcile links to it
+    # as its cause (pycm.otel.causes); 0: never held.
+    cause_window: float = 5.0
     # Fold each object's history (``pycm why``, /debug/pycm/objects) in the state reducer.
     object_histories: bool = True
 

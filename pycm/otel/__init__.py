@@ -4,10 +4,11 @@
 cost beyond the bus); otherwise an :class:`OtelHandle` whose :meth:`~OtelHandle.run` is the sink
 task: it consumes the bus, turns finished steps into spans with the same ids
 (:mod:`pycm.otel.sink`, :mod:`pycm.otel.spans`), tail-samples reconcile traces
-(:mod:`pycm.otel.sampling`) and hands kept spans, as its own records, to the SDK's batch
-processor and OTLP exporters with the request encoded by :mod:`pycm.otel.wire`
-(:mod:`pycm.otel.export`; where to: :mod:`pycm.otel.settings`). Cancelling the task flushes and
-shuts the exporter down, bounded by :data:`~pycm.otel.sink.SHUTDOWN_TIMEOUT`.
+(:mod:`pycm.otel.sampling`; a kept one's causes with it: :mod:`pycm.otel.causes`) and hands
+kept spans, as its own records, to the SDK's batch processor and OTLP exporters with the request
+encoded by :mod:`pycm.otel.wire` (:mod:`pycm.otel.export`; where to: :mod:`pycm.otel.settings`).
+Cancelling the task flushes and shuts the exporter down, bounded by
+:data:`~pycm.otel.sink.SHUTDOWN_TIMEOUT`.
 
 Threads: the BatchSpanProcessor encodes and sends from its own worker thread, and the bounded
 shutdown runs in a daemon thread. These are the only threads in pycm; they live here because
@@ -60,6 +61,8 @@ class TracingSettings(Protocol):
     def sample_ratio(self) -> float: ...
     @property
     def slow_threshold(self) -> float: ...
+    @property
+    def cause_window(self) -> float: ...
 
 
 class OtelHandle:
@@ -131,6 +134,7 @@ def start_otel_sink(
         sampler=TailSampler(tracing.sample_ratio, tracing.slow_threshold),
         metrics=metrics,
         bus=bus,
+        cause_window=tracing.cause_window,
     )
     sub = bus.subscribe(name="otel", maxsize=16384, since=0)
     log.info("exporting spans to %s (%s)", redact_url(settings.endpoint), settings.protocol)

@@ -21,14 +21,16 @@ class SinkMetrics:
         )
         self.traces_exported = Counter(
             "pycm_otel_traces_exported_total",
-            "Traces whose root was exported, by why it was kept (error, slow, sampled, always).",
+            "Traces whose root was exported, by why it was kept (error, slow, sampled, always; "
+            "cause: sampled out, then linked to by a kept reconcile within the cause window).",
             ["reason"],
             registry=registry,
         )
         self.traces_dropped = Counter(
             "pycm_otel_traces_dropped_total",
-            "Traces not exported: sampled_out by tail sampling, or evicted from the bounded "
-            "buffer before their root ended.",
+            "Traces not exported: sampled_out by tail sampling (a reconcile that wrote: when "
+            "the cause window passed with no kept reconcile linking to it), or evicted from "
+            "the bounded buffer before their root ended.",
             ["reason"],
             registry=registry,
         )
@@ -54,5 +56,11 @@ class SinkMetrics:
         self.pending_traces = Gauge(
             "pycm_otel_pending_traces",
             "Traces buffered until their root span ends.",
+            registry=registry,
+        )
+        self.held_traces = Gauge(
+            "pycm_otel_held_traces",
+            "Sampled-out reconcile traces held for the cause window, in case a kept reconcile "
+            "links to them.",
             registry=registry,
         )

@@ -5,6 +5,8 @@ Every failed reconcile and every one slower than the slow threshold is kept; of 
 :class:`pycm.util.sampling.TraceIdRatio` (the SDK's TraceIdRatioBased rule) — the same rule
 pycm.kube's client uses for the ``traceparent`` sampled flag, so an apiserver that records by
 parent-based sampling records exactly the requests of the fast reconciles exported here.
+A sampled-out reconcile is kept after all (``cause``) when a kept one links to it within the
+cause window (:mod:`pycm.otel.causes`).
 """
 
 from __future__ import annotations
@@ -19,12 +21,13 @@ _TWO_64 = 1 << 64
 
 
 class Decision(enum.StrEnum):
-    """Why a trace was kept (the first three) or dropped."""
+    """Why a trace was kept (all but the last) or dropped."""
 
     ERROR = "error"
     SLOW = "slow"
     SAMPLED = "sampled"
     ALWAYS = "always"  # not a reconcile: start-up, lease, informer lists
+    CAUSE = "cause"  # sampled out, then linked to by a kept reconcile (pycm.otel.causes)
     SAMPLED_OUT = "sampled_out"
 
     @property

@@ -27,7 +27,15 @@ How each trace is shaped:
   the key (the informer's context: start-up's span when the informers started in it).
 - other points inside an open step become span events of that step.
 
-Buffers are bounded (open steps, pending traces, spans per trace, the decided-trace memory);
+Links to causes: a reconcile sampled out that wrote is held for the cause window instead of
+dropped at once, and exported after all (decision ``cause``) when a kept reconcile links to it,
+with that one's own cause, a few links deep (:mod:`pycm.otel.causes`): the kept reconcile's link
+then opens in Jaeger. The cost is on the paths that already handle such a reconcile event by
+event (it has API calls waiting for its decision); a kept reconcile looks up its trigger's trace
+id, one dict lookup.
+
+Buffers are bounded (open steps, pending traces, spans per trace, the decided-trace memory, the
+held causes);
 what they shed is counted in :class:`~pycm.otel.metrics.SinkMetrics` and reported on the bus as
 :class:`~pycm.trace.kinds.SpansExported` at most every ``report_interval`` seconds.
 
@@ -53,6 +61,14 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 
+from pycm.otel.causes import (
+    CAUSE_WINDOW,
+    MAX_CAUSE_DEPTH,
+    MAX_HELD_BYTES,
+    MAX_HELD_TRACES,
+    CauseWindow,
+    Held,
+)
 from pycm.otel.export import RecordProcessor
 from pycm.otel.lanes import RootRatio
 from pycm.otel.metrics import SinkMetrics
@@ -76,6 +92,7 @@ from pycm.trace.bus import (
     materialize,
     record_ids,
 )
+from pycm.trace.causes import Trigger
 from pycm.trace.context import IdKey, new_span_id, new_trace_id, root_low
 from pycm.trace.events import Event, Outcome, StepBegin, StepEnd
 from pycm.trace.kinds import (
@@ -98,6 +115,7 @@ from pycm.trace.kinds import (
     StartupBegan,
     SubscriberLagged,
 )
+from pycm.util.clock import REAL_CLOCK, Clock
 
 __all__ = ["SCOPE_NAME", "OtelSink", "SpanProcessorLike"]
 
@@ -130,6 +148,10 @@ LINGER_ENTRIES = 2048
 
 # Points that are spans of the start-up trace when they carry its trace id.
 _ALWAYS, _SAMPLED, _SAMPLED_OUT = Decision.ALWAYS, Decision.SAMPLED, Decision.SAMPLED_OUT
+_CAUSE = Decision.CAUSE
+# A reconcile is a cause only through a write: the cause table is filled from writes' responses
+# (and writes in flight) only (pycm.trace.causes), so one that only read is never held.
+_WRITES = frozenset(("create", "update", "patch", "delete", "deletecollection"))
 _OK, _RESULT_ERROR = Outcome.OK, ReconcileResult.ERROR
 _STARTUP_POINTS = (HandlerChainBuilt, ServingStarted, InformerSynced, InformersStarted)
 _LEASE_TERM_POINTS = {
@@ -187,7 +209,10 @@ class OtelSink:
     of ended roots, and ``_dropped``, ``_dropped_old`` the trace ids of fast ok reconcile roots
     the ratio dropped, in the generation of the same age (a list until a decision is looked up:
     :meth:`_settle`). ``_pending`` holds a child as the API request point it came from until its
-    trace is kept: nothing is built for a trace that is dropped."""
+    trace is kept: nothing is built for a trace that is dropped. A sampled-out root reconcile
+    that wrote leaves ``_pending`` for ``_causes`` (:class:`~pycm.otel.causes.CauseWindow`),
+    remembered as sampled out, until a kept reconcile takes it (then remembered as ``cause``) or
+    the window passes."""
 
     def __init__(
         self,
@@ -202,6 +227,11 @@ class OtelSink:
         max_spans_per_trace: int = MAX_SPANS_PER_TRACE,
         report_interval: float = REPORT_INTERVAL,
         linger_turns: int = LINGER_TURNS,
+        cause_window: float = CAUSE_WINDOW,
+        max_held: int = MAX_HELD_TRACES,
+        max_held_bytes: int = MAX_HELD_BYTES,
+        max_cause_depth: int = MAX_CAUSE_DEPTH,
+        clock: Clock | None = None,
     ) -> None:
         self.processor = processor
         self.resource = resource
@@ -251,6 +281,17 @@ class OtelSink:
 
         self._on_spans: Callable[[list[bytes]], None] = on_spans or (lambda spans: None)
         self._startup: dict[str, _Startup] = {}
+        # Sampled-out reconciles that wrote, held in case a kept one links to them; ``_links``:
+        # whether any are (a window of 0 turns the lookups off too).
+        self._causes = causes = CauseWindow(
+            cause_window,
+            max_traces=max_held,
+            max_bytes=max_held_bytes,
+            max_depth=max_cause_depth,
+        )
+        self._links = causes.active
+        self._clock: Clock = clock or (bus.clock if bus is not None else REAL_CLOCK)
+        metrics.held_traces.set_function(lambda: len(causes.held))
         self._flags: FlagsParsed | None = None
         self._attempts: list[LeaseAcquireAttempted] = []
         self._term: tuple[str, str] | None = None
@@ -287,6 +328,10 @@ class OtelSink:
         anything is built for it, inside it its span goes straight to the processor. Every
         other event takes :meth:`handle`."""
         batch = events if type(events) is list else list(events)
+        causes = self._causes
+        if causes.held or causes.wanted:
+            # Before the batch: a cause the window has passed for is not kept by it.
+            self._drop_held(causes.expire(self._clock.monotonic_ns()))
         dropped, kept = self._pairs(batch)
         if len(self._decided) + len(self._lazy) >= MAX_DECIDED:
             self._new_generation()
@@ -339,6 +384,9 @@ class OtelSink:
         i = 0
         misfits = -1  # the index the run of entries waiting for _each starts at (-1: none)
         begin_tag, end_tag = RECONCILE_BEGIN, RECONCILE_END
+        # A kept reconcile's cause can be exported only if something is held, or its root is
+        # still running (an open step): checked here before a call is made for it.
+        links, held, open_steps = self._links, self._causes.held, self._open
         while i < n:
             begin = events[i]
             end = events[i + 1] if i < last else None
@@ -428,6 +476,12 @@ class OtelSink:
                 else:
                     self._emit(step_span(begin, end))  # type: ignore[arg-type]
                 kept += 1
+                if (
+                    links
+                    and begin.trigger_trace_id  # type: ignore[union-attr]
+                    and (held or begin.trigger_span_id in open_steps)  # type: ignore[union-attr]
+                ):
+                    self._follow(begin.trigger_trace_id, begin.trigger_span_id)  # type: ignore[union-attr]
                 continue
             # Failed, slow, a child, something buffered for it...
             more_dropped, more_kept = self._each((begin, end))  # type: ignore[arg-type]
@@ -511,6 +565,7 @@ class OtelSink:
             head = self._trace_head
             takes_records = self._takes_records
             spans: list[bytes] = []
+            links, held, open_steps = self._links, self._causes.held, self._open
             while j >= 0:
                 begin, end = begins[j], ends[j]
                 lazy.append(-seqs[j])
@@ -521,6 +576,8 @@ class OtelSink:
                 else:
                     self._emit(step_span(materialize(begin), materialize(end)))  # type: ignore[arg-type]
                 kept += 1
+                if links and begin[8] is not None and (held or open_steps):  # its trigger
+                    self._follow_trigger(begin[8])
                 j = drops.find(0, j + 1)
             if spans:
                 self._on_spans(spans)
@@ -534,6 +591,12 @@ class OtelSink:
             self.processor.on_span(encode_ok_reconcile(begin, end))  # type: ignore[union-attr]
         else:
             self._emit(step_span(begin, end))
+        if (
+            self._links
+            and begin.trigger_trace_id
+            and (self._causes.held or begin.trigger_span_id in self._open)
+        ):
+            self._follow(begin.trigger_trace_id, begin.trigger_span_id)
 
     def _each(self, events: Iterable[Event]) -> tuple[int, int]:
         """Fold in events one by one: a reconcile root's begin is held until its end, which is
@@ -668,8 +731,10 @@ class OtelSink:
             failed = reconcile_failed(end)
             decision = self.sampler.decide(end.trace_id, failed=failed, dur_ns=end.dur_ns)
             if decision is _SAMPLED_OUT:
-                # The common case: decided before any span data is built.
-                self._drop_trace(end.trace_id, decision)
+                # The common case: decided before any span data is built (and, if it wrote,
+                # held in case a kept reconcile links to it).
+                if not (self._links and self._hold(begin, end, events)):
+                    self._drop_trace(end.trace_id, decision)
                 return
         record = step_span(begin, end)
         if events:
@@ -678,6 +743,14 @@ class OtelSink:
             self._child(record)
         else:
             self._finish(record, decision)
+            if (
+                decision is not _ALWAYS
+                and self._links
+                and type(begin) is ReconcileStarted
+                and begin.trigger_trace_id
+            ):
+                # A reconcile kept at the tail (failed, slow): its cause with it.
+                self._follow(begin.trigger_trace_id, begin.trigger_span_id)
 
     def _api(self, point: ApiRequestCompleted) -> None:
         if not point.parent_id:
@@ -798,6 +871,13 @@ class OtelSink:
                 startup.spans += 1
             if decision.keep:
                 self._export(record)
+            elif (
+                self._causes.held
+                and (held := self._causes.held.get(trace_id)) is not None
+                and len(held.children) < self.max_spans_per_trace
+            ):
+                self._causes.add_child(held, record)  # exported with it, if it is kept
+                self._drop_held(self._causes.trim())
             else:
                 self._drop_spans(1, decision.value)
             return
@@ -845,6 +925,92 @@ class OtelSink:
         self._count(self._traces_dropped[decision])
         self._counts["traces_dropped"] += 1
         self._drop_spans(len(children) + 1, decision)
+
+    # -- causes (pycm.otel.causes) --------------------------------------------------------
+
+    def _hold(self, begin: StepBegin, end: ReconcileFinished, events: list[Event] | None) -> bool:
+        """A root reconcile sampled out: kept if a kept reconcile wanted it as its cause while
+        it ran, held if it wrote, else left to the caller to drop (False)."""
+        if type(begin) is not ReconcileStarted:
+            return False
+        trace_id = end.trace_id
+        causes = self._causes
+        depth = causes.wanted_at(trace_id) if causes.wanted else None
+        pending = self._pending
+        children = pending.get(trace_id)
+        if depth is None:
+            if not children:
+                return False
+            for child in children:  # (a loop: a generator costs more than the few it reads)
+                if type(child) is ApiRequestCompleted and child.verb in _WRITES:
+                    break
+            else:
+                return False
+        if children is not None:
+            del pending[trace_id]
+            self.metrics.pending_traces.set(len(pending))
+        held = Held(self._clock.monotonic_ns(), begin, end, events, children or [])
+        if depth is not None:
+            begin = self._keep_cause(held)
+            if begin.trigger_trace_id:
+                self._follow(begin.trigger_trace_id, begin.trigger_span_id, depth + 1)
+        else:
+            self._remember(trace_id, _SAMPLED_OUT)  # late children: see _child
+            pushed = causes.hold(trace_id, held)
+            if pushed is not None:
+                self._drop_trace(pushed.end.trace_id, _SAMPLED_OUT, pushed.children)
+                if causes.bytes > causes.max_bytes:
+                    self._drop_held(causes.trim())
+        return True
+
+    def _follow_trigger(self, trigger: Any) -> None:
+        """:meth:`_follow` a kept root reconcile's trigger as its begin record holds it (a
+        pycm.trace.causes.Trigger, or any object with the five original fields)."""
+        trace_id, span_id = (
+            trigger.ids() if type(trigger) is Trigger else (trigger.trace_id, trigger.span_id)
+        )
+        if trace_id:
+            self._follow(trace_id, span_id)
+
+    def _follow(self, trace_id: str, span_id: str, depth: int = 1) -> None:
+        """A kept reconcile links (``depth`` links away) to the span ``span_id`` of trace
+        ``trace_id``: export that trace if it is held, then follow its own link; if its root is
+        still running, ask for it when it ends."""
+        causes = self._causes
+        while depth <= causes.max_depth:
+            held = causes.take(trace_id) if causes.held else None
+            if held is None:
+                if span_id in self._open:
+                    causes.want(trace_id, depth, self._clock.monotonic_ns())
+                return
+            begin = self._keep_cause(held)
+            trace_id, span_id = begin.trigger_trace_id, begin.trigger_span_id
+            if not trace_id:
+                return
+            depth += 1
+
+    def _keep_cause(self, held: Held) -> ReconcileStarted:
+        """Export a held (or wanted) trace as a kept reconcile's cause; returns its begin (a
+        root reconcile's, whose own cause the caller follows)."""
+        begin, end = held.begin, held.end
+        record = step_span(begin, end)
+        if held.events:
+            record.events = [(e.KIND, e.ts, event_attributes(e)) for e in held.events]
+        # Not _remember: no new generation in the middle of _pairs' or _root_run's loops
+        # (their locals hold the current one); handle_batch starts one when it is due.
+        self._decided[end.trace_id] = _CAUSE
+        for child in held.children:
+            self._export(child)
+        self._export(record)
+        self._count(self._traces_exported[_CAUSE])
+        self._counts["traces_exported"] += 1
+        return begin
+
+    def _drop_held(self, dropped: list[Held]) -> None:
+        """Count held traces the window passed for (or that the bounds pushed out) as the
+        sampled-out traces they are."""
+        for held in dropped:
+            self._drop_trace(held.end.trace_id, _SAMPLED_OUT, held.children)
 
     def _export(self, child: _Child) -> None:
         self._emit(api_span(child) if isinstance(child, ApiRequestCompleted) else child)
@@ -903,6 +1069,8 @@ class OtelSink:
         finally:
             self.handle_batch(sub.drain_entries())
             sub.close()
+            self._drop_held(self._causes.clear())  # no kept reconcile will come for them now
+            self.flush_metrics()
             self.report(force=True)
             await asyncio.shield(stop_processor(self.processor, limit_s=SHUTDOWN_TIMEOUT))
 

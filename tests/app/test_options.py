@@ -769,3 +769,19 @@ def test_stuck_worker_threshold_negative_is_an_error() -> None:
     ]
     options.controllers.stuck_worker_threshold = -5.0  # set in code, not parsed
     assert options.validate() == ["--stuck-worker-threshold -5s must not be negative"]
+
+
+def test_trace_cause_window_defaults_to_5s_and_parses_go_durations() -> None:
+    assert _completed([]).tracing.cause_window == 5.0
+    assert _completed(["--trace-cause-window=1m"]).tracing.cause_window == 60
+    assert _completed(["--trace-cause-window=0"]).tracing.cause_window == 0
+
+
+def test_trace_cause_window_negative_is_an_error() -> None:
+    options, errors = _parsed(["--trace-cause-window=-5s"])
+    assert errors == [
+        'invalid argument "-5s" for "--trace-cause-window" flag: invalid duration "-5s": '
+        'negative durations are not allowed (use e.g. "5s")'
+    ]
+    options.tracing.cause_window = -5.0  # set in code, not parsed
+    assert options.validate() == ["--trace-cause-window -5s must not be negative"]

@@ -182,6 +182,9 @@ def _flag_block(out: str, left: str) -> str:
             "      --trace-slow-threshold duration", "Tracing and events", "1s", id="slow"
         ),
         pytest.param(
+            "      --trace-cause-window duration", "Tracing and events", "5s", id="cause-window"
+        ),
+        pytest.param(
             "      --object-histories", "Tracing and events", "true", id="object-histories"
         ),
         pytest.param("  -v, --v Level", "Global", None, id="verbosity"),
@@ -213,7 +216,7 @@ def test_run_help_lists_every_flag_once() -> None:
         for word in line.split()[:2]
         if word.startswith("--")
     ]
-    assert len(names) == len(set(names)) == 41  # the table above
+    assert len(names) == len(set(names)) == 42  # the table above
 
 
 def test_run_help_wins_over_other_problems() -> None:

@@ -7,6 +7,8 @@ from pycm.trace.events import Outcome
 from pycm.trace.kinds import ApiRequestCompleted, ReconcileResult, ReconcileStarted
 from pycm.util.clock import FakeClock
 
+_METHODS = {"get": "GET", "create": "POST", "update": "PUT", "patch": "PATCH", "delete": "DELETE"}
+
 
 def api_call(
     bus: Bus,
@@ -45,8 +47,10 @@ def reconcile(
     calls: int = 2,
     fail: str = "",
     trigger: tuple[str, str] = ("", ""),
+    verb: str = "get",
 ) -> tuple[str, str]:
-    """One deployment reconcile with ``calls`` API requests; returns (trace_id, span_id)."""
+    """One deployment reconcile with ``calls`` API requests (of ``verb``: "create" makes it one
+    that wrote, a cause the sink holds); returns (trace_id, span_id)."""
     begin = ReconcileStarted(
         controller="deployment",
         key=f"default/{name}",
@@ -63,7 +67,7 @@ def reconcile(
     )
     with bus.step(begin) as step:
         for i in range(calls):
-            api_call(bus, clock, name=f"{name}-{i}")
+            api_call(bus, clock, name=f"{name}-{i}", verb=verb, method=_METHODS[verb])
         clock.advance(max(0.0, seconds - calls * 0.002))
         if fail:
             step.finish(result=ReconcileResult.ERROR, outcome=Outcome.ERROR, error=fail)

@@ -1,8 +1,9 @@
 """One trace per reconcile, tail-sampled, through ``pycm run`` exporting to a real OTLP/gRPC
 receiver: every reconcile is the root of a trace of its own (never start-up's child), the
 ``--trace-sample-ratio 0.5`` share of the ordinary ones is exported (a binomially plausible
-half, and exactly the trace ids the ratio rule picks), every failed and slow one is exported;
-authorization reviews of the secure port are not start-up's children either."""
+half, and exactly the trace ids the ratio rule picks, besides the causes exported ones link
+to), every failed and slow one is exported; authorization reviews of the secure port are not
+start-up's children either."""
 
 from __future__ import annotations
 
@@ -173,11 +174,19 @@ async def test_each_reconcile_is_its_own_tail_sampled_trace(cluster: Any, tmp_pa
     assert failed and slow, (len(failed), len(slow))
     assert failed <= exported, len(failed - exported)
     assert slow <= exported, len(slow - exported)
-    # The ratio's share of the rest: binomially plausible, and exactly the rule's picks.
-    kept = ordinary & exported
-    n, k = len(ordinary), len(kept)
+    # The ratio's share of the rest: binomially plausible, and exactly the rule's picks, with
+    # the causes an exported reconcile links to (kept within the cause window).
+    picked = {t for t in ordinary if TraceIdRatio(RATIO).sampled(t)}
+    n, k = len(ordinary), len(picked)
     assert abs(k - n * RATIO) <= Z_999 * math.sqrt(n * RATIO * (1 - RATIO)), (k, n)
-    assert kept == {t for t in ordinary if TraceIdRatio(RATIO).sampled(t)}
+    linked = {
+        link.trace_id.hex()
+        for s in spans
+        if s.span.name.startswith("reconcile ")
+        for link in s.span.links
+    }
+    assert picked <= exported, len(picked - exported)
+    assert (ordinary & exported) - picked <= linked
     # Every exported span of a reconcile's trace hangs off that reconcile, none off start-up.
     roots = {s.span_id: s for s in spans if s.span.name.startswith("reconcile ")}
     for s in spans:

@@ -1,7 +1,8 @@
 """Tracing and events options: the trace recording and the OpenTelemetry export.
 
 Tail sampling: every failed reconcile and every one slower than --trace-slow-threshold is
-exported; of the rest, the --trace-sample-ratio share.
+exported; of the rest, the --trace-sample-ratio share, and the causes a kept one links to while
+they are within --trace-cause-window.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 from pycm.app.config import Config, TracingConfig
 from pycm.app.options.checks import one_of, otlp_endpoint, writable_file
 from pycm.app.options.flagset import BOOL, DURATION, FLOAT32, STRING, FlagSet
+from pycm.util.durations import format_duration
 
 __all__ = ["OTLP_PROTOCOLS", "TracingOptions"]
 
@@ -26,6 +28,7 @@ class TracingOptions:
     otlp_protocol: str = _D.otlp_protocol
     sample_ratio: float = _D.sample_ratio
     slow_threshold: float = _D.slow_threshold
+    cause_window: float = _D.cause_window
     object_histories: bool = _D.object_histories
 
     def add_flags(self, fs: FlagSet) -> None:
@@ -68,6 +71,15 @@ class TracingOptions:
         )
         fs.add(
             self,
+            "cause_window",
+            "trace-cause-window",
+            DURATION,
+            "How long a sampled-out reconcile that wrote is held: if a kept reconcile links to "
+            "it as its cause within this time, it is exported too, so the link opens. 0 holds "
+            "none (bounded: 1024 traces, 4 MiB).",
+        )
+        fs.add(
+            self,
             "object_histories",
             "object-histories",
             BOOL,
@@ -88,6 +100,10 @@ class TracingOptions:
                 errors.append(problem)
         if not (math.isfinite(self.sample_ratio) and 0 <= self.sample_ratio <= 1):
             errors.append(f"--trace-sample-ratio {self.sample_ratio:g} must be between 0 and 1")
+        if self.cause_window < 0:
+            errors.append(
+                f"--trace-cause-window {format_duration(self.cause_window)} must not be negative"
+            )
         return errors
 
     def apply_to(self, config: Config) -> None:
@@ -97,5 +113,6 @@ class TracingOptions:
             otlp_protocol=self.otlp_protocol,
             sample_ratio=self.sample_ratio,
             slow_threshold=self.slow_threshold,
+            cause_window=self.cause_window,
             object_histories=self.object_histories,
         )
