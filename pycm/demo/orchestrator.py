@@ -1,7 +1,8 @@
 """The demo's composition: emulator → replicas → their event streams → workload → verdict.
 
-Start order: a private temp dir → the emulator (``python -m pycm sim --tls=false
---kubelet=on``, its own process; we read its one ``serving`` line) → three ``pycm run``
+Start order: a private temp dir → the emulator (``python -m pycm sim --kubelet=on``, its own
+process, over TLS so that its kubeconfig works for kubectl too; we read its one ``serving``
+line) → three ``pycm run``
 replicas (free secure ports on 127.0.0.1, ``--cert-dir`` and ``--trace-file`` in the temp dir,
 short election timings) → one event stream per replica → once some replica has acquired the
 lease, the workload (a Deployment) and a watch that prints its rollout. Stop order is the
@@ -171,7 +172,9 @@ class Orchestrator:
     async def _start_emulator(self) -> str:
         kubeconfig = self._dir / "kubeconfig"
         # Stated, not defaulted: the simulated kubelet makes the workload's pods Ready, so the
-        # rollout completes on screen; plain HTTP, as the demo has always served.
+        # rollout completes on screen. Over TLS (its own CA, in the kubeconfig): client-go, so
+        # kubectl, sends no bearer token over plain HTTP, and a user's kubectl is the first
+        # thing pointed at the kubeconfig the demo prints.
         argv = [
             self.options.python,
             "-m",
@@ -179,7 +182,7 @@ class Orchestrator:
             "sim",
             "--port",
             "0",
-            "--tls=false",
+            "--tls=true",
             "--kubelet=on",
         ]
         argv += ["--kubeconfig-out", str(kubeconfig), "--pod-ready-delay"]

@@ -13,6 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.sim.conftest_kubectl import kubectl
+
+__all__ = ["kubectl"]
+
 ROOT = Path(__file__).resolve().parents[2]
 REPLICA_LINE = re.compile(r"^(replica-[abc]): https://127\.0\.0\.1:(\d+) ", re.MULTILINE)
 EMULATOR_LINE = re.compile(r"^emulator: \S+ \(kubeconfig: (?P<path>.+)\)$", re.MULTILINE)
@@ -52,7 +56,7 @@ def test_demo_duration_exits_0_with_three_replicas_and_an_acquired_lease() -> No
     assert all(_port_closed(int(port)) for _, port in replicas), "every replica stopped"
 
 
-def test_demo_ctrl_c_stops_every_child_and_exits_0() -> None:
+def test_demo_ctrl_c_stops_every_child_and_exits_0(kubectl: Path) -> None:
     proc = subprocess.Popen(
         [sys.executable, "-m", "pycm", "demo", "--no-tui"],
         cwd=ROOT,
@@ -71,6 +75,16 @@ def test_demo_ctrl_c_stops_every_child_and_exits_0() -> None:
             lines.append(line)
             if " lease.acquired " in line:
                 break
+        # The kubeconfig the demo prints works for kubectl (which sends no bearer token over
+        # plain HTTP: the emulator serves TLS).
+        printed = EMULATOR_LINE.search("".join(lines))
+        assert printed is not None, "".join(lines)
+        got = subprocess.run(
+            [str(kubectl), "--kubeconfig", printed["path"], "get", "namespaces", "-o", "name"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
         proc.send_signal(signal.SIGINT)
         rest, err = proc.communicate(timeout=30)
     finally:
@@ -79,6 +93,7 @@ def test_demo_ctrl_c_stops_every_child_and_exits_0() -> None:
             proc.wait()
     out = "".join(lines) + rest
     assert any(" lease.acquired " in line for line in lines), out
+    assert got.returncode == 0 and "namespace/default" in got.stdout, got.stderr
     assert proc.returncode == 0, f"{out}\n{err}"
     ports = [int(port) for _, port in REPLICA_LINE.findall(out)]
     assert len(ports) == 3
