@@ -412,6 +412,8 @@ class SharingDecoder:
                         pair = from_head(line, entry)
                         if pair is not None:
                             out.append(pair)
+                            if pair[0] == "DELETED":
+                                self._forget(hint)
                             continue
             try:
                 usual = usual_event(line)
@@ -423,6 +425,8 @@ class SharingDecoder:
                         out.append((usual.type, watched(usual.object, hint, entry)))
                     except _DECODE_ERRORS as e:
                         raise KubeError(f"undecodable watch event: {e}") from None
+                    if usual.type == "DELETED" and hint is not None:
+                        self._forget(hint)
                     continue
             try:
                 event = _EVENT.decode(line)
@@ -457,6 +461,13 @@ class SharingDecoder:
     # value inside the event's object; from there the tail parses as it did before: each member
     # a complete JSON value, then the two closing braces. Anything else takes the usual path,
     # where a tail member is still compared with the object's last one before the table.
+
+    def _forget(self, hint: bytes) -> None:
+        """A deleted object's tail: nothing will end with it again (a new object of the name
+        starts afresh), so it leaves the table at once rather than when its generation is
+        dropped — under churn (pods made and deleted), those tails were most of the table."""
+        self._new.pop(hint, None)
+        self._old.pop(hint, None)
 
     def _tail_entry(self, hint: bytes) -> _Tail | None:
         """The old generation's tail for ``hint``, promoted; None if there is none."""

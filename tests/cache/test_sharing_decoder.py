@@ -380,3 +380,27 @@ def test_sharing_decoder_fast_path_and_generic_walk_follow_one_plan() -> None:
     # The default plan shares labels on every path.
     a, b = SharingDecoder().decode_list(_list_body(pods))[0]
     assert a["metadata"]["labels"] is b["metadata"]["labels"]
+
+
+def test_sharing_decoder_forgets_a_deleted_objects_tail_on_either_path() -> None:
+    # Under churn (pods made and deleted) the deleted objects' remembered tails were most of
+    # the table until their generation was dropped: a DELETED event removes its own at once.
+    decoder = SharingDecoder()
+    pods = [_served(i, rv=1) for i in range(3)]
+    lines = [orjson.dumps({"type": "ADDED", "object": p}) for p in pods]
+    decoder.decode_events(lines)
+    # pod 0's delete repeats its last tail (the head path), pod 1's changes its status (the
+    # usual path); pod 2 stays.
+    gone = copy.deepcopy(pods[1])
+    gone["status"] = {"phase": "Succeeded"}
+    deleted = decoder.decode_events(
+        [orjson.dumps({"type": "DELETED", "object": o}) for o in (pods[0], gone)]
+    )
+    assert [obj["metadata"]["name"] for _, obj in deleted] == [
+        pods[0]["metadata"]["name"],
+        pods[1]["metadata"]["name"],
+    ]
+    assert deleted[1][1] == _without_managed_fields(gone, watched=True)
+    hints = {b'"name":"' + p["metadata"]["name"].encode() for p in pods}
+    remembered = hints & (set(decoder._new) | set(decoder._old))
+    assert remembered == {b'"name":"' + pods[2]["metadata"]["name"].encode()}
