@@ -520,12 +520,11 @@ def _reconcile_began(state: State, ev: ReconcileStarted, inst: InstanceRecord) -
     wait = ev.queue_wait_ms
     event = ev.trigger_event
     obj = ev.trigger_object
-    watched = bool(obj) and event in _WATCH_EVENTS
-    enqueued = ts - ms_to_ns(wait)
     tkey: ObjectKey | None = None
     own_ts = 0
-    if watched:
-        if _has_first(ev):
+    if obj and event in _WATCH_EVENTS:
+        enqueued = ts - ms_to_ns(wait)
+        if ev.trigger_merged > 1 and _has_first(ev):
             fns, fname = _split(ev.first_trigger_object)
             fkey = (resource_of_kind(ev.first_trigger_kind), fns, fname)
             first: Step = (FIRST, fkey, _STEP_BASE + len(key), enqueued, ev.instance, ev.controller)
@@ -541,7 +540,13 @@ def _reconcile_began(state: State, ev: ReconcileStarted, inst: InstanceRecord) -
         else:
             tns, tname = _split(obj)
             tkey = (resource, tns, tname)
-    triggered = (
+    span_id = ev.span_id
+    # One tuple display (no intermediate tuples): this runs for every reconcile.
+    step: Step = (
+        RECONCILE,
+        okey,
+        size,
+        ts,
         ev.instance,
         ev.controller,
         key,
@@ -553,16 +558,21 @@ def _reconcile_began(state: State, ev: ReconcileStarted, inst: InstanceRecord) -
         ev.trigger_writer,
         ev.trigger_verb,
         ev.trigger_merged,
+        wait,
+        ev.trace_id,
+        span_id,
+        ev.trigger_trace_id,
+        ev.trigger_span_id,
+        ev.trigger_controller,
+        ev.trigger_key,
+        own_ts,
     )
-    span_id = ev.span_id
-    cause = (ev.trigger_trace_id, ev.trigger_span_id, ev.trigger_controller, ev.trigger_key)
-    step = (RECONCILE, okey, size, ts, *triggered, wait, ev.trace_id, span_id, *cause, own_ts)
     objs.add(okey, step)
     if span_id:
         objs.note_span(span_id, step)
-    if tkey is not None:
-        watch = (WATCH, tkey, size, enqueued, *triggered, 0.0, "", "", *cause, 0)
-        objs.add(tkey, watch)
+    if tkey is not None:  # another object's event: its own step, in its history
+        watch = (WATCH, tkey, size, enqueued, *step[INSTANCE:WAIT_MS_], 0.0, "", "")
+        objs.add(tkey, (*watch, *step[CAUSE_TRACE_ID_:OWN_WATCH_TS], 0))
 
 
 @also_handles(ReconcileFinished)
