@@ -53,6 +53,7 @@ class Cluster:
     kubeconfig: Path
     trace: Path
     manager: subprocess.Popen[bytes]
+    sim: subprocess.Popen[str]
 
     def api(self) -> httpx.Client:
         headers = {"Authorization": f"Bearer {self.token}"}
@@ -155,7 +156,7 @@ def cluster(controllers: str) -> Iterator[Cluster]:
                 return r.status_code == 200
 
             wait_until(ready, _START_TIMEOUT, "pycm run ready", interval=0.05)
-            yield Cluster(match.group(1), token, kubeconfig, trace, manager)
+            yield Cluster(match.group(1), token, kubeconfig, trace, manager, sim)
         finally:
             if manager is not None:
                 _stop(manager)

@@ -22,6 +22,11 @@ Figures:
   (x; peer: the mean rollout without faults in s; ratio clean / faulted, a cost: 1 would be no
   slowdown). A round's faults last its whole length even when its rollout completes sooner.
 
+- ``soak.manager_rss_slope`` and ``soak.emulator_rss_slope``: memory under churn
+  (:mod:`bench._churn`: a Deployment's replicas flipped 10 ↔ 12 every 3 s and one of its pods
+  deleted every 1.4 s; after a warm-up, the least-squares slope of each process's RSS): MB/min
+  (issue 40's aim ≤ 0.1); peer: its RSS when the warm-up ended; ratio slope / that RSS.
+
 The observer's watches are dropped too (the action ends every watch): it re-watches from its
 last resourceVersion at once, and relists (checking the listed state) when that was compacted
 — the only moments it could miss a transient state; ``relists`` counts them.
@@ -46,6 +51,7 @@ from typing import Any
 import httpx
 import orjson
 
+from bench._churn import measure
 from bench.harness import Figure
 from pycm.sim.auth import ADMIN_GROUP, UserInfo
 from pycm.sim.server import Emulator, run_emulator
@@ -410,7 +416,41 @@ async def soak(
     return result
 
 
+# Memory under churn (bench._churn): warm-up, measured span, sampling interval (s). Full: the
+# issue's 30 minutes; tiny only keeps it working (a slope over 6 s means nothing).
+_CHURN = {"tiny": (3.0, 6.0, 2.0), "full": (300.0, 1500.0, 15.0)}
+
+
 def run(size: str) -> list[Figure]:
+    return _faulted_rollouts(size) + _memory_under_churn(size)
+
+
+def _memory_under_churn(size: str) -> list[Figure]:
+    warmup, span, every = _CHURN[size]
+    slopes = measure(warmup, span, every)
+    for slope in slopes:
+        print(
+            f"# {slope.name} RSS under churn, MB at +s: "
+            + " ".join(f"{m:.1f}@{t:.0f}" for t, m in slope.samples),
+            flush=True,
+        )
+    # Peer: the process's RSS when the warm-up ended; the ratio is the slope as a share of it
+    # per minute (issue 40's aim: ≤ 0.1 MB/min, whatever the size).
+    return [
+        Figure(
+            f"soak.{slope.name}_rss_slope",
+            slope.slope_mb_per_min,
+            "MB/min",
+            f"{slope.name}_rss_after_warmup",
+            slope.start_mb,
+            "MB",
+            slope.slope_mb_per_min / slope.start_mb,
+        )
+        for slope in slopes
+    ]
+
+
+def _faulted_rollouts(size: str) -> list[Figure]:
     clean, rounds, round_s = _SIZES[size]
     faulted = asyncio.run(soak(clean=clean, rounds=rounds, round_s=round_s))
     duplicates = sum(n - 1 for n in faulted.rs_per_template.values())
