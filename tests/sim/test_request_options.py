@@ -18,10 +18,16 @@ from typing import Any
 import httpx
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pycm.sim.auth import ADMIN_GROUP, UserInfo
+from pycm.sim.errors import APIError
+from pycm.sim.listoptions import list_options, watch_timeout
+from pycm.sim.resources import REGISTRY
 from pycm.sim.server import Emulator, run_emulator
 from pycm.sim.tokens import encode_continue
+from pycm.sim.writeoptions import delete_options, validate_write_options
 
 CMS = "/api/v1/namespaces/default/configmaps"
 PODS = "/api/v1/namespaces/default/pods"
@@ -540,3 +546,74 @@ async def test_sim_fault_api_takes_only_the_admin_token() -> None:
             admin = {"Authorization": f"Bearer {emu.admin_token}"}
             r = await c.post("/sim/v1/faults", json={"kind": "compact"}, headers=admin)
             assert r.status_code == 201, r.text
+
+
+# ---------------------------------------------------------------- never a crash
+
+_QUERY_TEXT = st.text(alphabet="ab=!(),<> \\in0-1.xyz/\x00é", max_size=24)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    query=st.dictionaries(
+        st.sampled_from(
+            [
+                "labelSelector",
+                "fieldSelector",
+                "limit",
+                "timeoutSeconds",
+                "resourceVersion",
+                "resourceVersionMatch",
+                "continue",
+                "sendInitialEvents",
+                "allowWatchBookmarks",
+            ]
+        ),
+        _QUERY_TEXT,
+    ),
+    watch=st.booleans(),
+)
+def test_sim_list_options_answer_any_query_with_a_status(
+    query: dict[str, str], watch: bool
+) -> None:
+    """Whatever the query, list options are decoded or refused with an APIError (400/422):
+    never another exception, which the server would turn into a 500."""
+    pods = REGISTRY.get("", "v1", "pods")
+    assert pods is not None
+    refused: list[int] = []
+    try:
+        watch_timeout(list_options(query, watch, pods).timeout_seconds)
+    except APIError as err:
+        refused.append(err.code)
+    assert set(refused) <= {400, 422}
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    query=st.dictionaries(
+        st.sampled_from(
+            [
+                "dryRun",
+                "fieldValidation",
+                "fieldManager",
+                "force",
+                "propagationPolicy",
+                "orphanDependents",
+                "gracePeriodSeconds",
+            ]
+        ),
+        _QUERY_TEXT,
+    )
+)
+def test_sim_write_options_answer_any_query_with_a_status(query: dict[str, str]) -> None:
+    refused: list[int] = []
+    for verb in ("create", "update", "patch"):
+        try:
+            validate_write_options(query, verb)
+        except APIError as err:
+            refused.append(err.code)
+    try:
+        delete_options(None, query)
+    except APIError as err:
+        refused.append(err.code)
+    assert set(refused) <= {400, 422}
