@@ -37,7 +37,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import secrets
 import socket
 import subprocess
 import sys
@@ -53,7 +52,6 @@ import orjson
 
 from bench._churn import measure
 from bench.harness import Figure
-from pycm.sim.auth import ADMIN_GROUP, UserInfo
 from pycm.sim.server import Emulator, run_emulator
 
 __all__ = ["SoakResult", "run", "soak"]
@@ -346,10 +344,9 @@ async def soak(
         async with run_emulator(
             tls=False, kubelet=True, pod_ready_delay=0.15, pod_terminate_delay=0.0, nodes=2
         ) as emu:
-            token = secrets.token_urlsafe(16)
-            emu.authenticator.add(token, UserInfo("soak-observer", "soak", (ADMIN_GROUP,)))
             proc, url, out = _start_manager(emu, Path(tmp))
-            headers = {"Authorization": f"Bearer {token}"}
+            # The admin token: the only one the fault API takes (docs/sim.md).
+            headers = {"Authorization": f"Bearer {emu.admin_token}"}
             tasks: list[asyncio.Task[None]] = []
             try:
                 async with (

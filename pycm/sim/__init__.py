@@ -29,6 +29,11 @@ either way, or one named in the module that makes it):
   for every dependent, not only those with ``blockOwnerDeletion`` (:mod:`pycm.sim.gc`).
 - ``dryRun`` is refused (400) rather than ignored; server-side apply is not served (415);
   protobuf is not served (a client's next Accept entry is used).
+- Request options are validated as kube validates them, with its codes and messages
+  (:mod:`pycm.sim.listoptions`, :mod:`pycm.sim.writeoptions`, :mod:`pycm.sim.selectors`), but
+  ``sendInitialEvents`` is refused as with the WatchList gate off, a watch without
+  ``timeoutSeconds`` never times out, and bodies nest at most 100 levels, not 10,000
+  (:data:`pycm.sim.objects.MAX_DEPTH` says why).
 - Items of a list keep their ``kind`` and ``apiVersion``.
 - ``metadata.managedFields`` are recorded for every create, update and patch as kube's field
   manager records non-apply writes, with list and map types taken from field names rather
@@ -43,8 +48,9 @@ either way, or one named in the module that makes it):
 
 Module map: resources (the registry of kinds), store, managedfields, watch, gc, selectors,
 validation, defaults, shape, patch, scale, history, tables, discovery, negotiation,
-requestinfo, handlers, app, auth, reviews, kubeconfig, certs, seed, options, server, command;
-kubelet and faults.
+requestinfo, listoptions, writeoptions, gostrconv (Go's parsing and its messages), bodies,
+handlers, app, auth, reviews, kubeconfig, certs, seed, options, server, command; kubelet and
+faults.
 
 Exceptions::
 

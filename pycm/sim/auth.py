@@ -74,6 +74,8 @@ class TokenAuthenticator:
     def __init__(self) -> None:
         self._tokens: dict[str, UserInfo] = {}
         self._bound: dict[str, tuple[UserInfo, Callable[[], bool]]] = {}
+        # The emulator's own admin tokens (add_admin): the only keys to its fault API.
+        self._admin_tokens: set[str] = set()
 
     def add(self, token: str, user: UserInfo) -> None:
         groups = user.groups if AUTHENTICATED in user.groups else (*user.groups, AUTHENTICATED)
@@ -82,7 +84,13 @@ class TokenAuthenticator:
     def add_admin(self, token: str | None = None) -> str:
         token = token or secrets.token_urlsafe(32)
         self.add(token, UserInfo("admin", "admin", (ADMIN_GROUP,)))
+        self._admin_tokens.add(token)
         return token
+
+    def is_admin_token(self, token: str) -> bool:
+        """Whether ``token`` is one :meth:`add_admin` issued — not merely any token of a user
+        in ``system:masters`` (a token file may give those to the clients under test)."""
+        return token in self._admin_tokens
 
     def add_bound(self, token: str, user: UserInfo, valid: Callable[[], bool]) -> None:
         groups = user.groups if AUTHENTICATED in user.groups else (*user.groups, AUTHENTICATED)

@@ -14,6 +14,13 @@
   is copied or encoded. Kubernetes manifests have no use for them; go-yaml bounds their
   expansion, the emulator refuses them outright. YAML is parsed in a worker thread when large,
   so a slow parse does not stall every other request.
+- **Nesting is bounded** (400 ``exceeded max depth of 100``): objects and arrays nested more
+  than :data:`~pycm.sim.objects.MAX_DEPTH` deep, JSON or YAML, object or patch. kube refuses
+  past 10,000 (Go's JSON decoder and go-yaml say "exceeded max depth"); why the emulator's
+  bound is lower is written on ``MAX_DEPTH``. YAML is counted while it is composed, so a
+  10,000-deep document stops at level 101 instead of exhausting the recursion; JSON is decoded
+  by orjson (which itself stops at 1,024) and then measured, only when it has more brackets
+  than the bound (counting them is one C pass; real objects rarely have that many).
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ import yaml
 from starlette.requests import Request
 
 from pycm.sim import errors
+from pycm.sim.objects import MAX_DEPTH, nesting_exceeds
 
 __all__ = ["MAX_REQUEST_BODY_BYTES", "OBJECT_TYPES", "PATCH_TYPES", "decode_body", "read_body"]
 
@@ -41,10 +49,14 @@ PATCH_TYPES = {
     "application/apply-patch+yaml": YAML,
 }
 _THREAD_PARSE_BYTES = 64 * 1024  # YAML larger than this is parsed off the event loop
+_TOO_DEEP = f"exceeded max depth of {MAX_DEPTH}"
 
 
 class _NoAliasLoader(yaml.SafeLoader):
-    """PyYAML's safe loader, refusing aliases (the composer is where they are resolved)."""
+    """PyYAML's safe loader, refusing aliases (the composer is where they are resolved) and
+    collections nested past MAX_DEPTH (the composer is where the nesting recurses)."""
+
+    _depth = 0  # collections open around the node being composed
 
     def compose_node(self, parent: Any, index: Any) -> Any:
         if self.check_event(yaml.AliasEvent):
@@ -52,7 +64,16 @@ class _NoAliasLoader(yaml.SafeLoader):
             raise yaml.composer.ComposerError(
                 None, None, "YAML aliases are not supported", event.start_mark
             )
-        return super().compose_node(parent, index)
+        if not self.check_event(yaml.MappingStartEvent, yaml.SequenceStartEvent):
+            return super().compose_node(parent, index)
+        if self._depth >= MAX_DEPTH:
+            event = self.peek_event()  # type: ignore[no-untyped-call]
+            raise yaml.composer.ComposerError(None, None, _TOO_DEEP, event.start_mark)
+        self._depth += 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
 
 
 def media_type(request: Request) -> str:
@@ -91,9 +112,14 @@ async def decode_body(request: Request, accepted: Mapping[str, str] = OBJECT_TYP
             if len(raw) > _THREAD_PARSE_BYTES:
                 return await asyncio.to_thread(_load_yaml, raw)
             return _load_yaml(raw)
-        return orjson.loads(raw)
+        decoded = orjson.loads(raw)
     except (orjson.JSONDecodeError, yaml.YAMLError) as err:
-        raise errors.bad_request(f"the body of the request could not be decoded: {err}") from None
+        why = _TOO_DEEP if "depth limit exceeded" in str(err) else err  # orjson's 1,024
+        raise errors.bad_request(f"the body of the request could not be decoded: {why}") from None
+    # Depth is at most the number of brackets: most bodies are cleared by counting them.
+    if raw.count(b"{") + raw.count(b"[") > MAX_DEPTH and nesting_exceeds(decoded):
+        raise errors.bad_request(f"the body of the request could not be decoded: {_TOO_DEEP}")
+    return decoded
 
 
 def _load_yaml(raw: bytes) -> Any:

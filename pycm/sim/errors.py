@@ -16,7 +16,8 @@ object with kube-apiserver's code, reason and message shape::
      ├── unsupported_media    415 UnsupportedMediaType
      ├── invalid              422 Invalid (details.causes)
      ├── too_many_requests    429 TooManyRequests (Retry-After)
-     └── internal             500 InternalError
+     ├── internal             500 InternalError
+     └── resource_version_set_on_create   500 (no reason: kube's storage error, unconverted)
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ __all__ = [
     "invalid",
     "method_not_allowed",
     "not_found",
+    "resource_version_set_on_create",
     "status_object",
     "too_large",
     "too_many_requests",
@@ -70,7 +72,8 @@ class APIError(Exception):
 def status_object(
     code: int, reason: str, message: str, details: dict[str, Any] | None = None
 ) -> dict[str, Any]:
-    """A ``v1 Status`` (``status: Failure`` for every code >= 300)."""
+    """A ``v1 Status`` (``status: Failure`` for every code >= 300; no ``reason`` when it is
+    "", kube's StatusReasonUnknown, which its JSON omits)."""
     body: dict[str, Any] = {
         "kind": "Status",
         "apiVersion": "v1",
@@ -80,6 +83,8 @@ def status_object(
         "reason": reason,
         "code": code,
     }
+    if not reason:
+        del body["reason"]
     if details:
         body["details"] = details
     return body
@@ -174,3 +179,10 @@ def too_many_requests(message: str, retry_after: int = 1) -> APIError:
 
 def internal(message: str) -> APIError:
     return APIError(500, "InternalError", f"Internal error occurred: {message}")
+
+
+def resource_version_set_on_create() -> APIError:
+    """A create whose object carries a resourceVersion. kube's etcd3 storage refuses it with a
+    plain Go error that nothing converts to a Status, so the client sees a 500 with no reason
+    (fabric8 #734 and java-operator-sdk #2033 quote it: ``code=500, reason=null``)."""
+    return APIError(500, "", "resourceVersion should not be set on objects to be created")

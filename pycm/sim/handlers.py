@@ -1,9 +1,11 @@
 """The REST handlers: one Starlette endpoint serving every kube-style path.
 
 Order of one request (the fault engineer's hooks run first, so an injected failure needs no
-credentials): ``before_request`` hooks → open paths (health, /version) → authentication (401)
-→ authorization (403, only with a policy) → discovery or a resource verb. Every failure is a
-``v1 Status``.
+credentials): ``before_request`` hooks → open paths (health, /version) → the ``timeout``
+parameter of a request that is not a watch (400, kube's request-deadline filter, which runs
+before authentication) → authentication (401) → authorization (403, only with a policy) →
+discovery or a resource verb, whose query options are checked before its body is read
+(:mod:`pycm.sim.listoptions`, :mod:`pycm.sim.writeoptions`). Every failure is a ``v1 Status``.
 """
 
 from __future__ import annotations
@@ -21,20 +23,21 @@ from starlette.responses import PlainTextResponse, Response, StreamingResponse
 from pycm.sim import discovery, errors, managedfields
 from pycm.sim.auth import Attributes, Authorizer, TokenAuthenticator, UserInfo
 from pycm.sim.bodies import OBJECT_TYPES, PATCH_TYPES, decode_body
-from pycm.sim.gc import BACKGROUND, ORPHAN
+from pycm.sim.gostrconv import parse_duration, quote
+from pycm.sim.listoptions import ListOptions, list_options, watch_timeout
 from pycm.sim.negotiation import METADATA, TABLE, Output, negotiate
 from pycm.sim.objects import Obj
 from pycm.sim.pruning import prune_unknown_fields, warning_headers
 from pycm.sim.requestinfo import RequestInfo, request_info
 from pycm.sim.resources import Resource
 from pycm.sim.reviews import subject_access_review, token_review
-from pycm.sim.selectors import parse_field_selector, parse_label_selector
 from pycm.sim.serviceaccounts import token_request
-from pycm.sim.store import DeleteOptions, Store
+from pycm.sim.store import Store
 from pycm.sim.streaming import WatchResponse, error_stream, send_watch
 from pycm.sim.tables import partial_metadata, table
 from pycm.sim.tokens import decode_continue
 from pycm.sim.versions import parse_resource_version
+from pycm.sim.writeoptions import delete_options, refuse_dry_run, validate_write_options
 from pycm.util.escape import escape_control
 
 __all__ = ["APIContext", "BeforeRequest", "error_response", "serve"]
@@ -46,9 +49,9 @@ BeforeRequest = Callable[[Request], Awaitable[Response | None]]
 
 OPEN_PATHS = frozenset({"/healthz", "/readyz", "/livez", "/version"})
 _HEALTH = frozenset({"/healthz", "/readyz", "/livez"})
-_WRITES = frozenset({"create", "update", "patch", "delete", "deletecollection"})
-# The options kind whose fieldManager a write's query sets (named in its 422).
-_OPTIONS_KINDS = {"create": "CreateOptions", "update": "UpdateOptions", "patch": "PatchOptions"}
+# The writes whose query decodes into Create-, Update- or PatchOptions (with a fieldManager).
+_OPTIONS_VERBS = frozenset({"create", "update", "patch"})
+_INCLUDE_OBJECT = frozenset({"", "None", "Metadata", "Object"})
 
 
 @dataclass
@@ -117,10 +120,12 @@ async def _serve(ctx: APIContext, request: Request) -> Response:
         return _json(discovery.version_info())
     token = _bearer(request)
     user = ctx.authenticator.authenticate(token) if token else None
-    if user is None:
-        raise errors.unauthorized()
     query = dict(request.query_params)
     info = request_info(request.method, path, query)
+    if info.verb != "watch" and query.get("timeout"):
+        _check_timeout(query["timeout"])
+    if user is None:
+        raise errors.unauthorized()
     _authorize(ctx, user, info)
     if not info.is_resource_request:
         return _non_resource(ctx, request, path)
@@ -132,6 +137,15 @@ async def _serve(ctx: APIContext, request: Request) -> Response:
     if res.namespaced is False and info.namespace and info.resource != "namespaces":
         raise errors.not_found(info.resource, "")
     return await _resource(ctx, request, res, info, query, user)
+
+
+def _check_timeout(value: str) -> None:
+    """kube's request-deadline filter parses ``timeout`` as a Go duration (a client's own bound
+    on the request; the emulator answers well within any) and refuses what does not parse."""
+    try:
+        parse_duration(value)
+    except ValueError as err:
+        raise errors.bad_request(f"invalid timeout specified in the request URL - {err}") from None
 
 
 def _authorize(ctx: APIContext, user: UserInfo, info: RequestInfo) -> None:
@@ -218,57 +232,22 @@ async def _object_body(request: Request, res: Resource, info: RequestInfo) -> Ob
     return body
 
 
-def _field_manager(request: Request, query: dict[str, str], verb: str) -> str:
-    """The write's field manager: ``fieldManager`` (validated as kube's, 422), else the
-    User-Agent's product (kube's prefixFromUserAgent); "" is recorded as ``unknown``."""
+def _field_manager(request: Request, query: dict[str, str]) -> str:
+    """The write's field manager (validated with the write's options): ``fieldManager``, else
+    the User-Agent's product (kube's prefixFromUserAgent); "" is recorded as ``unknown``."""
     manager = query.get("fieldManager", "")
-    causes = managedfields.field_manager_causes(manager)
-    if causes:
-        raise errors.invalid(_OPTIONS_KINDS[verb], "", causes, "meta.k8s.io")
     return manager or managedfields.manager_from_user_agent(request.headers.get("user-agent", ""))
 
 
-def _int_param(query: dict[str, str], key: str) -> int | None:
-    value = query.get(key)
-    if value is None or value == "":
-        return None
-    try:
-        return int(value)
-    except ValueError:
-        raise errors.bad_request(f"invalid value for {key}: {value!r}") from None
-
-
-async def _delete_options(request: Request, query: dict[str, str]) -> DeleteOptions:
-    body = await _body(request)
-    if body is not None and not isinstance(body, dict):
-        raise errors.bad_request("DeleteOptions must be a JSON object")
-    body = body or {}
-    policy = body.get("propagationPolicy") or query.get("propagationPolicy")
-    orphan = body.get("orphanDependents")
-    if orphan is None and "orphanDependents" in query:
-        orphan = query["orphanDependents"].lower() in ("1", "true")
-    if policy is None and orphan is not None:
-        policy = ORPHAN if orphan else BACKGROUND
-    grace = body.get("gracePeriodSeconds")
-    if grace is None:
-        grace = _int_param(query, "gracePeriodSeconds")
-    preconditions = body.get("preconditions") or {}
-    if (
-        not (grace is None or (isinstance(grace, int) and not isinstance(grace, bool)))
-        or not isinstance(preconditions, dict)
-        or not all(isinstance(v, str) for v in preconditions.values() if v is not None)
-        or not (policy is None or isinstance(policy, str))
-        or not (orphan is None or isinstance(orphan, bool))
-    ):
+def _include_object(query: dict[str, str]) -> str:
+    """A Table's ``includeObject`` (kube's ValidateTableOptions; its 400 when unknown)."""
+    include = query.get("includeObject", "")
+    if include not in _INCLUDE_OBJECT:
         raise errors.bad_request(
-            "DeleteOptions in version v1 cannot be handled: a field has the wrong type"
+            f"Unable to convert to Table as requested: includeObject: Invalid value: "
+            f"{quote(include)}: must be 'Metadata', 'Object', 'None', or empty"
         )
-    return DeleteOptions(
-        propagation_policy=policy,
-        grace_period_seconds=grace,
-        precondition_uid=preconditions.get("uid"),
-        precondition_resource_version=preconditions.get("resourceVersion"),
-    )
+    return include or "Metadata"
 
 
 # ---------------------------------------------------------------- verbs
@@ -281,7 +260,7 @@ def _render_one(
         return partial_metadata(obj, out.api_version)
     if out.mode == TABLE:
         now = ctx.store.clock.wall_ns() / 1e9
-        include = query.get("includeObject", "Metadata")
+        include = _include_object(query)
         return table(
             res.kind,
             [obj],
@@ -309,10 +288,11 @@ async def _resource(
         raise errors.method_not_allowed(request.method, info.path)
     if verb in ("update", "patch") and not name:
         raise errors.method_not_allowed(request.method, info.path)
-    if query.get("dryRun") and verb in _WRITES:
-        # Refused rather than ignored: a dry run that wrote would be worse than none.
-        raise errors.bad_request("dryRun is not supported by the emulator")
-    manager = _field_manager(request, query, verb) if verb in _OPTIONS_KINDS else ""
+    manager = ""
+    if verb in _OPTIONS_VERBS:
+        validate_write_options(query, verb, request.headers.get("content-type", ""))
+        refuse_dry_run(query)
+        manager = _field_manager(request, query)
     if verb == "create":
         if sub == "token" and ns:
             body = await _body(request)
@@ -329,7 +309,8 @@ async def _resource(
         if res.namespaced and not ns:
             raise errors.method_not_allowed(request.method, info.path)
         pruned = prune_unknown_fields(res.kind, res.version, body, query.get("fieldValidation"))
-        return _warn(_json(store.create(res, body, ns, manager=manager), 201), pruned)
+        created = store.create(res, body, ns, manager=manager, refuse_resource_version=True)
+        return _warn(_json(created, 201), pruned)
     if verb in ("get", "list", "watch"):
         out = negotiate(request.headers.get("accept"))
         # Checked for every read (kube parses it before serving from the cache or storage);
@@ -341,11 +322,11 @@ async def _resource(
             return _json(
                 _render_one(ctx, res, store.peek(res, ns, name) or _missing(res, name), out, query)
             )
-        labels = parse_label_selector(query.get("labelSelector"))
-        fields = parse_field_selector(query.get("fieldSelector"), res.field_labels, res.kind)
+        listing = list_options(query, verb == "watch", res)
+        include = _include_object(query) if out.mode == TABLE else "Metadata"
         if verb == "watch":
-            return _watch(ctx, res, ns, query, out, labels, fields)
-        return _list(ctx, res, ns, query, out, labels, fields)
+            return _watch(ctx, res, ns, listing, out, include)
+        return _list(ctx, res, ns, listing, out, include)
     if verb == "update":
         body = await _object_body(request, res, info)
         body.setdefault("metadata", {}).setdefault("name", name)
@@ -374,21 +355,21 @@ async def _resource(
         )
         return _warn(_json(patched), dropped)
     if verb == "delete":
-        options = await _delete_options(request, query)
+        options = delete_options(await _body(request), query)
         obj, removed = store.delete(res, ns, name, options)
         if removed and res.kind not in ("Pod", "Namespace"):
             details = {"name": name, "kind": res.plural, "uid": obj["metadata"].get("uid")}
             if res.group:
                 details["group"] = res.group
             body = errors.status_object(200, "", "", details)
-            del body["message"], body["reason"]
+            del body["message"]  # (a reason of "" is left out already)
             return _json(body)
         return _json(obj)
     if verb == "deletecollection":
-        options = await _delete_options(request, query)
-        labels = parse_label_selector(query.get("labelSelector"))
-        fields = parse_field_selector(query.get("fieldSelector"), res.field_labels, res.kind)
-        items = store.delete_collection(res, ns, labels, fields, options)
+        # kube decodes the list options before the delete options.
+        selection = list_options(query, False, res)
+        options = delete_options(await _body(request), query)
+        items = store.delete_collection(res, ns, selection.labels, selection.fields, options)
         return _json(
             {
                 "kind": f"{res.kind}List",
@@ -408,22 +389,21 @@ def _list(
     ctx: APIContext,
     res: Resource,
     ns: str | None,
-    query: dict[str, str],
+    options: ListOptions,
     out: Output,
-    labels: Any,
-    fields: Any,
+    include: str,
 ) -> Response:
-    limit = _int_param(query, "limit")
-    token = query.get("continue")
+    token = options.continue_token
     continue_from = decode_continue(token) if token else None
-    page = ctx.store.list_page(res, ns, labels, fields, limit, continue_from)
+    page = ctx.store.list_page(
+        res, ns, options.labels, options.fields, options.limit or None, continue_from
+    )
     list_meta: Obj = {"resourceVersion": str(page.resource_version)}
     if page.continue_token:
         list_meta["continue"] = page.continue_token
         list_meta["remainingItemCount"] = page.remaining
     if out.mode == TABLE:
         now = ctx.store.clock.wall_ns() / 1e9
-        include = query.get("includeObject", "Metadata")
         return _json(table(res.kind, page.items, now, include, list_meta, out.api_version))
     if out.mode == METADATA:
         items = [partial_metadata(o, out.api_version) for o in page.items]
@@ -449,15 +429,16 @@ def _watch(
     ctx: APIContext,
     res: Resource,
     ns: str | None,
-    query: dict[str, str],
+    options: ListOptions,
     out: Output,
-    labels: Any,
-    fields: Any,
+    include: str,
 ) -> Response:
-    timeout = _int_param(query, "timeoutSeconds")
-    bookmarks = query.get("allowWatchBookmarks", "").lower() in ("1", "true")
+    timeout = watch_timeout(options.timeout_seconds)
+    bookmarks = options.allow_watch_bookmarks
     try:
-        watcher = ctx.store.watch(res, ns, labels, fields, query.get("resourceVersion"))
+        watcher = ctx.store.watch(
+            res, ns, options.labels, options.fields, options.resource_version or None
+        )
     except errors.APIError as err:
         if err.code != 410:
             raise
@@ -470,7 +451,7 @@ def _watch(
             res,
             ctx.store,
             out,
-            include_object=query.get("includeObject", "Metadata"),
+            include_object=include,
             timeout_seconds=timeout,
             bookmark_interval=ctx.bookmark_interval if bookmarks else None,
             stopping=lambda: ctx.stopping,

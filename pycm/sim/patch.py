@@ -20,6 +20,7 @@ import copy
 from typing import Any
 
 from pycm.sim.errors import APIError, bad_request
+from pycm.sim.objects import MAX_DEPTH, nesting_exceeds
 
 __all__ = [
     "JSON_PATCH",
@@ -255,7 +256,12 @@ def apply_patch(content_type: str, original: dict[str, Any], patch: Any) -> Any:
     if media == STRATEGIC_MERGE_PATCH:
         return strategic_merge_patch(original, patch)
     if media == JSON_PATCH:
-        return json_patch(original, patch)
+        patched = json_patch(original, patch)
+        # The one patch type whose result can nest deeper than both its inputs (a value added
+        # at a deep path): bounded as request bodies are (see objects.MAX_DEPTH).
+        if nesting_exceeds(patched):
+            raise bad_request(f"json patch: the result exceeded max depth of {MAX_DEPTH}")
+        return patched
     raise APIError(
         415,
         "UnsupportedMediaType",

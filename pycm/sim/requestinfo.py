@@ -3,8 +3,8 @@
 Paths: ``/api/v1/<plural>[/<name>[/<sub>]]``, ``/api/v1/namespaces/<ns>/<plural>[/<name>[/<sub>]]``
 and the same under ``/apis/<group>/<version>``. Everything else is a non-resource request
 (discovery, health, openapi). Verbs follow kube: GET on an item is ``get``, on a collection
-``list`` (``watch`` with ``?watch=1|true``), POST ``create``, PUT ``update``, PATCH ``patch``,
-DELETE ``delete`` / ``deletecollection``.
+``list`` (``watch`` when a ``watch`` parameter is present and not "false" or "0"), POST
+``create``, PUT ``update``, PATCH ``patch``, DELETE ``delete`` / ``deletecollection``.
 """
 
 from __future__ import annotations
@@ -34,8 +34,10 @@ class RequestInfo:
     extra: tuple[str, ...] = ()
 
 
-def _truthy(value: str | None) -> bool:
-    return value is not None and value.lower() in ("1", "true", "t", "yes")
+def _watch_requested(value: str | None) -> bool:
+    """kube's RequestInfoFactory: a ``watch`` parameter makes a list a watch unless it is
+    "false" or "0" (any case) — so ``watch=``, ``watch=yes`` and ``watch=bogus`` all watch."""
+    return value is not None and value.lower() not in ("false", "0")
 
 
 def request_info(method: str, path: str, query: Mapping[str, str]) -> RequestInfo:
@@ -65,7 +67,7 @@ def request_info(method: str, path: str, query: Mapping[str, str]) -> RequestInf
     if method in _METHOD_VERBS:
         verb = _METHOD_VERBS[method]
     elif method in ("GET", "HEAD"):
-        verb = "get" if name else "watch" if _truthy(query.get("watch")) else "list"
+        verb = "get" if name else "watch" if _watch_requested(query.get("watch")) else "list"
     elif method == "DELETE":
         verb = "delete" if name else "deletecollection"
     else:

@@ -45,7 +45,7 @@ from pycm.sim.scale import scale_of, scale_replicas
 from pycm.sim.selectors import FieldSelector, LabelSelector
 from pycm.sim.shape import check_shape
 from pycm.sim.tokens import encode_continue
-from pycm.sim.versions import parse_resource_version
+from pycm.sim.versions import MAX_RESOURCE_VERSION, parse_resource_version
 from pycm.sim.watch import ADDED, DELETED, MODIFIED, StoreEvent, Watcher
 from pycm.util.clock import REAL_CLOCK, Clock
 
@@ -416,11 +416,15 @@ class Store:
         keep_status: bool = False,
         *,
         manager: str = "",
+        refuse_resource_version: bool = False,
     ) -> Obj:
         """Create ``obj`` (a copy is stored). Returns a copy of what was stored.
 
         ``manager`` names the writer in ``metadata.managedFields`` ("" is kube's ``unknown``);
-        so do the other writes' (see :mod:`pycm.sim.managedfields`)."""
+        so do the other writes' (see :mod:`pycm.sim.managedfields`). A sent resourceVersion is
+        dropped, or with ``refuse_resource_version`` (an API request) refused as kube's storage
+        refuses it: a non-zero uint64 is an error (after validation, before the name is checked
+        for a conflict), while "0" or one that does not parse passes (kubernetes#113847)."""
         if not res.stored:
             raise errors.method_not_allowed("POST", res.plural)
         check_shape(res.kind, obj)
@@ -459,6 +463,9 @@ class Store:
         causes = validation.validate_create(res.kind, new)
         if causes:
             raise errors.invalid(res.kind, str(m.get("name") or ""), causes, res.group)
+        sent_rv = (obj.get("metadata") or {}).get("resourceVersion")
+        if refuse_resource_version and _set_resource_version(sent_rv):
+            raise errors.resource_version_set_on_create()
         if (ns, m["name"]) in table:
             raise errors.already_exists(res.plural, m["name"], res.group)
         m["uid"] = new_uid()
@@ -869,3 +876,14 @@ class Store:
         """Create ``objects`` keeping their status (a fresh cluster's namespaces and nodes)."""
         for obj in objects:
             self.create(res, obj, keep_status=True, manager=manager)
+
+
+def _set_resource_version(value: Any) -> bool:
+    """Whether a created object's resourceVersion counts as set for kube's storage: it parses
+    as a uint64 (strconv.ParseUint) and is not 0."""
+    return (
+        isinstance(value, str)
+        and value.isascii()
+        and value.isdigit()
+        and 0 < int(value) <= MAX_RESOURCE_VERSION
+    )

@@ -83,7 +83,7 @@ async def send_watch(
     out: Output,
     *,
     include_object: str = "Metadata",
-    timeout_seconds: int | None = None,
+    timeout_seconds: float | None = None,
     bookmark_interval: float | None = None,
     stopping: Callable[[], bool] = lambda: False,
 ) -> None:

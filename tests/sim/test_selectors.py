@@ -65,3 +65,43 @@ def test_field_selector_terms_and_support() -> None:
     with pytest.raises(APIError) as err:
         parse_field_selector("spec.other=1", supported, "Pod")
     assert err.value.code == 400
+
+
+@pytest.mark.parametrize(
+    ("selector", "labels", "matches"),
+    [
+        # "()" is the set of the empty value (kube's parseValues), not the empty set.
+        pytest.param("a notin ()", {"a": ""}, False, id="notin-empty-value"),
+        pytest.param("a notin ()", {"a": "x"}, True, id="notin-other-value"),
+        pytest.param("a in ()", {"a": ""}, True, id="in-empty-value"),
+        pytest.param("a=", {"a": ""}, True, id="equals-nothing"),
+        pytest.param("a>5", {"a": "6"}, True, id="gt"),
+        pytest.param("a>5", {"a": "x"}, False, id="gt-not-a-number"),
+        pytest.param("a<5", {}, False, id="lt-absent"),
+    ],
+)
+def test_label_selector_kube_semantics(
+    selector: str, labels: dict[str, str], matches: bool
+) -> None:
+    assert parse_label_selector(selector).matches(labels) is matches
+
+
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        pytest.param("a in (x", "unable to parse requirement: found '', expected: ',' or ')'"),
+        pytest.param("a in x", "unable to parse requirement: found 'x' expected: '('"),
+        pytest.param("a in (x y)", "unable to parse requirement: found 'y', expected: ',' or ')'"),
+        pytest.param(
+            "a b", "unable to parse requirement: found 'b', expected: in, notin, =, ==, !=, gt, lt"
+        ),
+        pytest.param("a=b c", "found 'c', expected: ',' or 'end of string'"),
+        pytest.param("!", "unable to parse requirement: found '', expected: identifier"),
+        pytest.param("a,,b", "found ',', expected: identifier after ','"),
+        pytest.param("a in (x,=)", "unable to parse requirement: found '=', expected: ',', or "),
+    ],
+)
+def test_label_selector_errors_are_kubes(bad: str, message: str) -> None:
+    with pytest.raises(APIError) as err:
+        parse_label_selector(bad)
+    assert err.value.message.startswith(message), err.value.message
