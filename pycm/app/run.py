@@ -94,10 +94,10 @@ from pycm.trace.kinds import (
     StartupBegan,
 )
 from pycm.trace.recorder import Recorder
-from pycm.util.clock import REAL_CLOCK, Clock
+from pycm.util.clock import REAL_CLOCK, Clock, SkewedClock
 from pycm.workqueue.inspect import InspectableQueue
 
-__all__ = ["SHUTDOWN_TIMEOUT", "Manager", "run_manager"]
+__all__ = ["SHUTDOWN_TIMEOUT", "Manager", "debug_clock", "run_manager"]
 
 log = logging.getLogger("pycm.app")
 
@@ -798,12 +798,29 @@ async def _contained(
         )
 
 
+def debug_clock(config: CompletedConfig) -> Clock:
+    """The real clock, or a skewed one under --debug-clock-rate / --debug-clock-offset (a
+    fault for showing leader election's margin against clock skew; loud, since a replica
+    running it can take a healthy lease or keep acting after it lost one)."""
+    debugging = config.debugging
+    if debugging.clock_rate == 1.0 and debugging.clock_offset == 0.0:
+        return REAL_CLOCK
+    log.warning(
+        "debugging: this replica's clock runs at %g× real time, its wall clock %+gs off "
+        "(--debug-clock-rate / --debug-clock-offset); leader election is not safe beyond "
+        "its margin",
+        debugging.clock_rate,
+        debugging.clock_offset,
+    )
+    return SkewedClock(debugging.clock_rate, debugging.clock_offset)
+
+
 def run_manager(config: CompletedConfig) -> int:
     """The runner of ``pycm run``: run the manager on a fresh event loop until a signal."""
     configure_logging(config.logs.format, config.logs.verbosity)
 
     async def main() -> int:
-        manager = Manager(config)
+        manager = Manager(config, clock=debug_clock(config))
         loop = asyncio.get_running_loop()
         signals = 0
 
