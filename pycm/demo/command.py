@@ -1,7 +1,8 @@
 """``pycm demo [--duration S] [--no-tui]``: the emulator, three replicas and a workload.
 
 On a terminal it opens ``pycm top`` attached to the three replicas, with chaos keys (kill or
-pause the leader, lease-update latency, drop watches, scale or roll the workload); with
+pause the leader, lease-update latency, a standby's clock run fast, drop watches, scale or
+roll the workload); with
 ``--no-tui`` (or when the output is not a terminal) it prints one line per replica (identity,
 https URL), then a live stream of their leader-election and start-up events, one line each,
 and the workload's rollout. Ctrl-C (or SIGTERM) stops everything cleanly. With ``--duration``
