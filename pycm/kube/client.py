@@ -13,8 +13,11 @@ Every request goes through the same pipeline (:meth:`Client._send`):
    (:mod:`pycm.kube.wire`: one connection per watch, the body read in bulk), unless the client
    was given a transport of its own (a test's) or no TLS context to reuse;
    A mutating request (POST, PUT, PATCH, DELETE) of a client with a :class:`WriteFence`
-   (a leader-elected controller's: the elector's renew gate) passes the fence right before it
-   is sent — each retry too — or raises :class:`~pycm.kube.errors.FencedError` unsent;
+   (a leader-elected controller's: the elector's renew gate) passes the fence before it is
+   built and again at the moment it is written to the connection (httpcore's ``trace`` hook:
+   before the request headers, and before the body) — each retry too — or raises
+   :class:`~pycm.kube.errors.FencedError`: refused before the headers, nothing was sent;
+   before the body, the connection is closed on a request the server never completes;
 4. a 429 — or a 5xx — carrying Retry-After is retried after that many seconds, up to
    :data:`MAX_RETRIES` times (client-go's ``checkWait``), each retry through the limiter again;
 5. the whole body is decoded with one ``orjson.loads`` (no per-item work);
@@ -28,7 +31,7 @@ import asyncio
 import enum
 import gc
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Protocol
@@ -140,6 +143,12 @@ class WriteFence(Protocol):
 
 # The HTTP methods that change state: a fenced client checks its fence before each of them.
 _MUTATING_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+# httpcore's trace points at which a fenced write is checked once more: the last moments before
+# the request's bytes are written (a pause, or a new connection's handshake, may fall between
+# the first check and these).
+_SEND_POINTS = frozenset(
+    {"http11.send_request_headers.started", "http11.send_request_body.started"}
+)
 
 
 class PatchType(enum.StrEnum):
@@ -254,7 +263,7 @@ class Client:
         self.fence = fence
         self._trace_sampled = TraceIdRatio(config.trace_sample_ratio).sampled
         self.host = httpx.URL(config.server).netloc.decode("ascii")
-        self._extensions = (
+        self._extensions: dict[str, Any] = (
             {"sni_hostname": config.tls_server_name} if config.tls_server_name else {}
         )
         # The field manager the server records this client's writes as (its user agent's
@@ -769,6 +778,9 @@ class Client:
         span_id, traceparent = self._traceparent()
         http = self._watch_http if stream and self._watch_http is not None else self._http
         fence = self.fence if method in _MUTATING_METHODS else None
+        extensions = self._extensions
+        if fence is not None:
+            extensions = {**extensions, "trace": self._fence_trace(call, path, fence)}
         try:
             while True:
                 waited += await self._throttle(method)
@@ -784,7 +796,7 @@ class Client:
                     content=content,
                     headers=headers,
                     timeout=http_timeout or httpx.Timeout(self.config.timeout),
-                    extensions=self._extensions,
+                    extensions=extensions,
                 )
                 try:
                     resp = await http.send(request, stream=True)
@@ -853,6 +865,19 @@ class Client:
                 ),
                 dur_ns=dur_ns,
             )
+
+    def _fence_trace(
+        self, call: _Call, path: str, fence: WriteFence
+    ) -> Callable[[str, dict[str, Any]], Awaitable[None]]:
+        """httpcore's ``trace`` callback for one fenced write: the fence checked again right
+        before the headers and before the body are written. Raising there aborts the request
+        (httpcore closes the connection), and the FencedError reaches the caller as is."""
+
+        async def trace(name: str, info: dict[str, Any]) -> None:
+            if name in _SEND_POINTS and not fence.is_open():
+                self._fenced(call, path, fence)
+
+        return trace
 
     def _fenced(self, call: _Call, path: str, fence: WriteFence) -> None:
         """Count and raise a write the fence refused (its trace point says ``fenced``)."""

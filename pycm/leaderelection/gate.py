@@ -13,10 +13,11 @@ failing ends leadership RetryPeriod + RenewDeadline after the last success at th
 gate closes RetryPeriod before that. A renew attempt that finds another holder closes it at once.
 
 The same gate fences every write of a leader-elected controller: its client
-(:class:`pycm.kube.client.WriteFence`) checks it right before each mutating request is sent and
-refuses the write (:class:`pycm.kube.errors.FencedError`) while it is closed — so a reconcile
-that was running when the pause began sends nothing more after it either. What it cannot see:
-a write already on the wire, and a clock that runs slow. Safety needs the gate to close before
+(:class:`pycm.kube.client.WriteFence`) checks it before each mutating request and again as the
+request's headers and body are written, and refuses the write
+(:class:`pycm.kube.errors.FencedError`) while it is closed — so a reconcile that was running
+when the pause began sends nothing more after it either. What it cannot see: a write already
+on the wire, and a clock that runs slow. Safety needs the gate to close before
 another replica can take the lease: ``RenewDeadline / rate < LeaseDuration − (send-to-commit
 latency)`` in real seconds, for a local clock running at ``rate`` × real time (docs/operations.md).
 """

@@ -32,6 +32,10 @@ pytestmark = [pytest.mark.e2e, pytest.mark.asyncio]
 
 REPLICAS = 10
 CREATE_LATENCY = 0.4  # the fault on the old leader's pod creates
+# Each lease call of the old leader after its pause waits this long (under the lock call bound,
+# 1 s): on resume its renewer cannot learn the loss before the reconcile's next writes go out,
+# so it is the stale renew age alone that must refuse them.
+RENEW_LATENCY = 0.6
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 UNFENCED = ("/events", "/leases")  # path segments of the calls fencing leaves alone
 
@@ -99,6 +103,13 @@ async def test_deposed_leader_sends_no_write_after_the_takeover(cluster: Cluster
             if creates_seen == 2:
                 os.kill(old.process.pid, signal.SIGSTOP)
                 stopped.set()
+                cluster.emu.faults.add(
+                    kind="latency",
+                    seconds=RENEW_LATENCY,
+                    resource="leases",
+                    user="replica-a",
+                    duration=60,
+                )
 
     async def on_serve(request: Any) -> None:
         # Last in the chain, after the fault's delay: the request lands now.
@@ -150,6 +161,9 @@ async def test_deposed_leader_sends_no_write_after_the_takeover(cluster: Cluster
     assert fenced, f"no write of the old leader was fenced after the resume:\n{old.log()}"
     assert {e["verb"] for e in fenced} <= {"create", "update", "patch", "delete"}
     assert all(str(e["error"]).startswith("FencedError: ") for e in fenced), fenced[0]
+    # Refused by the renew's age (the renewer had not yet seen the new holder), not only after
+    # the elector learnt the loss.
+    assert any("refused: last lease renew" in str(e["error"]) for e in fenced), fenced
     # The new leader finishes the scale-up alone: exactly the spec, never one more.
     async with asyncio.timeout(15):
         while await _pods(cluster, "web") < REPLICAS:

@@ -1,17 +1,29 @@
 """Write fencing: a client with a fence (the leader elector's renew gate) sends a mutating
-request only while the gate is open, checked right before each send — retries included."""
+request only while the gate is open, checked before each send — retries included — and again
+as its headers and its body are about to be written (against the emulator, over a real
+connection)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import httpx
 import pytest
+import pytest_asyncio
 from prometheus_client import CollectorRegistry
 
-from pycm.kube import DEPLOYMENTS, PODS, REPLICASETS, Client, FencedError
+from pycm.kube import (
+    CONFIGMAPS,
+    DEPLOYMENTS,
+    PODS,
+    REPLICASETS,
+    Client,
+    FencedError,
+    load_config,
+)
 from pycm.leaderelection.gate import RenewGate
+from pycm.sim.server import Emulator, run_emulator
 from pycm.trace.bus import Bus
 from tests.kube.conftest import AutoClock, Recorder, api_events, status
 
@@ -185,3 +197,60 @@ async def test_fenced_client_sibling_without_fence_still_writes(
         await fenced.create(PODS, POD)
     assert len(recorder.requests) == 1
     assert fenced.config.user_agent == plain.config.user_agent
+
+
+class _ScriptedFence:
+    """Open for the first ``opens`` checks, closed after: a pause landing between them."""
+
+    renew_deadline = RENEW_DEADLINE
+
+    def __init__(self, opens: int) -> None:
+        self.opens = opens
+        self.checks = 0
+
+    def is_open(self) -> bool:
+        self.checks += 1
+        return self.checks <= self.opens
+
+    def age(self) -> float | None:
+        return 2.0
+
+
+@pytest_asyncio.fixture
+async def emu() -> AsyncIterator[Emulator]:
+    async with run_emulator(tls=False, kubelet=False, nodes=0) as e:
+        yield e
+
+
+@pytest.mark.parametrize(
+    ("opens", "created"),
+    [
+        # Closed when the headers are about to be written: nothing leaves.
+        pytest.param(1, False, id="closed-before-headers"),
+        # Closed between headers and body: the server never gets a whole request.
+        pytest.param(2, False, id="closed-before-body"),
+        pytest.param(3, True, id="open-throughout"),
+    ],
+)
+@pytest.mark.asyncio
+async def test_fenced_client_checks_again_at_the_moment_the_request_is_written(
+    emu: Emulator, opens: int, created: bool
+) -> None:
+    config = await load_config(str(emu.kubeconfig_path), qps=-1)
+    registry = CollectorRegistry()
+    async with await Client.connect(config, bus=Bus(), registry=registry) as plain:
+        fence = _ScriptedFence(opens)
+        client = plain.with_fence(fence)
+        cm = {"metadata": {"name": "fenced", "namespace": "default"}, "data": {"a": "1"}}
+        if created:
+            await client.create(CONFIGMAPS, cm)
+        else:
+            with pytest.raises(FencedError):
+                await client.create(CONFIGMAPS, cm)
+        assert fence.checks == 3 if created else opens + 1
+        names = [c["metadata"]["name"] for c in (await plain.list(CONFIGMAPS))["items"]]
+        assert ("fenced" in names) is created
+        fenced = _fenced_count(registry, "create", "configmaps")
+        assert fenced == (None if created else 1.0)
+        # The connection a refused write was aborted on is not reused: the next request works.
+        await plain.create(CONFIGMAPS, {**cm, "metadata": {**cm["metadata"], "name": "after"}})
