@@ -280,7 +280,8 @@ class Client:
         return cls(config, ssl_context=ssl_context, **kwargs)
 
     def with_user_agent(self, user_agent: str) -> Client:
-        """A client sharing this one's connections, with its own user agent and rate limiter."""
+        """A client sharing this one's connections, with its own user agent and rate limiter
+        (and this one's fence: a fenced client's derivatives stay fenced)."""
         config = self.config.with_overrides(user_agent=user_agent)
         return Client(
             config,
@@ -288,6 +289,7 @@ class Client:
             registry=self._registry,
             clock=self._clock,
             max_retries=self._max_retries,
+            fence=self.fence,
             _http=self._http,
             _watch_http=self._watch_http,
             _auth=self._auth,

@@ -197,6 +197,11 @@ async def test_fenced_client_sibling_without_fence_still_writes(
         await fenced.create(PODS, POD)
     assert len(recorder.requests) == 1
     assert fenced.config.user_agent == plain.config.user_agent
+    # A client derived from a fenced one (a plugin's own user agent) stays fenced.
+    derived = fenced.with_user_agent("plugin/1.0")
+    assert derived.fence is gate
+    with pytest.raises(FencedError):
+        await derived.create(PODS, POD)
 
 
 class _ScriptedFence:
