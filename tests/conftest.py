@@ -26,6 +26,8 @@ import pytest
 LEASE_TIMED = (
     "tests/e2e/test_leader_election.py",
     "tests/e2e/test_reconcile_gate_e2e.py",
+    "tests/e2e/test_fencing_e2e.py",
+    "tests/e2e/test_clock_skew_e2e.py",
     "tests/demo/",
     "tests/tui/test_demo_e2e.py",
     "tests/web/test_demo_dashboard.py",

@@ -24,6 +24,7 @@ __all__ = [
     "CompletedConfig",
     "Config",
     "ControllersConfig",
+    "DebuggingConfig",
     "DeploymentControllerConfig",
     "GenericConfig",
     "InsecureServingConfig",
@@ -45,6 +46,15 @@ class GenericConfig:
     kube_api_burst: int = 30
     # Each controller talks to the API server as its own service account in kube-system.
     use_service_account_credentials: bool = False
+
+
+@dataclass(frozen=True)
+class DebuggingConfig:
+    # Hidden debugging faults (pycm run --debug-clock-rate / --debug-clock-offset): the
+    # replica's injected clock runs at this rate × real time, its wall clock shifted by this
+    # many seconds (pycm.util.clock.SkewedClock). 1 and 0: the real clock.
+    clock_rate: float = 1.0
+    clock_offset: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -172,6 +182,7 @@ class Config:
     tracing: TracingConfig = field(default_factory=TracingConfig)
     logs: LogsConfig = field(default_factory=LogsConfig)
     misc: MiscConfig = field(default_factory=MiscConfig)
+    debugging: DebuggingConfig = field(default_factory=DebuggingConfig)
     # Flag name -> value (as printed) of every flag whose value is not its default; values of
     # secret flags withheld. What FlagsParsed reports.
     changed: dict[str, str] = field(default_factory=dict)
@@ -194,6 +205,7 @@ class Config:
             tracing=self.tracing,
             logs=self.logs,
             misc=self.misc,
+            debugging=self.debugging,
             changed=MappingProxyType(dict(self.changed)),
         )
 
@@ -214,4 +226,5 @@ class CompletedConfig:
     tracing: TracingConfig
     logs: LogsConfig
     misc: MiscConfig
+    debugging: DebuggingConfig
     changed: Mapping[str, str]  # a read-only view (see Config.changed)

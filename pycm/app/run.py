@@ -94,10 +94,10 @@ from pycm.trace.kinds import (
     StartupBegan,
 )
 from pycm.trace.recorder import Recorder
-from pycm.util.clock import REAL_CLOCK, Clock
+from pycm.util.clock import REAL_CLOCK, Clock, SkewedClock
 from pycm.workqueue.inspect import InspectableQueue
 
-__all__ = ["SHUTDOWN_TIMEOUT", "Manager", "run_manager"]
+__all__ = ["SHUTDOWN_TIMEOUT", "Manager", "debug_clock", "run_manager"]
 
 log = logging.getLogger("pycm.app")
 
@@ -521,20 +521,36 @@ class Manager:
             informer_client, default_resync=resync, bus=self.bus, clock=self.clock, rng=self._rng
         )
         clients: dict[str, Client] = {}
+        fenced: dict[str, Client] = {}
         build = service_accounts or (
             lambda name: root.with_user_agent(f"pycm/{__version__} ({name})")
         )
+        # With leader election, every write a controller makes passes the elector's renew gate
+        # right before it is sent (pycm.leaderelection.gate): a replica whose renew is older
+        # than the renew deadline writes nothing. The lease calls (the elector's own client)
+        # and the Events (see recorder_for) are not fenced.
+        gate = self.elector.gate if self.elector is not None else None
 
-        def client_for(name: str) -> Client:
+        def unfenced_for(name: str) -> Client:
             # Each controller's own client: a service account's (--use-service-account-
             # credentials), or the root's credentials and connections under its own name.
             if name not in clients:
                 clients[name] = build(name)
             return clients[name]
 
+        def client_for(name: str) -> Client:
+            if gate is None:
+                return unfenced_for(name)
+            if name not in fenced:
+                fenced[name] = unfenced_for(name).with_fence(gate)
+            return fenced[name]
+
         def recorder_for(name: str) -> EventRecorder:
+            # Events are not fenced, as KCM's recorder is independent of leadership: they
+            # change nothing a controller acts on, and a deposed leader's last events tell of
+            # writes that did land (or were fenced) — dropping them would hide exactly that.
             recorder = EventRecorder(
-                EventSinkAdapter(client_for(name)),
+                EventSinkAdapter(unfenced_for(name)),
                 component=name,
                 host=self.identity.split("_")[0],
                 clock=self.clock,
@@ -604,7 +620,8 @@ class Manager:
         ctx.informers_started.set()
         self.bus.point(InformersStarted(informers=informers.started))
         if self.elector is not None:
-            # Before any worker runs: no reconcile starts on a stale lease (leaderelection/gate).
+            # Before any worker runs: no reconcile starts on a stale lease (leaderelection/gate;
+            # the controllers' clients fence each write with the same gate: _context).
             for controller in ctx.queues.values():
                 controller.gate = self.elector.gate
         for name, runnable in runnables:
@@ -781,12 +798,29 @@ async def _contained(
         )
 
 
+def debug_clock(config: CompletedConfig) -> Clock:
+    """The real clock, or a skewed one under --debug-clock-rate / --debug-clock-offset (a
+    fault for showing leader election's margin against clock skew; loud, since a replica
+    running it can take a healthy lease or keep acting after it lost one)."""
+    debugging = config.debugging
+    if debugging.clock_rate == 1.0 and debugging.clock_offset == 0.0:
+        return REAL_CLOCK
+    log.warning(
+        "debugging: this replica's clock runs at %g× real time, its wall clock %+gs off "
+        "(--debug-clock-rate / --debug-clock-offset); leader election is not safe beyond "
+        "its margin",
+        debugging.clock_rate,
+        debugging.clock_offset,
+    )
+    return SkewedClock(debugging.clock_rate, debugging.clock_offset)
+
+
 def run_manager(config: CompletedConfig) -> int:
     """The runner of ``pycm run``: run the manager on a fresh event loop until a signal."""
     configure_logging(config.logs.format, config.logs.verbosity)
 
     async def main() -> int:
-        manager = Manager(config)
+        manager = Manager(config, clock=debug_clock(config))
         loop = asyncio.get_running_loop()
         signals = 0
 

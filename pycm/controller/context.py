@@ -5,6 +5,9 @@ lives while it leads:
 
 - ``client_for(name)`` — a client of the controller's own (user agent ``pycm/<version>
   (<name>)``; with --use-service-account-credentials, authenticated as kube-system/<name>).
+  With leader election its writes are fenced: each is refused unsent
+  (:class:`~pycm.kube.errors.FencedError`) while the lease renew is older than the renew
+  deadline, which fails the reconcile that made it.
 - ``recorder_for(name)`` — an event recorder whose source component is ``name``; the manager
   runs and flushes it.
 - ``informer_factory`` / ``metadata_informer_factory`` — the shared informers (full objects,

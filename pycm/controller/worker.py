@@ -33,7 +33,7 @@ from typing import Any, Protocol
 
 from pycm.api.diff import changed_paths
 from pycm.controller.metrics import ControllerMetrics
-from pycm.kube.errors import Conflict
+from pycm.kube.errors import Conflict, FencedError
 from pycm.trace.bus import RECONCILE_BEGIN, RECONCILE_END, RECONCILE_FAILED, Bus, default_bus
 from pycm.trace.causes import Trigger, cause_of_record
 from pycm.trace.context import (
@@ -278,9 +278,9 @@ class Controller:
         """Wait for the gate to open (True) or the controller to stop (False)."""
         age = gate.age()
         log.warning(
-            "%s: not starting a reconcile until the lease is renewed (last renew %s ago)",
+            "%s: not starting a reconcile until the lease is renewed (%s)",
             self.name,
-            "never" if age is None else f"{age:.1f}s",
+            "not leading" if age is None else f"last renew {age:.1f}s ago",
         )
         opened = asyncio.ensure_future(gate.wait_open())
         stopping = asyncio.ensure_future(self._stopping.wait())
@@ -587,7 +587,8 @@ class Controller:
         if retries < self.max_retries:
             # An unexpected exception's traceback is logged at the key's first failure only: a
             # sync that fails the same way on every retry would repeat it up to max_retries
-            # times (an API error is its message alone, as KCM's HandleError logs it).
+            # times (an API error is its message alone, as KCM's HandleError logs it, and so is
+            # a write the lease fence refused: its message names the renew age and deadline).
             log.warning(
                 "%s: error syncing %s (retry %d): %s",
                 self.name,
@@ -641,7 +642,7 @@ class _BoundMetrics:
 
 
 def _is_api_error(exc: Exception) -> bool:
-    return hasattr(exc, "code")
+    return hasattr(exc, "code") or isinstance(exc, FencedError)
 
 
 def _failure(exc: BaseException) -> tuple[str, str]:

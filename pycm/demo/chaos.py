@@ -8,6 +8,9 @@ returns one line describing what happened:
   exits 1 as KCM does, and is restarted);
 - add API latency above the renew deadline to lease updates (an emulator fault; the leader
   steps down);
+- run a standby's clock fast (restarted with ``--debug-clock-rate``): it takes the healthy
+  lease, the old leader is fenced and exits 1 on the loss, and both are restarted at real
+  time — a leader flap caused by clock skew alone;
 - drop every open watch (the informers relist or re-watch);
 - scale the demo workload, or roll it (a template change).
 
@@ -36,6 +39,9 @@ __all__ = ["Chaos"]
 
 LEASE_NAMESPACE, LEASE_NAME = "kube-system", "pycm"
 RESTART_DELAY = 1.0
+# How much faster than lease duration / retry period the skewed standby's clock runs: past that
+# ratio its lease runs out between two of the leader's renewals (docs/operations.md).
+SKEW_OVER_STEAL = 1.25
 
 
 class Chaos:
@@ -182,6 +188,42 @@ class Chaos:
         self.orch.supervise(child)
         return code
 
+    async def skew_standby_clock(self) -> str:
+        leader, leader_child = await self._leader()
+        standby = next((r for r in self.orch.replicas if r.identity != leader), None)
+        if standby is None:
+            return "no standby to skew"
+        o = self.orch.options
+        rate = SKEW_OVER_STEAL * parse_duration(o.lease_duration) / parse_duration(o.retry_period)
+        child, real_time = standby.child, list(standby.child.argv)
+        await child.stop()  # a standby: it holds nothing to release
+        child.argv = [*real_time, f"--debug-clock-rate={rate:g}"]
+        leader_child.stopping = True  # it exits 1 when it finds the lease taken
+        started = asyncio.get_running_loop().time()
+        await child.start()
+        self.orch.supervise(child)
+        successor = await self._wait_for_new_holder(leader)
+        took = asyncio.get_running_loop().time() - started
+        grace = parse_duration(o.retry_period) + parse_duration(o.renew_deadline) + 10.0
+        code = await self._restart_if_exits(leader_child, grace)
+        # Back to real time: stopped, the skewed replica releases the lease it took.
+        child.argv = real_time
+        await child.stop()
+        await asyncio.sleep(RESTART_DELAY)
+        await child.start()
+        self.orch.supervise(child)
+        if successor != standby.identity:
+            return (
+                f"ran {standby.identity}'s clock at {rate:g}x: {successor or 'nobody'} leads "
+                f"after {took:.1f}s, not it; back at real time"
+            )
+        exited = "restarted" if code is not None else "still running"
+        return (
+            f"ran {standby.identity}'s clock at {rate:g}x: it took the healthy lease from "
+            f"{leader} {took:.1f}s after its start ({leader} fenced, exited {code}, {exited}); "
+            f"{standby.identity} restarted at real time, releasing it"
+        )
+
     async def drop_watches(self) -> str:
         await self._fault({"kind": "drop-watches"})
         return "dropped every open watch: the informers re-watch (or relist after a 410)"
@@ -212,6 +254,7 @@ class Chaos:
             ("K", "kill leader", self.kill_leader),
             ("Z", "pause leader", self.pause_leader),
             ("L", "lease latency", self.add_lease_latency),
+            ("C", "clock skew", self.skew_standby_clock),
             ("W", "drop watches", self.drop_watches),
             ("S", "scale web", self.scale_workload),
             ("R", "roll web", self.roll_workload),

@@ -1,11 +1,12 @@
 """``pycm demo [--duration S] [--no-tui]``: the emulator, three replicas and a workload.
 
 On a terminal it opens ``pycm top`` attached to the three replicas, with chaos keys (kill or
-pause the leader, lease-update latency, drop watches, scale or roll the workload); with
-``--no-tui`` (or when the output is not a terminal) it prints one line per replica (identity,
-https URL), then a live stream of their leader-election and start-up events, one line each,
-and the workload's rollout. Ctrl-C (or SIGTERM) stops everything cleanly. With ``--duration``
-it stops by itself S seconds after a replica acquired the lease.
+pause the leader, lease-update latency, a standby's clock run fast, drop watches, scale or
+roll the workload); with ``--no-tui`` (or when the output is not a terminal) it prints one
+line per replica (identity, https URL), then a live stream of their leader-election and
+start-up events, one line each, and the workload's rollout. Ctrl-C (or SIGTERM) stops
+everything cleanly. With ``--duration`` it stops by itself S seconds after a replica acquired
+the lease.
 Exit statuses: 0 when a leader was elected and no child exited unexpectedly; 1 otherwise (the
 reasons printed, one line each); 2 for bad flags; 130 never (Ctrl-C is the normal way out).
 """

@@ -13,7 +13,8 @@ Exceptions (see :mod:`pycm.kube.errors`)::
      ├── ApiError ── BadRequest, Unauthorized, Forbidden, NotFound, MethodNotAllowed,
      │               AlreadyExists, Conflict, Expired (= Gone), Invalid, TooManyRequests,
      │               Timeout, ServerError
-     └── TransportError
+     ├── TransportError
+     └── FencedError (a write refused unsent: the lease renew is older than the renew deadline)
     ConfigError
 
 Test double: pass ``transport=httpx.MockTransport(handler)`` to :class:`Client`.
@@ -33,6 +34,7 @@ from pycm.kube.errors import (
     BadRequest,
     Conflict,
     Expired,
+    FencedError,
     Forbidden,
     Gone,
     Invalid,
@@ -91,6 +93,7 @@ __all__ = [
     "ConfigError",
     "Conflict",
     "Expired",
+    "FencedError",
     "Forbidden",
     "Gone",
     "Invalid",

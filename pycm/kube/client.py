@@ -12,6 +12,12 @@ Every request goes through the same pipeline (:meth:`Client._send`):
    margin instead); watch requests go through a second httpx client over the wire transport
    (:mod:`pycm.kube.wire`: one connection per watch, the body read in bulk), unless the client
    was given a transport of its own (a test's) or no TLS context to reuse;
+   A mutating request (POST, PUT, PATCH, DELETE) of a client with a :class:`WriteFence`
+   (a leader-elected controller's: the elector's renew gate) passes the fence before it is
+   built and again at the moment it is written to the connection (httpcore's ``trace`` hook:
+   before the request headers, and before the body) — each retry too — or raises
+   :class:`~pycm.kube.errors.FencedError`: refused before the headers, nothing was sent;
+   before the body, the connection is closed on a request the server never completes;
 4. a 429 — or a 5xx — carrying Retry-After is retried after that many seconds, up to
    :data:`MAX_RETRIES` times (client-go's ``checkWait``), each retry through the limiter again;
 5. the whole body is decoded with one ``orjson.loads`` (no per-item work);
@@ -25,7 +31,7 @@ import asyncio
 import enum
 import gc
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Protocol
@@ -39,6 +45,7 @@ from pycm.kube.auth import Authenticator
 from pycm.kube.config import ClientConfig
 from pycm.kube.errors import (
     Expired,
+    FencedError,
     KubeError,
     Timeout,
     TransportError,
@@ -69,6 +76,7 @@ __all__ = [
     "PatchType",
     "RateLimiter",
     "Response",
+    "WriteFence",
     "decode_json",
 ]
 
@@ -117,6 +125,30 @@ class RateLimiter(Protocol):
     async def wait(self) -> float:
         """Wait for a token; return the seconds waited."""
         ...
+
+
+class WriteFence(Protocol):
+    """What a leader-elected client checks before each write leaves (the leader elector's
+    renew gate, :class:`pycm.leaderelection.gate.RenewGate`): open while the last lease renew
+    is younger than the renew deadline by the local monotonic clock."""
+
+    renew_deadline: float
+
+    def is_open(self) -> bool: ...
+
+    def age(self) -> float | None:
+        """Seconds since the last renew began; None when not leading."""
+        ...
+
+
+# The HTTP methods that change state: a fenced client checks its fence before each of them.
+_MUTATING_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+# httpcore's trace points at which a fenced write is checked once more: the last moments before
+# the request's bytes are written (a pause, or a new connection's handshake, may fall between
+# the first check and these).
+_SEND_POINTS = frozenset(
+    {"http11.send_request_headers.started", "http11.send_request_body.started"}
+)
 
 
 class PatchType(enum.StrEnum):
@@ -201,6 +233,7 @@ class Client:
         registry: CollectorRegistry | None = None,
         clock: Clock = REAL_CLOCK,
         max_retries: int = MAX_RETRIES,
+        fence: WriteFence | None = None,
         _http: httpx.AsyncClient | None = None,
         _watch_http: httpx.AsyncClient | None = None,
         _auth: Authenticator | None = None,
@@ -226,9 +259,11 @@ class Client:
         # found after one client's 401 serves them all (none has to fail a request first).
         self._auth = _auth or Authenticator(config, clock)
         self._max_retries = max_retries
+        # Checked right before each mutating request is sent (None: never fenced).
+        self.fence = fence
         self._trace_sampled = TraceIdRatio(config.trace_sample_ratio).sampled
         self.host = httpx.URL(config.server).netloc.decode("ascii")
-        self._extensions = (
+        self._extensions: dict[str, Any] = (
             {"sni_hostname": config.tls_server_name} if config.tls_server_name else {}
         )
         # The field manager the server records this client's writes as (its user agent's
@@ -245,7 +280,8 @@ class Client:
         return cls(config, ssl_context=ssl_context, **kwargs)
 
     def with_user_agent(self, user_agent: str) -> Client:
-        """A client sharing this one's connections, with its own user agent and rate limiter."""
+        """A client sharing this one's connections, with its own user agent and rate limiter
+        (and this one's fence: a fenced client's derivatives stay fenced)."""
         config = self.config.with_overrides(user_agent=user_agent)
         return Client(
             config,
@@ -253,6 +289,24 @@ class Client:
             registry=self._registry,
             clock=self._clock,
             max_retries=self._max_retries,
+            fence=self.fence,
+            _http=self._http,
+            _watch_http=self._watch_http,
+            _auth=self._auth,
+        )
+
+    def with_fence(self, fence: WriteFence | None) -> Client:
+        """The same client — user agent, connections, credentials and rate limiter shared —
+        whose writes pass ``fence`` right before they are sent (a leader-elected controller's;
+        its event recorder keeps the unfenced one)."""
+        return Client(
+            self.config,
+            rate_limiter=self._limiter,
+            bus=self._bus,
+            registry=self._registry,
+            clock=self._clock,
+            max_retries=self._max_retries,
+            fence=fence,
             _http=self._http,
             _watch_http=self._watch_http,
             _auth=self._auth,
@@ -719,15 +773,24 @@ class Client:
         nbytes = 0
         error = ""
         rv = ""
+        fenced = False
         written_name = call.name  # a create's is the one the server gave (generateName)
         host = self.host
         metrics = self._metrics
         span_id, traceparent = self._traceparent()
         http = self._watch_http if stream and self._watch_http is not None else self._http
+        fence = self.fence if method in _MUTATING_METHODS else None
+        extensions = self._extensions
+        if fence is not None:
+            extensions = {**extensions, "trace": self._fence_trace(call, path, fence)}
         try:
             while True:
                 waited += await self._throttle(method)
                 headers = await self._headers(accept, content_type, traceparent)
+                # Last before the request leaves (after the limiter's and the credentials'
+                # waits, each retry again): a write is sent only while the lease is fresh.
+                if fence is not None and not fence.is_open():
+                    self._fenced(call, path, fence)
                 request = http.build_request(
                     method,
                     path,
@@ -735,7 +798,7 @@ class Client:
                     content=content,
                     headers=headers,
                     timeout=http_timeout or httpx.Timeout(self.config.timeout),
-                    extensions=self._extensions,
+                    extensions=extensions,
                 )
                 try:
                     resp = await http.send(request, stream=True)
@@ -777,6 +840,7 @@ class Client:
                 return resp
         except Exception as e:  # KubeError, or a credential that cannot be read
             error = error_text(e)
+            fenced = isinstance(e, FencedError)
             raise
         finally:
             dur_ns = clock.monotonic_ns() - start
@@ -799,9 +863,29 @@ class Client:
                     retries=retries,
                     error=error,
                     resource_version=rv,
+                    fenced=fenced,
                 ),
                 dur_ns=dur_ns,
             )
+
+    def _fence_trace(
+        self, call: _Call, path: str, fence: WriteFence
+    ) -> Callable[[str, dict[str, Any]], Awaitable[None]]:
+        """httpcore's ``trace`` callback for one fenced write: the fence checked again right
+        before the headers and before the body are written. Raising there aborts the request
+        (httpcore closes the connection), and the FencedError reaches the caller as is."""
+
+        async def trace(name: str, info: dict[str, Any]) -> None:
+            if name in _SEND_POINTS and not fence.is_open():
+                self._fenced(call, path, fence)
+
+        return trace
+
+    def _fenced(self, call: _Call, path: str, fence: WriteFence) -> None:
+        """Count and raise a write the fence refused (its trace point says ``fenced``)."""
+        self._metrics.fenced_writes.labels(call.verb, call.resource).inc()
+        what = "/".join(filter(None, (call.resource, call.subresource))) or path
+        raise FencedError(call.verb, what, fence.age(), fence.renew_deadline)
 
     def _write_started(
         self, call: _Call, body: Any, params: Mapping[str, str] | None

@@ -18,7 +18,9 @@
           │    ├── TooManyRequests     429 (``retry_after`` from Retry-After or details)
           │    ├── Timeout             504 / reason Timeout / client-side timeout (code 0)
           │    └── ServerError         any other 5xx (and reasons InternalError, ServerTimeout)
-          └── TransportError           no answer: connection refused or reset, protocol error
+          ├── TransportError           no answer: connection refused or reset, protocol error
+          └── FencedError              a write refused before it was sent: this replica's
+                                       lease renew is older than its renew deadline
 
 The reason wins over the code, as apimachinery's ``ReasonForError`` does: a 500 with reason
 ``Timeout`` is a :class:`Timeout`, a 409 with reason ``AlreadyExists`` an :class:`AlreadyExists`.
@@ -39,6 +41,7 @@ __all__ = [
     "BadRequest",
     "Conflict",
     "Expired",
+    "FencedError",
     "Forbidden",
     "Gone",
     "Invalid",
@@ -72,6 +75,24 @@ class KubeError(Exception):
 
 class TransportError(KubeError):
     """The request got no HTTP answer (connection refused or reset, TLS or protocol failure)."""
+
+
+class FencedError(KubeError):
+    """A write was refused by the client before it was sent: the replica's last lease renew is
+    older than its renew deadline (:class:`pycm.kube.client.WriteFence`), so it may no longer
+    lead. Nothing reached the server; the reconcile that made it fails (and is retried once
+    the lease is renewed, or never: the process exits on the loss)."""
+
+    def __init__(self, verb: str, resource: str, age: float | None, renew_deadline: float) -> None:
+        held = "not leading" if age is None else f"last lease renew {age:.3f}s ago"
+        super().__init__(
+            f"{verb} {resource} refused: {held}, renew deadline {renew_deadline:g}s "
+            "(a replica that may have lost the lease does not write)"
+        )
+        self.verb = verb
+        self.resource = resource
+        self.age = age
+        self.renew_deadline = renew_deadline
 
 
 class ApiError(KubeError):

@@ -45,6 +45,16 @@ class ClientMetrics:
             ["code", "verb", "host"],
             registry=registry,
         )
+        # pycm's own: writes a leader-elected client refused to send because its lease renew
+        # was older than the renew deadline (pycm.kube.client.WriteFence). Any increase means
+        # a replica tried to write while it might no longer lead.
+        self.fenced_writes = Counter(
+            "pycm_fenced_writes",
+            "Writes refused before they were sent because this replica's last lease renew was "
+            "older than the renew deadline, by Kubernetes verb and resource.",
+            ["verb", "resource"],
+            registry=registry,
+        )
 
 
 _by_registry: WeakKeyDictionary[CollectorRegistry, ClientMetrics] = WeakKeyDictionary()

@@ -386,6 +386,10 @@ class LeaderElector:
                     last = attempt
                     break
                 last = attempt
+                if not self.is_leader():
+                    # The lease names another holder (or none): whatever our clock says, we
+                    # no longer lead — fence our writes now, not at the renew deadline.
+                    self.gate.close()
                 self._bus.point(
                     LeaseRenewFailed(
                         lease=self._lease,

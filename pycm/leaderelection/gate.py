@@ -6,12 +6,20 @@ up believing it leads: its workers would take keys while another replica already
 writers. The gate closes that window from the local monotonic clock alone: it is open only
 while the last successful acquire or renew began less than RenewDeadline ago. Workers check it
 before taking each next key (:mod:`pycm.controller.worker`), so after a pause they start nothing
-until the elector has renewed (or the process exits on the loss). A reconcile already running
-when the pause began is not stopped by it.
+until the elector has renewed (or the process exits on the loss).
 
 Normal operation never closes it: renewals come every RetryPeriod, and a renew round that keeps
 failing ends leadership RetryPeriod + RenewDeadline after the last success at the latest — the
-gate closes RetryPeriod before that.
+gate closes RetryPeriod before that. A renew attempt that finds another holder closes it at once.
+
+The same gate fences every write of a leader-elected controller: its client
+(:class:`pycm.kube.client.WriteFence`) checks it before each mutating request and again as the
+request's headers and body are written, and refuses the write
+(:class:`pycm.kube.errors.FencedError`) while it is closed — so a reconcile that was running
+when the pause began sends nothing more after it either. What it cannot see: a write already
+on the wire, and a clock that runs slow. Safety needs the gate to close before
+another replica can take the lease: ``RenewDeadline / rate < LeaseDuration − (send-to-commit
+latency)`` in real seconds, for a local clock running at ``rate`` × real time (docs/operations.md).
 """
 
 from __future__ import annotations

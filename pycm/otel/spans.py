@@ -206,10 +206,13 @@ def api_span(point: ApiRequestCompleted) -> SpanRecord:
         attrs["pycm.rate_limiter_wait_ms"] = point.rate_limiter_wait_ms
     if point.retries:
         attrs["http.request.resend_count"] = point.retries
+    if point.fenced:  # refused unsent (a retry's earlier attempt may have had a code)
+        attrs["pycm.fenced"] = True
     error: str | None = None
     if point.error:
         error = point.error
-        attrs["error.type"] = str(point.code) if point.code else point.error.split(":", 1)[0]
+        by_code = point.code and not point.fenced
+        attrs["error.type"] = str(point.code) if by_code else point.error.split(":", 1)[0]
     elif point.code >= 400:
         error = f"HTTP {point.code}"
         attrs["error.type"] = str(point.code)

@@ -389,6 +389,9 @@ class ApiRequestCompleted(Event):
     # A write's (create, update, patch, delete) outcome: the resourceVersion the response
     # returned, and for a create the name the server gave (generateName).
     resource_version: str = ""
+    # The write was refused before it was sent (code 0): this replica's last lease renew was
+    # older than its renew deadline (pycm.kube.errors.FencedError names both).
+    fenced: bool = False
 
 
 # ---------------------------------------------------------------------------------------------

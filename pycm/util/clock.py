@@ -14,7 +14,7 @@ import itertools
 import time
 from typing import Protocol
 
-__all__ = ["REAL_CLOCK", "Clock", "FakeClock", "RealClock"]
+__all__ = ["REAL_CLOCK", "Clock", "FakeClock", "RealClock", "SkewedClock"]
 
 
 class Clock(Protocol):
@@ -53,6 +53,43 @@ class RealClock:
 
 
 REAL_CLOCK: Clock = RealClock()
+
+
+class SkewedClock:
+    """Another clock run at ``rate`` times its speed, its wall clock shifted by ``offset``
+    seconds: a debugging fault (``pycm run --debug-clock-rate / --debug-clock-offset``) that
+    makes a replica's clock run fast or slow, as a VM's can, to show where leader election's
+    margin against clock-rate skew ends (docs/operations.md).
+
+    From the moment it is made, ``rate`` seconds pass on it for each second of ``base``: its
+    monotonic and wall readings both count elapsed base time × rate (each from its own base
+    reading, so a step of the base wall clock shows, scaled); ``sleep(s)`` waits ``s / rate``
+    seconds of ``base``. Only pycm's injected clock skews: asyncio's own timeouts, the trace
+    bus's timestamps and the peers' clocks do not.
+    """
+
+    def __init__(self, rate: float = 1.0, offset: float = 0.0, base: Clock = REAL_CLOCK) -> None:
+        if not 0 < rate < float("inf"):
+            raise ValueError(f"a clock rate must be positive and finite, not {rate!r}")
+        self.rate = rate
+        self.offset = offset
+        self._base = base
+        self._mono0_ns = base.monotonic_ns()
+        self._wall0_ns = base.wall_ns()
+
+    def monotonic(self) -> float:
+        return self.monotonic_ns() / 1e9
+
+    def monotonic_ns(self) -> int:
+        elapsed = self._base.monotonic_ns() - self._mono0_ns
+        return self._mono0_ns + round(elapsed * self.rate)
+
+    def wall_ns(self) -> int:
+        elapsed = self._base.wall_ns() - self._wall0_ns
+        return self._wall0_ns + round(elapsed * self.rate) + _to_ns(self.offset)
+
+    async def sleep(self, seconds: float) -> None:
+        await self._base.sleep(seconds / self.rate)
 
 
 class FakeClock:

@@ -426,3 +426,27 @@ def test_run_runner_module_broken_import_says_so(
         "pycm run: cannot load the manager start-up: "
         "No module named 'pycm_test_no_such_dependency'\n"
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# Hidden debugging flags
+# ---------------------------------------------------------------------------------------------
+
+
+def test_run_debug_clock_flags_are_parsed_but_hidden_from_help_and_suggestions() -> None:
+    recorder = Recorder()
+    status, _, err = _run(["--debug-clock-rate=0.5", "--debug-clock-offset=-3s"], runner=recorder)
+    assert (status, err) == (0, "")
+    (config,) = recorder.configs
+    assert (config.debugging.clock_rate, config.debugging.clock_offset) == (0.5, -3.0)
+    assert "debug-clock" not in _help() and "Debugging flags" not in _help()
+    status, _, err = _run(["--debug-clock-rat=2"], runner=Recorder())
+    assert status == 2
+    assert err.startswith("Error: unknown flag: --debug-clock-rat\n")  # no hint to a hidden one
+
+
+@pytest.mark.parametrize("rate", ["0", "-1", "1000"])
+def test_run_debug_clock_rate_out_of_bounds_is_a_usage_error(rate: str) -> None:
+    status, _, err = _run([f"--debug-clock-rate={rate}"], runner=Recorder())
+    assert status == 2
+    assert f"Error: --debug-clock-rate {rate} must be between 0.01 and 100\n" in err

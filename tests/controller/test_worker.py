@@ -8,7 +8,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from pycm.controller import Controller, ControllerMetrics, Result, TerminalError, Trigger
-from pycm.kube.errors import Conflict, ServerError
+from pycm.kube.errors import Conflict, FencedError, ServerError
 from pycm.leaderelection.gate import RenewGate
 from pycm.trace.bus import Bus
 from pycm.trace.events import Outcome
@@ -135,6 +135,27 @@ async def test_a_failing_syncs_traceback_is_logged_at_its_first_failure_only(
         "replicaset: dropping ns/a out of the queue after 3 retries: 'spec'",
     ]
     assert [bool(r.exc_info) for r in records] == [True, False, False, False]
+    await ctrl.queue.aclose()
+
+
+@pytest.mark.asyncio
+async def test_a_fenced_write_fails_the_reconcile_with_its_message_and_no_traceback(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async def sync(key: str) -> Result:
+        raise FencedError("create", "pods", 11.0, 10.0)
+
+    ctrl, _, bus = _controller(sync, max_retries=3)
+    with caplog.at_level("WARNING", logger="pycm.controller.worker"):
+        assert await ctrl.process("ns/a") is ReconcileResult.ERROR
+    (record,) = [r for r in caplog.records if r.name == "pycm.controller.worker"]
+    assert record.getMessage() == (
+        "replicaset: error syncing ns/a (retry 0): create pods refused: last lease renew "
+        "11.000s ago, renew deadline 10s (a replica that may have lost the lease does not write)"
+    )
+    assert not record.exc_info
+    assert ctrl.queue.num_requeues("ns/a") == 1  # retried with backoff, as any failure
+    assert _ends(bus)[0].error.startswith("FencedError: create pods refused")
     await ctrl.queue.aclose()
 
 

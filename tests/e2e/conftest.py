@@ -172,7 +172,9 @@ class Cluster:
         write_kubeconfig(path, self.emu.url, token, self.emu.ca_pem)
         return path
 
-    async def start(self, identity: str) -> Replica:
+    async def start(self, identity: str, *extra: str) -> Replica:
+        """Start ``pycm run`` as ``identity`` with the short election timings (and ``extra``
+        flags after them)."""
         kubeconfig = self.kubeconfig_for(identity)
         port = _free_port()
         trace, log = self.tmp / f"{identity}.jsonl", self.tmp / f"{identity}.log"
@@ -182,7 +184,7 @@ class Cluster:
         argv += ["--leader-elect-retry-period", f"{RETRY_PERIOD}s"]
         argv += ["--secure-port", str(port), "--bind-address", "127.0.0.1"]
         argv += ["--cert-dir", str(self.tmp / f"certs-{identity}")]
-        argv += ["--identity", identity, "--trace-file", str(trace)]
+        argv += ["--identity", identity, "--trace-file", str(trace), *extra]
         with log.open("wb") as out:
             process = await asyncio.create_subprocess_exec(
                 *argv, cwd=ROOT, stdin=asyncio.subprocess.DEVNULL, stdout=out, stderr=out

@@ -245,6 +245,25 @@ async def test_gate_opens_on_acquire_closes_after_a_pause_and_reopens_on_renew(
 
 
 @pytest.mark.asyncio
+async def test_gate_closes_at_the_first_renew_that_finds_another_holder_not_at_the_deadline(
+    h: Harness,
+) -> None:
+    # A standby whose clock runs fast judged the healthy lease expired and took it: the
+    # leader's own renew is fresh, but its next attempt sees the new holder — from then on it
+    # is fenced, 8 s before its renew deadline would have closed the gate.
+    elector, _ = h.elector("a", lease=15, renew=10, retry=2)
+    task = asyncio.create_task(elector.run(), name="a")
+    await h.settle()
+    h.server.write(LeaderElectionRecord(holder_identity="b", lease_duration_seconds=15))
+    assert elector.gate.is_open()
+    await h.advance(2.1)  # one retry period: the renew attempt
+    assert not elector.is_leader()
+    assert elector.gate.age() is None and not elector.gate.is_open()
+    assert [e.reason for e in h.kinds(LeaseRenewFailed)] == [RenewFailureReason.NOT_HOLDER]
+    await _cancel(task)
+
+
+@pytest.mark.asyncio
 async def test_gate_stays_closed_when_a_paused_leader_finds_the_lease_taken(h: Harness) -> None:
     elector, _ = h.elector("a", lease=15, renew=10, retry=2)
     task = asyncio.create_task(elector.run(), name="a")

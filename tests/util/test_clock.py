@@ -1,4 +1,4 @@
-"""FakeClock and RealClock: deadlines, ordering, cancellation, wall time."""
+"""FakeClock, RealClock and SkewedClock: deadlines, ordering, cancellation, wall time, rate."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from pycm.util.clock import REAL_CLOCK, Clock, FakeClock, RealClock
+from pycm.util.clock import REAL_CLOCK, Clock, FakeClock, RealClock, SkewedClock
 from tests.util.conftest import settle
 
 
@@ -214,3 +214,40 @@ def test_real_clock_readings_agree_with_time() -> None:
     assert before <= reading <= time.monotonic_ns()
     assert abs(REAL_CLOCK.wall_ns() - time.time_ns()) < 5_000_000_000
     assert REAL_CLOCK.monotonic() >= before / 1e9
+
+
+@pytest.mark.asyncio
+async def test_skewed_clock_runs_at_its_rate_with_its_wall_offset(clock: FakeClock) -> None:
+    skewed = SkewedClock(2.0, offset=5.0, base=clock)
+    mono0, wall0 = skewed.monotonic(), skewed.wall_ns()
+    assert (mono0, wall0) == (clock.monotonic(), clock.wall_ns() + 5_000_000_000)
+    clock.advance(1.5)
+    assert skewed.monotonic() - mono0 == pytest.approx(3.0)
+    assert skewed.wall_ns() - wall0 == 3_000_000_000
+    assert skewed.monotonic_ns() == round(skewed.monotonic() * 1e9)
+    # A sleep of 3 s on it is 1.5 s of the base clock.
+    sleeper = asyncio.ensure_future(skewed.sleep(3.0))
+    await asyncio.sleep(0)
+    clock.advance(1.499)
+    await asyncio.sleep(0)
+    assert not sleeper.done()
+    clock.advance(0.001)
+    await sleeper
+
+
+@pytest.mark.asyncio
+async def test_skewed_clock_slow_rate_stretches_sleeps(clock: FakeClock) -> None:
+    skewed = SkewedClock(0.5, base=clock)
+    start = skewed.monotonic()
+    sleeper = asyncio.ensure_future(skewed.sleep(1.0))
+    await asyncio.sleep(0)
+    assert clock.next_deadline() == pytest.approx(clock.monotonic() + 2.0)
+    clock.advance(2.0)
+    await sleeper
+    assert skewed.monotonic() - start == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("rate", [0.0, -1.0, float("inf"), float("nan")])
+def test_skewed_clock_rejects_a_rate_that_is_not_positive_and_finite(rate: float) -> None:
+    with pytest.raises(ValueError, match="positive and finite"):
+        SkewedClock(rate)

@@ -43,6 +43,7 @@ __all__ = [
     "INT32",
     "IP",
     "LEVEL",
+    "SIGNED_DURATION",
     "STRING",
     "STRINGS",
     "Flag",
@@ -129,6 +130,13 @@ def _parse_duration(text: str) -> float:
         raise FlagValueError(str(err)) from None
 
 
+def _parse_signed_duration(text: str) -> float:
+    try:
+        return parse_duration(text, allow_negative=True)
+    except DurationError as err:
+        raise FlagValueError(str(err)) from None
+
+
 def _parse_ip(text: str) -> str:
     try:
         return str(ipaddress.ip_address(text))
@@ -151,6 +159,7 @@ STRINGS = FlagType(
     "strings", _parse_strings, lambda v: "[" + ",".join(v) + "]", "[]", accumulates=True
 )
 DURATION = FlagType("duration", _parse_duration, format_duration, "0s")
+SIGNED_DURATION = FlagType("duration", _parse_signed_duration, format_duration, "0s")
 IP = FlagType("ip", _parse_ip, str, "<nil>")
 
 
@@ -170,6 +179,7 @@ class Flag:
     __slots__ = (
         "attr",
         "default",
+        "hidden",
         "name",
         "secret",
         "section",
@@ -190,6 +200,7 @@ class Flag:
         shorthand: str = "",
         section: str = "",
         secret: bool | None = None,
+        hidden: bool = False,
     ) -> None:
         self.target = target
         self.attr = attr
@@ -199,6 +210,8 @@ class Flag:
         self.shorthand = shorthand
         self.section = section
         self.secret = (is_secret_flag(name) and flag_type is not BOOL) if secret is None else secret
+        # pflag's MarkHidden: parsed as any flag, left out of help and of "did you mean".
+        self.hidden = hidden
         self.default = self.value_text()
 
     def get(self) -> Any:
@@ -250,6 +263,7 @@ class FlagSet:
         *,
         shorthand: str = "",
         secret: bool | None = None,
+        hidden: bool = False,
     ) -> Flag:
         flag = Flag(
             target,
@@ -260,6 +274,7 @@ class FlagSet:
             shorthand=shorthand,
             section=self.title,
             secret=secret,
+            hidden=hidden,
         )
         self.flags.append(flag)
         return flag
@@ -340,7 +355,7 @@ def _parse_long(arg: str, args: list[str], by_name: dict[str, Flag], out: Parsed
         return
     flag = by_name.get(name)
     if flag is None:
-        hint = suggest(name, list(by_name))
+        hint = suggest(name, [n for n, f in by_name.items() if not f.hidden])
         tail = f" (did you mean --{hint}?)" if hint else ""
         out.errors.append(f"unknown flag: --{name}{tail}")
         if not eq and args and not args[0].startswith("-"):

@@ -53,7 +53,7 @@ def _wrap(indent: int, cols: int, text: str) -> str:
 
 def flag_usages(flag_set: FlagSet, cols: int = 0) -> str:
     """One section's flag lines (each ending in a newline)."""
-    flags = sorted(flag_set.flags, key=lambda f: f.name)
+    flags = sorted((f for f in flag_set.flags if not f.hidden), key=lambda f: f.name)
     lefts = [_left(flag) for flag in flags]
     column = max((len(left) for left in lefts), default=0) + 3
     return "".join(
@@ -63,11 +63,12 @@ def flag_usages(flag_set: FlagSet, cols: int = 0) -> str:
 
 
 def render_sections(flags: NamedFlagSets, cols: int = 0) -> str:
-    """Every non-empty section: a blank line, ``<Title> flags:``, a blank line, its flags."""
+    """Every section with a flag to show (hidden ones are not): a blank line, ``<Title>
+    flags:``, a blank line, its flags."""
     return "".join(
         f"\n{fs.title[:1].upper()}{fs.title[1:]} flags:\n\n{flag_usages(fs, cols)}"
         for fs in flags.sets
-        if fs.flags
+        if any(not f.hidden for f in fs.flags)
     )
 
 

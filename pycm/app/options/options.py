@@ -19,6 +19,7 @@ from pycm.app.options.controllers import (
     KnownControllers,
     default_known_controllers,
 )
+from pycm.app.options.debugging import DebuggingOptions
 from pycm.app.options.deployment import DeploymentControllerOptions
 from pycm.app.options.flagset import (
     Flag,
@@ -40,7 +41,8 @@ from pycm.util.redact import WITHHELD
 
 __all__ = ["SECTIONS", "WITHHELD", "ControllerManagerOptions"]
 
-# The help sections, in the order `pycm run --help` prints them.
+# The help sections, in the order `pycm run --help` prints them. ("Debugging" holds only hidden
+# flags, so help never prints it: its set is made after these, when its group adds its flags.)
 SECTIONS = (
     "Generic",
     "Controllers",
@@ -61,6 +63,7 @@ class ControllerManagerOptions:
     def __init__(self, known_controllers: KnownControllers | None = None) -> None:
         known = known_controllers if known_controllers is not None else default_known_controllers()
         self.generic = GenericOptions()
+        self.debugging = DebuggingOptions()
         self.controllers = ControllersOptions(known=known)
         self.leader_election = LeaderElectionOptions()
         self.deployment_controller = DeploymentControllerOptions()
@@ -81,6 +84,7 @@ class ControllerManagerOptions:
     def _groups(self) -> list[tuple[str, _Group]]:
         return [
             ("Generic", self.generic),
+            ("Debugging", self.debugging),
             ("Controllers", self.controllers),
             ("Leader election", self.leader_election),
             ("Deployment controller", self.deployment_controller),

@@ -29,7 +29,8 @@ class ApiSnapshot(TypedDict):
     requests: Annotated[int, "requests completed"]
     verbs: Annotated[dict[str, int], "requests by verb"]
     codes: Annotated[dict[str, int], 'requests by status class: "2xx", "4xx", "5xx", "none", ...']
-    errors: Annotated[int, "5xx answers and no answer (code 0)"]
+    errors: Annotated[int, "5xx answers and no answer (code 0), fenced writes aside"]
+    fenced: Annotated[int, "writes the lease fence refused unsent (renew stale, or lease lost)"]
     retries: Annotated[int, "retries the client made"]
     bytes: Annotated[int, "response bytes"]
     rate_limiter_wait_ms: Annotated[float, "time spent waiting for the client rate limiter"]
@@ -41,13 +42,15 @@ class ApiSnapshot(TypedDict):
 
 @dataclass(slots=True)
 class ApiRecord(Record):
-    """One instance's API requests. ``errors`` counts 5xx answers and no answer (code 0)."""
+    """One instance's API requests. ``errors`` counts 5xx answers and no answer (code 0);
+    ``fenced`` the writes refused before they were sent (not errors of the API server's)."""
 
     instance: str = ""
     requests: int = 0
     verbs: dict[str, int] = field(default_factory=dict)
     codes: dict[str, int] = field(default_factory=dict)  # "2xx", "4xx", "5xx", "none", ...
     errors: int = 0
+    fenced: int = 0
     retries: int = 0
     bytes: int = 0
     rate_limiter_wait_ms: float = 0.0
@@ -91,6 +94,9 @@ def _request(state: State, ev: ApiRequestCompleted, inst: InstanceRecord) -> Non
     rec.rate_limiter_wait_ms += ev.rate_limiter_wait_ms
     rec.retries += ev.retries
     rec.bytes += ev.bytes
-    if code >= 500 or code == 0:
+    if ev.fenced:
+        rec.fenced += 1
+        state.error(ev, f"{ev.verb} {ev.resource} fenced: {ev.error}")
+    elif code >= 500 or code == 0:
         rec.errors += 1
         state.error(ev, f"{ev.verb} {ev.resource} {code or 'no response'}: {ev.error}")

@@ -31,3 +31,14 @@ def test_api_request_code_class_and_error_counting(code: int, klass: str, errors
     assert (api["errors"], api["verbs"], api["rate_limiter_wait_ms"]) == (errors, {"get": 1}, 1.5)
     assert api["latency"]["max"] == 2.0
     assert len(f.state.snapshot()["errors"]) == errors
+
+
+def test_api_fenced_write_is_counted_apart_and_listed_as_a_recent_error() -> None:
+    f = Feed()
+    error = "FencedError: create pods refused: last lease renew 2.000s ago, renew deadline 1.5s"
+    f(k.ApiRequestCompleted(verb="create", resource="pods", error=error, fenced=True), at=0)
+    snapshot = f.state.snapshot()
+    api = snapshot["api"]["a"]
+    assert (api["fenced"], api["errors"], api["codes"]) == (1, 0, {"none": 1})
+    (entry,) = snapshot["errors"]
+    assert entry["text"] == f"create pods fenced: {error}"
