@@ -27,6 +27,7 @@ NAME = "churn"
 REPLICAS = (10, 12)
 SCALE_EVERY = 3.0
 DELETE_EVERY = 1.4
+_WATCH_WINDOW = 10_000  # pycm sim's default --watch-window
 
 
 @dataclass
@@ -106,10 +107,17 @@ def _churn_until(api: httpx.Client, deadline: float, rng: random.Random, flip: l
         time.sleep(max(0.0, min(next_scale, next_delete, deadline) - time.monotonic()))
 
 
-def measure(warmup_s: float, measure_s: float, sample_every_s: float) -> list[RssSlope]:
+def measure(
+    warmup_s: float, measure_s: float, sample_every_s: float, manager_args: tuple[str, ...] = ()
+) -> list[RssSlope]:
     """The manager's and the emulator's RSS slopes under churn (see the module docstring)."""
     rng = random.Random(40)
-    with cluster("deployment,replicaset") as c, c.api() as api:
+    # The emulator's default watch window (not the million events of the throughput benches,
+    # which would be a growth of their own).
+    churned = cluster(
+        "deployment,replicaset", watch_window=_WATCH_WINDOW, manager_args=manager_args
+    )
+    with churned as c, c.api() as api:
         processes: list[tuple[str, subprocess.Popen[bytes] | subprocess.Popen[str]]] = [
             ("manager", c.manager),
             ("emulator", c.sim),

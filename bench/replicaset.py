@@ -87,8 +87,15 @@ def wait_until(
 
 
 @contextlib.contextmanager
-def cluster(controllers: str) -> Iterator[Cluster]:
-    """An instant-kubelet emulator and a manager running ``controllers``; both stopped after."""
+def cluster(
+    controllers: str,
+    *,
+    watch_window: int = 1_000_000,
+    manager_args: tuple[str, ...] = (),
+) -> Iterator[Cluster]:
+    """An instant-kubelet emulator and a manager running ``controllers``; both stopped after.
+    (``watch_window``: the events the emulator keeps for watches to resume from; a million,
+    so that no bench's informer is ever sent a 410.)"""
     with tempfile.TemporaryDirectory(prefix="bench-controllers-") as tmp_name:
         tmp = Path(tmp_name)
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
@@ -106,7 +113,7 @@ def cluster(controllers: str) -> Iterator[Cluster]:
             "on",
         ]
         sim_argv += ["--pod-ready-delay", "0s", "--pod-terminate-delay", "0s", "--nodes", "4"]
-        sim_argv += ["--watch-window", "1000000", "--kubeconfig-out", str(kubeconfig)]
+        sim_argv += ["--watch-window", str(watch_window), "--kubeconfig-out", str(kubeconfig)]
         sim = subprocess.Popen(
             sim_argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env
         )
@@ -140,6 +147,7 @@ def cluster(controllers: str) -> Iterator[Cluster]:
                     "5000",
                     "--kube-api-burst",
                     "5000",
+                    *manager_args,
                 ],
                 stdout=(tmp / "manager.log").open("wb"),
                 stderr=subprocess.STDOUT,

@@ -404,3 +404,23 @@ def test_sharing_decoder_forgets_a_deleted_objects_tail_on_either_path() -> None
     hints = {b'"name":"' + p["metadata"]["name"].encode() for p in pods}
     remembered = hints & (set(decoder._new) | set(decoder._old))
     assert remembered == {b'"name":"' + pods[2]["metadata"]["name"].encode()}
+
+
+def test_sharing_decoder_watched_status_changes_are_decoded_not_remembered() -> None:
+    # A changed status is, as a rule, its object's alone: remembering each one grew the table
+    # (and the manager) without end under churn. A status already in the table is still shared.
+    decoder = SharingDecoder()
+    pod = _served(7, rv=1)
+    decoder.decode_events([orjson.dumps({"type": "ADDED", "object": pod})])
+    held = len(decoder)
+    updates = []
+    for i in range(200):
+        changed = copy.deepcopy(pod)
+        changed["metadata"]["resourceVersion"] = str(i + 2)
+        changed["status"] = {"phase": "Running", "podIP": f"10.0.{i // 250}.{i % 250}"}
+        updates.append(changed)
+    events = decoder.decode_events(
+        [orjson.dumps({"type": "MODIFIED", "object": o}) for o in updates]
+    )
+    assert [obj for _, obj in events] == [_without_managed_fields(o, watched=True) for o in updates]
+    assert len(decoder) <= held + 1, "only the pod's own remembered tail may change"
