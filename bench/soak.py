@@ -37,6 +37,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import secrets
 import socket
 import subprocess
 import sys
@@ -52,6 +53,7 @@ import orjson
 
 from bench._churn import measure
 from bench.harness import Figure
+from pycm.sim.auth import ADMIN_GROUP, UserInfo
 from pycm.sim.server import Emulator, run_emulator
 
 __all__ = ["SoakResult", "run", "soak"]
@@ -274,25 +276,28 @@ async def _until(fn: Callable[[], Any], timeout: float, what: str) -> None:
     raise AssertionError(f"{what} not within {timeout:g}s")
 
 
-async def _chaos(api: httpx.AsyncClient, seconds: float) -> None:
+async def _chaos(api: httpx.AsyncClient, seconds: float, admin: dict[str, str]) -> None:
     """Every CHAOS_INTERVAL for ``seconds``: compact the watch history, drop every watch."""
     end = time.monotonic() + seconds
     while (left := end - time.monotonic()) > 0:
         await asyncio.sleep(min(CHAOS_INTERVAL, left))
         for action in ("compact", "drop-watches"):
-            r = await api.post("/sim/v1/faults", json={"kind": action})
+            r = await api.post("/sim/v1/faults", json={"kind": action}, headers=admin)
             r.raise_for_status()
 
 
-async def _rollout(api: httpx.AsyncClient, image: str, faults_for: float, timeout: float) -> float:
-    """Set the image, with faults for ``faults_for`` seconds (0: none); the seconds until the
-    rollout completed (the round still lasts ``faults_for`` when it completes sooner)."""
+async def _rollout(
+    api: httpx.AsyncClient, image: str, faults_for: float, timeout: float, admin: dict[str, str]
+) -> float:
+    """Set the image, with faults for ``faults_for`` seconds (0: none; posted with the ``admin``
+    headers); the seconds until the rollout completed (the round still lasts ``faults_for``
+    when it completes sooner)."""
     if faults_for:
         for fault in FAULTS:
             spec = {**fault, "user": MANAGER_USER, "duration": faults_for}
-            (await api.post("/sim/v1/faults", json=spec)).raise_for_status()
+            (await api.post("/sim/v1/faults", json=spec, headers=admin)).raise_for_status()
     start = time.monotonic()
-    chaos = asyncio.create_task(_chaos(api, faults_for), name="soak chaos")
+    chaos = asyncio.create_task(_chaos(api, faults_for, admin), name="soak chaos")
     try:
         patch = {"spec": {"template": {"spec": {"containers": [{"name": "c", "image": image}]}}}}
         r = await api.patch(
@@ -345,8 +350,12 @@ async def soak(
             tls=False, kubelet=True, pod_ready_delay=0.15, pod_terminate_delay=0.0, nodes=2
         ) as emu:
             proc, url, out = _start_manager(emu, Path(tmp))
-            # The admin token: the only one the fault API takes (docs/sim.md).
-            headers = {"Authorization": f"Bearer {emu.admin_token}"}
+            # The observer is a user of its own (the faults are the manager's user's only);
+            # the fault API takes the emulator's admin token alone (docs/sim.md).
+            token = secrets.token_urlsafe(16)
+            emu.authenticator.add(token, UserInfo("soak-observer", "soak", (ADMIN_GROUP,)))
+            headers = {"Authorization": f"Bearer {token}"}
+            admin = {"Authorization": f"Bearer {emu.admin_token}"}
             tasks: list[asyncio.Task[None]] = []
             try:
                 async with (
@@ -379,12 +388,12 @@ async def soak(
                     image = 0
                     for _ in range(clean):
                         image += 1
-                        seconds = await _rollout(api, f"v{image}", 0, rollout_timeout)
+                        seconds = await _rollout(api, f"v{image}", 0, rollout_timeout, admin)
                         result.clean_rollouts.append(seconds)
                     marks = [len(o.violations) for o in observers]
                     for _ in range(rounds):
                         image += 1
-                        seconds = await _rollout(api, f"v{image}", round_s, rollout_timeout)
+                        seconds = await _rollout(api, f"v{image}", round_s, rollout_timeout, admin)
                         result.faulted_rollouts.append(seconds)
                     for task in tasks:
                         if task.done():
