@@ -74,7 +74,7 @@ class SecureServingConfig:
     means "any free port" — whether to serve at all is the caller's decision),
     --tls-cert-file, --tls-private-key-file, --cert-dir, --client-ca-file. An empty string is
     the same as None (as pycm.app's config spells "not set"). ``limits``: the connection cap and
-    timeouts (--max-connections, --tls-handshake-timeout, --request-header-timeout,
+    timeouts (--max-connections, --tls-handshake-timeout, --request-head-timeout,
     --idle-connection-timeout)."""
 
     bind_address: str = "0.0.0.0"
