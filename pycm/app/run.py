@@ -411,6 +411,9 @@ class Manager:
                 authenticator=authenticator,
                 authorizer=authorizer,
                 always_allow_paths=always_allow,
+                # The replay control is a few bytes of JSON; the rest keep the chain's 64 KiB
+                # (the login form stops itself at 16 KiB, with its own page).
+                body_limits={DASHBOARD_PREFIX + "/api/replay": 4096},
                 bus=self.bus,
                 clock=self.clock,
                 on_failure=lambda e: self._fail(f"secure serving failed: {e}"),

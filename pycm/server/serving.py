@@ -37,7 +37,7 @@ import math
 import shutil
 import socket
 import ssl
-from collections.abc import Callable, Generator, Iterable
+from collections.abc import Callable, Generator, Iterable, Mapping
 from dataclasses import dataclass
 from typing import cast
 
@@ -282,6 +282,7 @@ class SecureServer(_Serving):
         authorizer: Authorizer,
         always_allow_paths: Iterable[str] = DEFAULT_ALWAYS_ALLOW_PATHS,
         always_allow_groups: Iterable[str] = DEFAULT_ALWAYS_ALLOW_GROUPS,
+        body_limits: Mapping[str, int] | None = None,
         bus: Bus | None = None,
         clock: Clock = REAL_CLOCK,
         on_failure: Callable[[BaseException], None] | None = None,
@@ -300,6 +301,7 @@ class SecureServer(_Serving):
         self._authorizer = authorizer
         self._always_allow_paths = tuple(always_allow_paths)
         self._always_allow_groups = tuple(always_allow_groups)
+        self._body_limits = dict(body_limits or {})
         self._clock = clock
         self._cert: ServingCert | None = None
 
@@ -333,6 +335,7 @@ class SecureServer(_Serving):
                 bus=self._bus,
                 secure=True,
                 clock=self._clock,
+                body_limits=self._body_limits,
             )
             return await self._serve(chain, cfg.bind_address, cfg.port, context)
         except BaseException:

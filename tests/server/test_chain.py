@@ -80,8 +80,9 @@ async def test_handler_chain_built_event_lists_kcm_order_outermost_first(
     built = [e for e in bus._ring if isinstance(e, HandlerChainBuilt)]
     assert [(e.layers, e.count, e.secure) for e in built] == [
         (
-            "panic_recovery,request_logging,cache_control,request_info,authentication,authorization",
-            6,
+            "panic_recovery,request_logging,request_body_limit,cache_control,request_info,"
+            "authentication,authorization",
+            7,
             True,
         )
     ]

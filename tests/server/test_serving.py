@@ -209,7 +209,7 @@ async def test_insecure_server_serves_without_authentication(bus: Bus) -> None:
         await server.stop()
     assert (metrics.status_code, healthz.status_code) == (200, 200)
     chain = [e for e in bus._ring if isinstance(e, HandlerChainBuilt)]
-    assert [(e.secure, e.count) for e in chain] == [(False, 6)]
+    assert [(e.secure, e.count) for e in chain] == [(False, 7)]
     started = [e for e in bus._ring if isinstance(e, ServingStarted)]
     assert [(e.secure, e.cert_source) for e in started] == [(False, "")]
 
