@@ -6,7 +6,8 @@ dashboard's two POSTs take a login form and a replay control of a few hundred by
 bound is looked up by exact path in ``limits``, else ``default``.
 
 - a ``Content-Length`` over the bound is answered 413 before authentication and before a byte
-  of the body is read, with ``Connection: close`` (what is left of the body is not drained);
+  of the body is read; the connection gate (:mod:`pycm.util.serving_limits`) then gives the
+  client two seconds to read it and aborts the connection if the body was large;
 - a body without a length (chunked) is counted as the handler reads it: past the bound the
   handler sees the client gone (``http.disconnect``) and, if it has not answered yet, the
   client gets the 413.
@@ -36,13 +37,7 @@ def _status_json(limit: int) -> str:
 
 
 async def _send_413(send: Send, limit: int) -> None:
-    await send_text(
-        send,
-        413,
-        _status_json(limit),
-        content_type="application/json",
-        headers=[(b"connection", b"close")],
-    )
+    await send_text(send, 413, _status_json(limit), content_type="application/json")
 
 
 class RequestBodyLimitMiddleware:

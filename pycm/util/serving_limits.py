@@ -29,9 +29,11 @@ connection it
   connection is aborted without an answer (as Go closes it). The idle timeout between requests
   is the HTTP protocol's own (uvicorn's keep-alive timeout);
 - **closes after a response that left a large body unread** (Go's ``maxPostHandlerReadBytes``
-  rule): a request declaring a body over 256 KiB, or a chunked one, whose body the app did not
-  read to its end gets ``Connection: close`` on its response, so ``Content-Length: 2**64`` is not
-  drained for ever;
+  rule): when a request declaring a body over 256 KiB, or a chunked one, is answered without
+  its body read to the end, the connection is aborted ``LINGER`` (2 s) later unless a new
+  request began — time for the client to read the answer (a close with unread input is a
+  reset, which can destroy it; Go waits 500 ms, nginx lingers), and ``Content-Length: 2**64``
+  is not drained for ever;
 - **gives memory back after bursts**: once 256 connections closed since the last time, glibc's
   ``malloc_trim`` runs (debounced to once a second), so RSS falls after a flood
   (:mod:`pycm.util.malloc`).
@@ -61,6 +63,8 @@ _log = logging.getLogger("pycm.util.serving_limits")
 
 # Go's maxPostHandlerReadBytes: an unread request body larger than this closes the connection.
 MAX_UNREAD_BODY = 256 * 1024
+# How long such a connection stays after its answer (discarding input) before it is aborted.
+LINGER = 2.0
 _TLS_SHUTDOWN_TIMEOUT = 5.0  # Go's tls.Conn.Close write deadline for the close_notify alert
 _READ_BUFFER = 256 * 1024  # asyncio's SSLProtocol.max_size: one recv_into reads up to this
 _TRIM_AFTER_CLOSES = 256  # closed connections between two malloc_trim calls, at least
@@ -123,6 +127,7 @@ class ConnectionGate:
         self.active = 0
         self.refused = 0  # connections closed at the cap
         self.header_timeouts = 0  # connections aborted waiting for a request's head
+        self.unread_body_closes = 0  # connections aborted after a large body left unread
         self._read_buffer = memoryview(bytearray(_READ_BUFFER)) if ssl_context else None
         self._closed_since_trim = 0
         self._trim_handle: asyncio.TimerHandle | None = None
@@ -319,8 +324,23 @@ class _Connection(asyncio.Protocol):
         self._disarm()
         self._in_request += 1
 
-    def request_finished(self) -> None:
+    def request_finished(self, *, unread_body: bool = False) -> None:
         self._in_request -= 1
+        if unread_body and self._timer is None:
+            # The HTTP protocol now discards the rest of the body as it comes (uvicorn keeps
+            # the connection for the next request). The client gets LINGER to read the answer
+            # and stop sending; a closed-at-once connection with unread input would be reset,
+            # and a reset can destroy the answer before the client reads it (why Go waits
+            # 500 ms and nginx lingers). Then, unless a new request began, it is aborted.
+            loop = asyncio.get_running_loop()
+            self._timer = loop.call_later(LINGER, self._unread_body_lingered)
+
+    def _unread_body_lingered(self) -> None:
+        self._timer = None
+        if self._in_request or self._transport is None or self._transport.is_closing():
+            return
+        self._gate.unread_body_closes += 1
+        self._transport.abort()  # type: ignore[attr-defined]
 
 
 def _declared_body(headers: Any) -> int:
@@ -348,19 +368,20 @@ class _RequestWatch:
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         self.connection.request_started()
+        unread = False
         try:
             declared = _declared_body(scope.get("headers", ())) if scope["type"] == "http" else 0
             if declared == -1 or declared > MAX_UNREAD_BODY:
-                await _close_if_unread(self.app, scope, receive, send, declared)
+                unread = await _run_counting_body(self.app, scope, receive, send, declared)
             else:
                 await self.app(scope, receive, send)
         finally:
-            self.connection.request_finished()
+            self.connection.request_finished(unread_body=unread)
 
 
-async def _close_if_unread(app: Any, scope: Any, receive: Any, send: Any, declared: int) -> None:
-    """Run ``app``; if its response starts before the request body was read to its end, and
-    more than MAX_UNREAD_BODY of it (or an unknown amount) is left, answer Connection: close."""
+async def _run_counting_body(app: Any, scope: Any, receive: Any, send: Any, declared: int) -> bool:
+    """Run ``app``; True when it left more than MAX_UNREAD_BODY of the request body (or an
+    unknown amount of a chunked one) unread."""
     received = 0
     finished = False
 
@@ -374,14 +395,8 @@ async def _close_if_unread(app: Any, scope: Any, receive: Any, send: Any, declar
             finished = True  # disconnected
         return message
 
-    async def closing_send(message: Any) -> None:
-        unread_left = declared == -1 or declared - received > MAX_UNREAD_BODY
-        if message["type"] == "http.response.start" and not finished and unread_left:
-            headers = [(k, v) for k, v in message.get("headers", ()) if k.lower() != b"connection"]
-            message = {**message, "headers": [*headers, (b"connection", b"close")]}
-        await send(message)
-
-    await app(scope, counting_receive, closing_send)
+    await app(scope, counting_receive, send)
+    return not finished and (declared == -1 or declared - received > MAX_UNREAD_BODY)
 
 
 _FILES_RESERVE = 256  # descriptors left for everything else (clients, watches, files, logs)

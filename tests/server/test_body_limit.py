@@ -54,7 +54,6 @@ async def test_body_limit_declared_length_over_the_bound_is_413_before_authentic
     response = await client.post(f"{served.url}/echo", content=body, headers=bearer("bogus"))
     assert response.status_code == 413
     assert response.json()["reason"] == "RequestEntityTooLarge"
-    assert response.headers["connection"] == "close"
     assert served.reviewer.calls == []  # refused before the token was reviewed
     ok = await client.post(f"{served.url}/echo", content=b"x" * 10, headers=bearer("alice-token"))
     assert (ok.status_code, ok.text) == (200, "10")

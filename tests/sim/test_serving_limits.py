@@ -15,7 +15,7 @@ import pytest
 import pytest_asyncio
 
 from pycm.sim.server import Emulator, run_emulator
-from pycm.util.serving_limits import ServingLimits
+from pycm.util.serving_limits import LINGER, ServingLimits
 
 TIMEOUT = 0.3
 SLACK = 2.0
@@ -94,20 +94,23 @@ async def test_emulator_oversized_head_gets_431_and_closes(tls_emu: Emulator) ->
 
 
 @pytest.mark.asyncio
-async def test_emulator_huge_unread_body_answered_and_closed(tls_emu: Emulator) -> None:
-    reader, writer = await _open(tls_emu)
-    try:
-        writer.write(
-            b"POST /api/v1/namespaces HTTP/1.1\r\nHost: sim\r\n"
-            + f"Authorization: Bearer {tls_emu.admin_token}\r\n".encode()
-            + b"Content-Type: application/json\r\nContent-Length: 9223372036854775807\r\n\r\n{"
-        )
-        answer, waited = await _until_closed(reader)
-    finally:
-        _close(writer)
-    assert answer.startswith(b"HTTP/1.1 413 "), answer[:80]
-    assert b"connection: close" in answer.lower()
-    assert waited < TIMEOUT
+async def test_emulator_huge_unread_body_answered_then_closed_after_the_linger() -> None:
+    async with run_emulator(tls=True, kubelet=False) as emu:  # the default 32 s head timeout
+        reader, writer = await _open(emu)
+        try:
+            writer.write(
+                b"POST /api/v1/namespaces HTTP/1.1\r\nHost: sim\r\n"
+                + f"Authorization: Bearer {emu.admin_token}\r\n".encode()
+                + b"Content-Type: application/json\r\n"
+                + b"Content-Length: 9223372036854775807\r\n\r\n{"
+            )
+            async with asyncio.timeout(1):
+                head = await reader.readuntil(b"\r\n\r\n")  # at once, not after the body
+            _, waited = await _until_closed(reader)
+        finally:
+            _close(writer)
+    assert head.startswith(b"HTTP/1.1 413 "), head[:80]
+    assert LINGER * 0.8 <= waited <= LINGER + SLACK
 
 
 @pytest.mark.asyncio
