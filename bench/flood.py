@@ -21,15 +21,18 @@ Figures (MB are 10^6 bytes):
 - ``flood.manager_renew_gap_max``: the longest time between two Lease renewals the probe saw,
   flood included; peer: the renew deadline, ratio deadline / measured (> 1: the lease was never
   in danger);
-- ``flood.sim_rss_growth_open`` / ``flood.sim_rss_growth_after_close``: the same for the
-  emulator.
+- ``flood.manager_tcp_only_rss_growth_open`` / ``…_after_close``: the same with N TCP
+  connections that never start the TLS handshake (held until the handshake timeout, 10 s);
+- ``flood.sim_rss_growth_open`` / ``flood.sim_rss_growth_after_close``: the TLS flood against
+  the emulator.
 
 A comment line per target gives the idle RSS, the connections open at the peak, and per
 connection. Before the serving limits (issue 40): ~280 KB per connection on the manager, 3,000
-→ 933 MB and unchanged 15 s after close; the emulator 1,000 → +280 MB.
+→ 933 MB and unchanged 15 s after close, 3,000 more TCP-only ones → 1,035 MB; the emulator
+1,000 → +280 MB.
 
 Sizes: tiny — 300 connections, 1 s held, 2 s settle (< 20 s with start-up); full — 3,000
-connections, 5 s held, 15 s settle.
+connections, 5 s held (within the 10 s handshake timeout), 15 s settle.
 """
 
 from __future__ import annotations
@@ -137,18 +140,26 @@ async def _probe(
             await asyncio.wait_for(stop.wait(), PROBE_EVERY)
 
 
-async def _partial(port: int, context: ssl.SSLContext) -> asyncio.StreamWriter | None:
+async def _partial(port: int, context: ssl.SSLContext | None) -> asyncio.StreamWriter | None:
+    """A partial request over TLS; with no context, a TCP connection that never starts TLS."""
     try:
         async with asyncio.timeout(20.0):
             _, writer = await asyncio.open_connection("127.0.0.1", port, ssl=context)
     except (OSError, TimeoutError, ssl.SSLError):
         return None
-    writer.write(HEAD)
+    if context is not None:
+        writer.write(HEAD)
     return writer
 
 
 async def _flood_once(
-    pid: int, port: int, size: Size, *, healthz: bool, lease: httpx.AsyncClient | None
+    pid: int,
+    port: int,
+    size: Size,
+    *,
+    healthz: bool,
+    lease: httpx.AsyncClient | None,
+    tls: bool = True,
 ) -> tuple[float, float, float, int, Watch]:
     """Idle RSS, peak growth while open, growth after settling, connections open, the watch."""
     idle = _rss(pid)
@@ -157,7 +168,7 @@ async def _flood_once(
     probe = asyncio.create_task(
         _probe(stop, watch, pid, port if healthz else None, lease), name="flood-probe"
     )
-    context = _unverified()
+    context = _unverified() if tls else None
     writers: list[asyncio.StreamWriter] = []
     for start in range(0, size.connections, 100):
         batch = min(100, size.connections - start)
@@ -266,6 +277,15 @@ async def _run(size: Size, tmp: Path) -> list[Figure]:
                 f"{sum(watch.healthz)}/{len(watch.healthz)} ok; {len(watch.renewals)} renewals",
                 flush=True,
             )
+            t_idle, t_peak, t_after, t_held, t_watch = await _flood_once(
+                procs.manager.pid, procs.port, size, healthz=True, lease=None, tls=False
+            )
+            print(
+                f"# manager, TCP only (no TLS handshake): idle {t_idle:.1f} MB, {t_held} of "
+                f"{size.connections} open at the peak, {t_peak * MB / max(t_held, 1) / 1e3:.1f} "
+                f"KB each; /healthz probes {sum(t_watch.healthz)}/{len(t_watch.healthz)} ok",
+                flush=True,
+            )
             s_idle, s_peak, s_after, s_held, _ = await _flood_once(
                 procs.sim.pid, procs.sim_port, size, healthz=False, lease=None
             )
@@ -283,6 +303,8 @@ async def _run(size: Size, tmp: Path) -> list[Figure]:
         _growth_figure("flood.manager_rss_growth_after_close", after, 50 * scale),
         Figure("flood.manager_healthz_ok", ok, "share", "all", 1.0, "share", ok),
         Figure("flood.manager_renew_gap_max", gap, "s", "renew_deadline", RENEW, "s", RENEW / gap),
+        _growth_figure("flood.manager_tcp_only_rss_growth_open", t_peak, 150 * scale),
+        _growth_figure("flood.manager_tcp_only_rss_growth_after_close", t_after, 50 * scale),
         _growth_figure("flood.sim_rss_growth_open", s_peak, 150 * scale),
         _growth_figure("flood.sim_rss_growth_after_close", s_after, 50 * scale),
     ]
