@@ -265,6 +265,9 @@ class _GatedSSLProtocol(sslproto.SSLProtocol):
                 self._gate._release()
 
 
+_LOST = asyncio.Protocol()  # every method a no-op: what a closed connection delegates to
+
+
 class _Connection(asyncio.Protocol):
     """Between the transport (plain, or TLS's application side) and the HTTP protocol: the
     header timer, and for plain connections the gate's count."""
@@ -305,6 +308,12 @@ class _Connection(asyncio.Protocol):
             if self._transport is not None:
                 self._inner.connection_lost(exc)
         finally:
+            # The HTTP protocol holds its transport, whose TLS side holds this connection: a
+            # reference cycle, freed only by a full collection — and the emulator freezes the
+            # survivors of full collections (pycm.sim.heap), so a connection open during one
+            # would stay for good. Letting go of the protocol breaks the cycle: it is freed as
+            # soon as its last request ends.
+            self._inner, self._transport = _LOST, None
             if self._admitted:
                 self._admitted = False
                 self._gate._release()
