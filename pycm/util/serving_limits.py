@@ -77,8 +77,11 @@ _TRIM_DELAY = 1.0  # seconds; a burst closing over several loop turns is trimmed
 class ServingLimits:
     """What a listener holds open, and for how long. Timeouts in seconds; 0 turns one off."""
 
-    # Open connections at most (the listener's, not the process's); 0: no cap. Each idle or
-    # partial TLS connection costs ~25-40 KB here, so 4,096 of them ~160 MB at worst.
+    # Open connections at most (the listener's, not the process's); 0: no cap. A partial TLS
+    # connection costs ~27 KB (bench flood), one that never starts TLS ~11 KB, plus what a
+    # head being read holds (up to max_header_bytes): 4,096 partial ones ~110 MB, ~240 MB if
+    # each also sends an almost full head. Well above what a manager is asked for (probes,
+    # a scraper, a few dashboards), and below a typical open-files limit.
     max_connections: int = 4096
     # The TLS handshake, from accept (Go derives it from ReadHeaderTimeout; client-go's
     # transport gives up after 10 s, so a real client never needs longer).
