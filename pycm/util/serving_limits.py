@@ -38,7 +38,8 @@ connection it
   is not drained for ever;
 - **gives memory back after bursts**: once 256 connections closed since the last time, glibc's
   ``malloc_trim`` runs (debounced to once a second), so RSS falls after a flood
-  (:mod:`pycm.util.malloc`).
+  (:mod:`pycm.util.malloc`); and a closed connection lets go of its HTTP protocol, so no
+  reference cycle waits for a full collection to be freed.
 
 The "head received" signal is the ASGI app being called: both of uvicorn's HTTP protocols call
 it exactly when a request's head is complete, and both keep the app in a public ``app``
@@ -59,7 +60,14 @@ from typing import Any
 
 from pycm.util.malloc import release_free_memory
 
-__all__ = ["DEFAULT_LIMITS", "ConnectionGate", "ServingLimits", "fit_open_files"]
+__all__ = [
+    "DEFAULT_LIMITS",
+    "LINGER",
+    "MAX_UNREAD_BODY",
+    "ConnectionGate",
+    "ServingLimits",
+    "fit_open_files",
+]
 
 _log = logging.getLogger("pycm.util.serving_limits")
 
