@@ -36,8 +36,8 @@ connection it
   request began — time for the client to read the answer (a close with unread input is a
   reset, which can destroy it; Go waits 500 ms, nginx lingers), and ``Content-Length: 2**64``
   is not drained for ever;
-- **gives memory back after bursts**: once 256 connections closed since the last time, glibc's
-  ``malloc_trim`` runs (debounced to once a second), so RSS falls after a flood
+- **gives memory back after bursts**: once 256 fewer connections are open than at the peak
+  since the last time, glibc's ``malloc_trim`` runs (a second later), so RSS falls after a flood
   (:mod:`pycm.util.malloc`); and a closed connection lets go of its HTTP protocol, so no
   reference cycle waits for a full collection to be freed.
 
@@ -77,7 +77,11 @@ MAX_UNREAD_BODY = 256 * 1024
 LINGER = 2.0
 _TLS_SHUTDOWN_TIMEOUT = 5.0  # Go's tls.Conn.Close write deadline for the close_notify alert
 _READ_BUFFER = 256 * 1024  # asyncio's SSLProtocol.max_size: one recv_into reads up to this
-_TRIM_AFTER_CLOSES = 256  # closed connections between two malloc_trim calls, at least
+# A burst is over when this many fewer connections are open than at the peak since the last
+# trim. Not "every N closes": under steady churn (a connection per request) the freed memory is
+# reused at once, and trimming it away only makes the next connections fault it back in
+# (measured: ~5% fewer requests/s on new connections).
+_TRIM_AFTER_CLOSES = 256
 _TRIM_DELAY = 1.0  # seconds; a burst closing over several loop turns is trimmed once
 
 
@@ -142,7 +146,7 @@ class ConnectionGate:
         self.header_timeouts = 0  # connections aborted waiting for a request's head
         self.unread_body_closes = 0  # connections aborted after a large body left unread
         self._read_buffer = memoryview(bytearray(_READ_BUFFER)) if ssl_context else None
-        self._closed_since_trim = 0
+        self._peak = 0  # the most connections open at once since the last trim
         self._trim_handle: asyncio.TimerHandle | None = None
         self._handshaking: set[asyncio.BaseTransport] = set()
 
@@ -170,18 +174,19 @@ class ConnectionGate:
             transport.abort()  # type: ignore[attr-defined]
             return False
         self.active += 1
+        if self.active > self._peak:
+            self._peak = self.active
         return True
 
     def _release(self) -> None:
         self.active -= 1
-        self._closed_since_trim += 1
-        if self._closed_since_trim >= _TRIM_AFTER_CLOSES and self._trim_handle is None:
+        if self._peak - self.active >= _TRIM_AFTER_CLOSES and self._trim_handle is None:
             loop = asyncio.get_running_loop()
             self._trim_handle = loop.call_later(_TRIM_DELAY, self._trim)
 
     def _trim(self) -> None:
         self._trim_handle = None
-        self._closed_since_trim = 0
+        self._peak = self.active
         release_free_memory()
 
     def abort_handshakes(self) -> None:

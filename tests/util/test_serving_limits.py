@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import resource
 from collections.abc import Iterator
 
 import pytest
 
+from pycm.util import serving_limits
 from pycm.util.malloc import release_free_memory
-from pycm.util.serving_limits import ServingLimits, fit_open_files
+from pycm.util.serving_limits import ConnectionGate, ServingLimits, fit_open_files
 
 
 @pytest.fixture
@@ -64,3 +66,34 @@ def test_release_free_memory_runs_on_glibc() -> None:
 
     expected = platform.libc_ver()[0] == "glibc"
     assert release_free_memory() is expected
+
+
+class _Transport:
+    def abort(self) -> None:
+        pass
+
+
+@pytest.mark.asyncio
+async def test_gate_returns_memory_after_a_burst_not_under_churn(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    trims: list[int] = []
+
+    def trim() -> bool:
+        trims.append(1)
+        return True
+
+    monkeypatch.setattr(serving_limits, "release_free_memory", trim)
+    monkeypatch.setattr(serving_limits, "_TRIM_DELAY", 0.0)
+    gate = ConnectionGate(asyncio.Protocol, ServingLimits(max_connections=0))
+    for _ in range(1000):  # a connection per request: memory is reused, nothing to give back
+        gate._admit(_Transport())  # type: ignore[arg-type]
+        gate._release()
+    await asyncio.sleep(0.01)
+    assert trims == []
+    for _ in range(300):  # a burst, then it ends
+        gate._admit(_Transport())  # type: ignore[arg-type]
+    for _ in range(300):
+        gate._release()
+    await asyncio.sleep(0.01)
+    assert (trims, gate.active) == ([1], 0)
