@@ -281,6 +281,8 @@ def test_connections_past_the_cap_are_refused_while_one_within_answers(
                 refused.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
                 if not refused.recv(1):
                     raise ConnectionResetError("closed")
+        # Said once in the log (not once per refusal).
+        assert managers["capped"].log.read_text().count("refusing connections") == 1
         # The connection within the cap still answers.
         kept.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
         assert _read_response(kept).startswith(b"HTTP/1.1 200 ")

@@ -114,7 +114,9 @@ async def test_emulator_huge_unread_body_answered_then_closed_after_the_linger()
 
 
 @pytest.mark.asyncio
-async def test_emulator_connections_past_the_cap_closed_while_one_within_answers() -> None:
+async def test_emulator_connections_past_the_cap_closed_while_one_within_answers(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     limits = ServingLimits(max_connections=2)
     async with run_emulator(tls=False, kubelet=False, limits=limits) as emu:
         kept = [await _open(emu, tls=False) for _ in range(2)]
@@ -127,6 +129,7 @@ async def test_emulator_connections_past_the_cap_closed_while_one_within_answers
             finally:
                 _close(writer)
             assert answer == b""  # closed without an answer
+            assert "refusing connections: 2 open" in caplog.text
             reader, writer = kept[0]
             writer.write(b"GET /healthz HTTP/1.1\r\nHost: sim\r\nConnection: close\r\n\r\n")
             answer, _ = await _until_closed(reader)
