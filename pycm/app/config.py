@@ -18,6 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
+from pycm.util.serving_limits import DEFAULT_LIMITS, ServingLimits
+
 __all__ = [
     "AuthenticationConfig",
     "AuthorizationConfig",
@@ -100,10 +102,25 @@ class SecureServingConfig:
     # Neither given: start-up generates a self-signed pair in memory (KCM's behaviour).
     tls_cert_file: str = ""
     tls_private_key_file: str = ""
+    # Limits of the secure port and of --port, each (pycm.util.serving_limits: kube-apiserver's
+    # ReadHeaderTimeout and IdleTimeout; the cap and handshake bound are pycm's).
+    max_connections: int = DEFAULT_LIMITS.max_connections  # 0: no cap
+    tls_handshake_timeout: float = DEFAULT_LIMITS.tls_handshake_timeout
+    request_head_timeout: float = DEFAULT_LIMITS.read_header_timeout
+    idle_connection_timeout: float = DEFAULT_LIMITS.idle_timeout
 
     @property
     def enabled(self) -> bool:
         return self.port != 0
+
+    @property
+    def limits(self) -> ServingLimits:
+        return ServingLimits(
+            max_connections=self.max_connections,
+            tls_handshake_timeout=self.tls_handshake_timeout,
+            read_header_timeout=self.request_head_timeout,
+            idle_timeout=self.idle_connection_timeout,
+        )
 
 
 @dataclass(frozen=True)

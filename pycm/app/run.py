@@ -406,10 +406,14 @@ class Manager:
                     tls_private_key_file=cfg.secure_serving.tls_private_key_file or None,
                     cert_dir=cfg.secure_serving.cert_dir or None,
                     client_ca_file=cfg.authentication.client_ca_file or None,
+                    limits=cfg.secure_serving.limits,
                 ),
                 authenticator=authenticator,
                 authorizer=authorizer,
                 always_allow_paths=always_allow,
+                # The replay control is a few bytes of JSON; the rest keep the chain's 64 KiB
+                # (the login form stops itself at 16 KiB, with its own page).
+                body_limits={DASHBOARD_PREFIX + "/api/replay": 4096},
                 bus=self.bus,
                 clock=self.clock,
                 on_failure=lambda e: self._fail(f"secure serving failed: {e}"),
@@ -420,6 +424,7 @@ class Manager:
                 build_routes(health=self.health, metrics_registry=self.metrics_registry),
                 bind_address=cfg.insecure_serving.address,
                 port=cfg.insecure_serving.port,
+                limits=cfg.secure_serving.limits,
                 bus=self.bus,
                 clock=self.clock,
                 on_failure=lambda e: self._fail(f"insecure serving failed: {e}"),

@@ -13,6 +13,7 @@ Public surface:
   (TokenReview), :class:`Authorizer` / :class:`DelegatingAuthorizer` (SubjectAccessReview),
   both over a :class:`ReviewPoster` (the one method of an API client they use) —
   :class:`ClientReviewPoster` is it on a ``pycm.kube.Client``, :func:`delegating_pair` builds both;
+  the TokenReviews unknown tokens cause are bounded per client by a :class:`ReviewRateLimiter`;
   :class:`DelegatingAuthenticator` (client cert, then bearer token),
   :class:`AnonymousAuthenticator`, :class:`AlwaysAllowAuthorizer`;
 - a mounted dashboard: :class:`DashboardDoor` (the reviews lent to it) and
@@ -23,7 +24,7 @@ Exceptions::
 
     Exception
      ├── AuthenticationError   credentials presented and invalid → 401
-     ├── TokenReviewError      a TokenReview could not be had → 401
+     ├── TokenReviewError      a TokenReview could not be had (or was rate-limited) → 401
      └── AuthorizationError    a SubjectAccessReview could not be had → 500
 
 Test doubles: :class:`AnonymousAuthenticator` and :class:`AlwaysAllowAuthorizer`; any object
@@ -48,6 +49,7 @@ from pycm.server.dashboard_door import DASHBOARD_PATHS, DashboardDoor
 from pycm.server.healthz import HealthCheckFn, HealthRegistry
 from pycm.server.kube_poster import ClientReviewPoster, delegating_pair
 from pycm.server.request_info import RequestInfo, get_request_info
+from pycm.server.review_limiter import ReviewRateLimiter
 from pycm.server.routes import build_routes
 from pycm.server.serving import InsecureServer, SecureServer, SecureServingConfig
 from pycm.server.subjectaccessreview import (
@@ -90,6 +92,7 @@ __all__ = [
     "RequestAuthenticator",
     "RequestInfo",
     "ReviewPoster",
+    "ReviewRateLimiter",
     "SecureServer",
     "SecureServingConfig",
     "TokenReviewError",

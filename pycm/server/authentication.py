@@ -7,7 +7,7 @@ Who is asking, tried in kube's order — the first that succeeds wins:
    extension (``scope["extensions"]["tls"]["client_cert_chain"][0]``, a PEM string), which
    pycm's uvicorn protocol fills in (see :mod:`pycm.server.tls_extension`).
 2. ``Authorization: Bearer <token>``, reviewed by a :class:`TokenReviewer` (a TokenReview,
-   cached).
+   cached; the client's address goes with it, for the reviews' rate limit).
 3. the dashboard's session cookie (``pycm_session``), when a ``session_users`` lookup is given
    (a mounted dashboard): the session's user. A session the lookup does not know (expired,
    logged out, from before a restart) is no credential — the request is anonymous — since a
@@ -119,7 +119,7 @@ class DelegatingAuthenticator:
         token = bearer_token(scope)
         if token is not None and self._reviewer is not None:
             try:
-                user = await self._reviewer.review(token)
+                user = await self._reviewer.review(token, client=_client_address(scope))
             except TokenReviewError as exc:
                 errors.append(str(exc))
             else:
@@ -134,6 +134,11 @@ class DelegatingAuthenticator:
             if found is not None:
                 return UserInfo(name=found.name, uid=found.uid, groups=tuple(found.groups))
         return None
+
+
+def _client_address(scope: Scope) -> str:
+    client = scope.get("client")
+    return str(client[0]) if client else ""
 
 
 def bearer_token(scope: Scope) -> str | None:

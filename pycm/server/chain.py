@@ -4,6 +4,7 @@ Outermost first (controller-manager ``app/serve.go`` ``BuildHandlerChain``)::
 
     panic_recovery    500 for any exception, server keeps going        panic.py
     request_logging   method, path, status, duration, user             logging.py
+    request_body_limit  413 past a route's body bound, before authn    body_limit.py
     cache_control     "no-cache, private" unless the handler set one   cache_control.py
     request_info      verb / path / resource-or-not into scope state   request_info.py
     authentication    client cert, bearer token, else anonymous; 401   authentication.py
@@ -12,13 +13,14 @@ Outermost first (controller-manager ``app/serve.go`` ``BuildHandlerChain``)::
 
 Authentication comes before authorization so the latter decides on a user; request info before
 both so neither re-parses the path; logging outside them so 401/403 answers are logged with
-their status; panic recovery outermost so nothing escapes.
+their status; the body bound right inside logging, so an oversized body is refused (and logged)
+before a credential is reviewed for it; panic recovery outermost so nothing escapes.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from starlette.types import ASGIApp
 
@@ -28,6 +30,7 @@ from pycm.server.authentication import (
     RequestAuthenticator,
 )
 from pycm.server.authorization import AuthorizationMiddleware
+from pycm.server.body_limit import DEFAULT_MAX_REQUEST_BODY, RequestBodyLimitMiddleware
 from pycm.server.cache_control import CacheControlMiddleware
 from pycm.server.logging import RequestLoggingMiddleware
 from pycm.server.panic import PanicRecoveryMiddleware
@@ -52,6 +55,7 @@ DEFAULT_ALWAYS_ALLOW_GROUPS = ("system:masters",)
 LAYERS = (
     PanicRecoveryMiddleware.NAME,
     RequestLoggingMiddleware.NAME,
+    RequestBodyLimitMiddleware.NAME,
     CacheControlMiddleware.NAME,
     RequestInfoMiddleware.NAME,
     AuthenticationMiddleware.NAME,
@@ -70,9 +74,11 @@ def build_handler_chain(
     secure: bool = True,
     logger: logging.Logger | None = None,
     clock: Clock = REAL_CLOCK,
+    body_limits: Mapping[str, int] | None = None,
 ) -> ASGIApp:
     """Wrap ``app`` innermost first and emit HandlerChainBuilt listing the layers outermost
-    first."""
+    first. ``body_limits``: a route's (exact path's) body bound in bytes, where it differs from
+    DEFAULT_MAX_REQUEST_BODY."""
     chain: ASGIApp = AuthorizationMiddleware(
         app,
         authorizer=authorizer,
@@ -82,6 +88,7 @@ def build_handler_chain(
     chain = AuthenticationMiddleware(chain, authenticator=authenticator)
     chain = RequestInfoMiddleware(chain)
     chain = CacheControlMiddleware(chain)
+    chain = RequestBodyLimitMiddleware(chain, limits=body_limits, default=DEFAULT_MAX_REQUEST_BODY)
     chain = (
         RequestLoggingMiddleware(chain, clock=clock)
         if logger is None
@@ -95,7 +102,11 @@ def build_handler_chain(
 
 
 def build_insecure_handler_chain(
-    app: ASGIApp, *, bus: Bus | None = None, clock: Clock = REAL_CLOCK
+    app: ASGIApp,
+    *,
+    bus: Bus | None = None,
+    clock: Clock = REAL_CLOCK,
+    body_limits: Mapping[str, int] | None = None,
 ) -> ASGIApp:
     """The same chain with an always-anonymous authenticator and an always-allow authorizer."""
     return build_handler_chain(
@@ -107,4 +118,5 @@ def build_insecure_handler_chain(
         bus=bus,
         secure=False,
         clock=clock,
+        body_limits=body_limits,
     )

@@ -15,7 +15,13 @@ How uvicorn is run here, and why:
   request logging replaces it), no proxy headers (X-Forwarded-For is not trusted), no lifespan,
   no websockets, no ``server`` header;
 - the HTTP protocol is :class:`~pycm.server.tls_extension.TLSExtensionH11Protocol`, which puts
-  the client certificate into the ASGI TLS extension for the authentication layer.
+  the client certificate into the ASGI TLS extension for the authentication layer;
+- connections pass a :class:`~pycm.util.serving_limits.ConnectionGate` (uvicorn's ``http=``):
+  the connection cap, the TLS handshake and request-head timeouts, TLS with a small per-connection
+  footprint (the gate does TLS, so uvicorn is given no SSL context), and memory returned after a
+  burst; uvicorn's own keep-alive timeout is the idle timeout and h11's incomplete-event bound
+  the header-size limit (a larger head is answered 400 and closed). The limits are
+  :class:`~pycm.util.serving_limits.ServingLimits` (``--max-connections`` and friends).
 
 A plain-HTTP request to the secure port fails in the TLS handshake: the connection is closed
 without an HTTP answer (Go answers a 400 first; Python's ``ssl`` cannot).
@@ -27,11 +33,13 @@ import asyncio
 import contextlib
 import ipaddress
 import logging
+import math
 import shutil
 import socket
 import ssl
-from collections.abc import Callable, Generator, Iterable
+from collections.abc import Callable, Generator, Iterable, Mapping
 from dataclasses import dataclass
+from typing import cast
 
 import uvicorn
 from starlette.types import ASGIApp
@@ -50,6 +58,7 @@ from pycm.trace.bus import Bus, default_bus
 from pycm.trace.context import detached
 from pycm.trace.kinds import ServingStarted, ServingStopped
 from pycm.util.clock import REAL_CLOCK, Clock
+from pycm.util.serving_limits import DEFAULT_LIMITS, ConnectionGate, ServingLimits, fit_open_files
 from pycm.util.tasks import cancel_and_wait, create_guarded_task
 
 __all__ = ["InsecureServer", "SecureServer", "SecureServingConfig", "is_loopback"]
@@ -64,7 +73,9 @@ class SecureServingConfig:
     """The secure-serving flags (KCM's names): --bind-address, --secure-port (``port``; 0 here
     means "any free port" — whether to serve at all is the caller's decision),
     --tls-cert-file, --tls-private-key-file, --cert-dir, --client-ca-file. An empty string is
-    the same as None (as pycm.app's config spells "not set")."""
+    the same as None (as pycm.app's config spells "not set"). ``limits``: the connection cap and
+    timeouts (--max-connections, --tls-handshake-timeout, --request-head-timeout,
+    --idle-connection-timeout)."""
 
     bind_address: str = "0.0.0.0"
     port: int = 10257
@@ -74,6 +85,7 @@ class SecureServingConfig:
     client_ca_file: str | None = None
     tls_min_version: ssl.TLSVersion = ssl.TLSVersion.TLSv1_2
     shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT
+    limits: ServingLimits = DEFAULT_LIMITS
 
 
 def is_loopback(address: str) -> bool:
@@ -88,9 +100,10 @@ def is_loopback(address: str) -> bool:
 class _UvicornServer(uvicorn.Server):
     """uvicorn's server without signal handling, telling when it is accepting."""
 
-    def __init__(self, config: uvicorn.Config) -> None:
+    def __init__(self, config: uvicorn.Config, gate: ConnectionGate) -> None:
         super().__init__(config)
         self.ready = asyncio.Event()
+        self.gate = gate
 
     @contextlib.contextmanager
     def capture_signals(self) -> Generator[None, None, None]:
@@ -99,6 +112,15 @@ class _UvicornServer(uvicorn.Server):
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets=sockets)
         self.ready.set()
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        # Connections still in their TLS handshake are not uvicorn's yet, so it would not close
+        # them (and asyncio's Server.wait_closed waits for them on Python 3.12+).
+        self.gate.abort_handshakes()
+        try:
+            await super().shutdown(sockets=sockets)
+        finally:
+            self.gate.close()
 
 
 async def _bind(address: str, port: int) -> socket.socket:
@@ -134,10 +156,12 @@ class _Serving:
         kind: str,
         secure: bool,
         shutdown_timeout: float,
+        limits: ServingLimits,
         bus: Bus | None,
         on_failure: Callable[[BaseException], None] | None,
     ) -> None:
         self._kind = kind
+        self.limits = limits
         self._secure = secure
         self._shutdown_timeout = shutdown_timeout
         self._bus = bus
@@ -146,6 +170,11 @@ class _Serving:
         self._task: asyncio.Task[None] | None = None
         self._bound: tuple[str, int] | None = None
         self._cert_source = ""
+
+    @property
+    def gate(self) -> ConnectionGate | None:
+        """The connection gate while serving (its counters: active, refused, header_timeouts)."""
+        return self._server.gate if self._server is not None else None
 
     @property
     def bound(self) -> tuple[str, int] | None:
@@ -164,9 +193,18 @@ class _Serving:
         if self._task is not None:
             raise RuntimeError(f"the {self._kind} server was already started")
         sock = await _bind(address, port)
+        limits = fit_open_files(self.limits)
+        gate = ConnectionGate(TLSExtensionH11Protocol, limits, ssl_context=context)
         config = uvicorn.Config(
             app,
-            http=TLSExtensionH11Protocol,
+            # uvicorn calls ``http`` as it would a protocol class; the gate makes the protocol.
+            http=cast(type[asyncio.Protocol], gate),
+            # uvicorn arms its keep-alive timer after each response: the idle timeout. It is
+            # typed int (whole seconds): round up, never to 0 (which would close at once).
+            timeout_keep_alive=max(1, math.ceil(limits.idle_timeout))
+            if limits.idle_timeout
+            else 2**31,
+            h11_max_incomplete_event_size=limits.max_header_bytes,
             ws="none",
             lifespan="off",
             interface="asgi3",
@@ -175,9 +213,8 @@ class _Serving:
             proxy_headers=False,
             server_header=False,
             timeout_graceful_shutdown=int(max(1, round(self._shutdown_timeout))),
-            ssl_context_factory=(lambda _config, _default: context) if context else None,
         )
-        server = _UvicornServer(config)
+        server = _UvicornServer(config, gate)
         host, bound_port = sock.getsockname()[:2]
         with detached():  # each request (and its authn/authz reviews) is not start-up's
             task = create_guarded_task(
@@ -245,6 +282,7 @@ class SecureServer(_Serving):
         authorizer: Authorizer,
         always_allow_paths: Iterable[str] = DEFAULT_ALWAYS_ALLOW_PATHS,
         always_allow_groups: Iterable[str] = DEFAULT_ALWAYS_ALLOW_GROUPS,
+        body_limits: Mapping[str, int] | None = None,
         bus: Bus | None = None,
         clock: Clock = REAL_CLOCK,
         on_failure: Callable[[BaseException], None] | None = None,
@@ -253,6 +291,7 @@ class SecureServer(_Serving):
             kind="secure",
             secure=True,
             shutdown_timeout=config.shutdown_timeout,
+            limits=config.limits,
             bus=bus,
             on_failure=on_failure,
         )
@@ -262,6 +301,7 @@ class SecureServer(_Serving):
         self._authorizer = authorizer
         self._always_allow_paths = tuple(always_allow_paths)
         self._always_allow_groups = tuple(always_allow_groups)
+        self._body_limits = dict(body_limits or {})
         self._clock = clock
         self._cert: ServingCert | None = None
 
@@ -295,6 +335,7 @@ class SecureServer(_Serving):
                 bus=self._bus,
                 secure=True,
                 clock=self._clock,
+                body_limits=self._body_limits,
             )
             return await self._serve(chain, cfg.bind_address, cfg.port, context)
         except BaseException:
@@ -323,6 +364,7 @@ class InsecureServer(_Serving):
         bind_address: str = "127.0.0.1",
         port: int = 0,
         shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT,
+        limits: ServingLimits = DEFAULT_LIMITS,
         bus: Bus | None = None,
         clock: Clock = REAL_CLOCK,
         on_failure: Callable[[BaseException], None] | None = None,
@@ -331,6 +373,7 @@ class InsecureServer(_Serving):
             kind="insecure",
             secure=False,
             shutdown_timeout=shutdown_timeout,
+            limits=limits,
             bus=bus,
             on_failure=on_failure,
         )

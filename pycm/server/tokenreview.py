@@ -4,16 +4,26 @@ caching implementation (k8s.io/apiserver ``authentication/token/webhook`` + ``to
 A controller manager does not validate tokens itself: it POSTs an ``authentication.k8s.io/v1``
 TokenReview and believes the answer (``--authentication-kubeconfig``). Answers are cached for
 ``cache_ttl`` (KCM's default 10 s) under the token's SHA-256, so the raw token is not kept as a
-key; "not authenticated" is cached as long as "authenticated". A failed call is not cached and
-raises :class:`TokenReviewError` — the request is then unauthorized, as in kube.
+key; "not authenticated" is cached as long as "authenticated". A failed call raises
+:class:`TokenReviewError` — the request is then unauthorized, as in kube — and the failure is
+cached too, for ``error_cache_ttl`` (2 s): kube's token cache keeps a failed review for its
+failure TTL (10 s for a controller manager), pycm for less, so an API server that failed once
+is asked again soon but not by every request meanwhile.
+
+What reviews cost the API server is bounded: concurrent reviews of one token are one call
+(kube's singleflight), and calls for tokens not in the cache pass a
+:class:`~pycm.server.review_limiter.ReviewRateLimiter` keyed by the client's address — a review
+it refuses is not sent, and the request is unauthorized (``TokenReviewError``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+from pycm.server.review_limiter import ReviewRateLimiter
 from pycm.server.ttl_cache import TTLCache
 from pycm.server.user import UserInfo
 from pycm.util.clock import REAL_CLOCK, Clock
@@ -29,6 +39,7 @@ __all__ = [
 
 TOKENREVIEWS_PATH = "/apis/authentication.k8s.io/v1/tokenreviews"
 DEFAULT_AUTHN_CACHE_TTL = 10.0  # KCM --authentication-token-webhook-cache-ttl
+DEFAULT_ERROR_CACHE_TTL = 2.0  # a failed review (kube: the failure TTL, 10 s here)
 
 
 class TokenReviewError(Exception):
@@ -36,9 +47,10 @@ class TokenReviewError(Exception):
 
 
 class TokenReviewer(Protocol):
-    """Who owns a bearer token: the user, or None when the token is not valid."""
+    """Who owns a bearer token: the user, or None when the token is not valid. ``client`` is
+    the address the request came from ("" when unknown), for rate limits."""
 
-    async def review(self, token: str) -> UserInfo | None: ...
+    async def review(self, token: str, *, client: str = "") -> UserInfo | None: ...
 
 
 class ReviewPoster(Protocol):
@@ -57,33 +69,72 @@ class DelegatingTokenReviewer:
         *,
         audiences: Sequence[str] = (),
         cache_ttl: float = DEFAULT_AUTHN_CACHE_TTL,
+        error_cache_ttl: float = DEFAULT_ERROR_CACHE_TTL,
         maxsize: int = 4096,
+        limiter: ReviewRateLimiter | None = None,
         clock: Clock = REAL_CLOCK,
     ) -> None:
         self._poster = poster
         self._audiences = tuple(audiences)
         self._ttl = cache_ttl
-        # token sha256 -> (user or None); holds both answers, never errors.
-        self._cache: TTLCache[bytes, tuple[UserInfo | None]] = TTLCache(
+        self._error_ttl = error_cache_ttl
+        self.limiter = limiter if limiter is not None else ReviewRateLimiter(clock=clock)
+        # token sha256 -> the user, None (not authenticated) or the review's error message.
+        self._cache: TTLCache[bytes, tuple[UserInfo | str | None]] = TTLCache(
             maxsize=maxsize, clock=clock
         )
+        # token sha256 -> the review under way (kube's singleflight): callers join it.
+        self._in_flight: dict[bytes, asyncio.Future[UserInfo | None]] = {}
+        self.sent = 0  # TokenReviews posted
 
-    async def review(self, token: str) -> UserInfo | None:
+    async def review(self, token: str, *, client: str = "") -> UserInfo | None:
         key = hashlib.sha256(token.encode()).digest()
         cached = self._cache.get(key)
         if cached is not None:
+            if isinstance(cached[0], str):
+                raise TokenReviewError(cached[0])
             return cached[0]
+        joined = self._in_flight.get(key)
+        if joined is not None:
+            try:
+                return await asyncio.shield(joined)
+            except asyncio.CancelledError:
+                task = asyncio.current_task()
+                if not joined.cancelled() or (task is not None and task.cancelling()):
+                    raise  # this caller was cancelled
+            return await self.review(token, client=client)  # the one it joined was
+        if not self.limiter.try_accept(client):
+            raise TokenReviewError("too many token reviews for this client; not reviewed")
+        future: asyncio.Future[UserInfo | None] = asyncio.get_running_loop().create_future()
+        self._in_flight[key] = future
+        try:
+            user = await self._post(token)
+        except TokenReviewError as exc:
+            self._cache.put(key, (str(exc),), self._error_ttl)
+            future.set_exception(exc)
+            future.exception()  # retrieved: no "never retrieved" log when nobody joined
+            raise
+        except BaseException:  # cancelled: those who joined ask again themselves
+            future.cancel()
+            raise
+        else:
+            self._cache.put(key, (user,), self._ttl)
+            future.set_result(user)
+            return user
+        finally:
+            del self._in_flight[key]
+
+    async def _post(self, token: str) -> UserInfo | None:
+        self.sent += 1
         spec: dict[str, Any] = {"token": token}
         if self._audiences:
             spec["audiences"] = list(self._audiences)
         body = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": spec}
         try:
             answer = await self._poster.create(TOKENREVIEWS_PATH, body)
-        except Exception as exc:  # any transport or API error: unauthorized, not cached
+        except Exception as exc:  # any transport or API error: unauthorized
             raise TokenReviewError(f"TokenReview failed: {exc}") from exc
-        user = _user_from_status(answer.get("status"))
-        self._cache.put(key, (user,), self._ttl)
-        return user
+        return _user_from_status(answer.get("status"))
 
 
 def _user_from_status(status: object) -> UserInfo | None:

@@ -106,6 +106,38 @@ def add_subcommand(subparsers: Any) -> None:
         "tokens over it; kubectl does not)",
     )
     serving.add_argument("--kubeconfig-out", metavar="PATH", help="write the kubeconfig here")
+    # Connection limits (pycm.util.serving_limits); None keeps EmulatorOptions' default.
+    serving.add_argument(
+        "--max-connections",
+        type=_count(0),
+        default=None,
+        metavar="N",
+        help="connections held open at most; more are closed as they arrive (0: no cap; "
+        "default 4096, lowered to fit the open-files limit)",
+    )
+    serving.add_argument(
+        "--tls-handshake-timeout",
+        type=duration_arg,
+        default=None,
+        metavar="DURATION",
+        help="how long a client may take to complete the TLS handshake (default 10s)",
+    )
+    serving.add_argument(
+        "--request-head-timeout",
+        type=duration_arg,
+        default=None,
+        metavar="DURATION",
+        help="how long a client may take to send a request's line and headers, from the "
+        "connection being ready or the request's first byte; then it is closed (default 32s)",
+    )
+    serving.add_argument(
+        "--idle-connection-timeout",
+        type=duration_arg,
+        default=None,
+        metavar="DURATION",
+        help="how long an idle keep-alive connection stays open (default 2m, longer than "
+        "client-go's 90s, so clients close first)",
+    )
     cluster = parser.add_argument_group("cluster")
     cluster.add_argument("--nodes", type=_count(0), default=1, help="Ready nodes (default 1)")
     cluster.add_argument(
@@ -172,7 +204,9 @@ def add_subcommand(subparsers: Any) -> None:
 
 
 def options_from_args(args: argparse.Namespace) -> EmulatorOptions:
-    from pycm.sim.options import EmulatorOptions
+    from dataclasses import replace
+
+    from pycm.sim.options import SIM_SERVING_LIMITS, EmulatorOptions
 
     # A flag left out keeps EmulatorOptions' default (one place says what the defaults are).
     stated = {
@@ -180,7 +214,21 @@ def options_from_args(args: argparse.Namespace) -> EmulatorOptions:
         for name, value in (("tls", args.tls), ("kubelet", args.kubelet))
         if value is not None
     }
+    limits = replace(
+        SIM_SERVING_LIMITS,
+        **{
+            field: value
+            for field, value in (
+                ("max_connections", args.max_connections),
+                ("tls_handshake_timeout", args.tls_handshake_timeout),
+                ("read_header_timeout", args.request_head_timeout),
+                ("idle_timeout", args.idle_connection_timeout),
+            )
+            if value is not None
+        },
+    )
     return EmulatorOptions(
+        limits=limits,
         host=args.host,
         port=args.port,
         nodes=args.nodes,

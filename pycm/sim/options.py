@@ -15,8 +15,15 @@ from starlette.middleware import Middleware
 
 from pycm.sim.history import DEFAULT_HISTORY_BYTES
 from pycm.util.clock import REAL_CLOCK, Clock
+from pycm.util.serving_limits import ServingLimits
 
-__all__ = ["EmulatorOptions"]
+__all__ = ["SIM_SERVING_LIMITS", "EmulatorOptions"]
+
+# The emulator's connection limits (pycm.util.serving_limits): the manager's, but an idle
+# keep-alive connection stays 120 s — kube-apiserver leaves idle connections to the client, and
+# client-go (like pycm.kube) drops its own after 90 s; closing first would make a request sent on
+# one as it closes fail with a reset (seen as httpx.ReadError on a PUT under load).
+SIM_SERVING_LIMITS = ServingLimits(idle_timeout=120.0)
 
 
 @dataclass(frozen=True)
@@ -51,6 +58,8 @@ class EmulatorOptions:
     graceful_pod_deletion: bool = False
     admin_token: str | None = None  # None: a random one
     clock: Clock = REAL_CLOCK
+    # Connection cap, TLS-handshake / request-head / idle timeouts, head size (--max-connections…).
+    limits: ServingLimits = SIM_SERVING_LIMITS
     # Extra pure-ASGI middleware, outermost first (the fault engineer's slot).
     middleware: Sequence[Middleware] = field(default_factory=tuple)
 
@@ -79,6 +88,7 @@ class EmulatorOptions:
             problems.append("--watch-history-mib must be positive")
         if self.watch_queue_size < 1:
             problems.append("watch_queue_size must be at least 1")
+        problems += [f"serving limits: {p}" for p in self.limits.validate()]
         if self.bookmark_interval <= 0:
             problems.append("bookmark_interval must be positive")
         return problems

@@ -17,13 +17,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
+import math
 import shutil
 import socket
+import ssl
 import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import uvicorn
 from starlette.applications import Starlette
@@ -33,11 +36,13 @@ from pycm.sim.auth import Authorizer, TokenAuthenticator
 from pycm.sim.certs import write_serving_cert
 from pycm.sim.faults import Faults
 from pycm.sim.handlers import APIContext, BeforeRequest
+from pycm.sim.http_protocol import HeadLimitedHttpToolsProtocol
 from pycm.sim.kubeconfig import write_kubeconfig
 from pycm.sim.kubelet import Kubelet, kubelet_options
 from pycm.sim.options import EmulatorOptions
 from pycm.sim.seed import seed_cluster
 from pycm.sim.store import Store
+from pycm.util.serving_limits import ConnectionGate, fit_open_files
 from pycm.util.tasks import cancel_and_wait, create_guarded_task
 
 __all__ = ["Emulator", "EmulatorError", "Runnable", "run_emulator"]
@@ -49,12 +54,6 @@ Runnable = Callable[["Emulator"], Awaitable[None]]
 # How long stop() lets uvicorn finish open requests before cancelling them.
 _SHUTDOWN_TIMEOUT = 3.0
 _STARTUP_TIMEOUT = 10.0
-# How long an idle keep-alive connection stays open. kube-apiserver leaves idle connections to
-# the client, and client-go (like pycm.kube) drops its own after 90 s; uvicorn's default of 5 s
-# would close connections that clients still hold, so a request sent on one as it closes fails
-# with a reset (seen as httpx.ReadError on a PUT under load). Longer than any client's expiry,
-# the client always closes first.
-_IDLE_KEEP_ALIVE = 120
 
 
 class EmulatorError(RuntimeError):
@@ -64,9 +63,21 @@ class EmulatorError(RuntimeError):
 class _Server(uvicorn.Server):
     """uvicorn without its signal handling: the owner of the event loop decides about signals."""
 
+    def __init__(self, config: uvicorn.Config, gate: ConnectionGate) -> None:
+        super().__init__(config)
+        self.gate = gate
+
     @contextlib.contextmanager
     def capture_signals(self) -> Generator[None, None, None]:
         yield
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        # Connections still in their TLS handshake are the gate's, not yet uvicorn's.
+        self.gate.abort_handshakes()
+        try:
+            await super().shutdown(sockets=sockets)
+        finally:
+            self.gate.close()
 
 
 class Emulator:
@@ -167,11 +178,12 @@ class Emulator:
 
     async def _start(self, tmp: Path) -> None:
         options = self.options
-        ssl: dict[str, Any] = {}
+        context: ssl.SSLContext | None = None
         if options.tls:
             cert = write_serving_cert(tmp, options.host)
             self.ca_pem = cert.ca_pem
-            ssl = {"ssl_certfile": str(cert.cert_file), "ssl_keyfile": str(cert.key_file)}
+            context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+            context.load_cert_chain(str(cert.cert_file), str(cert.key_file))
         sock = self._bind()
         port = sock.getsockname()[1]
         host = options.host
@@ -180,6 +192,14 @@ class Emulator:
         shown = f"[{host}]" if ":" in host else host
         self.url = f"{'https' if options.tls else 'http'}://{shown}:{port}"
         self.api.server_address = f"{shown}:{port}"
+        limits = fit_open_files(options.limits)
+        # The connection cap, TLS (done by the gate, so uvicorn gets no certificate) and the
+        # handshake and request-head timeouts: pycm.util.serving_limits.
+        gate = ConnectionGate(
+            functools.partial(HeadLimitedHttpToolsProtocol, max_head_bytes=limits.max_header_bytes),
+            limits,
+            ssl_context=context,
+        )
         config = uvicorn.Config(
             self.app,
             log_config=None,
@@ -189,12 +209,16 @@ class Emulator:
             proxy_headers=False,  # nothing sits in front of the emulator: trust no X-Forwarded-*
             # uvicorn's C-parser implementation: its send path frames a watch's chunk in a few
             # lines where h11's runs a state machine per chunk (~half the serving cost before).
-            http="httptools",
+            # The gate makes it (uvicorn calls ``http`` as it would a protocol class).
+            http=cast(type[asyncio.Protocol], gate),
+            ws="none",  # nothing here serves websockets; an upgrade would leave the gate's count
             timeout_graceful_shutdown=int(_SHUTDOWN_TIMEOUT),
-            timeout_keep_alive=_IDLE_KEEP_ALIVE,
-            **ssl,
+            # The idle timeout: uvicorn's keep-alive timer, in whole seconds.
+            timeout_keep_alive=(
+                max(1, math.ceil(limits.idle_timeout)) if limits.idle_timeout else 2**31
+            ),
         )
-        self._server = server = _Server(config)
+        self._server = server = _Server(config, gate)
         self._task = create_guarded_task(server.serve(sockets=[sock]), name="pycm-sim-uvicorn")
         loop = asyncio.get_running_loop()
         deadline = loop.time() + _STARTUP_TIMEOUT

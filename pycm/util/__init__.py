@@ -7,6 +7,9 @@
 - :mod:`pycm.util.tasks` — named, guarded asyncio tasks, and cancelling them within a timeout.
 - :mod:`pycm.util.escape` — control characters of client text escaped before it is logged.
 - :mod:`pycm.util.redact` — the one redaction rule for secrets in flags and configuration.
+- :mod:`pycm.util.serving_limits` — the connection gate the manager's ports and the emulator
+  serve through (cap, TLS-handshake and request-head timeouts, small TLS footprint);
+  :mod:`pycm.util.malloc` — freed heap memory returned to the OS after a burst.
 
 Exceptions::
 

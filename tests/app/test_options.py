@@ -359,6 +359,16 @@ def _validate(argv: list[str], known: Registry | None = None) -> list[str]:
         ),
         pytest.param(["--secure-port=0"], [], id="secure-port-zero-disables"),
         pytest.param(
+            ["--max-connections=-1"],
+            ["--max-connections must not be negative, got -1"],
+            id="max-connections-negative",
+        ),
+        pytest.param(
+            ["--max-connections=0", "--request-head-timeout=0", "--tls-handshake-timeout=0"],
+            [],
+            id="serving-limits-zero-turns-off",
+        ),
+        pytest.param(
             ["--kube-api-qps=-1"], ["--kube-api-qps -1 must not be negative"], id="qps-negative"
         ),
         pytest.param(

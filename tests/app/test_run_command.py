@@ -157,6 +157,14 @@ def _flag_block(out: str, left: str) -> str:
         pytest.param("      --cert-dir string", "Secure serving", None, id="cert-dir"),
         pytest.param("      --tls-cert-file string", "Secure serving", None, id="tls-cert"),
         pytest.param("      --tls-private-key-file string", "Secure serving", None, id="tls-key"),
+        pytest.param("      --max-connections int", "Secure serving", "4096", id="max-conns"),
+        pytest.param(
+            "      --tls-handshake-timeout duration", "Secure serving", "10s", id="handshake"
+        ),
+        pytest.param("      --request-head-timeout duration", "Secure serving", "32s", id="header"),
+        pytest.param(
+            "      --idle-connection-timeout duration", "Secure serving", "1m30s", id="idle"
+        ),
         pytest.param("      --port int", "Insecure serving", None, id="port"),
         pytest.param("      --address ip", "Insecure serving", "127.0.0.1", id="address"),
         pytest.param("      --client-ca-file string", "Authentication", None, id="client-ca"),
@@ -216,7 +224,7 @@ def test_run_help_lists_every_flag_once() -> None:
         for word in line.split()[:2]
         if word.startswith("--")
     ]
-    assert len(names) == len(set(names)) == 42  # the table above
+    assert len(names) == len(set(names)) == 46  # the table above
 
 
 def test_run_help_wins_over_other_problems() -> None:

@@ -43,7 +43,7 @@ class FakeTokenReviewer:
         self.users = users
         self.calls: list[str] = []
 
-    async def review(self, token: str) -> UserInfo | None:
+    async def review(self, token: str, *, client: str = "") -> UserInfo | None:
         self.calls.append(token)
         return self.users.get(token)
 

@@ -4,6 +4,7 @@ recovery, request logging, cache control, and the order the layers are in."""
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 import orjson
@@ -15,6 +16,7 @@ from starlette.routing import Route
 from pycm.server import LAYERS, DelegatingAuthorizer, DelegatingTokenReviewer
 from pycm.server.authentication import get_user
 from pycm.server.request_info import get_request_info
+from pycm.server.review_limiter import DEFAULT_CLIENT_BURST, DEFAULT_CLIENT_QPS
 from pycm.server.subjectaccessreview import AuthorizationError
 from pycm.server.tokenreview import TokenReviewError
 from pycm.server.user import UserInfo
@@ -78,8 +80,9 @@ async def test_handler_chain_built_event_lists_kcm_order_outermost_first(
     built = [e for e in bus._ring if isinstance(e, HandlerChainBuilt)]
     assert [(e.layers, e.count, e.secure) for e in built] == [
         (
-            "panic_recovery,request_logging,cache_control,request_info,authentication,authorization",
-            6,
+            "panic_recovery,request_logging,request_body_limit,cache_control,request_info,"
+            "authentication,authorization",
+            7,
             True,
         )
     ]
@@ -341,8 +344,40 @@ async def test_authentication_and_authorization_caches_spare_the_api_within_ttl(
     assert [body["kind"] for _, body in poster.calls] == ["TokenReview", "SubjectAccessReview"] * 2
 
 
+@pytest.mark.asyncio
+async def test_bogus_tokens_from_one_client_cost_a_bounded_number_of_reviews(
+    serve: Serve, client_for: ClientFor
+) -> None:
+    def answer(body: dict[str, Any]) -> dict[str, Any]:
+        if body["kind"] == "TokenReview":
+            user = {"username": "alice", "groups": ["devs"]}
+            return {
+                "status": {"authenticated": body["spec"]["token"] == "alice-token", "user": user}
+            }
+        return {"status": {"allowed": body["spec"]["user"] == "alice"}}
+
+    poster = FakePoster(answer)
+    served = await serve(
+        reviewer=DelegatingTokenReviewer(poster), authorizer=DelegatingAuthorizer(poster)
+    )
+    client = client_for(served.server.cert_file)
+    url = f"{served.url}/metrics"
+    assert (await client.get(url, headers=bearer("alice-token"))).status_code == 200
+    start = time.monotonic()
+    statuses = {
+        (await client.get(url, headers=bearer(f"bogus-{n}"))).status_code for n in range(60)
+    }
+    elapsed = time.monotonic() - start
+    assert statuses == {401}
+    reviews = [body for _, body in poster.calls if body["kind"] == "TokenReview"]
+    # The good token's review, the client's burst, and what its bucket refilled meanwhile.
+    assert len(reviews) <= 1 + DEFAULT_CLIENT_BURST + int(DEFAULT_CLIENT_QPS * elapsed) + 1
+    # The good token is cached: it still works, from the same client, during the flood.
+    assert (await client.get(url, headers=bearer("alice-token"))).status_code == 200
+
+
 class _FailingReviewer:
-    async def review(self, token: str) -> UserInfo | None:
+    async def review(self, token: str, *, client: str = "") -> UserInfo | None:
         raise TokenReviewError("TokenReview failed: connection refused")
 
 

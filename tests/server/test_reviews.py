@@ -3,6 +3,8 @@ post, how answers map, and the TTL caches (on a fake clock)."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from typing import Any
 
 import pytest
@@ -15,6 +17,7 @@ from pycm.server import (
     TokenReviewError,
     UserInfo,
 )
+from pycm.server.review_limiter import ReviewRateLimiter, client_key
 from pycm.server.subjectaccessreview import SUBJECTACCESSREVIEWS_PATH
 from pycm.server.tokenreview import TOKENREVIEWS_PATH
 from pycm.server.ttl_cache import TTLCache
@@ -89,14 +92,95 @@ async def test_token_reviewer_cache_honours_the_ttl(
 
 
 @pytest.mark.asyncio
-async def test_token_reviewer_failure_raises_and_is_not_cached(clock: FakeClock) -> None:
+async def test_token_reviewer_failure_raises_and_is_cached_for_the_error_ttl(
+    clock: FakeClock,
+) -> None:
     poster = FakePoster(_token_answer, error=ConnectionError("refused"))
-    reviewer = DelegatingTokenReviewer(poster, clock=clock)
+    reviewer = DelegatingTokenReviewer(poster, error_cache_ttl=2.0, clock=clock)
     with pytest.raises(TokenReviewError, match="refused"):
         await reviewer.review("alice-token")
     poster.error = None
+    clock.advance(1.9)
+    with pytest.raises(TokenReviewError, match="refused"):  # the failure, from the cache
+        await reviewer.review("alice-token")
+    assert len(poster.calls) == 1
+    clock.advance(0.1)
     assert (await reviewer.review("alice-token")) is not None
     assert len(poster.calls) == 2
+
+
+@pytest.mark.asyncio
+async def test_token_reviewer_distinct_bad_tokens_from_one_client_are_rate_limited(
+    clock: FakeClock,
+) -> None:
+    poster = FakePoster(_token_answer)
+    limiter = ReviewRateLimiter(client_qps=2.0, client_burst=5, clock=clock)
+    reviewer = DelegatingTokenReviewer(poster, limiter=limiter, clock=clock)
+    assert await reviewer.review("alice-token", client="10.0.0.9") is not None  # before
+    outcomes = []
+    for n in range(50):
+        try:
+            outcomes.append(await reviewer.review(f"bogus-{n}", client="10.0.0.1"))
+        except TokenReviewError as exc:
+            outcomes.append(str(exc))
+    assert outcomes[:5] == [None] * 5  # reviewed: not authenticated
+    assert set(outcomes[5:]) == {"too many token reviews for this client; not reviewed"}
+    assert len(poster.calls) == 1 + 5
+    clock.advance(1.0)  # 2 a second refill
+    for n in range(50, 60):
+        with contextlib.suppress(TokenReviewError):
+            await reviewer.review(f"bogus-{n}", client="10.0.0.1")
+    assert len(poster.calls) == 1 + 5 + 2
+    # Another client has its own bucket; a cached token costs no review and is never refused.
+    assert await reviewer.review("alice-token", client="10.0.0.1") is not None
+    assert await reviewer.review("other-bad", client="10.0.0.2") is None
+    assert len(poster.calls) == 1 + 5 + 2 + 1
+
+
+@pytest.mark.asyncio
+async def test_token_reviewer_many_clients_are_bounded_in_total(clock: FakeClock) -> None:
+    poster = FakePoster(_token_answer)
+    limiter = ReviewRateLimiter(total_qps=10.0, total_burst=20, clock=clock)
+    reviewer = DelegatingTokenReviewer(poster, limiter=limiter, clock=clock)
+    for n in range(100):
+        with contextlib.suppress(TokenReviewError):
+            await reviewer.review(f"bogus-{n}", client=f"10.0.{n // 250}.{n % 250}")
+    assert len(poster.calls) == 20
+
+
+@pytest.mark.asyncio
+async def test_token_reviewer_concurrent_reviews_of_one_token_are_one_call(
+    clock: FakeClock,
+) -> None:
+    release = asyncio.Event()
+
+    class SlowPoster(FakePoster):
+        async def create(self, resource_path: str, body: dict[str, Any]) -> dict[str, Any]:
+            await release.wait()
+            return await super().create(resource_path, body)
+
+    poster = SlowPoster(_token_answer)
+    reviewer = DelegatingTokenReviewer(poster, clock=clock)
+    reviews = [asyncio.create_task(reviewer.review("alice-token")) for _ in range(10)]
+    await asyncio.sleep(0)
+    release.set()
+    users = await asyncio.gather(*reviews)
+    assert {u.name if u else None for u in users} == {"alice"}
+    assert len(poster.calls) == 1
+
+
+@pytest.mark.parametrize(
+    ("address", "key"),
+    [
+        pytest.param("10.1.2.3", "10.1.2.3", id="ipv4"),
+        pytest.param("2001:db8:1:2:aaaa::1", "2001:db8:1:2::/64", id="ipv6-by-64"),
+        pytest.param("2001:db8:1:2:bbbb::9", "2001:db8:1:2::/64", id="ipv6-same-64"),
+        pytest.param("::ffff:10.1.2.3", "10.1.2.3", id="ipv4-mapped"),
+        pytest.param("", "", id="unknown"),
+    ],
+)
+def test_review_limiter_client_key(address: str, key: str) -> None:
+    assert client_key(address) == key
 
 
 @pytest.mark.asyncio

@@ -209,7 +209,7 @@ async def test_insecure_server_serves_without_authentication(bus: Bus) -> None:
         await server.stop()
     assert (metrics.status_code, healthz.status_code) == (200, 200)
     chain = [e for e in bus._ring if isinstance(e, HandlerChainBuilt)]
-    assert [(e.secure, e.count) for e in chain] == [(False, 6)]
+    assert [(e.secure, e.count) for e in chain] == [(False, 7)]
     started = [e for e in bus._ring if isinstance(e, ServingStarted)]
     assert [(e.secure, e.cert_source) for e in started] == [(False, "")]
 
@@ -364,3 +364,23 @@ async def test_insecure_server_stop_cancelled_leaves_nothing_running() -> None:
     # The leak check fails this test if the serving or the request task is still running.
     for _ in range(5):
         await asyncio.sleep(0)
+
+
+@pytest.mark.asyncio
+async def test_secure_server_stop_closes_connections_still_in_their_tls_handshake(
+    serve: Serve,
+) -> None:
+    # They are not uvicorn's yet, so its shutdown does not close them; left alone they would
+    # stay until the 10 s handshake timeout.
+    served = await serve()
+    host, port = served.server.bound or ("", 0)
+    reader, writer = await asyncio.open_connection(host, port)  # TCP, no ClientHello
+    try:
+        await asyncio.sleep(0.1)  # accepted
+        started = time.monotonic()
+        await served.server.stop()
+        async with asyncio.timeout(2.0):
+            assert await reader.read() == b""
+        assert time.monotonic() - started < 2.0
+    finally:
+        writer.transport.abort()

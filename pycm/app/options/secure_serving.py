@@ -1,5 +1,9 @@
 """Secure serving options: the HTTPS endpoint for /healthz, /readyz, /livez and /metrics.
 
+The connection limits (--max-connections, --tls-handshake-timeout, --request-head-timeout,
+--idle-connection-timeout) hold for the secure port and for --port alike
+(:mod:`pycm.util.serving_limits`).
+
 With neither --tls-cert-file nor --tls-private-key-file, start-up makes a self-signed pair in
 memory (KCM's behaviour); given, both must be given and readable.
 """
@@ -10,7 +14,7 @@ from dataclasses import dataclass
 
 from pycm.app.config import Config, SecureServingConfig
 from pycm.app.options.checks import port_in_range, readable_file
-from pycm.app.options.flagset import INT, IP, STRING, FlagSet
+from pycm.app.options.flagset import DURATION, INT, IP, STRING, FlagSet
 
 __all__ = ["SecureServingOptions"]
 
@@ -24,6 +28,10 @@ class SecureServingOptions:
     cert_dir: str = _D.cert_dir
     tls_cert_file: str = _D.tls_cert_file
     tls_private_key_file: str = _D.tls_private_key_file
+    max_connections: int = _D.max_connections
+    tls_handshake_timeout: float = _D.tls_handshake_timeout
+    request_head_timeout: float = _D.request_head_timeout
+    idle_connection_timeout: float = _D.idle_connection_timeout
 
     def add_flags(self, fs: FlagSet) -> None:
         fs.add(
@@ -63,6 +71,38 @@ class SecureServingOptions:
             STRING,
             "The private key (PEM) of --tls-cert-file.",
         )
+        fs.add(
+            self,
+            "max_connections",
+            "max-connections",
+            INT,
+            "The most connections the secure port (and --port, each) holds open; more are "
+            "closed as they arrive. 0 means no cap. Lowered to fit the open-files limit.",
+        )
+        fs.add(
+            self,
+            "tls_handshake_timeout",
+            "tls-handshake-timeout",
+            DURATION,
+            "How long a client may take to complete the TLS handshake. 0 means asyncio's 60s.",
+        )
+        fs.add(
+            self,
+            "request_head_timeout",
+            "request-head-timeout",
+            DURATION,
+            "How long a client may take to send a request's head (its line and headers), from the "
+            "connection being ready or the first byte of the request; then the connection is "
+            "closed. 0 means no limit.",
+        )
+        fs.add(
+            self,
+            "idle_connection_timeout",
+            "idle-connection-timeout",
+            DURATION,
+            "How long an idle keep-alive connection stays open (whole seconds, rounded up). "
+            "0 means no limit.",
+        )
 
     def validate(self) -> list[str]:
         errors = [port_in_range("secure-port", self.port)]
@@ -70,6 +110,8 @@ class SecureServingOptions:
             errors.append("--tls-cert-file and --tls-private-key-file must be given together")
         errors.append(readable_file("tls-cert-file", self.tls_cert_file))
         errors.append(readable_file("tls-private-key-file", self.tls_private_key_file))
+        if self.max_connections < 0:
+            errors.append(f"--max-connections must not be negative, got {self.max_connections}")
         return [e for e in errors if e]
 
     def apply_to(self, config: Config) -> None:
@@ -79,4 +121,8 @@ class SecureServingOptions:
             cert_dir=self.cert_dir,
             tls_cert_file=self.tls_cert_file,
             tls_private_key_file=self.tls_private_key_file,
+            max_connections=self.max_connections,
+            tls_handshake_timeout=self.tls_handshake_timeout,
+            request_head_timeout=self.request_head_timeout,
+            idle_connection_timeout=self.idle_connection_timeout,
         )

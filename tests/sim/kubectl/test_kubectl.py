@@ -279,8 +279,13 @@ def test_kubectl_managed_fields_name_create_scale_and_the_kubelet(
     run_kubectl("run", "p", "--image=nginx", "-n", ns)
 
     def kubelet_wrote() -> dict[tuple[str, str], Any] | None:
+        # The kubelet writes status twice — bound (PodScheduled), then Ready --pod-ready-delay
+        # later — so its entry exists before it names Ready: wait for the second write (a
+        # kubectl get within those 100 ms saw the first only).
         got = _managers(run_kubectl, "pod", "p", "-n", ns)
-        return got if ("kubelet", "status") in got else None
+        entry = got.get(("kubelet", "status"), {})
+        conditions = entry.get("f:status", {}).get("f:conditions", {})
+        return got if 'k:{"type":"Ready"}' in conditions else None
 
     pod = wait_for(kubelet_wrote, "the kubelet's status write")
     assert set(pod) == {("kubectl-run", ""), ("kubelet", "status")}
