@@ -39,6 +39,7 @@ __all__ = ["Chaos"]
 
 LEASE_NAMESPACE, LEASE_NAME = "kube-system", "pycm"
 RESTART_DELAY = 1.0
+STARTUP_ALLOWANCE = 20.0  # seconds a restarted replica may take to start on a loaded machine
 # How much faster than lease duration / retry period the skewed standby's clock runs: past that
 # ratio its lease runs out between two of the leader's renewals (docs/operations.md).
 SKEW_OVER_STEAL = 1.25
@@ -77,11 +78,12 @@ class Chaos:
 
     # -- the controls ---------------------------------------------------------------------
 
-    async def _wait_for_new_holder(self, old: str) -> str:
+    async def _wait_for_new_holder(self, old: str, startup: float = 0.0) -> str:
         """Until another replica holds the lease (a replica restarted under the same identity
-        would otherwise find "itself" holding it and carry on at once, as client-go does)."""
+        would otherwise find "itself" holding it and carry on at once, as client-go does);
+        ``startup``: seconds more when the taker is a process just started."""
         o = self.orch.options
-        bound = 2 * parse_duration(o.lease_duration) + 5.0
+        bound = 2 * parse_duration(o.lease_duration) + 5.0 + startup
         loop = asyncio.get_running_loop()
         deadline = loop.time() + bound
         client = await self._api()
@@ -202,7 +204,9 @@ class Chaos:
         started = asyncio.get_running_loop().time()
         await child.start()
         self.orch.supervise(child)
-        successor = await self._wait_for_new_holder(leader)
+        # The taker is a process just started: its start-up (imports, TLS, informers) took up
+        # to ~8 s on a loaded 2-core machine, before it could even read the lease.
+        successor = await self._wait_for_new_holder(leader, startup=STARTUP_ALLOWANCE)
         took = asyncio.get_running_loop().time() - started
         grace = parse_duration(o.retry_period) + parse_duration(o.renew_deadline) + 10.0
         code = await self._restart_if_exits(leader_child, grace)

@@ -58,7 +58,7 @@ async def test_clock_skew_key_fast_standby_takes_the_lease_demo_stays_healthy() 
     run = asyncio.create_task(orchestrator.run(stop), name="demo")
     chaos = Chaos(orchestrator)
     try:
-        async with asyncio.timeout(60):
+        async with asyncio.timeout(90):
             while not orchestrator.verdict.leaders:
                 assert not run.done(), lines
                 await asyncio.sleep(0.1)
