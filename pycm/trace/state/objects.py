@@ -227,10 +227,6 @@ class History(deque[Step]):
         self.bytes = 0
         self.dropped = 0
 
-    @property
-    def steps(self) -> History:
-        return self
-
 
 class ObjectHistories:
     """Every object's :class:`History` and the reconcile index (see the module docstring).
@@ -260,7 +256,7 @@ class ObjectHistories:
         else:
             table.move_to_end(okey)  # the most recently touched is last
         size = step[SIZE]
-        steps = hist.steps
+        steps = hist
         steps.append(step)
         hist.bytes += size
         self.bytes += size
@@ -271,7 +267,7 @@ class ObjectHistories:
                 self._evict()
 
     def _trim(self, hist: History) -> None:
-        steps = hist.steps
+        steps = hist
         while len(steps) > MAX_STEPS or (hist.bytes > MAX_OBJECT_BYTES and len(steps) > 1):
             old = steps.popleft()
             hist.bytes -= old[SIZE]
@@ -285,7 +281,7 @@ class ObjectHistories:
         hist = self.table.get(step[OKEY])
         if hist is None:
             return
-        steps = hist.steps
+        steps = hist
         for i in range(len(steps) - 1, -1, -1):  # it is one of the newest, as a rule
             if steps[i] is step:
                 steps[i] = done
@@ -309,7 +305,7 @@ class ObjectHistories:
         hist = self.table.get((ref.resource, ref.namespace, ref.name))
         if hist is None:
             return None
-        steps = sorted((d for s in hist.steps for d in step_dicts(s)), key=_ts)
+        steps = sorted((d for s in hist for d in step_dicts(s)), key=_ts)
         over = len(steps) - MAX_STEPS  # (a reconcile of its own event shows two)
         return {
             "resource": ref.resource,
@@ -330,7 +326,7 @@ class ObjectHistories:
         hist = self.table.get(okey)
         return hist is not None and any(
             d["step"] == "reconcile" and d["controller"] == controller
-            for s in hist.steps
+            for s in hist
             if s[TAG] == RECONCILE or s[TAG] == RESTORED
             for d in step_dicts(s)
         )

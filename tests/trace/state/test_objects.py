@@ -189,7 +189,7 @@ def test_objects_reconcile_failure_error_and_result_derived_from_outcome() -> No
     (step,) = hist["steps"]
     assert step["result"] == "error"
     assert step["error"] == "x" * o.MAX_ERROR
-    assert hist["bytes"] == o.step_bytes(f.state.objects.table["widgets", "ns", "a"].steps[0])
+    assert hist["bytes"] == o.step_bytes(f.state.objects.table["widgets", "ns", "a"][0])
 
 
 def test_objects_bounded_steps_per_object_bytes_and_objects() -> None:
