@@ -228,7 +228,7 @@ INVALID = [
             (
                 "data[.dockerconfigjson]",
                 "Invalid value: \"<secret contents redacted>\": invalid character 'n' looking "
-                "for beginning of value",
+                "for beginning of object key string",
             )
         ],
         id="secret-dockerconfigjson-not-json",

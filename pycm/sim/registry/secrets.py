@@ -68,19 +68,53 @@ def _json_object_causes(field: str, encoded: Any) -> list[Cause]:
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as err:
-        # Go's wording for the two common cases (the document itself is never shown).
-        rest = text[err.pos :].lstrip()
-        why = (
-            "unexpected end of JSON input"
-            if not rest
-            else f"invalid character '{rest[0]}' looking for beginning of value"
-        )
-        return [validation.invalid_value(field, _REDACTED, why)]
+        return [validation.invalid_value(field, _REDACTED, _go_json_error(text, err))]
     if not isinstance(doc, dict):
         kind = _GO_TYPES.get(type(doc).__name__, "value")
         why = f"json: cannot unmarshal {kind} into Go value of type map[string]interface {{}}"
         return [validation.invalid_value(field, _REDACTED, why)]
     return []
+
+
+def _container_at(text: str, pos: int) -> str:
+    """The innermost open ``{`` or ``[`` before ``pos`` (strings skipped), or ""."""
+    stack: list[str] = []
+    in_string = escaped = False
+    for ch in text[:pos]:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "{[":
+            stack.append(ch)
+        elif ch in "}]" and stack:
+            stack.pop()
+    return stack[-1] if stack else ""
+
+
+def _go_json_error(text: str, err: json.JSONDecodeError) -> str:
+    """Go's json.Unmarshal wording for the error Python found at ``err.pos``."""
+    if err.pos >= len(text) or err.msg.startswith("Unterminated string"):
+        return "unexpected end of JSON input"
+    char = text[err.pos]
+    shown = "'\\''" if char == "'" else f"'{char}'"
+    if err.msg.startswith("Expecting property name"):
+        return f"invalid character {shown} looking for beginning of object key string"
+    if err.msg.startswith("Expecting ':'"):
+        return f"invalid character {shown} after object key"
+    if err.msg.startswith("Expecting ','"):
+        inside = "object key:value pair" if _container_at(text, err.pos) == "{" else "array element"
+        return f"invalid character {shown} after {inside}"
+    if err.msg.startswith("Extra data"):
+        return f"invalid character {shown} after top-level value"
+    if err.msg.startswith("Invalid control character"):
+        return f"invalid character {shown} in string literal"
+    return f"invalid character {shown} looking for beginning of value"
 
 
 _GO_TYPES = {"list": "array", "str": "string", "int": "number", "float": "number", "bool": "bool"}
