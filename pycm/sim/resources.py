@@ -25,6 +25,7 @@ from pycm.sim.registry import (
     persistentvolumeclaims,
     poddisruptionbudgets,
     secrets,
+    services,
     statefulsets,
 )
 from pycm.sim.registry.events import STRATEGY as EVENTS
@@ -239,7 +240,6 @@ def _build() -> Registry:
         )
     )
     add(Resource("coordination.k8s.io", "v1", "leases", "Lease", "lease", True, LEASE))
-    # Stored as given, for manifests (kubectl apply of deploy/kubernetes): no behaviour.
     add(
         Resource(
             "",
@@ -248,8 +248,10 @@ def _build() -> Registry:
             "Service",
             "service",
             True,
-            PlainStrategy("Service"),
+            services.STRATEGY,
             short_names=("svc",),
+            categories=("all",),
+            subresources=("status",),
         )
     )
     # The kinds operators own: stored with kube's validation and defaults, no controllers.

@@ -569,6 +569,35 @@ KINDS: dict[str, Struct] = {
     "Namespace": _kind(spec=_leaves("finalizers"), status={"phase": LEAF, "conditions": OPAQUE}),
     "ConfigMap": _kind(data=MAP, binaryData=MAP, immutable=LEAF),
     "Secret": _kind(data=MAP, stringData=MAP, type=LEAF, immutable=LEAF),
+    "Service": _kind(
+        spec={
+            **_leaves(
+                "allocateLoadBalancerNodePorts",
+                "clusterIP",
+                "clusterIPs",
+                "externalIPs",
+                "externalName",
+                "externalTrafficPolicy",
+                "healthCheckNodePort",
+                "internalTrafficPolicy",
+                "ipFamilies",
+                "ipFamilyPolicy",
+                "loadBalancerClass",
+                "loadBalancerIP",
+                "loadBalancerSourceRanges",
+                "publishNotReadyAddresses",
+                "sessionAffinity",
+                "trafficDistribution",
+                "type",
+            ),
+            "ports": ListOf(
+                _leaves("appProtocol", "name", "nodePort", "port", "protocol", "targetPort")
+            ),
+            "selector": MAP,
+            "sessionAffinityConfig": {"clientIP": _leaves("timeoutSeconds")},
+        },
+        status={"conditions": OPAQUE, "loadBalancer": OPAQUE},
+    ),
     "PersistentVolumeClaim": _kind(
         spec=PERSISTENT_VOLUME_CLAIM_SPEC, status=PERSISTENT_VOLUME_CLAIM_STATUS
     ),

@@ -82,6 +82,7 @@ RESOURCES = {
     "Ingress": ("ingresses", "networking.k8s.io"),
     "EndpointSlice": ("endpointslices", "discovery.k8s.io"),
     "PodDisruptionBudget": ("poddisruptionbudgets", "policy"),
+    "Service": ("services", ""),
 }
 
 
@@ -172,6 +173,23 @@ VALID = [
     pytest.param("EndpointSlice", slice_(), id="endpointslice"),
     pytest.param("EndpointSlice", slice_("FQDN", "db.example.com"), id="endpointslice-fqdn"),
     pytest.param("PodDisruptionBudget", obj(spec={"minAvailable": "50%"}), id="pdb"),
+    pytest.param("Service", obj(spec={"ports": [{"port": 80}]}), id="service"),
+    pytest.param("Service", obj(spec={"clusterIP": "None"}), id="service-headless"),
+    pytest.param(
+        "Service",
+        obj(spec={"type": "ExternalName", "externalName": "db.example.com"}),
+        id="service-external-name",
+    ),
+    pytest.param(
+        "Service",
+        obj(
+            spec={
+                "type": "NodePort",
+                "ports": [{"name": "http", "port": 80}, {"name": "https", "port": 443}],
+            }
+        ),
+        id="service-node-port",
+    ),
 ]
 
 
@@ -619,6 +637,47 @@ INVALID = [
         [("endpoints[0].addresses", "Required value: must contain at least 1 address")],
         id="endpointslice-no-address",
     ),
+    # ---------------------------------------------------------------- Service
+    pytest.param(
+        "Service",
+        obj(spec={"type": "Magic"}),
+        [
+            (
+                "spec.type",
+                'Unsupported value: "Magic": supported values: "ClusterIP", "ExternalName", '
+                '"LoadBalancer", "NodePort"',
+            ),
+            ("spec.ports", "Required value"),
+        ],
+        id="service-type",
+    ),
+    pytest.param(
+        "Service",
+        obj(spec={"ports": [{"port": 80}, {"name": "b", "port": 0, "protocol": "ICMP"}]}),
+        [
+            ("spec.ports[0].name", "Required value"),
+            ("spec.ports[1].port", "Invalid value: 0: must be between 1 and 65535, inclusive"),
+            (
+                "spec.ports[1].protocol",
+                'Unsupported value: "ICMP": supported values: "SCTP", "TCP", "UDP"',
+            ),
+            # (defaulted from the port, as kube defaults it, then refused as kube refuses it)
+            (
+                "spec.ports[1].targetPort",
+                "Invalid value: 0: must be between 1 and 65535, inclusive",
+            ),
+        ],
+        id="service-ports",
+    ),
+    pytest.param(
+        "Service",
+        {"metadata": {"name": "9lives"}, "spec": {"type": "ExternalName"}},
+        [
+            ("metadata.name", f'Invalid value: "9lives": {DNS1035}'),
+            ("spec.externalName", "Required value"),
+        ],
+        id="service-name-and-external-name",
+    ),
     # ---------------------------------------------------------------- PodDisruptionBudget
     pytest.param(
         "PodDisruptionBudget",
@@ -763,6 +822,13 @@ UPDATES = [
         id="pvc-unbound-resize",
     ),
     pytest.param(
+        "Service",
+        obj(spec={"ports": [{"port": 80}]}),
+        lambda o: o["spec"].update(clusterIP="10.96.0.99", clusterIPs=["10.96.0.99"]),
+        [("spec.clusterIPs[0]", "Invalid value: \"['10.96.0.99']\": may not change once set")],
+        id="service-cluster-ip",
+    ),
+    pytest.param(
         "EndpointSlice",
         slice_(),
         lambda o: o.update(addressType="IPv6", endpoints=[{"addresses": ["fd00::1"]}]),
@@ -777,3 +843,27 @@ def test_kinds_invalid_updates_are_refused_with_kubes_causes(
     store: Store, kind: str, body: dict[str, Any], change: Any, expected: list[tuple[str, str]]
 ) -> None:
     assert _update_causes(store, kind, body, change) == expected
+
+
+def test_kinds_service_allocations_are_defaulted_and_kept_on_update(store: Store) -> None:
+    body = obj(spec={"type": "NodePort", "selector": LABELS, "ports": [{"port": 80}]})
+    created = create(store, "Service", body)
+    spec = created["spec"]
+    assert spec["clusterIPs"] == [spec["clusterIP"]]
+    assert spec["clusterIP"].startswith("10.") and spec["clusterIP"] != "10.96.0.0"
+    port = spec["ports"][0]
+    assert (port["protocol"], port["targetPort"]) == ("TCP", 80)
+    assert 30000 <= port["nodePort"] <= 32767
+    assert (spec["sessionAffinity"], spec["externalTrafficPolicy"]) == ("None", "Cluster")
+    assert (spec["ipFamilies"], spec["ipFamilyPolicy"]) == (["IPv4"], "SingleStack")
+    assert created["status"] == {"loadBalancer": {}}
+    # A PUT without the allocations (as a client that never read them sends) keeps them.
+    sent = copy.deepcopy(created)
+    for key in ("clusterIP", "clusterIPs"):
+        del sent["spec"][key]
+    del sent["spec"]["ports"][0]["nodePort"]
+    sent["spec"]["selector"] = {"app": "other"}
+    updated = store.update(store.resource("services"), sent)
+    assert updated["spec"]["clusterIP"] == spec["clusterIP"]
+    assert updated["spec"]["ports"][0]["nodePort"] == port["nodePort"]
+    assert updated["spec"]["selector"] == {"app": "other"}

@@ -23,7 +23,7 @@ from pycm.sim.objects import Obj
 from pycm.sim.registry.strategy import Strategy
 from pycm.sim.tables import Printer, age, col, name_of, spec_of, status_of
 
-__all__ = ["STRATEGY", "IngressStrategy", "dns1035_label_causes"]
+__all__ = ["STRATEGY", "IngressStrategy", "dns1035_label_causes", "port_name_causes"]
 
 PATH_TYPES = ("Exact", "ImplementationSpecific", "Prefix")
 _BAD_SEQUENCES = ("//", "/./", "/../", "%2f", "%2F")
@@ -56,7 +56,7 @@ def dns1035_label_causes(field: str, value: str) -> list[Cause]:
     return causes
 
 
-def _port_name_causes(field: str, name: str) -> list[Cause]:
+def port_name_causes(field: str, name: str) -> list[Cause]:
     """kube's IsValidPortName (an IANA service name)."""
     why = []
     if len(name) > 15:
@@ -90,7 +90,7 @@ def _backend_causes(backend: Any, path: str) -> list[Cause]:
     if name and number:
         causes.append(validation.invalid_value(path, "", "cannot set both port name & port number"))
     elif name:
-        causes += _port_name_causes(f"{path}.service.port.name", str(name))
+        causes += port_name_causes(f"{path}.service.port.name", str(name))
     elif number:
         if not isinstance(number, int) or not 1 <= number <= 65535:
             causes.append(

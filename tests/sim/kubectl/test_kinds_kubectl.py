@@ -211,6 +211,18 @@ def test_kubectl_create_job_and_get_it(run_kubectl: Kubectl, ns: str) -> None:
             id="endpointslices",
         ),
         pytest.param(
+            "services",
+            {
+                "apiVersion": "v1",
+                "kind": "Service",
+                "metadata": {"name": "web"},
+                "spec": {"type": "NodePort", "selector": LABELS, "ports": [{"port": 80}]},
+            },
+            ["NAME", "TYPE", "CLUSTER-IP", "EXTERNAL-IP", "PORT(S)", "AGE"],
+            ["web", "NodePort"],
+            id="services",
+        ),
+        pytest.param(
             "poddisruptionbudgets",
             {
                 "apiVersion": "policy/v1",
