@@ -20,6 +20,7 @@ from pycm.sim.registry import (
     cronjobs,
     daemonsets,
     endpointslices,
+    horizontalpodautoscalers,
     ingresses,
     jobs,
     persistentvolumeclaims,
@@ -346,6 +347,20 @@ def _build() -> Registry:
             "endpointslice",
             True,
             endpointslices.STRATEGY,
+        )
+    )
+    add(
+        Resource(
+            "autoscaling",
+            "v2",
+            "horizontalpodautoscalers",
+            "HorizontalPodAutoscaler",
+            "horizontalpodautoscaler",
+            True,
+            horizontalpodautoscalers.STRATEGY,
+            short_names=("hpa",),
+            categories=("all",),
+            subresources=("status",),
         )
     )
     add(

@@ -614,6 +614,19 @@ KINDS: dict[str, Struct] = {
         endpoints=ListOf(ENDPOINT),
         ports=ListOf(_leaves("appProtocol", "name", "port", "protocol")),
     ),
+    "HorizontalPodAutoscaler": _kind(
+        spec={
+            **_leaves("maxReplicas", "minReplicas"),
+            "scaleTargetRef": _leaves("apiVersion", "kind", "name"),
+            "metrics": OPAQUE,
+            "behavior": OPAQUE,
+        },
+        status={
+            **_leaves("currentReplicas", "desiredReplicas", "lastScaleTime", "observedGeneration"),
+            "conditions": ListOf({**_CONDITION, "observedGeneration": LEAF}),
+            "currentMetrics": OPAQUE,
+        },
+    ),
     "PodDisruptionBudget": _kind(
         spec={
             **_leaves("maxUnavailable", "minAvailable", "unhealthyPodEvictionPolicy"),

@@ -89,6 +89,7 @@ async def test_http_discovery_lists_what_kubectl_needs(http: httpx.AsyncClient) 
         "coordination.k8s.io",
         "authentication.k8s.io",
         "authorization.k8s.io",
+        "autoscaling",
         "batch",
         "discovery.k8s.io",
         "networking.k8s.io",

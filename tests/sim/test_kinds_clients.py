@@ -215,3 +215,10 @@ def test_ingress_endpointslice_and_pdb_round_trip(api: client.ApiClient, namespa
         },
     )
     assert pdb.status.disruptions_allowed == 0 and pdb.status.expected_pods == 0
+    autoscaling = client.AutoscalingV2Api(api)
+    ref = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}
+    hpa = autoscaling.create_namespaced_horizontal_pod_autoscaler(
+        namespace, {"metadata": {"name": "web"}, "spec": {"scaleTargetRef": ref, "maxReplicas": 3}}
+    )
+    assert hpa.spec.min_replicas == 1 and hpa.status.desired_replicas == 0
+    assert hpa.spec.metrics[0].resource.target.average_utilization == 80

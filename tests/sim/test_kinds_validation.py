@@ -83,6 +83,7 @@ RESOURCES = {
     "EndpointSlice": ("endpointslices", "discovery.k8s.io"),
     "PodDisruptionBudget": ("poddisruptionbudgets", "policy"),
     "Service": ("services", ""),
+    "HorizontalPodAutoscaler": ("horizontalpodautoscalers", "autoscaling"),
 }
 
 
@@ -174,6 +175,11 @@ VALID = [
     pytest.param("EndpointSlice", slice_("FQDN", "db.example.com"), id="endpointslice-fqdn"),
     pytest.param("PodDisruptionBudget", obj(spec={"minAvailable": "50%"}), id="pdb"),
     pytest.param("Service", obj(spec={"ports": [{"port": 80}]}), id="service"),
+    pytest.param(
+        "HorizontalPodAutoscaler",
+        obj(spec={"scaleTargetRef": {"kind": "Deployment", "name": "web"}, "maxReplicas": 5}),
+        id="hpa",
+    ),
     pytest.param("Service", obj(spec={"clusterIP": "None"}), id="service-headless"),
     pytest.param(
         "Service",
@@ -678,6 +684,41 @@ INVALID = [
         ],
         id="service-name-and-external-name",
     ),
+    # ---------------------------------------------------------------- HorizontalPodAutoscaler
+    pytest.param(
+        "HorizontalPodAutoscaler",
+        obj(spec={"scaleTargetRef": {}, "minReplicas": 3, "maxReplicas": 2}),
+        [
+            ("spec.scaleTargetRef.kind", "Required value"),
+            ("spec.scaleTargetRef.name", "Required value"),
+            (
+                "spec.maxReplicas",
+                "Invalid value: 2: must be greater than or equal to `minReplicas`",
+            ),
+        ],
+        id="hpa-target-and-bounds",
+    ),
+    pytest.param(
+        "HorizontalPodAutoscaler",
+        obj(
+            spec={
+                "scaleTargetRef": {"kind": "Deployment", "name": "web"},
+                "minReplicas": 0,
+                "maxReplicas": 0,
+                "metrics": [{"type": "Vibes"}],
+            }
+        ),
+        [
+            ("spec.minReplicas", "Invalid value: 0: must be greater than or equal to 1"),
+            ("spec.maxReplicas", "Invalid value: 0: must be greater than 0"),
+            (
+                "spec.metrics[0].type",
+                'Unsupported value: "Vibes": supported values: "ContainerResource", "External", '
+                '"Object", "Pods", "Resource"',
+            ),
+        ],
+        id="hpa-zero-and-metric-type",
+    ),
     # ---------------------------------------------------------------- PodDisruptionBudget
     pytest.param(
         "PodDisruptionBudget",
@@ -867,3 +908,21 @@ def test_kinds_service_allocations_are_defaulted_and_kept_on_update(store: Store
     assert updated["spec"]["clusterIP"] == spec["clusterIP"]
     assert updated["spec"]["ports"][0]["nodePort"] == port["nodePort"]
     assert updated["spec"]["selector"] == {"app": "other"}
+
+
+def test_kinds_hpa_defaults_cpu_at_80_percent(store: Store) -> None:
+    ref = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}
+    created = create(
+        store, "HorizontalPodAutoscaler", obj(spec={"scaleTargetRef": ref, "maxReplicas": 4})
+    )
+    assert created["spec"]["minReplicas"] == 1
+    assert created["spec"]["metrics"] == [
+        {
+            "type": "Resource",
+            "resource": {
+                "name": "cpu",
+                "target": {"type": "Utilization", "averageUtilization": 80},
+            },
+        }
+    ]
+    assert created["status"] == {"desiredReplicas": 0}

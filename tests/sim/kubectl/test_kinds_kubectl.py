@@ -223,6 +223,25 @@ def test_kubectl_create_job_and_get_it(run_kubectl: Kubectl, ns: str) -> None:
             id="services",
         ),
         pytest.param(
+            "horizontalpodautoscalers",
+            {
+                "apiVersion": "autoscaling/v2",
+                "kind": "HorizontalPodAutoscaler",
+                "metadata": {"name": "web"},
+                "spec": {
+                    "scaleTargetRef": {
+                        "apiVersion": "apps/v1",
+                        "kind": "Deployment",
+                        "name": "web",
+                    },
+                    "maxReplicas": 5,
+                },
+            },
+            ["NAME", "REFERENCE", "TARGETS", "MINPODS", "MAXPODS", "REPLICAS", "AGE"],
+            ["web", "Deployment/web", "<unknown>/80%", "1", "5", "0"],
+            id="hpa",
+        ),
+        pytest.param(
             "poddisruptionbudgets",
             {
                 "apiVersion": "policy/v1",
