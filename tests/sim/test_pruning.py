@@ -185,9 +185,15 @@ def test_prune_values_of_another_shape_are_left_to_validation() -> None:
 
 
 def test_prune_kind_without_a_schema_is_untouched() -> None:
-    service = {"metadata": {"name": "s"}, "spec": {"odd": 1}, "odd": 2}
-    assert prune_unknown_fields("Service", "v1", service, "Strict") == []
-    assert service == {"metadata": {"name": "s"}, "spec": {"odd": 1}, "odd": 2}
+    role = {"metadata": {"name": "r"}, "rules": [{"odd": 1}], "odd": 2}
+    assert prune_unknown_fields("Role", "v1", role, "Strict") == []
+    assert role == {"metadata": {"name": "r"}, "rules": [{"odd": 1}], "odd": 2}
+
+
+def test_prune_service_drops_what_its_type_does_not_declare() -> None:
+    service = {"metadata": {"name": "s"}, "spec": {"ports": [{"port": 80, "odd": 1}]}, "odd": 2}
+    assert prune_unknown_fields("Service", "v1", service, "Warn") == ["spec.ports[0].odd", "odd"]
+    assert service == {"metadata": {"name": "s"}, "spec": {"ports": [{"port": 80}]}}
 
 
 def test_prune_unknown_mode_is_400() -> None:
