@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pycm.sim.crd import causes as fe
+from pycm.sim.crd.jsonpath import JSONPathError, parse_json_path
 from pycm.sim.crd.structural import validate_openapi_schema
 from pycm.sim.errors import Cause
 
@@ -169,15 +170,24 @@ def _columns_causes(columns: Any, path: str) -> list[Cause]:
         json_path = column.get("jsonPath")
         if not json_path:
             out.append(fe.required(f"{where}.jsonPath"))
-        elif not (isinstance(json_path, str) and _SIMPLE_JSON_PATH.match(json_path)):
-            why = "must be a simple json path starting with ."
-            out.append(fe.invalid(f"{where}.jsonPath", json_path, why))
+        else:
+            out += _json_path_causes(f"{where}.jsonPath", json_path)
         priority = column.get("priority", 0)
         if not isinstance(priority, int) or isinstance(priority, bool) or priority < 0:
             out.append(
                 fe.invalid(f"{where}.priority", priority, "must be greater than or equal to 0")
             )
     return out
+
+
+def _json_path_causes(path: str, value: Any) -> list[Cause]:
+    if not isinstance(value, str) or not value.startswith("."):
+        return [fe.invalid(path, str(value), "must be a simple json path starting with .")]
+    try:
+        parse_json_path(value)
+    except JSONPathError as e:
+        return [fe.invalid(path, value, f"must be a valid JSONPath: {e}")]
+    return []
 
 
 def _versions_causes(versions: Any) -> list[Cause]:
