@@ -72,7 +72,7 @@ def test_crd_status_conflict_is_not_established(
         ("NamesAccepted", "False", reason, message),
         ("Established", "False", "NotAccepted", "not all names are accepted"),
     ]
-    assert status["acceptedNames"] == {}
+    assert status["acceptedNames"] == {"plural": "", "kind": ""}
     assert not is_established({"status": status})
 
 

@@ -17,7 +17,7 @@ CRD reads Established in the response that created it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 __all__ = ["crd_status", "is_established"]
@@ -34,7 +34,9 @@ def _accepted(crd: Mapping[str, Any]) -> Mapping[str, Any]:
     return (crd.get("status") or {}).get("acceptedNames") or {}
 
 
-def _conflict(names: Mapping[str, Any], others: list[Mapping[str, Any]]) -> tuple[str, str] | None:
+def _conflict(
+    names: Mapping[str, Any], others: Sequence[Mapping[str, Any]]
+) -> tuple[str, str] | None:
     """(reason, message) of the first name already accepted by another CRD, or None."""
 
     def in_use(value: Any, fields: Iterable[str]) -> bool:
@@ -84,7 +86,7 @@ def _set_condition(
 def crd_status(
     crd: Mapping[str, Any],
     old_status: Mapping[str, Any] | None,
-    others: list[Mapping[str, Any]],
+    others: Sequence[Mapping[str, Any]],
     now: str,
 ) -> Obj:
     """The status a (defaulted, valid) CRD gets on a write: accepted names, the two
@@ -109,7 +111,8 @@ def crd_status(
             now,
         )
     else:
-        status.setdefault("acceptedNames", {})
+        # kube's AcceptedNames always carries plural and kind (not omitempty).
+        status.setdefault("acceptedNames", {"plural": "", "kind": ""})
         _set_condition(conditions, "NamesAccepted", "False", conflict[0], conflict[1], now)
         if not is_established({"status": {"conditions": conditions}}):
             _set_condition(
