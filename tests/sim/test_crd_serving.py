@@ -349,6 +349,11 @@ def test_crd_several_versions_one_storage(api: client.ApiClient, namespace: str)
         read = v1.get(name="x", namespace=namespace).to_dict()
         assert read["apiVersion"] == f"{group}/v1"  # the None strategy: only apiVersion changes
         assert read["spec"] == written["spec"]
+        listed = v1beta1.get(namespace=namespace).to_dict()
+        assert [i["apiVersion"] for i in listed["items"]] == [f"{group}/v1beta1"]
+        events = v1beta1.watch(namespace=namespace, timeout=2)
+        first = next(iter(events))
+        assert first["raw_object"]["apiVersion"] == f"{group}/v1beta1"  # a watch is rewritten too
         served = [r.api_version for r in DynamicClient(api).resources.search(group=group)]
         assert "v1alpha1" not in served and {"v1", "v1beta1"} <= set(served)
     finally:

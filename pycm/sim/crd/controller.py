@@ -12,8 +12,8 @@ After every committed write of a CRD (:meth:`CRDStrategy.committed`):
    anew over the same objects; versions no longer served leave discovery.
 
 When a CRD is deleted (:meth:`CRDStrategy.delete`), the resource it serves is unserved: every
-custom resource is removed (DELETED to watchers), its watches end, and it answers 404 after —
-kube's ``customresourcecleanup`` finalizer, done at once. The other CRDs of the group are then
+custom resource is removed (DELETED to watchers; open watches end at their timeout), and it
+answers 404 after — kube's ``customresourcecleanup`` finalizer, done at once. The other CRDs of the group are then
 synced again: one that conflicted with the deleted one's names may now be accepted.
 
 The controller holds no state of its own: what is served is read back from the store's registry
