@@ -13,8 +13,9 @@ After every committed write of a CRD (:meth:`CRDStrategy.committed`):
 
 When a CRD is deleted (:meth:`CRDStrategy.delete`), the resource it serves is unserved: every
 custom resource is removed (DELETED to watchers; open watches end at their timeout), and it
-answers 404 after — kube's ``customresourcecleanup`` finalizer, done at once. The other CRDs of the group are then
-synced again: one that conflicted with the deleted one's names may now be accepted.
+answers 404 after — kube's ``customresourcecleanup`` finalizer, done at once. Once the CRD is
+gone, the other CRDs of its group are synced again: one that conflicted with its names may now
+be accepted.
 
 The controller holds no state of its own: what is served is read back from the store's registry
 (each served Resource's strategy knows its CRD's uid).
