@@ -466,6 +466,9 @@ class _DState:
     chars: tuple[int, ...]  # the CHAR states of the closure
     matches: bool
     step: dict[str, frozenset[int]] = field(default_factory=dict)
+    # The next state after a character, at a position inside the text (context 0); only for
+    # patterns whose assertions are all ^/$/\A/\z (the common case: one look-up a character).
+    nxt: dict[str, _DState] = field(default_factory=dict)
 
 
 class Regex:
@@ -478,6 +481,9 @@ class Regex:
         self._start = c.comp(tree, 0)
         self._kind, self._arg, self._out, self._out2 = c.kind, c.arg, c.out, c.out2
         self._has_asserts = _ASSERT in c.kind
+        kinds = {str(a) for k, a in zip(c.kind, c.arg, strict=True) if k == _ASSERT}
+        # Only text-boundary assertions: every position inside the text has context 0.
+        self._boundary_only = kinds <= {"bot", "eot"}
         self._dstates: dict[tuple[frozenset[int], int], _DState] = {}
 
     def _closure(self, kernel: frozenset[int], ctx: int) -> _DState:
@@ -529,24 +535,46 @@ class Regex:
             ctx |= _WORDB
         return ctx
 
+    def _step(self, d: _DState, c: str) -> frozenset[int]:
+        nk = d.step.get(c)
+        if nk is None:
+            arg, out = self._arg, self._out
+            nk = frozenset(out[s] for s in d.chars if arg[s].has(c))  # type: ignore[attr-defined]
+            if len(d.step) < 256:  # per-state memo of characters, bounded
+                d.step[c] = nk
+        return nk
+
     def search(self, text: str) -> bool:
+        n = len(text)
+        if not self._boundary_only:
+            return self._search_in_context(text)
+        d = self._closure(frozenset(), _BOT | _BOL | (_EOT | _EOL if n == 0 else 0))
+        last = n - 1
+        for i, c in enumerate(text):
+            if d.matches:
+                return True
+            if i < last:
+                nd = d.nxt.get(c)
+                if nd is None:
+                    nd = self._closure(self._step(d, c), 0)
+                    if len(d.nxt) < 256:
+                        d.nxt[c] = nd
+                d = nd
+            else:
+                d = self._closure(self._step(d, c), _EOT | _EOL)
+        return d.matches
+
+    def _search_in_context(self, text: str) -> bool:
+        """The search for patterns with line or word assertions: each position's context."""
         kernel: frozenset[int] = frozenset()
-        asserts = self._has_asserts
-        arg, out = self._arg, self._out
         n = len(text)
         for i in range(n + 1):
-            d = self._closure(kernel, self._ctx(text, i) if asserts else 0)
+            d = self._closure(kernel, self._ctx(text, i))
             if d.matches:
                 return True
             if i == n:
                 return False
-            c = text[i]
-            nk = d.step.get(c)
-            if nk is None:
-                nk = frozenset(out[s] for s in d.chars if arg[s].has(c))  # type: ignore[attr-defined]
-                if len(d.step) < 256:  # per-state memo of characters, bounded
-                    d.step[c] = nk
-            kernel = nk
+            kernel = self._step(d, text[i])
         return False
 
 

@@ -40,22 +40,30 @@ _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 _MAX_JSON_INT = 2**53 - 1
 
 
+_JSON_TYPES: dict[type, str] = {
+    type(None): "null",
+    bool: "boolean",
+    int: "integer",
+    float: "number",
+    str: "string",
+    list: "array",
+    dict: "object",
+}
+
+
 def json_type(value: Any) -> str:
     """The JSON type kube-openapi infers for a decoded value (an int beyond int64 decodes as a
     float64 in kube, so it is a "number")."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer" if _INT64_MIN <= value <= _INT64_MAX else "number"
-    if isinstance(value, float):
+    found = _JSON_TYPES.get(type(value))
+    if found == "integer" and not _INT64_MIN <= value <= _INT64_MAX:
         return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
+    if found is None:  # a subclass (never from a JSON decoder): the slow way
+        if isinstance(value, bool):
+            return "boolean"
+        if isinstance(value, int):
+            return "integer"
+        return "object" if isinstance(value, dict) else "string"
+    return found
 
 
 def json_equal(a: Any, b: Any) -> bool:
@@ -223,7 +231,8 @@ def _validate(value: Any, s: Schema, path: str, out: list[Cause]) -> None:
         detail = f'{_in_body(where)} must be of type integer,string: "{actual}"'
         out.append(fe.type_invalid(where, actual, detail))
         return
-    _junctors(value, s, path, out)
+    if s.all_of or s.any_of or s.one_of or s.not_ is not None:
+        _junctors(value, s, path, out)
     if actual == "string":
         _string(value, s, where, out)
     elif actual in ("integer", "number"):
