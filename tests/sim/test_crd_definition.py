@@ -397,3 +397,48 @@ def test_crd_update_scope_is_immutable_and_stored_versions_kept() -> None:
         'spec.scope: Invalid value: "Cluster": field is immutable',
         'status.storedVersions[0]: Invalid value: "v1": must appear in spec.versions',
     ]
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "message"),
+    [
+        pytest.param(
+            SPEC_PROPS + "/replicas/type",
+            1,
+            "json: cannot unmarshal number into Go struct field JSONSchemaProps.spec.versions.schema.openAPIV3Schema.properties.properties.type of type string",
+            id="type-not-string",
+        ),
+        pytest.param(
+            "spec/versions/0/served",
+            "yes",
+            "json: cannot unmarshal string into Go struct field CustomResourceDefinitionVersion.spec.versions.served of type bool",
+            id="served-not-bool",
+        ),
+        pytest.param(
+            SCHEMA + "/properties",
+            [1],
+            "json: cannot unmarshal array into Go struct field JSONSchemaProps.spec.versions.schema.openAPIV3Schema.properties of type map[string]v1.JSONSchemaProps",
+            id="properties-not-map",
+        ),
+        pytest.param(
+            "spec/names/shortNames",
+            [1],
+            "json: cannot unmarshal array into Go struct field CustomResourceDefinition.spec.names.shortNames of type []string",
+            id="short-names-not-strings",
+        ),
+    ],
+)
+def test_crd_wrong_json_types_are_400_as_kubes_decoder_says(
+    path: str, value: Any, message: str
+) -> None:
+    from pycm.sim.crd.shape import check_crd_shape
+    from pycm.sim.errors import APIError
+
+    obj = crd(a=_set(path, value))
+    with pytest.raises(APIError) as err:
+        check_crd_shape(obj)
+    assert err.value.code == 400
+    assert err.value.message == (
+        'CustomResourceDefinition in version "v1" cannot be handled as a CustomResourceDefinition: '
+        + message
+    )

@@ -9,10 +9,11 @@ status on create, and hands every committed write and every deletion to the cont
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pycm.sim import validation
 from pycm.sim.crd.definition import apply_crd_defaults, validate_crd, validate_crd_update
+from pycm.sim.crd.shape import check_crd_shape
 from pycm.sim.errors import Cause
 from pycm.sim.objects import Obj
 from pycm.sim.registry.strategy import Strategy
@@ -29,6 +30,10 @@ __all__ = ["STRATEGY", "CRDStrategy"]
 class CRDStrategy(Strategy):
     status_subresource = True
     generation_on_spec = True
+
+    def check_shape(self, obj: Any) -> None:
+        super().check_shape(obj)
+        check_crd_shape(obj)
 
     def default(self, obj: Obj) -> None:
         apply_crd_defaults(obj)
