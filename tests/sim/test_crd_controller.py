@@ -91,3 +91,18 @@ def test_crd_delete_removes_objects_and_watchers_see_them_deleted(store: Store) 
     with pytest.raises(APIError) as err:
         store.get(_crds(store), None, f"websites.{GROUP}")
     assert err.value.code == 404
+
+
+def test_crd_with_a_built_in_kinds_names_does_not_take_it_over(store: Store) -> None:
+    crd = website_crd("rbac.authorization.k8s.io")
+    crd["metadata"] = {
+        "name": "roles.rbac.authorization.k8s.io",
+        "annotations": {"api-approved.kubernetes.io": "unapproved, test"},
+    }
+    crd["spec"]["names"] = {"plural": "roles", "kind": "Role"}
+    store.create(_crds(store), crd)
+    served = store.registry.get("rbac.authorization.k8s.io", "v1", "roles")
+    assert served is not None and served.kind == "Role"
+    assert type(served.strategy).__name__ != "CustomResourceStrategy"
+    store.delete(_crds(store), None, "roles.rbac.authorization.k8s.io")
+    assert store.registry.get("rbac.authorization.k8s.io", "v1", "roles") is served

@@ -312,6 +312,25 @@ CASES = [
         id="embedded-not-object",
     ),
     pytest.param(
+        {
+            "a": _set("spec/group", "example.k8s.io"),
+            "b": _set("metadata/name", "websites.example.k8s.io"),
+        },
+        [
+            'metadata.annotations[api-approved.kubernetes.io]: Required value: protected groups must have approval annotation "api-approved.kubernetes.io", see https://github.com/kubernetes/enhancements/pull/1111'
+        ],
+        id="protected-group",
+    ),
+    pytest.param(
+        {
+            "a": _set("spec/group", "example.k8s.io"),
+            "b": _set("metadata/name", "websites.example.k8s.io"),
+            "c": _set("metadata/annotations", {"api-approved.kubernetes.io": "unapproved, test"}),
+        },
+        [],
+        id="protected-group-approved",
+    ),
+    pytest.param(
         {"a": _set("spec/conversion", {"strategy": "Webhook"})},
         ['spec.conversion.strategy: Unsupported value: "Webhook": supported values: "None"'],
         id="webhook-conversion-refused",

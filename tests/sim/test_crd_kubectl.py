@@ -124,6 +124,20 @@ def test_kubectl_apply_crd_then_get_shows_printer_columns(
     as_json = json.loads(run_kubectl("get", "wsite", "home", "-n", ns, "-o", "json").stdout)
     assert as_json["spec"] == {"host": "home.example", "replicas": 1}
 
+    # Applied again: the custom resource is patched, and a changed CRD served anew.
+    site["spec"]["host"] = "new.example"
+    again = run_kubectl("apply", "-f", _write(tmp_path, "site.yaml", site), "--validate=false")
+    assert f"website.{group}/home configured" in again.stdout
+    changed = crd_manifest(group)
+    changed["spec"]["versions"][0]["additionalPrinterColumns"][0]["name"] = "Domain"
+    reapplied = run_kubectl(
+        "apply", "-f", _write(tmp_path, "crd.yaml", changed), "--validate=false"
+    )
+    assert "configured" in reapplied.stdout
+    lines = run_kubectl("get", "wsite", "-n", ns).stdout.splitlines()
+    assert lines[0].split() == ["NAME", "DOMAIN", "REPLICAS", "AGE"]
+    assert lines[1].split()[:2] == ["home", "new.example"]
+
     run_kubectl("delete", "-f", crd)
     after = run_kubectl("get", f"websites.{group}", "-n", ns, check=False)
     assert after.returncode != 0

@@ -105,6 +105,8 @@ def _serve(store: Store, crd: Obj) -> None:
     uid = crd["metadata"].get("uid")
     if current is not None and current.crd_uid != uid:
         return  # another CRD serves these names (this one's were not accepted)
+    if current is None and store.registry.resources.get((group, plural)) is not None:
+        return  # a built-in kind has these names: it wins, as kube's own handlers come first
     wanted = _resources(crd)
     served = _served_here(store, group, plural)
     fingerprint = [(r.version, r.strategy.fingerprint) for r in wanted]  # type: ignore[attr-defined]

@@ -232,6 +232,27 @@ def _versions_causes(versions: Any) -> list[Cause]:
     return out
 
 
+_APPROVAL = "api-approved.kubernetes.io"
+
+
+def _approval_causes(crd: Mapping[str, Any], group: Any) -> list[Cause]:
+    """Groups under k8s.io and kubernetes.io are protected: kube wants the approval
+    annotation (any value; "unapproved…" values are accepted with a condition kube sets)."""
+    if not isinstance(group, str):
+        return []
+    protected = group in ("k8s.io", "kubernetes.io") or group.endswith(
+        (".k8s.io", ".kubernetes.io")
+    )
+    annotations = (crd.get("metadata") or {}).get("annotations") or {}
+    if not protected or _APPROVAL in annotations:
+        return []
+    why = (
+        f'protected groups must have approval annotation "{_APPROVAL}", see '
+        "https://github.com/kubernetes/enhancements/pull/1111"
+    )
+    return [fe.required(f"metadata.annotations[{_APPROVAL}]", why)]
+
+
 def validate_crd(crd: Mapping[str, Any]) -> list[Cause]:
     """Every cause against a (defaulted) CRD on create."""
     out: list[Cause] = []
@@ -245,6 +266,7 @@ def validate_crd(crd: Mapping[str, Any]) -> list[Cause]:
         out.append(fe.invalid("spec.group", str(group), _DNS1123_MSG))
     elif "." not in group:
         out.append(fe.invalid("spec.group", group, "should be a domain with at least one dot"))
+    out += _approval_causes(crd, group)
     names = spec.get("names")
     plural = names.get("plural") if isinstance(names, Mapping) else None
     name = (crd.get("metadata") or {}).get("name")
