@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from pycm.sim.crd.kind import STRATEGY as CRD_STRATEGY
 from pycm.sim.registry import (
     cronjobs,
     daemonsets,
@@ -408,6 +409,20 @@ def _build() -> Registry:
             PlainStrategy("SubjectAccessReview"),
             verbs=("create",),
             stored=False,
+        )
+    )
+    add(
+        Resource(
+            "apiextensions.k8s.io",
+            "v1",
+            "customresourcedefinitions",
+            "CustomResourceDefinition",
+            "customresourcedefinition",
+            False,
+            CRD_STRATEGY,
+            short_names=("crd", "crds"),
+            categories=("api-extensions",),
+            subresources=("status",),
         )
     )
     return registry

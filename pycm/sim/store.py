@@ -46,7 +46,7 @@ from pycm.sim.namespace_controller import NamespaceController
 from pycm.sim.objects import Obj, deep_copy, generate_name, meta, new_uid, rfc3339
 from pycm.sim.patch import apply_patch
 from pycm.sim.resources import REGISTRY, Registry, Resource, ResourceKey
-from pycm.sim.scale import scale_of, scale_replicas
+from pycm.sim.scale import scale_replicas
 from pycm.sim.selectors import FieldSelector, LabelSelector
 from pycm.sim.tokens import encode_continue
 from pycm.sim.versions import MAX_RESOURCE_VERSION, parse_resource_version
@@ -332,6 +332,7 @@ class Store:
         if res.strategy.expires and type_ != DELETED:
             self._expiry.written(res.key, ref[1], ref[2], str(self._rv))
         self._expiry.expire(self)
+        res.strategy.committed(self, res, type_, obj)
         return obj, encoded
 
     def watch(
@@ -616,7 +617,7 @@ class Store:
         """GET .../scale: the object's ``autoscaling/v1 Scale``."""
         if not res.has_scale:
             raise errors.not_found(res.plural, name, res.group)
-        return scale_of(self._stored(res, namespace, name))
+        return res.strategy.scale_of(self._stored(res, namespace, name))
 
     def update_scale(
         self, res: Resource, namespace: str | None, name: str, scale: Obj, *, manager: str = ""
@@ -629,7 +630,7 @@ class Store:
         rv = (scale.get("metadata") or {}).get("resourceVersion")
         if rv:
             current["metadata"]["resourceVersion"] = str(rv)
-        current.setdefault("spec", {})["replicas"] = replicas
+        res.strategy.set_replicas(current, replicas)
         self._update(res, current, namespace, "scale", manager)
         return self.get_scale(res, namespace, name)
 

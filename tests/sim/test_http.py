@@ -85,6 +85,7 @@ async def test_http_discovery_lists_what_kubectl_needs(http: httpx.AsyncClient) 
     assert "replicasets/scale" in apps and "replicasets/status" in apps
     groups = {g["name"] for g in (await http.get("/apis")).json()["groups"]}
     assert groups == {
+        "apiextensions.k8s.io",  # CustomResourceDefinitions
         "apps",
         "coordination.k8s.io",
         "authentication.k8s.io",

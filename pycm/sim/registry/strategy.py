@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pycm.sim import shape, validation
+from pycm.sim import scale, shape, validation
 from pycm.sim.errors import Cause
 from pycm.sim.objects import Obj, copy_value, deep_copy
 from pycm.sim.pruning import prune_unknown_fields
@@ -131,6 +131,20 @@ class Strategy:
     def generation_changed(self, new: Obj, old: Obj) -> bool:
         """Does this update bump metadata.generation?"""
         return self.generation_on_spec and spec_changed(new, old)
+
+    def committed(self, store: Store, res: Resource, event_type: str, obj: Obj) -> None:
+        """After a write of ``obj`` was stored and its watch event sent (a CRD's controller
+        serves its resource here)."""
+
+    # ---------------------------------------------------------------- scale subresource
+
+    def scale_of(self, obj: Obj) -> Obj:
+        """The object's ``autoscaling/v1 Scale`` (replicas at ``spec.replicas``)."""
+        return scale.scale_of(obj)
+
+    def set_replicas(self, obj: Obj, replicas: int) -> None:
+        """Write a Scale's replicas into ``obj`` (a copy of the stored object)."""
+        obj.setdefault("spec", {})["replicas"] = replicas
 
     # ---------------------------------------------------------------- deleting
 
