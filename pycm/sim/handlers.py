@@ -23,7 +23,7 @@ from starlette.responses import PlainTextResponse, Response, StreamingResponse
 from pycm.sim import discovery, errors, managedfields
 from pycm.sim.auth import Attributes, Authorizer, TokenAuthenticator, UserInfo
 from pycm.sim.bodies import OBJECT_TYPES, PATCH_TYPES, decode_body
-from pycm.sim.crd.conversion import served_as
+from pycm.sim.crd.conversion import served_as, stored_versions
 from pycm.sim.gostrconv import parse_duration, quote
 from pycm.sim.listoptions import ListOptions, list_options, watch_timeout
 from pycm.sim.negotiation import METADATA, TABLE, Output, negotiate
@@ -138,11 +138,13 @@ async def _serve(ctx: APIContext, request: Request) -> Response:
     if res.namespaced is False and info.namespace and info.resource != "namespaces":
         raise errors.not_found(info.resource, "")
     storage = ctx.store.registry.resources.get(res.key)
-    if storage is not None and storage.version != res.version:
-        # A custom resource through a version other than its storage version (one table;
-        # kube's None conversion: only apiVersion differs).
-        answer = await _resource(ctx, request, storage, info, query, user, asked=res)
-        return served_as(answer, storage.api_version, res.api_version)
+    stored_as = stored_versions(storage, res) if storage is not None else ()
+    if storage is not None and stored_as:
+        # A custom resource whose objects are stored at another version than the one asked
+        # through (one table; kube's None conversion: only apiVersion differs).
+        asked = res if storage.version != res.version else None
+        answer = await _resource(ctx, request, storage, info, query, user, asked=asked)
+        return served_as(answer, stored_as, res.api_version)
     return await _resource(ctx, request, res, info, query, user)
 
 

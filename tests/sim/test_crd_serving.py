@@ -448,3 +448,37 @@ async def test_crd_pycm_client_round_trip(emu: Emulator) -> None:
             ("rt", "Ready")
         ]
         await kube.delete(crds, "websites.pycm.example.com")
+
+
+def test_crd_storage_version_change_serves_old_objects_at_the_asked_version(
+    api: client.ApiClient, namespace: str
+) -> None:
+    group = f"m{secrets.token_hex(3)}.example.com"
+    crd = website_crd(group)
+    crd["spec"]["versions"][0]["name"] = "v1alpha1"
+    ext = client.ApiextensionsV1Api(api)
+    ext.create_custom_resource_definition(crd)
+    try:
+        old = websites(api, group, "v1alpha1")
+        old.create(
+            body={**body(group, "early"), "apiVersion": f"{group}/v1alpha1"}, namespace=namespace
+        )
+        current = api.sanitize_for_serialization(
+            ext.read_custom_resource_definition(f"websites.{group}")
+        )
+        v1 = copy.deepcopy(current["spec"]["versions"][0])
+        v1["name"] = "v1"
+        current["spec"]["versions"][0]["storage"] = False
+        current["spec"]["versions"].append(v1)
+        ext.replace_custom_resource_definition(f"websites.{group}", current)
+        updated = ext.read_custom_resource_definition(f"websites.{group}")
+        assert updated.status.stored_versions == ["v1alpha1", "v1"]
+        new = websites(api, group, "v1")
+        got = new.get(name="early", namespace=namespace).to_dict()
+        assert got["apiVersion"] == f"{group}/v1"  # stored at v1alpha1, read at v1
+        items = new.get(namespace=namespace).to_dict()["items"]
+        assert [i["apiVersion"] for i in items] == [f"{group}/v1"]
+        back = old.get(name="early", namespace=namespace).to_dict()
+        assert back["apiVersion"] == f"{group}/v1alpha1"
+    finally:
+        _delete_crd(ext, f"websites.{group}")
