@@ -409,6 +409,7 @@ class Store:
         strategy = res.strategy
         strategy.check_shape(obj)
         new = _typed(res, deep_copy(obj))
+        strategy.decode(new)
         m = meta(new)
         ns = self._ns(res, namespace if namespace is not None else m.get("namespace"))
         if res.namespaced:
@@ -433,6 +434,10 @@ class Store:
             "selfLink",
         ):
             m.pop(drop, None)
+        # Set before the strategy runs, as kube fills them before validating (a Job's generated
+        # selector names its uid).
+        m["uid"] = new_uid()
+        m["creationTimestamp"] = now = self._now()
         strategy.default(new)
         if not keep_status:
             strategy.prepare_for_create(new)
@@ -444,8 +449,6 @@ class Store:
             raise errors.resource_version_set_on_create()
         if (ns, m["name"]) in table:
             raise errors.already_exists(res.plural, m["name"], res.group)
-        m["uid"] = new_uid()
-        m["creationTimestamp"] = now = self._now()
         if strategy.generation_on_spec:
             m["generation"] = 1
         self._record(res, None, new, manager, "", now, trust_sent=True)
@@ -524,6 +527,7 @@ class Store:
                 f"UID in object meta: {old_m['uid']}",
             )
         new = deep_copy(obj)
+        strategy.decode(new)
         if subresource == "status":
             strategy.prepare_for_status_update(new, old)
         else:

@@ -90,7 +90,11 @@ async def test_http_discovery_lists_what_kubectl_needs(http: httpx.AsyncClient) 
         "coordination.k8s.io",
         "authentication.k8s.io",
         "authorization.k8s.io",
-        "policy",  # stored only, for manifests (deploy/kubernetes)
+        "autoscaling",
+        "batch",
+        "discovery.k8s.io",
+        "networking.k8s.io",
+        "policy",
         "rbac.authorization.k8s.io",
     }
     assert (await http.get("/api")).json()["versions"] == ["v1"]

@@ -4,10 +4,10 @@ decides for it, and nothing the generic store decides for every kind.
 The store (:mod:`pycm.sim.store`) runs the same steps for every kind and asks the resource's
 strategy at each kind-specific point — an attribute lookup, never a chain of ``if kind ==``:
 
-create:  ``check_shape`` (400) → ``default`` → ``prepare_for_create`` (unless seeding with
-         status) → ``validate`` (422) → stored, ``metadata.generation`` 1 when
+create:  ``check_shape`` (400) → ``decode`` → ``default`` → ``prepare_for_create`` (unless
+         seeding with status) → ``validate`` (422) → stored, ``metadata.generation`` 1 when
          ``generation_on_spec``.
-update:  ``check_shape`` → ``prepare_for_update`` (the main resource: with a status
+update:  ``check_shape`` → ``decode`` → ``prepare_for_update`` (the main resource: with a status
          subresource the stored status is kept) or ``prepare_for_status_update`` (``/status``:
          only the status is taken) → the store's metadata rules → ``default`` →
          ``validate_update`` (422) → ``generation_changed`` bumps ``metadata.generation``.
@@ -100,6 +100,10 @@ class Strategy:
         return prune_unknown_fields(self.kind, version, body, field_validation, patch)
 
     # ---------------------------------------------------------------- writing
+
+    def decode(self, obj: Obj) -> None:
+        """Turn a sent object (a copy) into its stored form, as kube's conversion from the
+        sent version does (a Secret's ``stringData`` merged into ``data``)."""
 
     def default(self, obj: Obj) -> None:
         """Fill the kind's defaults in place (kube's SetDefaults_*, run at decoding)."""
