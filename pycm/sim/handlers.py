@@ -27,6 +27,7 @@ from pycm.sim.gostrconv import parse_duration, quote
 from pycm.sim.listoptions import ListOptions, list_options, watch_timeout
 from pycm.sim.negotiation import METADATA, TABLE, Output, negotiate
 from pycm.sim.objects import Obj
+from pycm.sim.openapi import CustomSchemas, OpenAPI
 from pycm.sim.pruning import prune_unknown_fields, warning_headers
 from pycm.sim.requestinfo import RequestInfo, request_info
 from pycm.sim.resources import Resource
@@ -67,6 +68,9 @@ class APIContext:
     before_request: list[BeforeRequest] = field(default_factory=list)
     # Set once the server is stopping: new requests still work, watches end at once.
     stopping: bool = False
+    # The CRD registry's served schemas, for the OpenAPI documents (None: built-in kinds only).
+    custom_schemas: CustomSchemas | None = None
+    openapi: OpenAPI | None = None  # made on first use (it caches the encoded documents)
 
 
 def _json(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
@@ -173,6 +177,11 @@ def _non_resource(ctx: APIContext, request: Request, path: str) -> Response:
         raise errors.method_not_allowed(request.method, path)
     registry = ctx.store.registry
     parts = [p for p in path.split("/") if p]
+    if parts[:1] == ["openapi"]:
+        if ctx.openapi is None:
+            ctx.openapi = OpenAPI(registry, ctx.custom_schemas)
+        headers = request.headers
+        return ctx.openapi.respond(path, headers.get("accept"), headers.get("if-none-match"))
     if parts == ["api"]:
         return _json(discovery.api_versions(ctx.server_address))
     if parts == ["apis"]:
