@@ -21,9 +21,10 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response, StreamingResponse
 
 from pycm.sim import discovery, errors, managedfields
+from pycm.sim.apply import APPLY_PATCH, apply
 from pycm.sim.auth import Attributes, Authorizer, TokenAuthenticator, UserInfo
-from pycm.sim.bodies import OBJECT_TYPES, PATCH_TYPES, decode_body
-from pycm.sim.gostrconv import parse_duration, quote
+from pycm.sim.bodies import OBJECT_TYPES, PATCH_TYPES, decode_body, media_type
+from pycm.sim.gostrconv import parse_bool, parse_duration, quote
 from pycm.sim.listoptions import ListOptions, list_options, watch_timeout
 from pycm.sim.negotiation import METADATA, TABLE, Output, negotiate
 from pycm.sim.objects import Obj
@@ -345,12 +346,30 @@ async def _resource(
         if sub == "status":
             return _warn(_json(store.update_status(res, body, ns, manager=manager)), pruned)
         return _warn(_json(store.update(res, body, ns, manager=manager)), pruned)
+    if verb == "patch" and media_type(request) == APPLY_PATCH:
+        if sub == "scale":
+            raise errors.bad_request("the emulator does not serve apply patches to scale")
+        config = await _body(request, PATCH_TYPES)
+        dropped: list[str] = []
+        obj, fresh = apply(
+            store,
+            res,
+            ns,
+            name,
+            config,
+            manager=manager,
+            force=parse_bool(query["force"]) if "force" in query else False,
+            subresource=sub,
+            field_validation=query.get("fieldValidation"),
+            pruned=dropped,
+        )
+        return _warn(_json(obj, 201 if fresh else 200), dropped)
     if verb == "patch":
         patch = await _body(request, PATCH_TYPES)
         if patch is None:
             raise errors.bad_request("the body of the request was empty: a patch is required")
         content_type = request.headers.get("content-type", "")
-        dropped: list[str] = []
+        dropped = []
         patched = store.patch(
             res,
             ns,

@@ -36,13 +36,17 @@ value already holds (so a write that fills them does not own the struct itself, 
 the path table :data:`ZERO_PRESENT`; fields the emulator's defaulting sets belong to the writer
 (kube's decode-time defaults do; its strategies' PrepareForCreate fields, such as a namespace's
 ``spec.finalizers``, do not); kube's cap of ten Update entries (older ones folded into
-``ancient-changes``) is not applied. Server-side apply would add an ``Apply`` operation with
-conflicts on top of :func:`updated_entries`'s set algebra.
+``ancient-changes``) is not applied. Server-side apply (:mod:`pycm.sim.apply`) builds its
+``Apply`` entries and conflicts on this set algebra (:func:`intersection`, :func:`paths`,
+:func:`applied_fields`); its entries reach the store through :func:`preset_entries`.
 """
 
 from __future__ import annotations
 
+import contextvars
 import functools
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import orjson
@@ -52,14 +56,21 @@ from pycm.sim.objects import Obj
 from pycm.sim.validation import invalid_value
 
 __all__ = [
+    "APPLY",
     "UNKNOWN_MANAGER",
     "FieldSet",
+    "applied_fields",
     "changed_fields",
     "difference",
+    "entry_order",
     "field_manager_causes",
     "incoming_entries",
+    "intersection",
+    "item_key",
     "managed_fields_causes",
     "manager_from_user_agent",
+    "paths",
+    "preset_entries",
     "record_write",
     "union",
     "updated_entries",
@@ -248,6 +259,44 @@ def difference(a: FieldSet, b: FieldSet) -> FieldSet:
     return a if out is None else out
 
 
+def intersection(a: FieldSet, b: FieldSet) -> FieldSet:
+    """The paths in both ``a`` and ``b``."""
+    out: FieldSet = {}
+    for key, mine in a.items():
+        other = b.get(key)
+        if other is None or key == _MEMBER:
+            continue
+        member = _is_member(mine) and _is_member(other)
+        node = _build(member, intersection(_children_of(mine), _children_of(other)))
+        if node is not None:
+            out[key] = node
+    return out
+
+
+def _element(key: str) -> str:
+    """One path element as structured-merge-diff prints it: ``.name``, ``[name="web"]``,
+    ``[="value"]``."""
+    if key.startswith("f:"):
+        return "." + key[2:]
+    if key.startswith("k:"):
+        fields = orjson.loads(key[2:])
+        return "[" + ",".join(f"{k}={orjson.dumps(v).decode()}" for k, v in fields.items()) + "]"
+    return "[=" + key[2:] + "]"
+
+
+def paths(fields: FieldSet, prefix: str = "") -> Iterator[str]:
+    """The member paths of ``fields`` as kube prints them (``.spec.replicas``), in
+    structured-merge-diff's order: a level's members, then its children's paths."""
+    keys = sorted(k for k in fields if k != _MEMBER)
+    for key in keys:
+        if _is_member(fields[key]):
+            yield prefix + _element(key)
+    for key in keys:
+        children = _children_of(fields[key])
+        if children:
+            yield from paths(children, prefix + _element(key))
+
+
 def _sorted(node: FieldSet) -> FieldSet:
     """``node`` with ``.`` first and the rest in key order, as kube serializes a set."""
     keys = sorted(k for k in node if k != _MEMBER)
@@ -261,7 +310,7 @@ def _sorted(node: FieldSet) -> FieldSet:
 # ---------------------------------------------------------------- comparing objects
 
 
-def _item_key(field: str, item: Any) -> str | None:
+def item_key(field: str, item: Any) -> str | None:
     """The path element of an associative list's item (None: the list is treated atomic)."""
     if not isinstance(item, dict):
         return None
@@ -281,7 +330,7 @@ def _list_items(field: str, value: Any) -> dict[str, Any] | None:
         if field in SET_LISTS:
             key: str | None = "v:" + orjson.dumps(item).decode()
         else:
-            key = _item_key(field, item)
+            key = item_key(field, item)
         if key is None or key in items:
             return None
         items[key] = item
@@ -404,6 +453,26 @@ def _created_fields(view: bytes) -> FieldSet:
     return _sorted(changed) if changed else {}
 
 
+def applied_fields(config: Obj, drop: str = "") -> FieldSet:
+    """The fields a server-side apply's configuration sets (its manager's set), without what
+    no entry owns and the top-level field ``drop`` (a reset one). As structured-merge-diff's
+    ToFieldSet: leaves, empty maps and lists' items are members; a map or struct with fields
+    is only their prefix (an Apply entry has ``f:data: {f:key: {}}``, an Update's has a ``.``)."""
+    return _prefixes_only(_created_fields(orjson.dumps(_view(config, drop))))
+
+
+def _prefixes_only(node: FieldSet) -> FieldSet:
+    out: FieldSet = {}
+    for key, sub in node.items():
+        if not sub:
+            out[key] = sub
+            continue
+        children = _prefixes_only(_children_of(sub))
+        member = key[0] != "f" and _MEMBER in sub  # a list item stays a member
+        out[key] = _build(member, children) or {}
+    return out
+
+
 # ---------------------------------------------------------------- entries
 
 
@@ -416,7 +485,7 @@ def _same_writer(entry: Entry, manager: str, api_version: str, subresource: str)
     )
 
 
-def _order(entry: Entry) -> tuple[str, str, str, str, str]:
+def entry_order(entry: Entry) -> tuple[str, str, str, str, str]:
     return (
         str(entry.get("operation") or ""),
         str(entry.get("time") or ""),
@@ -475,7 +544,7 @@ def updated_entries(
         out.append(_entry(manager, api_version, subresource, time, fields))
     elif own and previous is not None:
         out.append(previous if own is previous.get("fieldsV1") else {**previous, "fieldsV1": own})
-    out.sort(key=_order)
+    out.sort(key=entry_order)
     return out
 
 
@@ -537,6 +606,37 @@ def managed_fields_causes(entries: list[Entry]) -> list[Cause]:
     return causes
 
 
+# ---------------------------------------------------------------- entries decided beforehand
+
+# A server-side apply decides its write's entries itself (its own set, conflicts, what others
+# lose) before the store writes the object; the store's recording step must then take them as
+# they are rather than record the write as an Update. One write, of one named object.
+_PRESET: contextvars.ContextVar[tuple[str, str, list[Entry]] | None] = contextvars.ContextVar(
+    "pycm_sim_managed_fields_preset", default=None
+)
+
+
+@contextmanager
+def preset_entries(namespace: str, name: str, entries: list[Entry]) -> Iterator[None]:
+    """Within this block, the next write of ``namespace``/``name`` gets ``entries``."""
+    token = _PRESET.set((namespace, name, entries))
+    try:
+        yield
+    finally:
+        _PRESET.reset(token)
+
+
+def _take_preset(new: Obj) -> list[Entry] | None:
+    preset = _PRESET.get()
+    if preset is None:
+        return None
+    m = new["metadata"]
+    if (m.get("namespace") or "", m.get("name") or "") != preset[:2]:
+        return None
+    _PRESET.set(None)  # one write only
+    return preset[2]
+
+
 # ---------------------------------------------------------------- one write
 
 
@@ -560,6 +660,12 @@ def record_write(
     the main resource over HTTP); otherwise the stored ones are the base (a subresource, the
     emulator's own writes)."""
     m = new["metadata"]
+    preset = _take_preset(new)
+    if preset is not None:
+        m.pop("managedFields", None)
+        if preset:
+            m["managedFields"] = preset
+        return []
     if old is None and "managedFields" not in m:  # a plain create: one entry, kept short
         if subresource != "status" and status_reset:
             changed = _created_fields(orjson.dumps(_view(new, "status")))
@@ -592,7 +698,7 @@ def record_write(
             time=time,
         )
     elif base is not live:
-        entries = sorted(base, key=_order)
+        entries = sorted(base, key=entry_order)
     m.pop("managedFields", None)
     if entries:
         m["managedFields"] = entries
