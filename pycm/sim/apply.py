@@ -262,10 +262,12 @@ def apply(
             return store.create(res, config, namespace, manager=manager), True
     entries: list[dict[str, Any]] = list(live["metadata"].get("managedFields") or [])
     last: FieldSet = {}
+    last_time = now
     others: list[dict[str, Any]] = []
     for entry in entries:
         if _is_applier(entry, manager, subresource):
             last = entry.get("fieldsV1") or {}
+            last_time = str(entry.get("time") or now)
         else:
             others.append(entry)
     merged = merge_applied(live, config)
@@ -289,6 +291,8 @@ def apply(
             left.append(entry if rest is fields else {**entry, "fieldsV1": rest})
     if conflicts and not force:
         raise conflict_error(conflicts)
+    if not changed and not removed:
+        now = last_time  # a no-op apply keeps its entry's time (kube renews it on a change)
     if applied:
         left.append(_entry(manager, res, subresource, now, applied))
     left.sort(key=managedfields.entry_order)

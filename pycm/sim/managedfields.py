@@ -108,6 +108,10 @@ LIST_KEYS: dict[str, tuple[tuple[str, ...], ...]] = {
     "hostAliases": (("ip",),),
     "topologySpreadConstraints": (("topologyKey", "whenUnsatisfiable"),),
 }
+# Key fields with a default (``+default``): an item that leaves one out is keyed with the
+# default, as structured-merge-diff does — so an applied ``{containerPort: 80}`` is the stored
+# (defaulted) ``{containerPort: 80, protocol: TCP}``, not a second port.
+KEY_DEFAULTS: dict[str, dict[str, Any]] = {"ports": {"protocol": "TCP"}}
 # Sets of scalars (``+listType=set``): items are ``v:<json>``.
 SET_LISTS = frozenset({"finalizers"})
 # Maps owned whole (``+structType=atomic`` / ``+mapType=atomic``): LabelSelectors.
@@ -314,9 +318,11 @@ def item_key(field: str, item: Any) -> str | None:
     """The path element of an associative list's item (None: the list is treated atomic)."""
     if not isinstance(item, dict):
         return None
+    defaults = KEY_DEFAULTS.get(field, {})
     for keys in LIST_KEYS[field]:
         if keys[0] in item:
-            present = {k: item[k] for k in sorted(keys) if k in item}
+            present = {k: item.get(k, defaults.get(k)) for k in sorted(keys)}
+            present = {k: v for k, v in present.items() if v is not None}
             return "k:" + orjson.dumps(present).decode()
     return None
 

@@ -15,7 +15,11 @@ import yaml
 from kubernetes import client
 
 from pycm.sim import managedfields
-from pycm.sim.apply import merge_applied, remove_fields
+from pycm.sim.apply import apply, merge_applied, remove_fields
+from pycm.sim.resources import REGISTRY
+from pycm.sim.seed import seed_cluster
+from pycm.sim.store import Store
+from pycm.util.clock import FakeClock
 from tests.sim.conftest import deployment
 
 NS = "/api/v1/namespaces/default"
@@ -514,3 +518,50 @@ def test_apply_with_the_official_client(api: client.ApiClient, namespace: str) -
     owners = {e.manager: e.fields_v1 for e in forced.metadata.managed_fields}
     assert "f:replicas" in owners["other"]["f:spec"]
     assert "f:replicas" not in owners["op"]["f:spec"]
+
+
+# ---------------------------------------------------------------- in process, with a fake clock
+
+
+def _store() -> tuple[Store, FakeClock]:
+    clock = FakeClock()
+    store = Store(clock=clock)
+    seed_cluster(store, 1)
+    return store, clock
+
+
+def test_apply_noop_keeps_the_entry_time_and_the_resource_version() -> None:
+    store, clock = _store()
+    res = REGISTRY.get("apps", "v1", "deployments")
+    assert res is not None
+    first, created = apply(store, res, "default", "n", deployment("n"), manager="m", force=False)
+    assert created
+    clock.advance(60)
+    again, created = apply(store, res, "default", "n", deployment("n"), manager="m", force=False)
+    assert not created
+    assert again["metadata"]["resourceVersion"] == first["metadata"]["resourceVersion"]
+    assert again["metadata"]["managedFields"] == first["metadata"]["managedFields"]
+    clock.advance(60)
+    changed, _ = apply(store, res, "default", "n", deployment("n", 3), manager="m", force=False)
+    (entry,) = changed["metadata"]["managedFields"]
+    assert entry["time"] != first["metadata"]["managedFields"][0]["time"]
+    assert changed["spec"]["replicas"] == 3
+
+
+def test_apply_keys_ports_with_their_default_protocol() -> None:
+    # The stored port is defaulted to TCP: an apply without protocol is the same item, not a
+    # second port; its key is kube's k:{"containerPort":80,"protocol":"TCP"}.
+    store, _ = _store()
+    res = REGISTRY.get("apps", "v1", "deployments")
+    assert res is not None
+    body = deployment("p")
+    body["spec"]["template"]["spec"]["containers"][0]["ports"] = [{"containerPort": 80}]
+    apply(store, res, "default", "p", body, manager="m", force=False)
+    got, _ = apply(store, res, "default", "p", body, manager="m", force=False)
+    container = got["spec"]["template"]["spec"]["containers"][0]
+    assert container["ports"] == [{"containerPort": 80, "protocol": "TCP"}]
+    (entry,) = got["metadata"]["managedFields"]
+    owned = list(managedfields.paths(entry["fieldsV1"]))
+    assert '.spec.template.spec.containers[name="app"].ports[containerPort=80,protocol="TCP"]' in (
+        owned
+    )
