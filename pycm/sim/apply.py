@@ -197,14 +197,17 @@ def _check_config(res: Resource, name: str, namespace: str | None, config: Any) 
     if not isinstance(config, dict):
         raise errors.bad_request("the body of an apply patch must be an object (YAML or JSON)")
     kind, api_version = config.get("kind"), config.get("apiVersion")
+    if api_version != res.api_version:  # kube's structured-merge manager's words
+        raise errors.bad_request(
+            "Incorrect version specified in apply patch. Specified patch version: "
+            f"{api_version or ''}, expected: {res.api_version}"
+        )
     if not kind:
         raise errors.bad_request("Object 'Kind' is missing in the apply patch")
-    if not api_version:
-        raise errors.bad_request("Object 'apiVersion' is missing in the apply patch")
-    if kind != res.kind or api_version != res.api_version:
+    if kind != res.kind:
         raise errors.bad_request(
-            f"the apply patch's {api_version}, Kind={kind} does not match the requested "
-            f"resource's {res.api_version}, Kind={res.kind}"
+            f"the kind in the body ({kind}) does not match the kind of the requested resource "
+            f"({res.kind})"
         )
     meta = config.get("metadata")
     if meta is not None and not isinstance(meta, dict):

@@ -396,9 +396,30 @@ async def test_apply_to_status_owns_only_status(http: httpx.AsyncClient) -> None
             "?fieldManager=m",
             {**cm("r"), "kind": "Secret"},
             400,
-            "the apply patch's v1, Kind=Secret does not match the requested resource's v1, "
-            "Kind=ConfigMap",
+            "the kind in the body (Secret) does not match the kind of the requested resource "
+            "(ConfigMap)",
             id="another kind",
+        ),
+        pytest.param(
+            "?fieldManager=m",
+            {**cm("r"), "apiVersion": "v2"},
+            400,
+            "Incorrect version specified in apply patch. Specified patch version: v2, expected: v1",
+            id="another version",
+        ),
+        pytest.param(
+            "?fieldManager=m",
+            {**cm("r"), "metadata": {"name": "r", "managedFields": []}},
+            400,
+            "metadata.managedFields must be nil",
+            id="managed fields",
+        ),
+        pytest.param(
+            "?fieldManager=m&force=true",
+            "a: [",
+            400,
+            None,
+            id="not YAML",
         ),
         pytest.param(
             "?fieldManager=m",
@@ -417,11 +438,15 @@ async def test_apply_to_status_owns_only_status(http: httpx.AsyncClient) -> None
     ],
 )
 async def test_apply_refuses_bad_requests(
-    http: httpx.AsyncClient, query: str, body: Any, code: int, message: str
+    http: httpx.AsyncClient, query: str, body: Any, code: int, message: str | None
 ) -> None:
-    r = await http.patch(f"{NS}/configmaps/r{query}", content=json.dumps(body), headers=APPLY_YAML)
+    raw = body if isinstance(body, str) else json.dumps(body)
+    r = await http.patch(f"{NS}/configmaps/r{query}", content=raw, headers=APPLY_YAML)
     assert r.status_code == code, r.text
-    assert r.json()["message"] == message
+    if message is None:
+        assert r.json()["message"].startswith("the body of the request could not be decoded")
+    else:
+        assert r.json()["message"] == message
     assert (await http.get(f"{NS}/configmaps/r")).status_code == 404
 
 
@@ -565,3 +590,48 @@ def test_apply_keys_ports_with_their_default_protocol() -> None:
     assert '.spec.template.spec.containers[name="app"].ports[containerPort=80,protocol="TCP"]' in (
         owned
     )
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    ("path", "body", "code"),
+    [
+        pytest.param(
+            "/api/v1/namespaces/applied",
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"labels": {"a": "b"}}},
+            201,
+            id="cluster-scoped",
+        ),
+        pytest.param(
+            f"{NS}/services/svc",
+            {"apiVersion": "v1", "kind": "Service", "spec": {"ports": [{"port": 80}]}},
+            201,
+            id="a kind without a schema",
+        ),
+        pytest.param(
+            "/apis/authentication.k8s.io/v1/tokenreviews/t",
+            {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview"},
+            405,
+            id="a kind never stored",
+        ),
+        pytest.param(
+            f"{APPS}/deployments/d/scale",
+            {"apiVersion": "autoscaling/v1", "kind": "Scale", "spec": {"replicas": 1}},
+            400,
+            id="scale",
+        ),
+    ],
+)
+async def test_apply_other_kinds_and_subresources(
+    http: httpx.AsyncClient, path: str, body: dict[str, Any], code: int
+) -> None:
+    if path.endswith("/scale"):
+        await http.post(f"{APPS}/deployments", json=deployment("d"))
+    r = await http.patch(f"{path}?fieldManager=m", content=json.dumps(body), headers=APPLY_YAML)
+    assert r.status_code == code, r.text
+    if code == 201:
+        again = await http.patch(
+            f"{path}?fieldManager=m", content=json.dumps(body), headers=APPLY_YAML
+        )
+        assert again.status_code == 200, again.text
+        assert again.json()["metadata"]["managedFields"][0]["operation"] == "Apply"

@@ -402,5 +402,10 @@ async def test_openapi_follows_the_custom_resource_hook(
     assert after.headers["etag"] != before.headers["etag"]
     index = (await http.get("/openapi/v3")).json()["paths"]
     custom = (await http.get(index["apis/example.com/v1"]["serverRelativeURL"])).json()
-    assert "com.example.v1.Website" in custom["components"]["schemas"]
+    website = custom["components"]["schemas"]["com.example.v1.Website"]
+    # v3 keeps what Swagger 2.0 cannot say.
+    assert website["properties"]["spec"]["properties"]["replicas"]["nullable"] is True
+    assert website["properties"]["metadata"] == {
+        "$ref": "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+    }
     assert "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta" in custom["components"]["schemas"]

@@ -33,6 +33,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 from pycm.sim import schemas
 from pycm.sim.managedfields import ATOMIC_MAPS, LIST_KEYS, SET_LISTS
 from pycm.sim.patch import MERGE_KEYS, MERGE_PRIMITIVES
@@ -47,6 +49,7 @@ __all__ = [
     "Definitions",
     "ServedSchema",
     "build_definitions",
+    "custom_definitions_v3",
     "kind_definition_name",
 ]
 
@@ -410,6 +413,26 @@ def custom_schema_v2(schema: Mapping[str, Any], depth: int = 0) -> Schema:
     items = schema.get("items")
     if out.get("type") == "array":
         out["items"] = custom_schema_v2(items, depth + 1) if isinstance(items, Mapping) else {}
+    return out
+
+
+def custom_definitions_v3(custom: Iterable[ServedSchema]) -> Definitions:
+    """The custom resources' definitions for the v3 documents: their ``openAPIV3Schema`` as
+    the CRD gives it (nullable, int-or-string and the rest kept: OpenAPI 3 says them), with
+    apiVersion, kind, metadata (a ref, v2 form: the documents rewrite it) and the GVK."""
+    out: Definitions = {}
+    for served in custom:
+        body: Schema = orjson.loads(orjson.dumps(served.schema or {"type": "object"}))
+        properties = dict(body.get("properties") or {})
+        properties.setdefault("apiVersion", dict(_STRING))
+        properties.setdefault("kind", dict(_STRING))
+        properties["metadata"] = _ref(OBJECT_META)
+        body["type"] = "object"
+        body["properties"] = properties
+        body[GVK_EXTENSION] = [
+            {"group": served.group, "kind": served.kind, "version": served.version}
+        ]
+        out[kind_definition_name(served.group, served.version, served.kind)] = body
     return out
 
 

@@ -7,7 +7,8 @@
 - ``GET /openapi/v3``: the index kube serves — ``{"paths": {"apis/apps/v1": {"serverRelativeURL":
   "/openapi/v3/apis/apps/v1?hash=<etag>"}}}`` — and ``GET /openapi/v3/<api|apis/group>/<version>``:
   an OpenAPI 3.0 document of that group version's kinds (refs ``#/components/schemas/...``,
-  with the definitions they reach). An unknown group version is 404.
+  with the definitions they reach; a custom resource's as its CRD gives it, not in the v2
+  form). An unknown group version is 404.
 - Every answer carries an ``ETag`` (a hash of the document); a request whose ``If-None-Match``
   names it is 304 Not Modified, as kube's handler answers.
 
@@ -32,6 +33,7 @@ from pycm.sim.openapi.definitions import (
     Definitions,
     ServedSchema,
     build_definitions,
+    custom_definitions_v3,
 )
 from pycm.sim.openapi.gnostic import encode_document
 from pycm.sim.resources import Registry
@@ -131,9 +133,12 @@ class _Built:
                 roots.setdefault(_gv_path(gvk["group"], gvk["version"]), []).append(name)
         for group, version in registry.group_versions():
             roots.setdefault(_gv_path(group, version), [])
+        v3_custom = custom_definitions_v3(custom)
         self.v3: dict[str, tuple[bytes, str]] = {}
         for path, names in sorted(roots.items()):
-            components = {n: _to_v3(definitions[n]) for n in _reachable(definitions, names)}
+            components = {
+                n: _to_v3(v3_custom.get(n, definitions[n])) for n in _reachable(definitions, names)
+            }
             body = orjson.dumps(
                 {
                     "openapi": "3.0.0",
