@@ -7,7 +7,19 @@ it validates and prunes with and from each custom resource's ``openAPIV3Schema``
 - :mod:`.documents`: the v2 and v3 documents, their caching, ETags and HTTP answers.
 """
 
-from pycm.sim.openapi.definitions import CustomSchemas, ServedSchema, build_definitions
+from pycm.sim.openapi.definitions import (
+    CustomSchema,
+    CustomSchemas,
+    ServedSchema,
+    build_definitions,
+)
 from pycm.sim.openapi.documents import PROTOBUF_V2, OpenAPI
 
-__all__ = ["PROTOBUF_V2", "CustomSchemas", "OpenAPI", "ServedSchema", "build_definitions"]
+__all__ = [
+    "PROTOBUF_V2",
+    "CustomSchema",
+    "CustomSchemas",
+    "OpenAPI",
+    "ServedSchema",
+    "build_definitions",
+]

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
@@ -45,6 +45,7 @@ __all__ = [
     "LEAF_TYPES",
     "NAMED_STRUCTS",
     "OBJECT_META",
+    "CustomSchema",
     "CustomSchemas",
     "Definitions",
     "ServedSchema",
@@ -255,15 +256,34 @@ class ServedSchema:
     schema: Mapping[str, Any] | None
 
 
+class CustomSchema(Protocol):
+    """What the documents read of one served custom resource version (a :class:`ServedSchema`,
+    or the CRD registry's own record with the same attributes)."""
+
+    @property
+    def group(self) -> str: ...
+    @property
+    def version(self) -> str: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def schema(self) -> Mapping[str, Any] | None: ...
+
+
 # The CRD registry's view for the documents: every served version of every established CRD.
-CustomSchemas = Callable[[], Iterable[ServedSchema]]
+CustomSchemas = Callable[[], Iterable[CustomSchema]]
+
+
+def is_builtin_group(group: str) -> bool:
+    """A group of Kubernetes' own (a CRD's group has a dot and is not ``*.k8s.io``)."""
+    return "." not in group or group.endswith(".k8s.io")
 
 
 def kind_definition_name(group: str, version: str, kind: str) -> str:
     """kube's definition name: a built-in's Go package path, a CRD's reversed group."""
     if not group:
         return f"io.k8s.api.core.{version}.{kind}"
-    if group.endswith(".k8s.io") or "." not in group:
+    if is_builtin_group(group):
         return f"io.k8s.api.{group.split('.', 1)[0]}.{version}.{kind}"
     return ".".join(reversed(group.split("."))) + f".{version}.{kind}"
 
@@ -340,7 +360,7 @@ class _Builder:
         body[GVK_EXTENSION] = [{"group": res.group, "kind": res.kind, "version": res.version}]
         self.definitions[name] = body
 
-    def custom(self, served: ServedSchema) -> None:
+    def custom(self, served: CustomSchema) -> None:
         name = kind_definition_name(served.group, served.version, served.kind)
         body = custom_schema_v2(served.schema or {})
         properties = dict(body.get("properties") or {})
@@ -416,7 +436,7 @@ def custom_schema_v2(schema: Mapping[str, Any], depth: int = 0) -> Schema:
     return out
 
 
-def custom_definitions_v3(custom: Iterable[ServedSchema]) -> Definitions:
+def custom_definitions_v3(custom: Iterable[CustomSchema]) -> Definitions:
     """The custom resources' definitions for the v3 documents: their ``openAPIV3Schema`` as
     the CRD gives it (nullable, int-or-string and the rest kept: OpenAPI 3 says them), with
     apiVersion, kind, metadata (a ref, v2 form: the documents rewrite it) and the GVK."""
@@ -436,11 +456,11 @@ def custom_definitions_v3(custom: Iterable[ServedSchema]) -> Definitions:
     return out
 
 
-def build_definitions(registry: Registry, custom: Iterable[ServedSchema] = ()) -> Definitions:
-    """Every definition of the served kinds that have a schema, and of ``custom``'s."""
+def build_definitions(registry: Registry, custom: Iterable[CustomSchema] = ()) -> Definitions:
+    """Every definition of the served built-in kinds that have a schema, and of ``custom``'s."""
     builder = _Builder()
     for res in registry.resources.values():
-        struct = schemas.KINDS.get(res.kind)
+        struct = schemas.KINDS.get(res.kind) if is_builtin_group(res.group) else None
         if struct is not None and res.stored:
             builder.kind(res, struct)
     for served in custom:

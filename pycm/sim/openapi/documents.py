@@ -29,9 +29,9 @@ from pycm.sim import errors
 from pycm.sim.discovery import KUBE_VERSION
 from pycm.sim.openapi.definitions import (
     GVK_EXTENSION,
+    CustomSchema,
     CustomSchemas,
     Definitions,
-    ServedSchema,
     build_definitions,
     custom_definitions_v3,
 )
@@ -115,7 +115,7 @@ def _to_v3(schema: Any) -> Any:
 class _Built:
     """The documents for one state of the registry and the CRDs, encoded once."""
 
-    def __init__(self, registry: Registry, custom: list[ServedSchema]) -> None:
+    def __init__(self, registry: Registry, custom: list[CustomSchema]) -> None:
         definitions = build_definitions(registry, custom)
         v2 = {
             "swagger": "2.0",
@@ -158,7 +158,7 @@ class _Built:
         )
 
 
-def _custom_key(custom: list[ServedSchema]) -> bytes:
+def _custom_key(custom: list[CustomSchema]) -> bytes:
     return orjson.dumps(
         [(s.group, s.version, s.kind, s.schema) for s in custom], option=orjson.OPT_SORT_KEYS
     )
