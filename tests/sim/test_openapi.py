@@ -8,6 +8,7 @@ reader of protobuf's wire format, field numbers from gnostic's OpenAPIv2.proto.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import struct
 from typing import Any
@@ -20,7 +21,7 @@ import pytest
 from pycm.sim.openapi import PROTOBUF_V2, ServedSchema, build_definitions
 from pycm.sim.openapi.definitions import LEAF_TYPES, custom_schema_v2, kind_definition_name
 from pycm.sim.openapi.gnostic import encode_document
-from pycm.sim.resources import REGISTRY, Registry, Resource
+from pycm.sim.resources import REGISTRY, Registry
 from pycm.sim.schemas import KINDS, Field, Kept, ListOf, Struct
 from pycm.sim.server import Emulator
 
@@ -413,9 +414,11 @@ async def test_openapi_follows_the_custom_resource_hook(
 
 def test_definitions_describe_only_builtin_groups_from_the_schemas() -> None:
     # A CRD's kind may share a built-in's name; it is described by its own schema only.
+    builtin = REGISTRY.get("apps", "v1", "deployments")
+    assert builtin is not None
     registry = Registry()
-    registry.add(REGISTRY.get("apps", "v1", "deployments"))  # type: ignore[arg-type]
-    registry.add(Resource("example.com", "v1", "deployments", "Deployment", "deployment", True))
+    registry.add(builtin)
+    registry.add(dataclasses.replace(builtin, group="example.com"))
     definitions = build_definitions(registry)
     assert "io.k8s.api.apps.v1.Deployment" in definitions
     assert "com.example.v1.Deployment" not in definitions
