@@ -43,7 +43,6 @@ from pycm.sim import errors, managedfields
 from pycm.sim.errors import Cause
 from pycm.sim.managedfields import APPLY, FIELDS_V1, FieldSet
 from pycm.sim.objects import Obj, deep_copy, rfc3339
-from pycm.sim.pruning import prune_unknown_fields
 from pycm.sim.resources import Resource
 from pycm.sim.store import Store
 
@@ -241,7 +240,7 @@ def apply(
 ) -> tuple[Obj, bool]:
     """Server-side apply ``config`` as ``manager``. Returns (the stored object, created?)."""
     config = deep_copy(_check_config(res, name, namespace, config))
-    dropped = prune_unknown_fields(res.kind, res.version, config, field_validation)
+    dropped = res.strategy.prune(res.version, config, field_validation)
     if pruned is not None:
         pruned.extend(dropped)
     if subresource == "status":
