@@ -26,7 +26,8 @@ only status; one to the main resource of a kind with a status subresource ignore
 (kube's reset fields).
 
 Differs from kube-apiserver: list and map semantics come from field names (as in
-:mod:`pycm.sim.managedfields`), not from each kind's OpenAPI schema; a merged associative list
+:mod:`pycm.sim.managedfields`; a custom resource's from its schema's markers,
+:mod:`pycm.sim.listrules`), not from each path of the schema; a merged associative list
 keeps the live items' order with new items appended (kube orders by the configuration); a
 ``null`` in a configuration removes the field; the fields the emulator's defaulting fills
 belong to no one (kube's do too, for apply); no conversion between versions (every kind is
@@ -41,7 +42,8 @@ import orjson
 
 from pycm.sim import errors, managedfields
 from pycm.sim.errors import Cause
-from pycm.sim.managedfields import APPLY, FIELDS_V1, FieldSet
+from pycm.sim.listrules import ListRules
+from pycm.sim.managedfields import APPLY, BUILTIN_RULES, FIELDS_V1, FieldSet
 from pycm.sim.objects import Obj, deep_copy, rfc3339
 from pycm.sim.resources import Resource
 from pycm.sim.store import Store
@@ -55,23 +57,23 @@ _ABSENT: Any = object()
 # ---------------------------------------------------------------- merging
 
 
-def merge_applied(live: Any, config: Any, field: str = "") -> Any:
+def merge_applied(live: Any, config: Any, field: str = "", rules: ListRules = BUILTIN_RULES) -> Any:
     """``config`` merged into ``live`` (step 1 of the module docstring); neither is mutated."""
     if isinstance(config, dict) and isinstance(live, dict):
-        if field in managedfields.ATOMIC_MAPS:
+        if field in rules.atomic_maps:
             return deep_copy(config)
         out = dict(live)
         for key, value in config.items():
             if value is None:
                 out.pop(key, None)
             else:
-                out[key] = merge_applied(live.get(key, _ABSENT), value, key)
+                out[key] = merge_applied(live.get(key, _ABSENT), value, key, rules)
         return out
     if isinstance(config, list) and isinstance(live, list):
-        if field in managedfields.SET_LISTS:
+        if field in rules.set_lists:
             return list(live) + [v for v in config if v not in live]
-        if field in managedfields.LIST_KEYS:
-            merged = _merge_keyed(field, live, config)
+        if field in rules.list_keys:
+            merged = _merge_keyed(field, live, config, rules)
             if merged is not None:
                 return merged
     if isinstance(config, dict):
@@ -79,22 +81,24 @@ def merge_applied(live: Any, config: Any, field: str = "") -> Any:
     return deep_copy(config)
 
 
-def _merge_keyed(field: str, live: list[Any], config: list[Any]) -> list[Any] | None:
+def _merge_keyed(
+    field: str, live: list[Any], config: list[Any], rules: ListRules
+) -> list[Any] | None:
     """An associative list's items merged by key; None when an item has no usable key (the
     list is then replaced, as an atomic one)."""
     out = list(live)
     index: dict[str, int] = {}
     for i, item in enumerate(live):
-        key = managedfields.item_key(field, item)
+        key = managedfields.item_key(field, item, rules)
         if key is None:
             return None
         index[key] = i
     for item in config:
-        key = managedfields.item_key(field, item)
+        key = managedfields.item_key(field, item, rules)
         if key is None:
             return None
         if key in index:
-            out[index[key]] = merge_applied(out[index[key]], item)
+            out[index[key]] = merge_applied(out[index[key]], item, "", rules)
         else:
             index[key] = len(out)
             out.append(deep_copy(item))
@@ -104,7 +108,9 @@ def _merge_keyed(field: str, live: list[Any], config: list[Any]) -> list[Any] | 
 # ---------------------------------------------------------------- removing
 
 
-def remove_fields(value: Any, fields: FieldSet, keep: FieldSet, field: str = "") -> Any:
+def remove_fields(
+    value: Any, fields: FieldSet, keep: FieldSet, field: str = "", rules: ListRules = BUILTIN_RULES
+) -> Any:
     """``value`` without the member paths of ``fields`` — but a member under which ``keep``
     (what other managers own) has something stays, and only its own removable parts go."""
     if isinstance(value, dict):
@@ -118,15 +124,15 @@ def remove_fields(value: Any, fields: FieldSet, keep: FieldSet, field: str = "")
             if member and kept is None:
                 del out[name]
             elif node:
-                out[name] = remove_fields(out[name], node, kept or {}, name)
+                out[name] = remove_fields(out[name], node, kept or {}, name, rules)
         return out
     if isinstance(value, list):
         out_list: list[Any] = []
         for item in value:
-            if field in managedfields.SET_LISTS:
+            if field in rules.set_lists:
                 key: str | None = "v:" + _json(item)
             else:
-                key = managedfields.item_key(field, item)
+                key = managedfields.item_key(field, item, rules)
             node = fields.get(key) if key is not None else None
             if node is None:
                 out_list.append(item)
@@ -134,7 +140,7 @@ def remove_fields(value: Any, fields: FieldSet, keep: FieldSet, field: str = "")
             kept = keep.get(key) if key is not None else None
             if (not node or "." in node) and kept is None:
                 continue
-            out_list.append(remove_fields(item, node, kept or {}))
+            out_list.append(remove_fields(item, node, kept or {}, "", rules))
         return out_list
     return value
 
@@ -253,7 +259,8 @@ def apply(
             config.pop(drop, None)
     config.setdefault("metadata", {})["name"] = name
     now = rfc3339(store.clock.wall_ns())
-    applied = managedfields.applied_fields(config, drop)
+    rules = managedfields.rules_of(res)
+    applied = managedfields.applied_fields(config, drop, rules)
     live = store.peek(res, namespace, name)
     ns_key = namespace if res.namespaced and namespace else ""
     if live is None:
@@ -272,14 +279,14 @@ def apply(
             last_time = str(entry.get("time") or now)
         else:
             others.append(entry)
-    merged = merge_applied(live, config)
+    merged = merge_applied(live, config, "", rules)
     stale = managedfields.difference(last, applied)
     if stale:
         owned: FieldSet = {}
         for entry in others:
             owned = managedfields.union(owned, entry.get("fieldsV1") or {})
-        merged = remove_fields(merged, stale, owned)
-    changed, removed = managedfields.changed_fields(live, merged, drop)
+        merged = remove_fields(merged, stale, owned, "", rules)
+    changed, removed = managedfields.changed_fields(live, merged, drop, rules)
     conflicts: list[tuple[dict[str, Any], list[str]]] = []
     left: list[dict[str, Any]] = []
     touched = managedfields.union(changed, removed)
