@@ -88,6 +88,17 @@ NAMED_STRUCTS: dict[str, str] = {
     "DEPLOYMENT_STATUS": _APPS + "DeploymentStatus",
     "REPLICA_SET_SPEC": _APPS + "ReplicaSetSpec",
     "REPLICA_SET_STATUS": _APPS + "ReplicaSetStatus",
+    "PERSISTENT_VOLUME_CLAIM_SPEC": _CORE + "PersistentVolumeClaimSpec",
+    "PERSISTENT_VOLUME_CLAIM_STATUS": _CORE + "PersistentVolumeClaimStatus",
+    "STATEFUL_SET_SPEC": _APPS + "StatefulSetSpec",
+    "STATEFUL_SET_STATUS": _APPS + "StatefulSetStatus",
+    "DAEMON_SET_SPEC": _APPS + "DaemonSetSpec",
+    "DAEMON_SET_STATUS": _APPS + "DaemonSetStatus",
+    "JOB_SPEC": "io.k8s.api.batch.v1.JobSpec",
+    "JOB_STATUS": "io.k8s.api.batch.v1.JobStatus",
+    "CRON_JOB_SPEC": "io.k8s.api.batch.v1.CronJobSpec",
+    "INGRESS_SPEC": "io.k8s.api.networking.v1.IngressSpec",
+    "ENDPOINT": "io.k8s.api.discovery.v1.Endpoint",
 }
 
 _STRING: Schema = {"type": "string"}
@@ -218,7 +229,6 @@ LEAF_TYPES: dict[str, Schema] = {
             "enableServiceLinks",
             "setHostnameAsFQDN",
             "hostUsers",
-            "ready",
             "started",
             "immutable",
         ),

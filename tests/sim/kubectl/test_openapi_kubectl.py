@@ -147,3 +147,107 @@ def test_kubectl_explain_reads_the_served_schema(run_kubectl: Kubectl) -> None:
     missing = run_kubectl("explain", "deployment.spec.replicass", check=False)
     assert missing.returncode == 1
     assert 'field "replicass" does not exist' in missing.stderr
+
+
+def test_kubectl_create_validates_the_kinds_operators_own(
+    run_kubectl: Kubectl, kube_api: client.ApiClient, ns: str, tmp_path: Path
+) -> None:
+    labels = {"app": "db"}
+    template = {
+        "metadata": {"labels": labels},
+        "spec": {"containers": [{"name": "db", "image": "postgres"}]},
+    }
+    objects = [
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": "s"},
+            "stringData": {"password": "p"},
+        },
+        {
+            "apiVersion": "apps/v1",
+            "kind": "StatefulSet",
+            "metadata": {"name": "db"},
+            "spec": {
+                "serviceName": "db",
+                "replicas": 1,
+                "selector": {"matchLabels": labels},
+                "template": template,
+            },
+        },
+    ]
+    path = tmp_path / "operator.yaml"
+    path.write_text(yaml.safe_dump_all(objects))
+    out = run_kubectl("create", "-n", ns, "-f", str(path)).stdout.split("\n")
+    assert out[:2] == ["secret/s created", "statefulset.apps/db created"]
+    objects[1]["metadata"]["name"] = "db2"
+    objects[1]["spec"]["replica"] = objects[1]["spec"].pop("replicas")
+    path.write_text(yaml.safe_dump(objects[1]))
+    refused = run_kubectl("create", "-n", ns, "-f", str(path), check=False)
+    assert refused.returncode == 1
+    assert (
+        'ValidationError(StatefulSet.spec): unknown field "replica" in '
+        "io.k8s.api.apps.v1.StatefulSetSpec"
+    ) in refused.stderr
+
+
+CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "websites.example.com"},
+    "spec": {
+        "group": "example.com",
+        "scope": "Namespaced",
+        "names": {"plural": "websites", "singular": "website", "kind": "Website"},
+        "versions": [
+            {
+                "name": "v1",
+                "served": True,
+                "storage": True,
+                "schema": {
+                    "openAPIV3Schema": {
+                        "type": "object",
+                        "properties": {
+                            "spec": {
+                                "type": "object",
+                                "properties": {
+                                    "url": {"type": "string"},
+                                    "replicas": {"type": "integer"},
+                                },
+                            }
+                        },
+                    }
+                },
+            }
+        ],
+    },
+}
+
+
+def test_kubectl_validates_a_custom_resource_against_its_crd_schema(
+    run_kubectl: Kubectl, ns: str, tmp_path: Path
+) -> None:
+    crd = tmp_path / "crd.yaml"
+    crd.write_text(yaml.safe_dump(CRD))
+    run_kubectl("apply", "-f", str(crd))
+    website = {
+        "apiVersion": "example.com/v1",
+        "kind": "Website",
+        "metadata": {"name": "home"},
+        "spec": {"url": "https://example.com", "replicas": 2},
+    }
+    path = tmp_path / "website.yaml"
+    path.write_text(yaml.safe_dump(website))
+    assert run_kubectl("apply", "-n", ns, "-f", str(path)).stdout.strip() == (
+        "website.example.com/home created"
+    )
+    website["spec"]["replicass"] = website["spec"].pop("replicas")
+    path.write_text(yaml.safe_dump(website))
+    refused = run_kubectl("apply", "-n", ns, "-f", str(path), check=False)
+    assert refused.returncode == 1
+    assert (
+        'ValidationError(Website.spec): unknown field "replicass" in com.example.v1.Website.spec'
+    ) in refused.stderr
+    explained = run_kubectl("explain", "website.spec.replicas").stdout
+    assert "FIELD:    replicas <integer>" in explained
+    run_kubectl("delete", "-f", str(crd))
