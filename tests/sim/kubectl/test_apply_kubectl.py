@@ -79,3 +79,67 @@ def test_kubectl_server_side_apply_creates_and_removes_what_it_stops_applying(
     path.write_text(yaml.safe_dump(body))
     run_kubectl("apply", "--server-side", "-n", ns, "-f", str(path))
     assert "tier" not in apps.read_namespaced_deployment("ssa", ns).metadata.labels
+
+
+def test_kubectl_server_side_apply_on_a_custom_resource_merges_its_set(
+    run_kubectl: Kubectl, kube_api: client.ApiClient, ns: str, tmp_path: Path
+) -> None:
+    crd = {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "sites.ssa.example.com"},
+        "spec": {
+            "group": "ssa.example.com",
+            "scope": "Namespaced",
+            "names": {"plural": "sites", "singular": "site", "kind": "Site"},
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "properties": {
+                                "spec": {
+                                    "type": "object",
+                                    "properties": {
+                                        "replicas": {"type": "integer"},
+                                        "tags": {
+                                            "type": "array",
+                                            "x-kubernetes-list-type": "set",
+                                            "items": {"type": "string"},
+                                        },
+                                    },
+                                }
+                            },
+                        }
+                    },
+                }
+            ],
+        },
+    }
+    path = tmp_path / "crd.yaml"
+    path.write_text(yaml.safe_dump(crd))
+    run_kubectl("apply", "--server-side", "-f", str(path))
+
+    def site(**spec: object) -> str:
+        meta = {"name": "s"}
+        return yaml.safe_dump({"apiVersion": "ssa.example.com/v1", "kind": "Site",
+                               "metadata": meta, "spec": spec})  # fmt: skip
+
+    one, two = tmp_path / "one.yaml", tmp_path / "two.yaml"
+    one.write_text(site(replicas=1, tags=["a"]))
+    two.write_text(site(replicas=2, tags=["b"]))
+    apply = ("apply", "--server-side", "-n", ns)
+    run_kubectl(*apply, "--field-manager=one", "-f", str(one))
+    refused = run_kubectl(*apply, "--field-manager=two", "-f", str(two), check=False)
+    assert refused.stderr.splitlines()[0] == (
+        'error: Apply failed with 1 conflict: conflict with "one": .spec.replicas'
+    )
+    run_kubectl(*apply, "--field-manager=two", "--force-conflicts", "-f", str(two))
+    got = client.CustomObjectsApi(kube_api).get_namespaced_custom_object(
+        "ssa.example.com", "v1", ns, "sites", "s"
+    )
+    assert got["spec"] == {"replicas": 2, "tags": ["a", "b"]}  # the set merged item by item
+    run_kubectl("delete", "-f", str(path))
