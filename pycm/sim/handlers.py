@@ -368,9 +368,9 @@ async def _resource(
         if sub == "scale":
             raise errors.bad_request("the emulator does not serve apply patches to scale")
         config = await _body(request, PATCH_TYPES)
-        if asked is not None and isinstance(config, dict):
-            if config.get("apiVersion") == asked.api_version:  # stored at res's version
-                config["apiVersion"] = res.api_version
+        asked_version = asked.api_version if asked is not None else None
+        if isinstance(config, dict) and asked_version and config.get("apiVersion") == asked_version:
+            config["apiVersion"] = res.api_version  # the storage version's resource applies it
         dropped: list[str] = []
         obj, fresh = apply(
             store,
