@@ -550,7 +550,12 @@ class Manager:
                 fenced[name] = unfenced_for(name).with_fence(gate)
             return fenced[name]
 
+        recorders: dict[str, EventRecorder] = {}
+
         def recorder_for(name: str) -> EventRecorder:
+            # One per name (a builder asks for its controller's on its first TerminalError).
+            if name in recorders:
+                return recorders[name]
             # Events are not fenced, as KCM's recorder is independent of leadership: they
             # change nothing a controller acts on, and a deposed leader's last events tell of
             # writes that did land (or were fenced) — dropping them would hide exactly that.
@@ -563,6 +568,7 @@ class Manager:
             )
             # With the caches: they stop after the controllers, so the last events are sent.
             self.groups.add(Group.CACHES, f"event recorder {name}", recorder.run)
+            recorders[name] = recorder
             return recorder
 
         return ControllerContext(
@@ -602,6 +608,8 @@ class Manager:
                 await self.clock.sleep(self._rng.uniform(0, 2 * interval))
             who = f"controller {descriptor.name!r} ({self.registry.source(descriptor.name)})"
             failed = f"{who} failed to start: "
+            # A builder in this init defaults to its descriptor's retries (None: for ever).
+            ctx.max_retries = descriptor.max_retries
             with self.bus.step(ControllerInitBegan(controller=descriptor.name)) as step:
                 try:
                     runnable = await descriptor.init(ctx)

@@ -14,6 +14,7 @@ lives while it leads:
   or metadata only), started by the manager after every controller's init.
 - ``informers_started`` — set once the factories are started (KCM's InformersStarted).
 - ``clock``, ``bus`` (the trace bus), ``metrics`` (controller-runtime's families).
+- ``max_retries`` — the running init's descriptor's (a builder's default).
 - ``queues`` — controller name → its worker loop, which the manager's ``workqueues`` health
   check watches; :class:`~pycm.controller.builder.ControllerBuilder` registers there itself.
 - :meth:`ControllerContext.add_runnable` — a background task of the controller's own that
@@ -60,6 +61,9 @@ class ControllerContext:
     pending_runnables: list[tuple[str, Runnable]] = field(default_factory=list)
     # Set by the manager once the controllers run: adds a runnable to the running group.
     on_runnable: Callable[[str, Runnable], None] | None = None
+    # The max_retries of the descriptor whose init runs now (the manager sets it before each
+    # init; inits run one at a time): a ControllerBuilder's default. None retries for ever.
+    max_retries: int | None = None
 
     def add_runnable(self, name: str, run: Runnable) -> None:
         """Run ``run()`` as a named task beside the controllers: started with them (after the
