@@ -32,6 +32,8 @@ class KnownControllers(Protocol):
 
     def resolve(self, items: Sequence[str]) -> dict[str, bool]: ...
 
+    def warnings(self, items: Sequence[str]) -> list[str]: ...
+
 
 def default_known_controllers() -> KnownControllers:
     """The registry ``pycm run`` uses (built-ins, registered in code, plugins), built now."""
