@@ -39,3 +39,7 @@ class ControllerDescriptor:
     # None (the default): for ever, with the default limiter's backoff capped at 1000 s, as
     # controller-runtime and kopf do. (The built-ins keep KCM's 15: they set it themselves.)
     max_retries: int | None = None
+    # When init fails because a kind is not served (NoKindMatchError: a CRD not installed
+    # yet), wait for it — /readyz names it — instead of stopping the manager (as the
+    # manager-wide --wait-for-resources does for every controller).
+    wait_for_resources: bool = False
