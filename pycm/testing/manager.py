@@ -48,7 +48,9 @@ class ManagerHandle:
 
         registry = build_registry()
         for descriptor in descriptors:
-            registry.register(descriptor)
+            # (The same descriptor may be installed too: its entry point registered it.)
+            if descriptor.name not in registry or registry.get(descriptor.name) is not descriptor:
+                registry.register(descriptor)
         options = ControllerManagerOptions(registry)
         errors = options.parse(
             [
