@@ -27,7 +27,7 @@ from pycm.sim.gostrconv import parse_duration, quote
 from pycm.sim.listoptions import ListOptions, list_options, watch_timeout
 from pycm.sim.negotiation import METADATA, TABLE, Output, negotiate
 from pycm.sim.objects import Obj
-from pycm.sim.pruning import prune_unknown_fields, warning_headers
+from pycm.sim.pruning import warning_headers
 from pycm.sim.requestinfo import RequestInfo, request_info
 from pycm.sim.resources import Resource
 from pycm.sim.reviews import subject_access_review, token_review
@@ -262,7 +262,7 @@ def _render_one(
         now = ctx.store.clock.wall_ns() / 1e9
         include = _include_object(query)
         return table(
-            res.kind,
+            res.strategy.printer,
             [obj],
             now,
             include,
@@ -282,7 +282,7 @@ async def _resource(
 ) -> Response:
     store = ctx.store
     verb, ns, name, sub = info.verb, info.namespace or None, info.name, info.subresource
-    if res.kind == "Namespace":
+    if not res.namespaced:
         ns = None
     if verb not in res.verbs and not (sub and verb in ("get", "update", "patch")):
         raise errors.method_not_allowed(request.method, info.path)
@@ -308,7 +308,7 @@ async def _resource(
             return _json(subject_access_review(ctx.authorizer, body), 201)
         if res.namespaced and not ns:
             raise errors.method_not_allowed(request.method, info.path)
-        pruned = prune_unknown_fields(res.kind, res.version, body, query.get("fieldValidation"))
+        pruned = res.strategy.prune(res.version, body, query.get("fieldValidation"))
         created = store.create(res, body, ns, manager=manager, refuse_resource_version=True)
         return _warn(_json(created, 201), pruned)
     if verb in ("get", "list", "watch"):
@@ -332,7 +332,7 @@ async def _resource(
         body.setdefault("metadata", {}).setdefault("name", name)
         if sub == "scale":
             return _json(store.update_scale(res, ns, name, body, manager=manager))
-        pruned = prune_unknown_fields(res.kind, res.version, body, query.get("fieldValidation"))
+        pruned = res.strategy.prune(res.version, body, query.get("fieldValidation"))
         if sub == "status":
             return _warn(_json(store.update_status(res, body, ns, manager=manager)), pruned)
         return _warn(_json(store.update(res, body, ns, manager=manager)), pruned)
@@ -357,7 +357,7 @@ async def _resource(
     if verb == "delete":
         options = delete_options(await _body(request), query)
         obj, removed = store.delete(res, ns, name, options)
-        if removed and res.kind not in ("Pod", "Namespace"):
+        if removed and not res.strategy.return_deleted_object:
             details = {"name": name, "kind": res.plural, "uid": obj["metadata"].get("uid")}
             if res.group:
                 details["group"] = res.group
@@ -404,7 +404,8 @@ def _list(
         list_meta["remainingItemCount"] = page.remaining
     if out.mode == TABLE:
         now = ctx.store.clock.wall_ns() / 1e9
-        return _json(table(res.kind, page.items, now, include, list_meta, out.api_version))
+        printer = res.strategy.printer
+        return _json(table(printer, page.items, now, include, list_meta, out.api_version))
     if out.mode == METADATA:
         items = [partial_metadata(o, out.api_version) for o in page.items]
         return _json(

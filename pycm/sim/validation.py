@@ -1,7 +1,10 @@
-"""What kube-apiserver validates for the emulator's kinds, as ``details.causes``.
+"""What kube-apiserver validates for the emulator's core kinds, as ``details.causes``.
 
-Each validator returns every cause (never only the first); the store turns a non-empty list
-into a 422 Invalid. Covered: object names (DNS-1123 labels for namespaces, subdomains for the
+Each validator returns every cause (never only the first); each kind's strategy
+(:mod:`pycm.sim.registry`) composes them, and the store turns a non-empty list into a 422
+Invalid. The cause builders (``required``, ``invalid_value``, …) word causes as kube's
+``field.ErrorList`` does; the kinds added for operators keep their rules in their own registry
+modules. Covered: object names (DNS-1123 labels for namespaces, subdomains for the
 rest), label keys and values, pods' and templates' containers (non-empty, named with unique
 DNS labels, with images), apps/v1 selectors (required, non-empty, matching the template's
 labels, immutable on update), non-negative replicas and the few numeric fields kube bounds,
@@ -11,13 +14,28 @@ Lease durations. Not covered: resource quantities, probes, volumes' sources.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from pycm.sim.errors import Cause
 from pycm.sim.selectors import match_label_selector_object
 
-__all__ = ["validate_create", "validate_update"]
+__all__ = [
+    "configmap_causes",
+    "dns_label_causes",
+    "dns_subdomain_causes",
+    "duplicate",
+    "event_causes",
+    "invalid_value",
+    "labels_causes",
+    "lease_causes",
+    "metadata_causes",
+    "pod_spec_causes",
+    "pod_update_causes",
+    "required",
+    "selector_update_causes",
+    "workload_spec_causes",
+]
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -305,7 +323,7 @@ def _rolling_update_causes(stype: Any, rolling: Any) -> list[Cause]:
     return causes
 
 
-def _lease_causes(obj: Mapping[str, Any]) -> list[Cause]:
+def lease_causes(obj: Mapping[str, Any]) -> list[Cause]:
     spec = obj.get("spec") or {}
     duration = spec.get("leaseDurationSeconds")
     if duration is not None and (not isinstance(duration, int) or duration <= 0):
@@ -313,7 +331,7 @@ def _lease_causes(obj: Mapping[str, Any]) -> list[Cause]:
     return []
 
 
-def _configmap_causes(obj: Mapping[str, Any]) -> list[Cause]:
+def configmap_causes(obj: Mapping[str, Any]) -> list[Cause]:
     causes: list[Cause] = []
     for section in ("data", "binaryData"):
         for key in obj.get(section) or {}:
@@ -340,7 +358,7 @@ def _configmap_causes(obj: Mapping[str, Any]) -> list[Cause]:
     return causes
 
 
-def _event_causes(obj: Mapping[str, Any]) -> list[Cause]:
+def event_causes(obj: Mapping[str, Any]) -> list[Cause]:
     involved = obj.get("involvedObject") or {}
     namespace = (obj.get("metadata") or {}).get("namespace", "")
     ns = involved.get("namespace")
@@ -349,47 +367,30 @@ def _event_causes(obj: Mapping[str, Any]) -> list[Cause]:
     return []
 
 
-_SPEC_CAUSES: dict[str, Callable[[Mapping[str, Any]], list[Cause]]] = {
-    "Pod": lambda obj: pod_spec_causes("spec", obj.get("spec")),
-    "Deployment": lambda obj: workload_spec_causes(obj, deployment=True),
-    "ReplicaSet": lambda obj: workload_spec_causes(obj, deployment=False),
-    "Lease": _lease_causes,
-    "ConfigMap": _configmap_causes,
-    "Event": _event_causes,
-}
+def selector_update_causes(new: Mapping[str, Any], old: Mapping[str, Any]) -> list[Cause]:
+    """apps/v1: ``spec.selector`` is immutable."""
+    old_selector = (old.get("spec") or {}).get("selector")
+    new_selector = (new.get("spec") or {}).get("selector")
+    if old_selector != new_selector:
+        return [invalid_value("spec.selector", str(new_selector), "field is immutable")]
+    return []
 
 
-def validate_create(kind: str, obj: Mapping[str, Any]) -> list[Cause]:
-    causes = metadata_causes(obj, name_is_label=kind == "Namespace")
-    spec_causes = _SPEC_CAUSES.get(kind)
-    if spec_causes is not None:
-        causes += spec_causes(obj)
-    return causes
-
-
-def validate_update(kind: str, new: Mapping[str, Any], old: Mapping[str, Any]) -> list[Cause]:
-    causes = validate_create(kind, new)
-    if kind in ("Deployment", "ReplicaSet"):
-        old_selector = (old.get("spec") or {}).get("selector")
-        new_selector = (new.get("spec") or {}).get("selector")
-        if old_selector != new_selector:
-            causes.append(invalid_value("spec.selector", str(new_selector), "field is immutable"))
-    if kind == "Pod":
-        old_spec, new_spec = old.get("spec") or {}, new.get("spec") or {}
-        for field in ("nodeName",):
-            if old_spec.get(field) and old_spec.get(field) != new_spec.get(field):
-                causes.append(
-                    invalid_value(f"spec.{field}", new_spec.get(field), "field is immutable")
-                )
-        if [c.get("name") for c in old_spec.get("containers") or []] != [
-            c.get("name") for c in new_spec.get("containers") or []
-        ]:
-            causes.append(
-                invalid_value(
-                    "spec",
-                    "...",
-                    "Forbidden: pod updates may not change fields other than images and a few "
-                    "others",
-                )
+def pod_update_causes(new: Mapping[str, Any], old: Mapping[str, Any]) -> list[Cause]:
+    """What a pod update may not change (its node once bound, its containers)."""
+    causes: list[Cause] = []
+    old_spec, new_spec = old.get("spec") or {}, new.get("spec") or {}
+    for field in ("nodeName",):
+        if old_spec.get(field) and old_spec.get(field) != new_spec.get(field):
+            causes.append(invalid_value(f"spec.{field}", new_spec.get(field), "field is immutable"))
+    if [c.get("name") for c in old_spec.get("containers") or []] != [
+        c.get("name") for c in new_spec.get("containers") or []
+    ]:
+        causes.append(
+            invalid_value(
+                "spec",
+                "...",
+                "Forbidden: pod updates may not change fields other than images and a few others",
             )
+        )
     return causes
