@@ -14,6 +14,7 @@ from pycm.app.options import ControllerManagerOptions
 from pycm.app.registry import ControllerDescriptor, Registry
 from pycm.app.run import Manager
 from pycm.controller import ControllerBuilder, ControllerContext, Request, Result, Runnable
+from pycm.sim.registry.plain import PlainStrategy
 from pycm.sim.resources import Resource as SimResource
 from pycm.sim.server import run_emulator
 from pycm.trace.bus import Bus
@@ -94,8 +95,9 @@ async def test_wait_for_resources_readyz_names_kind_then_runs_once_served(
     flags: list[str], descriptor_waits: bool
 ) -> None:
     inits: list[str] = []
+    reconciled: list[str] = []
     descriptor = ControllerDescriptor(
-        "website", _website_controller([], inits), wait_for_resources=descriptor_waits
+        "website", _website_controller(reconciled, inits), wait_for_resources=descriptor_waits
     )
     async with run_emulator(tls=False, kubelet=False, nodes=0) as emu:
         manager = _manager(emu.kubeconfig_path, descriptor, *flags)
@@ -106,11 +108,18 @@ async def test_wait_for_resources_readyz_names_kind_then_runs_once_served(
                     break
                 await asyncio.sleep(0.05)
             assert (await _readyz(manager))[CHECK] == "Website in example.com/v1 is not served"
-            # The kind becomes served in discovery (what a CRD's establishment does; here
-            # straight in the emulator's registry: its store needs the CRD work to serve
-            # objects of it, which the website operator's tests exercise).
-            emu.store.registry.add(
-                SimResource("example.com", "v1", "websites", "Website", "website", True)
+            # The kind becomes served (what a CRD's establishment does; here the emulator's
+            # store serves it directly, with the generic strategy).
+            emu.store.serve(
+                SimResource(
+                    "example.com",
+                    "v1",
+                    "websites",
+                    "Website",
+                    "website",
+                    True,
+                    PlainStrategy("Website"),
+                )
             )
             for _ in range(300):
                 if (await _readyz(manager))[CHECK] is None:
@@ -120,13 +129,19 @@ async def test_wait_for_resources_readyz_names_kind_then_runs_once_served(
             assert inits == ["not served", "served"]
             ctx = manager.context
             assert ctx is not None and "website" in ctx.queues
-            informers = {str(r.resource) for r in ctx.informer_factory.informers}
-            assert "websites" in informers
             tasks = {t.get_name() for t in asyncio.all_tasks() if not t.done()}
             assert "informer:websites.example.com" in tasks  # started after the late init
+            # And it reconciles: an object of the kind, created now, reaches the controller.
+            websites = await ctx.resource_for("example.com", "v1", "Website")
+            await ctx.client_for("test").create(
+                websites, {"metadata": {"name": "shop", "namespace": "default"}}
+            )
+            for _ in range(300):
+                if reconciled:
+                    break
+                await asyncio.sleep(0.05)
+            assert reconciled == ["default/shop"]
             assert not run.done()
         finally:
-            # (The emulator's registry of kinds may be shared by every emulator of the process.)
-            emu.store.registry.resources.pop(("example.com", "websites"), None)
             manager.request_stop()
             assert await asyncio.wait_for(run, 30) == 0
