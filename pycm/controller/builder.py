@@ -20,8 +20,13 @@ event passes if either the old or the new object passes, so leaving the filter i
 
 :meth:`ControllerBuilder.complete` wires informers → handlers → the rate-limiting queue → the
 worker loop of :mod:`pycm.controller.worker` (the reconcile contract: ``Result``,
-``requeue_after``, :class:`~pycm.controller.worker.TerminalError`), registers the queue under
-the manager's ``workqueues`` health check, and returns the runnable the init function returns.
+``requeue_after``, :class:`~pycm.controller.worker.TerminalError`: a Warning event
+``ReconcileFailed`` on the object, recorded by a recorder made on first need), retries a
+failing key for ever with capped backoff unless ``max_retries`` (the descriptor's by default)
+says otherwise, checks that every resource it watches is served before it waits for their
+caches (one that is not stops it with apimachinery's "no matches" message), registers the
+queue under the manager's ``workqueues`` health check, and returns the runnable the init
+function returns.
 The worker loop is the built-ins' own, so the controller's reconciles are traced
 (``reconcile.begin``/``end`` linked to the triggering watch event) and counted in
 ``controller_runtime_*`` and ``workqueue_*`` metrics under its name, with no code of its own.
@@ -261,7 +266,17 @@ class ControllerBuilder:
         ctx.register_queue(self.name, controller)
         workers = self._workers
 
+        resources = list(dict.fromkeys(watch.resource for watch in self._watches))
+
         async def synced() -> bool:
+            # A resource nobody serves (a constant naming a CRD not installed) would have its
+            # informer retry list-and-watch for ever and /readyz fail with no word of why: the
+            # controller stops instead, naming it (NoKindMatchError, one line from the manager).
+            if ctx.rest_mapper is not None:
+                for resource in resources:
+                    await ctx.rest_mapper.resource_for_plural(
+                        resource.group, resource.version, resource.resource
+                    )
             await ctx.informers_started.wait()
             for informer in informers:
                 await informer.wait_synced()

@@ -145,3 +145,30 @@ async def test_wait_for_resources_readyz_names_kind_then_runs_once_served(
         finally:
             manager.request_stop()
             assert await asyncio.wait_for(run, 30) == 0
+
+
+@pytest.mark.asyncio
+async def test_builder_resource_not_served_stops_the_manager_naming_it(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A controller given a Resource constant of a kind nobody serves: its informer would
+    retry list-and-watch for ever (NotFound) and /readyz fail with no word of why."""
+    from pycm.kube.resources import Resource
+
+    websites = Resource("example.com", "v1", "websites", "Website", True)
+
+    async def init(ctx: ControllerContext) -> Runnable:
+        async def reconcile(request: Request) -> Result:
+            return Result()
+
+        return ControllerBuilder(ctx, "website").for_(websites).complete(reconcile)
+
+    descriptor = ControllerDescriptor("website", init)
+    async with run_emulator(tls=False, kubelet=False, nodes=0) as emu:
+        manager = _manager(emu.kubeconfig_path, descriptor)
+        with caplog.at_level("ERROR", logger="pycm.app"):
+            assert await asyncio.wait_for(manager.run(), 30) == 1
+    errors = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
+    assert len(errors) == 1, errors
+    assert errors[0].startswith("controller 'website' (registered in code)")
+    assert errors[0].endswith("no matches for example.com/v1, Resource=websites")
