@@ -11,13 +11,16 @@ Writing a controller (docs/controllers.md walks through one) needs only this mod
   exposed by a plugin distribution under the entry-point group ``pycm.controllers``.
 - :class:`ControllerContext` — what ``init`` receives: ``client_for(name)`` (a typed
   :class:`~pycm.kube.client.Client`), ``recorder_for(name)`` (an event recorder), both informer
-  factories, ``informers_started``, ``clock``, ``bus``, ``metrics``, ``add_runnable``.
+  factories, ``informers_started``, ``clock``, ``bus``, ``metrics``, ``add_runnable``, and
+  ``await resource_for(group, version, kind)`` (any kind, custom resources included, over
+  discovery).
 - :class:`ControllerBuilder` — ``for_`` / ``owns`` / ``watches`` then ``complete(reconcile)``:
   informers → handlers → rate-limited queue → workers, health check, traces and metrics.
 - The reconcile contract (:mod:`~pycm.controller.worker`): return ``None`` or ``Result()`` →
   done; ``Result(requeue_after=s)`` → again in ``s`` seconds; ``Result(requeue=True)`` → again
-  with backoff; raise → retried with backoff (409 Conflict quietly); raise
-  :class:`TerminalError` → dropped, counted.
+  with backoff; raise → retried with backoff, for ever unless the descriptor sets
+  ``max_retries`` (409 Conflict quietly); raise :class:`TerminalError` → a Warning event on
+  the object, dropped, counted.
 
 The helpers every operator writes, each traced inside the reconcile that calls it:
 

@@ -6,7 +6,7 @@ fixtures are there in any suite once pycm is installed — nothing to import or 
 - ``pycm_cluster`` (session) — a :class:`Cluster`: ``pycm sim`` as a process (HTTPS, the
   simulated kubelet on), ``kubeconfig`` (the admin's), ``api_client`` / ``dynamic`` (the
   official ``kubernetes`` clients), ``apply(yaml)`` (CRDs included: waited for until
-  Established), ``get`` / ``delete``, ``wait_for_object``;
+  its kind is served), ``get`` / ``delete``, ``wait_for_object``;
 - ``pycm_kubeconfig`` — its kubeconfig path;
 - ``pycm_namespace`` — a fresh namespace per test, deleted after it;
 - ``pycm_manager`` — ``pycm_manager(["website"], descriptors=[...], args=[...])`` starts a

@@ -107,8 +107,8 @@ class Cluster:
     def apply(self, manifests: str | Path | Mapping[str, Any], namespace: str = "") -> list[Any]:
         """Create or update every object of ``manifests`` (YAML text, a file, or one object):
         created when absent, else merge-patched. ``namespace`` is the default for namespaced
-        objects that name none. A CustomResourceDefinition is waited for until Established
-        (its kind is then in discovery), so the objects after it in the same YAML apply."""
+        objects that name none. A CustomResourceDefinition is waited for until discovery
+        serves its kind, so the objects after it in the same YAML apply."""
         out = []
         for doc in _documents(manifests):
             out.append(self._apply_one(doc, namespace))
@@ -134,19 +134,29 @@ class Cluster:
                 content_type="application/merge-patch+json",
             )
         if kind == "CustomResourceDefinition":
-            self._established(str(meta.get("name", "")), api_version)
+            self._wait_served(doc)
         return obj.to_dict()
 
-    def _established(self, name: str, api_version: str) -> None:
-        def established() -> bool:
-            crd = self.get(api_version, "CustomResourceDefinition", name) or {}
-            conditions = (crd.get("status") or {}).get("conditions") or ()
-            return any(
-                c.get("type") == "Established" and c.get("status") == "True" for c in conditions
-            )
+    def _wait_served(self, crd: Mapping[str, Any]) -> None:
+        """Wait until discovery serves the CRD's kind in each of its served versions (what
+        Established promises), so that objects of it can be applied next."""
+        from kubernetes.dynamic.exceptions import ResourceNotFoundError
 
-        wait_for(established, ESTABLISH_TIMEOUT, what=f"CRD {name} to be Established")
-        self.dynamic.resources.invalidate_cache()
+        spec = crd.get("spec") or {}
+        group, kind = str(spec.get("group", "")), str((spec.get("names") or {}).get("kind", ""))
+        versions = [str(v.get("name")) for v in spec.get("versions") or () if v.get("served")]
+
+        def served() -> bool:
+            self.dynamic.resources.invalidate_cache()
+            try:
+                for version in versions:
+                    self.dynamic.resources.get(api_version=f"{group}/{version}", kind=kind)
+            except ResourceNotFoundError:
+                return False
+            return True
+
+        name = (crd.get("metadata") or {}).get("name", "")
+        wait_for(served, ESTABLISH_TIMEOUT, what=f"CRD {name} to be served ({kind}.{group})")
 
     # -- namespaces -----------------------------------------------------------------------
 
