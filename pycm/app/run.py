@@ -709,12 +709,16 @@ class Manager:
             return f"waiting-for:{exc.kind or exc.plural}.{exc.version}.{exc.group}".rstrip(".")
 
         def add_check(exc: NoKindMatchError) -> None:
+            name = check_name(exc)
+
             async def served() -> str | None:
-                now = waiting.get("kind")
-                return None if now is None or now is not exc else f"{exc.what} is not served"
+                now = waiting.get("kind")  # what the last try found missing (None: started)
+                return (
+                    None if now is None or check_name(now) != name else f"{exc.what} is not served"
+                )
 
             with contextlib.suppress(ValueError):  # (two controllers may wait for one kind)
-                self.health.add(check_name(exc), served, livez=False)
+                self.health.add(name, served, livez=False)
 
         add_check(missing)
 
