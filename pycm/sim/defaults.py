@@ -19,10 +19,10 @@ from typing import Any
 
 from pycm.sim.objects import Obj
 
-__all__ = ["apply_defaults", "namespace", "pod_spec", "workload"]
+__all__ = ["apply_defaults", "default", "namespace", "pod_spec", "pod_template", "workload"]
 
 
-def _default(obj: dict[str, Any], key: str, value: Any) -> Any:
+def default(obj: dict[str, Any], key: str, value: Any) -> Any:
     """Set ``obj[key]`` to ``value`` when it is absent or null; return what it holds then."""
     if obj.get(key) is None:
         obj[key] = value
@@ -42,7 +42,7 @@ def _container(container: dict[str, Any]) -> None:
     ):
         if not container.get(key):
             container[key] = value
-    _default(container, "resources", {})
+    default(container, "resources", {})
     for port in container.get("ports") or []:
         if isinstance(port, dict) and not port.get("protocol"):
             port["protocol"] = "TCP"
@@ -58,8 +58,8 @@ def pod_spec(spec: Any) -> None:
     ):
         if not spec.get(key):
             spec[key] = value
-    _default(spec, "terminationGracePeriodSeconds", 30)
-    _default(spec, "securityContext", {})
+    default(spec, "terminationGracePeriodSeconds", 30)
+    default(spec, "securityContext", {})
     for group in ("initContainers", "containers"):
         for container in spec.get(group) or []:
             if isinstance(container, dict):
@@ -71,21 +71,25 @@ def workload(obj: Obj, deployment: bool) -> None:
     spec = obj.get("spec")
     if not isinstance(spec, dict):
         return
-    _default(spec, "replicas", 1)
+    default(spec, "replicas", 1)
     if deployment:
         # SetDefaults_Deployment: type RollingUpdate; for a rolling update both numbers 25%.
-        strategy = _default(spec, "strategy", {})
+        strategy = default(spec, "strategy", {})
         if isinstance(strategy, dict):
             if not strategy.get("type"):
                 strategy["type"] = "RollingUpdate"
             if strategy["type"] == "RollingUpdate":
-                rolling = _default(strategy, "rollingUpdate", {})
+                rolling = default(strategy, "rollingUpdate", {})
                 if isinstance(rolling, dict):
-                    _default(rolling, "maxUnavailable", "25%")
-                    _default(rolling, "maxSurge", "25%")
-        _default(spec, "revisionHistoryLimit", 10)
-        _default(spec, "progressDeadlineSeconds", 600)
-    template = spec.get("template")
+                    default(rolling, "maxUnavailable", "25%")
+                    default(rolling, "maxSurge", "25%")
+        default(spec, "revisionHistoryLimit", 10)
+        default(spec, "progressDeadlineSeconds", 600)
+    pod_template(spec.get("template"))
+
+
+def pod_template(template: Any) -> None:
+    """A pod template's defaults (its spec's, and the null creationTimestamp kube prints)."""
     if isinstance(template, dict):
         template.setdefault("metadata", {})
         if isinstance(template["metadata"], dict):

@@ -23,6 +23,7 @@ from starlette.responses import PlainTextResponse, Response, StreamingResponse
 from pycm.sim import discovery, errors, managedfields
 from pycm.sim.auth import Attributes, Authorizer, TokenAuthenticator, UserInfo
 from pycm.sim.bodies import OBJECT_TYPES, PATCH_TYPES, decode_body
+from pycm.sim.crd.conversion import served_as
 from pycm.sim.gostrconv import parse_duration, quote
 from pycm.sim.listoptions import ListOptions, list_options, watch_timeout
 from pycm.sim.negotiation import METADATA, TABLE, Output, negotiate
@@ -136,6 +137,12 @@ async def _serve(ctx: APIContext, request: Request) -> Response:
         raise errors.not_found(f"{info.resource}/{info.subresource}", info.name, res.group)
     if res.namespaced is False and info.namespace and info.resource != "namespaces":
         raise errors.not_found(info.resource, "")
+    storage = ctx.store.registry.resources.get(res.key)
+    if storage is not None and storage.version != res.version:
+        # A custom resource through a version other than its storage version (one table;
+        # kube's None conversion: only apiVersion differs).
+        answer = await _resource(ctx, request, storage, info, query, user, asked=res)
+        return served_as(answer, storage.api_version, res.api_version)
     return await _resource(ctx, request, res, info, query, user)
 
 
@@ -199,10 +206,16 @@ async def _body(request: Request, accepted: Mapping[str, str] = OBJECT_TYPES) ->
     return await decode_body(request, accepted)
 
 
-async def _object_body(request: Request, res: Resource, info: RequestInfo) -> Obj:
+async def _object_body(
+    request: Request, res: Resource, info: RequestInfo, asked: Resource | None = None
+) -> Obj:
+    """The request's object; ``asked``: the version the client asked through when ``res`` is
+    its storage version (a custom resource's), whose apiVersion the body may carry."""
     body = await _body(request)
     if not isinstance(body, dict):
         raise errors.bad_request("the body of the request must be a JSON object")
+    if asked is not None and body.get("apiVersion") == asked.api_version:
+        body["apiVersion"] = res.api_version
     if info.subresource == "scale":
         return body
     kind, api_version = body.get("kind"), body.get("apiVersion")
@@ -279,6 +292,7 @@ async def _resource(
     info: RequestInfo,
     query: dict[str, str],
     user: UserInfo,
+    asked: Resource | None = None,
 ) -> Response:
     store = ctx.store
     verb, ns, name, sub = info.verb, info.namespace or None, info.name, info.subresource
@@ -301,7 +315,7 @@ async def _resource(
             return _json(token_request(store, ctx.authenticator, ns, name, body), 201)
         if name:
             raise errors.method_not_allowed(request.method, info.path)
-        body = await _object_body(request, res, info)
+        body = await _object_body(request, res, info, asked)
         if res.plural == "tokenreviews":
             return _json(token_review(ctx.authenticator, body), 201)
         if res.plural == "subjectaccessreviews":
@@ -328,7 +342,7 @@ async def _resource(
             return _watch(ctx, res, ns, listing, out, include)
         return _list(ctx, res, ns, listing, out, include)
     if verb == "update":
-        body = await _object_body(request, res, info)
+        body = await _object_body(request, res, info, asked)
         body.setdefault("metadata", {}).setdefault("name", name)
         if sub == "scale":
             return _json(store.update_scale(res, ns, name, body, manager=manager))

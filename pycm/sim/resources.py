@@ -16,6 +16,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from pycm.sim.crd.kind import STRATEGY as CRD_STRATEGY
+from pycm.sim.registry import (
+    cronjobs,
+    daemonsets,
+    endpointslices,
+    horizontalpodautoscalers,
+    ingresses,
+    jobs,
+    persistentvolumeclaims,
+    poddisruptionbudgets,
+    secrets,
+    services,
+    statefulsets,
+)
 from pycm.sim.registry.events import STRATEGY as EVENTS
 from pycm.sim.registry.namespaces import STRATEGY as NAMESPACES
 from pycm.sim.registry.plain import CONFIG_MAP, LEASE, NODE, PlainStrategy
@@ -228,7 +242,6 @@ def _build() -> Registry:
         )
     )
     add(Resource("coordination.k8s.io", "v1", "leases", "Lease", "lease", True, LEASE))
-    # Stored as given, for manifests (kubectl apply of deploy/kubernetes): no behaviour.
     add(
         Resource(
             "",
@@ -237,8 +250,118 @@ def _build() -> Registry:
             "Service",
             "service",
             True,
-            PlainStrategy("Service"),
+            services.STRATEGY,
             short_names=("svc",),
+            categories=("all",),
+            subresources=("status",),
+        )
+    )
+    # The kinds operators own: stored with kube's validation and defaults, no controllers.
+    add(Resource("", "v1", "secrets", "Secret", "secret", True, secrets.STRATEGY))
+    add(
+        Resource(
+            "",
+            "v1",
+            "persistentvolumeclaims",
+            "PersistentVolumeClaim",
+            "persistentvolumeclaim",
+            True,
+            persistentvolumeclaims.STRATEGY,
+            short_names=("pvc",),
+            subresources=("status",),
+        )
+    )
+    add(
+        Resource(
+            "apps",
+            "v1",
+            "statefulsets",
+            "StatefulSet",
+            "statefulset",
+            True,
+            statefulsets.STRATEGY,
+            short_names=("sts",),
+            categories=("all",),
+            subresources=("status", "scale"),
+        )
+    )
+    add(
+        Resource(
+            "apps",
+            "v1",
+            "daemonsets",
+            "DaemonSet",
+            "daemonset",
+            True,
+            daemonsets.STRATEGY,
+            short_names=("ds",),
+            categories=("all",),
+            subresources=("status",),
+        )
+    )
+    add(
+        Resource(
+            "batch",
+            "v1",
+            "jobs",
+            "Job",
+            "job",
+            True,
+            jobs.STRATEGY,
+            categories=("all",),
+            subresources=("status",),
+        )
+    )
+    add(
+        Resource(
+            "batch",
+            "v1",
+            "cronjobs",
+            "CronJob",
+            "cronjob",
+            True,
+            cronjobs.STRATEGY,
+            short_names=("cj",),
+            categories=("all",),
+            subresources=("status",),
+        )
+    )
+    add(
+        Resource(
+            "networking.k8s.io",
+            "v1",
+            "ingresses",
+            "Ingress",
+            "ingress",
+            True,
+            ingresses.STRATEGY,
+            short_names=("ing",),
+            subresources=("status",),
+        )
+    )
+    add(
+        Resource(
+            "discovery.k8s.io",
+            "v1",
+            "endpointslices",
+            "EndpointSlice",
+            "endpointslice",
+            True,
+            endpointslices.STRATEGY,
+        )
+    )
+    add(
+        Resource(
+            "autoscaling",
+            "v2",
+            "horizontalpodautoscalers",
+            "HorizontalPodAutoscaler",
+            "horizontalpodautoscaler",
+            True,
+            horizontalpodautoscalers.STRATEGY,
+            short_names=("hpa",),
+            categories=("all",),
+            subresources=("status",),
         )
     )
     add(
@@ -249,7 +372,7 @@ def _build() -> Registry:
             "PodDisruptionBudget",
             "poddisruptionbudget",
             True,
-            PlainStrategy("PodDisruptionBudget", status_subresource=True),
+            poddisruptionbudgets.STRATEGY,
             short_names=("pdb",),
             subresources=("status",),
         )
@@ -286,6 +409,20 @@ def _build() -> Registry:
             PlainStrategy("SubjectAccessReview"),
             verbs=("create",),
             stored=False,
+        )
+    )
+    add(
+        Resource(
+            "apiextensions.k8s.io",
+            "v1",
+            "customresourcedefinitions",
+            "CustomResourceDefinition",
+            "customresourcedefinition",
+            False,
+            CRD_STRATEGY,
+            short_names=("crd", "crds"),
+            categories=("api-extensions",),
+            subresources=("status",),
         )
     )
     return registry

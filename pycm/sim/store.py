@@ -46,7 +46,7 @@ from pycm.sim.namespace_controller import NamespaceController
 from pycm.sim.objects import Obj, deep_copy, generate_name, meta, new_uid, rfc3339
 from pycm.sim.patch import apply_patch
 from pycm.sim.resources import REGISTRY, Registry, Resource, ResourceKey
-from pycm.sim.scale import scale_of, scale_replicas
+from pycm.sim.scale import scale_replicas
 from pycm.sim.selectors import FieldSelector, LabelSelector
 from pycm.sim.tokens import encode_continue
 from pycm.sim.versions import MAX_RESOURCE_VERSION, parse_resource_version
@@ -332,6 +332,7 @@ class Store:
         if res.strategy.expires and type_ != DELETED:
             self._expiry.written(res.key, ref[1], ref[2], str(self._rv))
         self._expiry.expire(self)
+        res.strategy.committed(self, res, type_, obj)
         return obj, encoded
 
     def watch(
@@ -408,6 +409,7 @@ class Store:
         strategy = res.strategy
         strategy.check_shape(obj)
         new = _typed(res, deep_copy(obj))
+        strategy.decode(new)
         m = meta(new)
         ns = self._ns(res, namespace if namespace is not None else m.get("namespace"))
         if res.namespaced:
@@ -432,6 +434,10 @@ class Store:
             "selfLink",
         ):
             m.pop(drop, None)
+        # Set before the strategy runs, as kube fills them before validating (a Job's generated
+        # selector names its uid).
+        m["uid"] = new_uid()
+        m["creationTimestamp"] = now = self._now()
         strategy.default(new)
         if not keep_status:
             strategy.prepare_for_create(new)
@@ -443,8 +449,6 @@ class Store:
             raise errors.resource_version_set_on_create()
         if (ns, m["name"]) in table:
             raise errors.already_exists(res.plural, m["name"], res.group)
-        m["uid"] = new_uid()
-        m["creationTimestamp"] = now = self._now()
         if strategy.generation_on_spec:
             m["generation"] = 1
         self._record(res, None, new, manager, "", now, trust_sent=True)
@@ -523,6 +527,7 @@ class Store:
                 f"UID in object meta: {old_m['uid']}",
             )
         new = deep_copy(obj)
+        strategy.decode(new)
         if subresource == "status":
             strategy.prepare_for_status_update(new, old)
         else:
@@ -612,7 +617,7 @@ class Store:
         """GET .../scale: the object's ``autoscaling/v1 Scale``."""
         if not res.has_scale:
             raise errors.not_found(res.plural, name, res.group)
-        return scale_of(self._stored(res, namespace, name))
+        return res.strategy.scale_of(self._stored(res, namespace, name))
 
     def update_scale(
         self, res: Resource, namespace: str | None, name: str, scale: Obj, *, manager: str = ""
@@ -625,7 +630,7 @@ class Store:
         rv = (scale.get("metadata") or {}).get("resourceVersion")
         if rv:
             current["metadata"]["resourceVersion"] = str(rv)
-        current.setdefault("spec", {})["replicas"] = replicas
+        res.strategy.set_replicas(current, replicas)
         self._update(res, current, namespace, "scale", manager)
         return self.get_scale(res, namespace, name)
 

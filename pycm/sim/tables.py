@@ -24,8 +24,13 @@ __all__ = [
     "Printer",
     "age",
     "col",
+    "containers_of",
     "human_duration",
+    "name_of",
     "partial_metadata",
+    "selector_of",
+    "spec_of",
+    "status_of",
     "table",
 ]
 
@@ -77,30 +82,34 @@ def age(obj: Obj, now: float) -> str:
     return human_duration(now - parse_rfc3339(str(created)))
 
 
-def _name(obj: Obj) -> str:
+def name_of(obj: Obj) -> str:
     return str((obj.get("metadata") or {}).get("name", ""))
 
 
-def _spec(obj: Obj) -> dict[str, Any]:
+def spec_of(obj: Obj) -> dict[str, Any]:
     spec = obj.get("spec")
     return spec if isinstance(spec, dict) else {}
 
 
-def _status(obj: Obj) -> dict[str, Any]:
+def status_of(obj: Obj) -> dict[str, Any]:
     status = obj.get("status")
     return status if isinstance(status, dict) else {}
 
 
-def _containers(obj: Obj) -> tuple[str, str]:
-    template = _spec(obj).get("template") or {}
+def containers_of(obj: Obj, template: Any = None) -> tuple[str, str]:
+    """The names and images of the containers of ``obj``'s pod template (or ``template``)."""
+    if template is None:
+        template = spec_of(obj).get("template") or {}
     containers = (template.get("spec") or {}).get("containers") or []
     names = ",".join(str(c.get("name", "")) for c in containers)
     images = ",".join(str(c.get("image", "")) for c in containers)
     return names, images
 
 
-def _selector(obj: Obj) -> str:
-    selector = _spec(obj).get("selector") or {}
+def selector_of(obj: Obj, selector: Any = None) -> str:
+    """``obj``'s label selector (or ``selector``) as kubectl prints it."""
+    if selector is None:
+        selector = spec_of(obj).get("selector") or {}
     parts = [f"{k}={v}" for k, v in sorted((selector.get("matchLabels") or {}).items())]
     for expr in selector.get("matchExpressions") or []:
         values = ",".join(expr.get("values") or [])
@@ -109,7 +118,7 @@ def _selector(obj: Obj) -> str:
 
 
 def _pod_status(pod: Obj) -> str:
-    status = _status(pod)
+    status = status_of(pod)
     reason = str(status.get("reason") or status.get("phase") or "Unknown")
     for cs in status.get("containerStatuses") or []:
         state = cs.get("state") or {}
@@ -125,14 +134,14 @@ def _pod_status(pod: Obj) -> str:
 
 
 def _pod_cells(pod: Obj, now: float) -> list[Any]:
-    spec, status = _spec(pod), _status(pod)
+    spec, status = spec_of(pod), status_of(pod)
     statuses = status.get("containerStatuses") or []
     ready = sum(1 for cs in statuses if cs.get("ready"))
     restarts = sum(int(cs.get("restartCount") or 0) for cs in statuses)
     total = len(spec.get("containers") or [])
     gates = spec.get("readinessGates") or []
     return [
-        _name(pod),
+        name_of(pod),
         f"{ready}/{total}",
         _pod_status(pod),
         restarts,
@@ -145,41 +154,41 @@ def _pod_cells(pod: Obj, now: float) -> list[Any]:
 
 
 def _deployment_cells(obj: Obj, now: float) -> list[Any]:
-    spec, status = _spec(obj), _status(obj)
-    names, images = _containers(obj)
+    spec, status = spec_of(obj), status_of(obj)
+    names, images = containers_of(obj)
     return [
-        _name(obj),
+        name_of(obj),
         f"{int(status.get('readyReplicas') or 0)}/{int(spec.get('replicas') or 0)}",
         int(status.get("updatedReplicas") or 0),
         int(status.get("availableReplicas") or 0),
         age(obj, now),
         names,
         images,
-        _selector(obj),
+        selector_of(obj),
     ]
 
 
 def _replicaset_cells(obj: Obj, now: float) -> list[Any]:
-    spec, status = _spec(obj), _status(obj)
-    names, images = _containers(obj)
+    spec, status = spec_of(obj), status_of(obj)
+    names, images = containers_of(obj)
     return [
-        _name(obj),
+        name_of(obj),
         int(spec.get("replicas") or 0),
         int(status.get("replicas") or 0),
         int(status.get("readyReplicas") or 0),
         age(obj, now),
         names,
         images,
-        _selector(obj),
+        selector_of(obj),
     ]
 
 
 def _node_cells(node: Obj, now: float) -> list[Any]:
-    status = _status(node)
+    status = status_of(node)
     conditions = {c.get("type"): c.get("status") for c in status.get("conditions") or []}
     ready = conditions.get("Ready")
     state = "Ready" if ready == "True" else "NotReady" if ready == "False" else "Unknown"
-    if _spec(node).get("unschedulable"):
+    if spec_of(node).get("unschedulable"):
         state += ",SchedulingDisabled"
     labels = (node.get("metadata") or {}).get("labels") or {}
     prefix = "node-role.kubernetes.io/"
@@ -189,7 +198,7 @@ def _node_cells(node: Obj, now: float) -> list[Any]:
     info = status.get("nodeInfo") or {}
     addresses = {a.get("type"): a.get("address") for a in status.get("addresses") or []}
     return [
-        _name(node),
+        name_of(node),
         state,
         ",".join(roles) or "<none>",
         age(node, now),
@@ -221,7 +230,7 @@ def _event_cells(event: Obj, now: float) -> list[Any]:
         event.get("message", ""),
         human_duration(now - parse_rfc3339(str(first))) if first else "<unknown>",
         int(event.get("count") or 1),
-        _name(event),
+        name_of(event),
     ]
 
 
@@ -276,7 +285,7 @@ PRINTERS: dict[str, Printer] = {
     ),
     "Lease": Printer(
         [col("Name", fmt="name"), col("Holder"), col("Age")],
-        lambda o, now: [_name(o), _spec(o).get("holderIdentity") or "", age(o, now)],
+        lambda o, now: [name_of(o), spec_of(o).get("holderIdentity") or "", age(o, now)],
     ),
     "Node": Printer(
         [
@@ -295,12 +304,12 @@ PRINTERS: dict[str, Printer] = {
     ),
     "Namespace": Printer(
         [col("Name", fmt="name"), col("Status"), col("Age")],
-        lambda o, now: [_name(o), _status(o).get("phase", ""), age(o, now)],
+        lambda o, now: [name_of(o), status_of(o).get("phase", ""), age(o, now)],
     ),
     "ConfigMap": Printer(
         [col("Name", fmt="name"), col("Data", "integer"), col("Age")],
         lambda o, now: [
-            _name(o),
+            name_of(o),
             len(o.get("data") or {}) + len(o.get("binaryData") or {}),
             age(o, now),
         ],
@@ -324,7 +333,7 @@ PRINTERS: dict[str, Printer] = {
 
 DEFAULT_PRINTER = Printer(
     [col("Name", fmt="name"), col("Created At", "date")],
-    lambda o, now: [_name(o), (o.get("metadata") or {}).get("creationTimestamp", "")],
+    lambda o, now: [name_of(o), (o.get("metadata") or {}).get("creationTimestamp", "")],
 )
 
 

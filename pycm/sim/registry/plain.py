@@ -1,7 +1,8 @@
 """The kinds whose strategy is the generic one, at most with a validator of their own: Node
-(status subresource; ``spec.unschedulable`` selectable), ConfigMap (keys, 1 MiB), Lease
-(positive duration), and the kinds stored as sent (ServiceAccount, Service, RBAC's four, the
-create-only reviews). A kind gains a module of its own when its strategy does more.
+(status subresource; ``spec.unschedulable`` selectable), ConfigMap (keys, 1 MiB,
+``immutable``), Lease (positive duration), and the kinds stored as sent (ServiceAccount,
+Service, RBAC's four, the create-only reviews). A kind gains a module of its own when its
+strategy does more.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any
 from pycm.sim import validation
 from pycm.sim.errors import Cause
 from pycm.sim.objects import Obj
+from pycm.sim.registry.secrets import immutable_data_causes
 from pycm.sim.registry.strategy import Strategy
 
 __all__ = ["CONFIG_MAP", "LEASE", "NODE", "PlainStrategy"]
@@ -24,12 +26,14 @@ class PlainStrategy(Strategy):
         self,
         kind: str,
         causes: Callable[[Mapping[str, Any]], list[Cause]] | None = None,
+        update_causes: Callable[[Obj, Obj], list[Cause]] | None = None,
         *,
         status_subresource: bool = False,
         field_labels: tuple[str, ...] = (),
     ) -> None:
         super().__init__(kind)
         self._causes = causes
+        self._update_causes = update_causes
         self.status_subresource = status_subresource
         self.field_labels = field_labels
 
@@ -39,7 +43,15 @@ class PlainStrategy(Strategy):
             causes += self._causes(obj)
         return causes
 
+    def validate_update(self, new: Obj, old: Obj) -> list[Cause]:
+        causes = self._update_causes(new, old) if self._update_causes is not None else []
+        return causes + self.validate(new)
+
 
 NODE = PlainStrategy("Node", status_subresource=True, field_labels=("spec.unschedulable",))
-CONFIG_MAP = PlainStrategy("ConfigMap", validation.configmap_causes)
+CONFIG_MAP = PlainStrategy(
+    "ConfigMap",
+    validation.configmap_causes,
+    lambda new, old: immutable_data_causes(new, old, ("data", "binaryData")),
+)
 LEASE = PlainStrategy("Lease", validation.lease_causes)

@@ -4,10 +4,10 @@ decides for it, and nothing the generic store decides for every kind.
 The store (:mod:`pycm.sim.store`) runs the same steps for every kind and asks the resource's
 strategy at each kind-specific point — an attribute lookup, never a chain of ``if kind ==``:
 
-create:  ``check_shape`` (400) → ``default`` → ``prepare_for_create`` (unless seeding with
-         status) → ``validate`` (422) → stored, ``metadata.generation`` 1 when
+create:  ``check_shape`` (400) → ``decode`` → ``default`` → ``prepare_for_create`` (unless
+         seeding with status) → ``validate`` (422) → stored, ``metadata.generation`` 1 when
          ``generation_on_spec``.
-update:  ``check_shape`` → ``prepare_for_update`` (the main resource: with a status
+update:  ``check_shape`` → ``decode`` → ``prepare_for_update`` (the main resource: with a status
          subresource the stored status is kept) or ``prepare_for_status_update`` (``/status``:
          only the status is taken) → the store's metadata rules → ``default`` →
          ``validate_update`` (422) → ``generation_changed`` bumps ``metadata.generation``.
@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pycm.sim import shape, validation
+from pycm.sim import scale, shape, validation
 from pycm.sim.errors import Cause
 from pycm.sim.objects import Obj, copy_value, deep_copy
 from pycm.sim.pruning import prune_unknown_fields
@@ -101,6 +101,10 @@ class Strategy:
 
     # ---------------------------------------------------------------- writing
 
+    def decode(self, obj: Obj) -> None:
+        """Turn a sent object (a copy) into its stored form, as kube's conversion from the
+        sent version does (a Secret's ``stringData`` merged into ``data``)."""
+
     def default(self, obj: Obj) -> None:
         """Fill the kind's defaults in place (kube's SetDefaults_*, run at decoding)."""
 
@@ -127,6 +131,20 @@ class Strategy:
     def generation_changed(self, new: Obj, old: Obj) -> bool:
         """Does this update bump metadata.generation?"""
         return self.generation_on_spec and spec_changed(new, old)
+
+    def committed(self, store: Store, res: Resource, event_type: str, obj: Obj) -> None:
+        """After a write of ``obj`` was stored and its watch event sent (a CRD's controller
+        serves its resource here)."""
+
+    # ---------------------------------------------------------------- scale subresource
+
+    def scale_of(self, obj: Obj) -> Obj:
+        """The object's ``autoscaling/v1 Scale`` (replicas at ``spec.replicas``)."""
+        return scale.scale_of(obj)
+
+    def set_replicas(self, obj: Obj, replicas: int) -> None:
+        """Write a Scale's replicas into ``obj`` (a copy of the stored object)."""
+        obj.setdefault("spec", {})["replicas"] = replicas
 
     # ---------------------------------------------------------------- deleting
 
