@@ -4,11 +4,14 @@ create-or-update, ignore_not_found, and the trace event each one emits."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 import pytest_asyncio
+import yaml
 
 from pycm.controller import (
     EnsureResult,
@@ -22,7 +25,8 @@ from pycm.controller import (
 from pycm.kube.client import Client
 from pycm.kube.config import load_config
 from pycm.kube.errors import Conflict, NotFound
-from pycm.kube.resources import CONFIGMAPS, DEPLOYMENTS
+from pycm.kube.resources import CONFIGMAPS, DEPLOYMENTS, Resource
+from pycm.kube.restmapper import NoKindMatchError, RESTMapper
 from pycm.sim.server import run_emulator
 from pycm.trace.bus import Bus
 from pycm.trace.kinds import (
@@ -189,3 +193,49 @@ async def test_ignore_not_found_swallows_only_404(client: Client) -> None:
         stale = {**cm, "data": {"a": "x"}}
         await client.update(CONFIGMAPS, {**cm, "data": {"a": "y"}})
         await ignore_not_found(client.update(CONFIGMAPS, stale))
+
+
+CRDS = Resource(
+    "apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False
+)
+WEBSITE_CRD = yaml.safe_load(
+    (Path(__file__).resolve().parents[2] / "examples/website-operator/deploy/crd.yaml").read_text()
+)
+
+
+async def _websites(client: Client) -> Resource:
+    """The Website CRD installed; its resource once discovery serves it."""
+    await client.create(CRDS, WEBSITE_CRD)
+    mapper = RESTMapper(client)
+    for _ in range(200):
+        try:
+            return await mapper.resource_for("example.com", "v1", "Website")
+        except NoKindMatchError:
+            await asyncio.sleep(0.05)
+    raise AssertionError("the Website CRD was never served")
+
+
+@pytest.mark.asyncio
+async def test_helpers_on_a_custom_resource_status_subresource_and_generation(
+    client: Client,
+) -> None:
+    websites = await _websites(client)
+    assert websites.subresources == {"status"}
+    body = {"metadata": {"name": "shop", "namespace": "default"}, "spec": {"image": "nginx"}}
+    site = await add_finalizer(client, websites, await client.create(websites, body), FINALIZER)
+    site = await set_condition(client, websites, site, "Ready", "False", "Progressing", "0 of 1")
+    (ready,) = site["status"]["conditions"]
+    assert ready["observedGeneration"] == site["metadata"]["generation"] == 1
+    # The spec changes: generation 2; the same condition again records the new generation.
+    site = await client.patch(websites, "shop", {"spec": {"replicas": 3}}, namespace="default")
+    assert site["metadata"]["generation"] == 2
+    site = await set_condition(client, websites, site, "Ready", "False", "Progressing", "0 of 1")
+    assert site["status"]["conditions"][0]["observedGeneration"] == 2
+    # And once more: nothing changed, nothing written (the CRD keeps observedGeneration).
+    same = await set_condition(client, websites, site, "Ready", "False", "Progressing", "0 of 1")
+    assert same["metadata"]["resourceVersion"] == site["metadata"]["resourceVersion"]
+    assert [e.observed_generation for e in _events(client, ConditionSet)] == [1, 2]
+    # The status write left the spec alone; the finalizer is there.
+    live = await client.get(websites, "shop", namespace="default")
+    assert live["spec"] == {"image": "nginx", "replicas": 3}
+    assert live["metadata"]["finalizers"] == [FINALIZER]

@@ -3,11 +3,14 @@ subresources), the preferred version, apimachinery's "no matches" message, a mis
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 import pytest_asyncio
+import yaml
 
 from pycm.kube.client import Client
 from pycm.kube.config import load_config
@@ -15,6 +18,10 @@ from pycm.kube.resources import DEPLOYMENTS, Resource
 from pycm.kube.restmapper import NoKindMatchError, RESTMapper
 from pycm.sim.server import run_emulator
 from pycm.trace.bus import Bus
+
+WEBSITE_CRD = yaml.safe_load(
+    (Path(__file__).resolve().parents[2] / "examples/website-operator/deploy/crd.yaml").read_text()
+)
 
 
 @pytest_asyncio.fixture
@@ -125,3 +132,32 @@ async def test_documents_are_cached_and_a_miss_reads_again(client: Client) -> No
     mapper.reset()
     await mapper.resource_for("apps", "v1", "Deployment")
     assert counting.paths[-1] == "/apis/apps/v1" and len(counting.paths) == 3
+
+
+@pytest.mark.asyncio
+async def test_a_crd_installed_after_a_miss_is_found_with_its_scope_and_status(
+    client: Client,
+) -> None:
+    crds = Resource(
+        "apiextensions.k8s.io",
+        "v1",
+        "customresourcedefinitions",
+        "CustomResourceDefinition",
+        False,
+    )
+    mapper = RESTMapper(client)
+    with pytest.raises(NoKindMatchError):
+        await mapper.resource_for("example.com", "v1", "Website")
+    await client.create(crds, WEBSITE_CRD)
+    for _ in range(200):  # established within moments
+        try:
+            found = await mapper.resource_for("example.com", "", "Website")
+            break
+        except NoKindMatchError:
+            await asyncio.sleep(0.05)
+    else:
+        raise AssertionError("the CRD's kind was never found")
+    assert found == Resource(
+        "example.com", "v1", "websites", "Website", True, frozenset({"status"})
+    )
+    assert await mapper.resource_for_plural("example.com", "v1", "websites") == found

@@ -5,12 +5,16 @@ code, and wait_for failures that show the object's last state and its history.""
 
 from __future__ import annotations
 
+import os
+import subprocess
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pycm.testing import Cluster, ManagerError, ManagerHandle, WaitTimeout, wait_for
+from tests.sim.conftest_kubectl import kubectl  # noqa: F401 - the fixture
 from tests.testing.stamp_controller import CONFIGMAP, STAMP
 
 
@@ -86,3 +90,68 @@ def test_manager_that_cannot_start_fails_with_its_reason(pycm_cluster: Cluster) 
         info.value
     )
     assert handle.stop(check=False) == 1
+
+
+WEBSITE_CRD = Path(__file__).resolve().parents[2] / "examples/website-operator/deploy/crd.yaml"
+WEBSITE = """
+apiVersion: example.com/v1
+kind: Website
+metadata: {name: shop}
+spec: {replicas: 2, image: nginx:1.25}
+"""
+
+
+def test_apply_a_crd_then_objects_of_it_in_one_go(
+    pycm_cluster: Cluster, pycm_namespace: str
+) -> None:
+    """The CRD is waited for until its kind is served: the Website after it in the same YAML
+    applies; objects of a custom kind are read and waited for like any other."""
+    applied = pycm_cluster.apply(WEBSITE_CRD.read_text() + "\n---\n" + WEBSITE, pycm_namespace)
+    assert [obj["kind"] for obj in applied] == ["CustomResourceDefinition", "Website"]
+    site = pycm_cluster.wait_for_object("example.com/v1", "Website", "shop", pycm_namespace)
+    assert site["spec"] == {"replicas": 2, "image": "nginx:1.25"}
+
+
+@pytest.mark.kubectl
+def test_kubectl_get_websites_prints_the_crds_columns(
+    pycm_cluster: Cluster,
+    pycm_namespace: str,
+    kubectl: Path,  # noqa: F811 - the fixture
+    tmp_path: Path,
+) -> None:
+    """The Website CRD's printer columns, with a Ready condition written here through the
+    status subresource (what the operator does)."""
+    pycm_cluster.apply(WEBSITE_CRD)
+    pycm_cluster.apply(WEBSITE, pycm_namespace)
+    condition = {
+        "type": "Ready",
+        "status": "True",
+        "reason": "Available",
+        "message": "2 of 2 replicas available",
+        "lastTransitionTime": "2026-01-01T00:00:00Z",
+    }
+    pycm_cluster.resource("example.com/v1", "Website").status.patch(
+        body={"status": {"conditions": [condition]}},
+        name="shop",
+        namespace=pycm_namespace,
+        content_type="application/merge-patch+json",
+    )
+    out = subprocess.run(
+        [
+            str(kubectl),
+            "--kubeconfig",
+            str(pycm_cluster.kubeconfig),
+            "get",
+            "websites",
+            "-n",
+            pycm_namespace,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path)},
+    )
+    assert out.returncode == 0, out.stderr
+    header, row = out.stdout.splitlines()
+    assert header.split() == ["NAME", "REPLICAS", "IMAGE", "READY", "AGE"]
+    assert row.split()[:4] == ["shop", "2", "nginx:1.25", "True"]
