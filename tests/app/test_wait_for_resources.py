@@ -6,20 +6,28 @@ controller once discovery serves it (its informers, its reconciles)."""
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from pycm.app.options import ControllerManagerOptions
 from pycm.app.registry import ControllerDescriptor, Registry
 from pycm.app.run import Manager
 from pycm.controller import ControllerBuilder, ControllerContext, Request, Result, Runnable
-from pycm.sim.registry.plain import PlainStrategy
-from pycm.sim.resources import Resource as SimResource
+from pycm.kube import Client, load_config
+from pycm.kube.resources import Resource
 from pycm.sim.server import run_emulator
 from pycm.trace.bus import Bus
 
 CHECK = "waiting-for:Website.v1.example.com"
+CRDS = Resource(
+    "apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False
+)
+WEBSITE_CRD = yaml.safe_load(
+    (Path(__file__).resolve().parents[2] / "examples/website-operator/deploy/crd.yaml").read_text()
+)
 
 
 def _manager(kubeconfig: Any, descriptor: ControllerDescriptor, *flags: str) -> Manager:
@@ -115,19 +123,10 @@ async def test_wait_for_resources_readyz_names_kind_then_runs_once_served(
                 await asyncio.sleep(0.05)
             assert inits.count("not served") >= 2
             assert (await _readyz(manager))[CHECK] == "Website in example.com/v1 is not served"
-            # The kind becomes served (what a CRD's establishment does; here the emulator's
-            # store serves it directly, with the generic strategy).
-            emu.store.serve(
-                SimResource(
-                    "example.com",
-                    "v1",
-                    "websites",
-                    "Website",
-                    "website",
-                    True,
-                    PlainStrategy("Website"),
-                )
-            )
+            # The CRD is installed: the kind becomes served.
+            config = await load_config(kubeconfig=str(emu.kubeconfig_path), qps=-1)
+            async with await Client.connect(config, bus=Bus()) as client:
+                await client.create(CRDS, WEBSITE_CRD)
             for _ in range(300):
                 if (await _readyz(manager))[CHECK] is None:
                     break
@@ -160,8 +159,6 @@ async def test_builder_resource_not_served_stops_the_manager_naming_it(
 ) -> None:
     """A controller given a Resource constant of a kind nobody serves: its informer would
     retry list-and-watch for ever (NotFound) and /readyz fail with no word of why."""
-    from pycm.kube.resources import Resource
-
     websites = Resource("example.com", "v1", "websites", "Website", True)
 
     async def init(ctx: ControllerContext) -> Runnable:
