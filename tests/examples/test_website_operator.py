@@ -1,13 +1,10 @@
 """examples/website-operator: its own suite (pycm.testing's fixtures, plain pytest in its
 directory) passes, and `kubectl get websites` prints the CRD's columns for a reconciled one.
-
-They need the emulator to serve CustomResourceDefinitions and server-side apply. Until it does
-they are expected failures, decided at run time from the emulator's code (strict: the day the
-emulator serves both they run for real, and an xfail left behind would fail as XPASS)."""
+And the walkthrough's user flow end to end, as docs/controllers.md tells it: the plugin
+installed, `pycm run --wait-for-resources` before the CRD, kubectl apply, fail and recover."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
@@ -17,26 +14,13 @@ from typing import Any
 
 import pytest
 
-from pycm.sim.resources import REGISTRY
 from pycm.testing import Cluster, ManagerHandle
 from tests.sim.conftest_kubectl import kubectl  # noqa: F401 - the fixture
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "website-operator"
 
-CRDS_SERVED = REGISTRY.by_kind("apiextensions.k8s.io", "CustomResourceDefinition") is not None
-# Server-side apply is the emulator's pycm.sim.apply (the simssa work): until it exists an
-# apply-patch is refused (415, or 404 for an object it would create).
-APPLY_SERVED = importlib.util.find_spec("pycm.sim.apply") is not None
-needs_crds = pytest.mark.xfail(
-    not (CRDS_SERVED and APPLY_SERVED),
-    reason="the emulator does not serve CustomResourceDefinitions and server-side apply yet "
-    "(the simcrd and simssa work)",
-    strict=True,
-)
 
-
-@needs_crds
 def test_website_operator_own_suite_passes_with_plain_pytest() -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "KUBECONFIG")}
     ran = subprocess.run(
@@ -51,7 +35,6 @@ def test_website_operator_own_suite_passes_with_plain_pytest() -> None:
     assert "3 passed" in ran.stdout
 
 
-@needs_crds
 @pytest.mark.kubectl
 def test_kubectl_get_websites_shows_the_printer_columns(
     pycm_cluster: Cluster,
@@ -123,7 +106,6 @@ def _install_plugin(tmp: Path) -> Path:
     return target
 
 
-@needs_crds
 @pytest.mark.kubectl
 @pytest.mark.e2e
 def test_user_flow_installed_operator_waits_for_its_crd_reconciles_fails_and_recovers(
