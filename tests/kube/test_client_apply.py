@@ -48,3 +48,27 @@ async def test_apply_refuses_before_sending(
     with pytest.raises(ValueError, match=message):
         await client.apply(CONFIGMAPS, manifest, field_manager=manager)
     assert recorder.requests == []
+
+
+@pytest.mark.asyncio
+async def test_apply_against_the_emulator_creates_updates_and_conflicts() -> None:
+    from pycm.kube.config import load_config
+    from pycm.kube.errors import Conflict
+    from pycm.sim.server import run_emulator
+    from pycm.trace.bus import Bus
+
+    async with run_emulator(tls=False, kubelet=False, nodes=0) as emu:
+        config = await load_config(kubeconfig=str(emu.kubeconfig_path), qps=-1)
+        async with await Client.connect(config, bus=Bus()) as client:
+            manifest = {"metadata": {"name": "c", "namespace": "default"}, "data": {"a": "1"}}
+            created = await client.apply(CONFIGMAPS, manifest, field_manager="op")
+            assert created["data"] == {"a": "1"}
+            again = await client.apply(CONFIGMAPS, manifest, field_manager="op")
+            assert again["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
+            other = {**manifest, "data": {"a": "2"}}
+            with pytest.raises(Conflict):  # another manager owns data.a
+                await client.apply(CONFIGMAPS, other, field_manager="someone-else")
+            taken = await client.apply(CONFIGMAPS, other, field_manager="someone-else", force=True)
+            assert taken["data"] == {"a": "2"}
+            managers = {e["manager"] for e in taken["metadata"]["managedFields"]}
+            assert "someone-else" in managers
