@@ -135,7 +135,8 @@ def run(
     err = stderr if stderr is not None else sys.stderr
     if known_controllers is None:
         # The registry is built here, before the flags are parsed: the built-ins, controllers
-        # registered in code, and the plugins; a broken or colliding plugin is a usage error.
+        # registered in code, and the plugins (a broken plugin is kept aside: see below); a
+        # collision among controllers registered in code is a usage error.
         from pycm.app.controllers import build_registry
         from pycm.app.registry import RegistryError
 
@@ -167,6 +168,10 @@ def run(
         err.writelines(f"Error: {error}\n" for error in errors)
         err.write(f"Usage: {USE_LINE}\nRun 'pycm run --help' for usage.\n")
         return 2
+    # Plugins fail alone: one that did not load and that --controllers does not name is one
+    # warning, and the rest runs (one it names is a validation error above).
+    left_out = known_controllers.warnings(options.controllers.controllers)
+    err.writelines(f"Warning: {line}\n" for line in left_out)
 
     completed = options.config(exclude=frozenset({"help", "version"})).complete()
     changed = sorted(completed.changed.items())

@@ -69,6 +69,9 @@ class ControllersConfig:
     enabled: tuple[str, ...] = ()
     # A key one worker processes longer than this is marked stuck (queue.stuck); 0: never.
     stuck_worker_threshold: float = 60.0
+    # A controller whose kind is not served waits for it (/readyz names it) instead of
+    # stopping the manager at start-up.
+    wait_for_resources: bool = False
 
 
 @dataclass(frozen=True)

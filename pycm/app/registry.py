@@ -10,6 +10,13 @@ The registry ``pycm run`` uses is built explicitly, before its flags are parsed
 in code on :func:`default_registry`, then the plugins found under the entry-point group
 ``pycm.controllers`` (:func:`load_plugins`). Nothing registers itself by being imported.
 
+Plugins fail alone: a plugin that cannot be loaded or registered (an import error, not a
+descriptor, a name that collides) is kept in :attr:`Registry.broken` with its message and
+everything else loads. It is an error only when ``--controllers`` names it (by its entry-point
+name, the only name known of a plugin that did not load); otherwise the command says one
+warning naming it (:meth:`Registry.warnings`) and runs the rest, and ``--help`` lists it under
+"Plugins that failed to load".
+
 ``--controllers`` is resolved here with KCM's scan (``resolve``): for each controller, the first
 item naming it decides — its name or alias → on, ``-name`` → off; if none names it, ``*``
 anywhere in the list → on when enabled by default; otherwise off. Unknown names are errors.
@@ -18,6 +25,7 @@ anywhere in the list → on when enabled by default; otherwise off. Unknown name
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from importlib import metadata
 
 from pycm.controller.descriptor import ENTRY_POINT_GROUP, ControllerDescriptor, InitFunc
@@ -25,6 +33,7 @@ from pycm.controller.descriptor import ENTRY_POINT_GROUP, ControllerDescriptor, 
 __all__ = [
     "BUILT_IN",
     "IN_CODE",
+    "BrokenPlugin",
     "ControllerDescriptor",
     "InitFunc",
     "PluginError",
@@ -46,14 +55,25 @@ class PluginError(RegistryError):
     """A plugin that cannot be loaded or registered; the message names its distribution."""
 
 
+@dataclass(frozen=True, slots=True)
+class BrokenPlugin:
+    """A plugin entry point that could not be loaded or registered."""
+
+    name: str  # the entry point's name (its controllers' names are unknown: it did not load)
+    origin: str  # "distribution <name> <version>"
+    message: str  # the whole error, naming the entry point and the distribution
+
+
 class Registry:
     """Descriptors by canonical name. Invariant: every name and alias maps to one descriptor,
-    and every descriptor has a source (where it came from, for messages and help)."""
+    and every descriptor has a source (where it came from, for messages and help). Plugins
+    that failed to load are in ``broken``, none of their names registered."""
 
     def __init__(self) -> None:
         self._by_name: dict[str, ControllerDescriptor] = {}
         self._canonical: dict[str, str] = {}  # name or alias -> canonical name
         self._source: dict[str, str] = {}  # canonical name -> built-in / in code / distribution
+        self.broken: list[BrokenPlugin] = []
 
     def register(
         self, descriptor: ControllerDescriptor, *, source: str = IN_CODE
@@ -109,18 +129,38 @@ class Registry:
         ]
         if plugins:
             lines.append(f"Plugin controllers: {', '.join(plugins)}")
+        if self.broken:
+            failed = ", ".join(f"{b.name} from {b.origin}" for b in self.broken)
+            lines.append(f"Plugins that failed to load: {failed}")
         return "\n".join(lines)
+
+    def warnings(self, items: Sequence[str]) -> list[str]:
+        """One line per broken plugin that ``items`` (--controllers) does not name: it is
+        left out, and the rest runs (one that is named is an error of :meth:`validate`)."""
+        named = {item.strip() for item in items}
+        return [
+            f"{b.message} (its controllers are not available; the others run)"
+            for b in self.broken
+            if b.name not in named
+        ]
 
     def validate(self, items: Sequence[str]) -> list[str]:
         """Every error in a --controllers list (all of them, not the first)."""
-        errors = []
+        errors: list[str] = []
         for item in items:
             name = item[1:] if item.startswith("-") else item
             if item == "*":
                 continue
-            if name not in self._canonical:
+            if name in self._canonical:
+                continue
+            broken = [b for b in self.broken if b.name == name]
+            if broken and not item.startswith("-"):
+                errors.extend(b.message for b in broken)  # asked for: its failure is an error
+            elif not broken:
                 known = ", ".join(self.names())
-                errors.append(f'"{name}" is not in the list of known controllers ({known})')
+                failed = ", ".join(f"{b.name} from {b.origin}" for b in self.broken)
+                failed = f"; plugins that failed to load: {failed}" if failed else ""
+                errors.append(f'"{name}" is not in the list of known controllers ({known}){failed}')
         return errors
 
     def resolve(self, items: Iterable[str]) -> dict[str, bool]:
@@ -154,36 +194,51 @@ def _distribution(entry_point: metadata.EntryPoint) -> str:
 
 
 def load_plugins(
-    registry: Registry, entry_points: Iterable[metadata.EntryPoint] | None = None
+    registry: Registry,
+    entry_points: Iterable[metadata.EntryPoint] | None = None,
+    *,
+    strict: bool = False,
 ) -> Registry:
     """Register the descriptor each entry point of group ``pycm.controllers`` names.
 
     A plugin that fails to import, names something that is not a ControllerDescriptor, or
-    collides with a registered name or alias raises :class:`PluginError` naming its
-    distribution and entry point; the command turns it into a start-up error (exit 2).
+    collides with a registered name or alias is kept in ``registry.broken`` with a message
+    naming its distribution and entry point, and the others load; with ``strict`` it raises
+    :class:`PluginError` instead.
     """
     found = metadata.entry_points(group=ENTRY_POINT_GROUP) if entry_points is None else entry_points
     for entry_point in sorted(found, key=lambda ep: ep.name):
-        origin = _distribution(entry_point)
-        where = f"plugin controller {entry_point.name!r} ({entry_point.value}) from {origin}"
-        if entry_point.pattern.match(entry_point.value) is None:
-            raise PluginError(f"{where}: the entry point is not 'module:attribute'")
         try:
-            descriptor = entry_point.load()
-        # Any import-time failure of third-party code, sys.exit() included: that would end
-        # `pycm run` with the plugin's status and no word of why.
-        except (Exception, SystemExit) as exc:
-            raise PluginError(f"{where} failed to load: {type(exc).__name__}: {exc}") from None
-        if not isinstance(descriptor, ControllerDescriptor):
-            raise PluginError(
-                f"{where} is a {type(descriptor).__name__}, not a "
-                "pycm.controller.ControllerDescriptor"
+            _load_one(registry, entry_point)
+        except PluginError as exc:
+            if strict:
+                raise
+            registry.broken.append(
+                BrokenPlugin(entry_point.name, _distribution(entry_point), str(exc))
             )
-        try:
-            registry.register(descriptor, source=origin)
-        except RegistryError as exc:
-            raise PluginError(f"{where}: {exc}") from None
     return registry
+
+
+def _load_one(registry: Registry, entry_point: metadata.EntryPoint) -> None:
+    """Load and register one entry point's descriptor, or raise :class:`PluginError`."""
+    origin = _distribution(entry_point)
+    where = f"plugin controller {entry_point.name!r} ({entry_point.value}) from {origin}"
+    if entry_point.pattern.match(entry_point.value) is None:
+        raise PluginError(f"{where}: the entry point is not 'module:attribute'")
+    try:
+        descriptor = entry_point.load()
+    # Any import-time failure of third-party code, sys.exit() included: that would end
+    # `pycm run` with the plugin's status and no word of why.
+    except (Exception, SystemExit) as exc:
+        raise PluginError(f"{where} failed to load: {type(exc).__name__}: {exc}") from None
+    if not isinstance(descriptor, ControllerDescriptor):
+        raise PluginError(
+            f"{where} is a {type(descriptor).__name__}, not a pycm.controller.ControllerDescriptor"
+        )
+    try:
+        registry.register(descriptor, source=origin)
+    except RegistryError as exc:
+        raise PluginError(f"{where}: {exc}") from None
 
 
 _default = Registry()

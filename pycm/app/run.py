@@ -26,6 +26,7 @@ controllers registered in code, plugins of the entry-point group ``pycm.controll
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import os
@@ -55,11 +56,12 @@ from pycm.app.serviceaccounts import (
     username_for,
 )
 from pycm.cache.factory import MetadataInformerFactory, SharedInformerFactory
-from pycm.controller import Runnable
+from pycm.controller import ControllerDescriptor, Runnable
 from pycm.controller.metrics import ControllerMetrics
 from pycm.controller.stuck import StuckWorkerWatcher
 from pycm.kube import Client, ConfigError, load_config
 from pycm.kube.errors import KubeError
+from pycm.kube.restmapper import NoKindMatchError, RESTMapper
 from pycm.kube.transport import build_ssl_context
 from pycm.leaderelection import (
     LeaderCallbacks,
@@ -109,6 +111,9 @@ QUEUE_STALL_THRESHOLD = 60.0
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 # Informer factories get this long to stop their informers.
 INFORMER_STOP_TIMEOUT = 5.0
+# How often a controller waiting for its kind (--wait-for-resources) reads discovery again: a
+# CRD is served within a second or two of its creation.
+RESOURCE_POLL_INTERVAL = 2.0
 # The observers' own budget after the rest stopped: they flush what the shutdown emitted.
 OBSERVER_STOP = 5.0
 
@@ -550,7 +555,12 @@ class Manager:
                 fenced[name] = unfenced_for(name).with_fence(gate)
             return fenced[name]
 
+        recorders: dict[str, EventRecorder] = {}
+
         def recorder_for(name: str) -> EventRecorder:
+            # One per name (a builder asks for its controller's on its first TerminalError).
+            if name in recorders:
+                return recorders[name]
             # Events are not fenced, as KCM's recorder is independent of leadership: they
             # change nothing a controller acts on, and a deposed leader's last events tell of
             # writes that did land (or were fenced) — dropping them would hide exactly that.
@@ -563,10 +573,12 @@ class Manager:
             )
             # With the caches: they stop after the controllers, so the last events are sent.
             self.groups.add(Group.CACHES, f"event recorder {name}", recorder.run)
+            recorders[name] = recorder
             return recorder
 
         return ControllerContext(
             config=cfg,
+            rest_mapper=RESTMapper(root),
             bus=self.bus,
             clock=self.clock,
             client_for=client_for,
@@ -591,6 +603,7 @@ class Manager:
         descriptors = list(self.registry)
         random.shuffle(descriptors)  # KCM starts them in random order
         runnables: list[tuple[str, Runnable]] = []
+        waiting: list[tuple[ControllerDescriptor, NoKindMatchError]] = []
         interval = self.config.controllers.controller_start_interval
         for descriptor in descriptors:
             if descriptor.name not in enabled:
@@ -600,23 +613,19 @@ class Manager:
                 continue
             if interval > 0:
                 await self.clock.sleep(self._rng.uniform(0, 2 * interval))
-            who = f"controller {descriptor.name!r} ({self.registry.source(descriptor.name)})"
-            failed = f"{who} failed to start: "
-            with self.bus.step(ControllerInitBegan(controller=descriptor.name)) as step:
-                try:
-                    runnable = await descriptor.init(ctx)
-                except Exception as exc:  # a plugin's init is third-party code
-                    raise ManagerError(f"{failed}{type(exc).__name__}: {exc}") from None
-                if runnable is not None and not callable(runnable):
-                    raise ManagerError(
-                        f"{failed}init returned a value of type {type(runnable).__name__}, "
-                        "not an async run function or None"
-                    )
-                step.finish(started=runnable is not None)
+            try:
+                runnable = await self._init_controller(ctx, descriptor)
+            except NoKindMatchError as exc:
+                # Its kind is not served (a CRD not installed yet): one line naming both and
+                # exit 1, as controller-runtime stops at start — unless it may wait for it.
+                if not (
+                    self.config.controllers.wait_for_resources or descriptor.wait_for_resources
+                ):
+                    raise ManagerError(f"{self._who(descriptor)} failed to start: {exc}") from None
+                waiting.append((descriptor, exc))
+                continue
             if runnable is not None:
-                runnables.append(
-                    (descriptor.name, _checked_runnable(runnable, who, self._fail, self._stopping))
-                )
+                runnables.append((descriptor.name, runnable))
         if self._token_sources:
             await self._first_tokens()
         informers = _InformerFactories(ctx)
@@ -631,6 +640,8 @@ class Manager:
                 controller.gate = self.elector.gate
         for name, runnable in runnables:
             self.groups.add(Group.CONTROLLERS, f"controller {name}", runnable)
+        for descriptor, missing in waiting:
+            self._wait_for_resource(ctx, descriptor, missing)
 
         # Plugins' own background tasks run with the controllers, added now or later; their
         # failure is one line too.
@@ -648,6 +659,91 @@ class Manager:
             self.groups.add(Group.CONTROLLERS, "stuck-worker watcher", watcher.run)
         await self.groups.start(Group.CONTROLLERS)
         return len(runnables)
+
+    def _who(self, descriptor: ControllerDescriptor) -> str:
+        return f"controller {descriptor.name!r} ({self.registry.source(descriptor.name)})"
+
+    async def _init_controller(
+        self, ctx: ControllerContext, descriptor: ControllerDescriptor
+    ) -> Runnable | None:
+        """One controller's init, traced and checked: its run function (contained), or None
+        ("not started"). A NoKindMatchError propagates (the caller decides: fail or wait);
+        any other failure is a ManagerError naming the controller."""
+        who = self._who(descriptor)
+        failed = f"{who} failed to start: "
+        # A builder in this init defaults to its descriptor's retries (None: for ever).
+        ctx.max_retries = descriptor.max_retries
+        with self.bus.step(ControllerInitBegan(controller=descriptor.name)) as step:
+            try:
+                runnable = await descriptor.init(ctx)
+            except NoKindMatchError:
+                raise
+            except Exception as exc:  # a plugin's init is third-party code
+                raise ManagerError(f"{failed}{type(exc).__name__}: {exc}") from None
+            if runnable is not None and not callable(runnable):
+                raise ManagerError(
+                    f"{failed}init returned a value of type {type(runnable).__name__}, "
+                    "not an async run function or None"
+                )
+            step.finish(started=runnable is not None)
+        if runnable is None:
+            return None
+        return _checked_runnable(runnable, who, self._fail, self._stopping)
+
+    def _wait_for_resource(
+        self, ctx: ControllerContext, descriptor: ControllerDescriptor, missing: NoKindMatchError
+    ) -> None:
+        """--wait-for-resources: the controller's task polls discovery until its kind is
+        served, then runs its init again, starts the informers it asked for and runs it.
+        Meanwhile a readyz check named after the kind (``waiting-for:Website.v1.example.com``)
+        fails, and one warning says which controller waits for what."""
+        log.warning(
+            "controller %r waits for %s to be served (--wait-for-resources); /readyz fails "
+            "until it is",
+            descriptor.name,
+            missing.what,
+        )
+        waiting: dict[str, NoKindMatchError] = {"kind": missing}
+
+        def check_name(exc: NoKindMatchError) -> str:
+            return f"waiting-for:{exc.kind or exc.plural}.{exc.version}.{exc.group}".rstrip(".")
+
+        def add_check(exc: NoKindMatchError) -> None:
+            name = check_name(exc)
+
+            async def served() -> str | None:
+                now = waiting.get("kind")  # what the last try found missing (None: started)
+                return (
+                    None if now is None or check_name(now) != name else f"{exc.what} is not served"
+                )
+
+            with contextlib.suppress(ValueError):  # (two controllers may wait for one kind)
+                self.health.add(name, served, livez=False)
+
+        add_check(missing)
+
+        async def wait_then_run() -> None:
+            while True:
+                await self.clock.sleep(RESOURCE_POLL_INTERVAL)
+                try:
+                    runnable = await self._init_controller(ctx, descriptor)
+                except NoKindMatchError as exc:
+                    if check_name(exc) != check_name(waiting["kind"]):
+                        add_check(exc)  # it now waits for another of its kinds
+                    waiting["kind"] = exc
+                    continue
+                break
+            waiting.clear()
+            log.info("controller %r: its resources are served; starting it", descriptor.name)
+            ctx.informer_factory.start()
+            ctx.metadata_informer_factory.start()
+            if self.elector is not None:
+                for controller in ctx.queues.values():
+                    controller.gate = self.elector.gate
+            if runnable is not None:
+                await runnable()
+
+        self.groups.add(Group.CONTROLLERS, f"controller {descriptor.name}", wait_then_run)
 
     async def _service_account_builder(self) -> Callable[[str], Client]:
         """KCM's dynamic client builder: ``client_for(name)`` gives a client authenticated as

@@ -20,8 +20,13 @@ event passes if either the old or the new object passes, so leaving the filter i
 
 :meth:`ControllerBuilder.complete` wires informers → handlers → the rate-limiting queue → the
 worker loop of :mod:`pycm.controller.worker` (the reconcile contract: ``Result``,
-``requeue_after``, :class:`~pycm.controller.worker.TerminalError`), registers the queue under
-the manager's ``workqueues`` health check, and returns the runnable the init function returns.
+``requeue_after``, :class:`~pycm.controller.worker.TerminalError`: a Warning event
+``ReconcileFailed`` on the object, recorded by a recorder made on first need), retries a
+failing key for ever with capped backoff unless ``max_retries`` (the descriptor's by default)
+says otherwise, checks that every resource it watches is served before it waits for their
+caches (one that is not stops it with apimachinery's "no matches" message), registers the
+queue under the manager's ``workqueues`` health check, and returns the runnable the init
+function returns.
 The worker loop is the built-ins' own, so the controller's reconciles are traced
 (``reconcile.begin``/``end`` linked to the triggering watch event) and counted in
 ``controller_runtime_*`` and ``workqueue_*`` metrics under its name, with no code of its own.
@@ -39,10 +44,28 @@ from pycm.cache.processor import HandlerFuncs
 from pycm.cache.shared_informer import SharedIndexInformer
 from pycm.cache.store import DeletedFinalStateUnknown
 from pycm.controller.context import ControllerContext, Runnable
-from pycm.controller.worker import DEFAULT_MAX_RETRIES, Controller, Result
+from pycm.controller.worker import Controller, Result, TerminalError
 from pycm.kube.resources import Resource
+from pycm.record.recorder import EventRecorder
 
-__all__ = ["ControllerBuilder", "MapFunc", "Predicate", "Reconciler", "Request"]
+__all__ = [
+    "TERMINAL_ERROR_REASON",
+    "ControllerBuilder",
+    "MapFunc",
+    "Predicate",
+    "Reconciler",
+    "Request",
+]
+
+# The reason of the Warning event a TerminalError records on the reconciled object.
+TERMINAL_ERROR_REASON = "ReconcileFailed"
+
+
+class _Unset:
+    """The type of a keyword argument's "not given" (None is a meaningful max_retries)."""
+
+
+_UNSET = _Unset()
 
 
 class Request(NamedTuple):
@@ -93,15 +116,22 @@ class ControllerBuilder:
         name: str,
         *,
         workers: int = 1,
-        max_retries: int = DEFAULT_MAX_RETRIES,
+        max_retries: int | _Unset | None = _UNSET,
+        recorder: EventRecorder | None = None,
     ) -> None:
         if workers < 1:
             raise ValueError("a controller needs at least one worker")
         self._ctx = ctx
         self.name = name
         self._workers = workers
-        self._max_retries = max_retries
+        # Unset: the descriptor's (ctx.max_retries; None, its default, retries for ever).
+        self._max_retries = ctx.max_retries if isinstance(max_retries, _Unset) else max_retries
+        if self._max_retries is not None and self._max_retries < 0:
+            raise ValueError(f"{name}: max_retries must not be negative")
+        # Where a TerminalError's Warning event goes (made at complete() when not given).
+        self._recorder = recorder
         self._for: Resource | None = None
+        self._for_metadata_only = False
         self._watches: list[_Watch] = []
         self._built = False
 
@@ -118,6 +148,7 @@ class ControllerBuilder:
         if self._for is not None:
             raise ValueError(f"{self.name}: for_() was already called ({self._for.resource})")
         self._for = resource
+        self._for_metadata_only = metadata_only
         self._watches.append(
             _Watch(resource, metadata_only, lambda obj: (_object_key(obj),), predicate)
         )
@@ -191,9 +222,28 @@ class ControllerBuilder:
             raise ValueError(f"{self.name}: complete() was already called")
         self._built = True
         ctx = self._ctx
+        primary = self._for
+        recorders: list[EventRecorder] = [self._recorder] if self._recorder else []
+        cache = self.lister(primary, metadata_only=self._for_metadata_only)
 
         async def sync(key: str) -> Result | None:
-            return await reconcile(Request.from_key(key))
+            request = Request.from_key(key)
+            try:
+                return await reconcile(request)
+            except TerminalError as exc:
+                # Retrying cannot fix it, so the object's owner must hear of it: a Warning
+                # event on the object (when the cache still has it), then the worker drops it.
+                obj = cache.get(request.namespace, request.name)
+                if obj is not None:
+                    if not recorders:  # made on first use: most controllers never need one
+                        recorders.append(ctx.recorder_for(self.name))
+                    recorders[0].event(
+                        {**obj, "apiVersion": primary.api_version, "kind": primary.kind},
+                        "Warning",
+                        TERMINAL_ERROR_REASON,
+                        str(exc) or type(exc).__name__,
+                    )
+                raise
 
         controller = Controller(
             self.name,
@@ -216,7 +266,17 @@ class ControllerBuilder:
         ctx.register_queue(self.name, controller)
         workers = self._workers
 
+        resources = list(dict.fromkeys(watch.resource for watch in self._watches))
+
         async def synced() -> bool:
+            # A resource nobody serves (a constant naming a CRD not installed) would have its
+            # informer retry list-and-watch for ever and /readyz fail with no word of why: the
+            # controller stops instead, naming it (NoKindMatchError, one line from the manager).
+            if ctx.rest_mapper is not None:
+                for resource in resources:
+                    await ctx.rest_mapper.resource_for_plural(
+                        resource.group, resource.version, resource.resource
+                    )
             await ctx.informers_started.wait()
             for informer in informers:
                 await informer.wait_synced()

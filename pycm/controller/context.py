@@ -14,6 +14,9 @@ lives while it leads:
   or metadata only), started by the manager after every controller's init.
 - ``informers_started`` — set once the factories are started (KCM's InformersStarted).
 - ``clock``, ``bus`` (the trace bus), ``metrics`` (controller-runtime's families).
+- ``max_retries`` — the running init's descriptor's (a builder's default).
+- ``resource_for(group, version, kind)`` — a kind to its :class:`~pycm.kube.resources.Resource`
+  over discovery (``rest_mapper``), custom resources included.
 - ``queues`` — controller name → its worker loop, which the manager's ``workqueues`` health
   check watches; :class:`~pycm.controller.builder.ControllerBuilder` registers there itself.
 - :meth:`ControllerContext.add_runnable` — a background task of the controller's own that
@@ -31,6 +34,8 @@ from pycm.cache.factory import MetadataInformerFactory, SharedInformerFactory
 from pycm.controller.metrics import ControllerMetrics
 from pycm.controller.worker import Controller
 from pycm.kube.client import Client
+from pycm.kube.resources import Resource
+from pycm.kube.restmapper import NoKindMatchError, RESTMapper
 from pycm.record.recorder import EventRecorder
 from pycm.trace.bus import Bus
 from pycm.util.clock import Clock
@@ -60,6 +65,24 @@ class ControllerContext:
     pending_runnables: list[tuple[str, Runnable]] = field(default_factory=list)
     # Set by the manager once the controllers run: adds a runnable to the running group.
     on_runnable: Callable[[str, Runnable], None] | None = None
+    # Kinds to resources over discovery (see resource_for); None: none (a test's context).
+    rest_mapper: RESTMapper | None = None
+    # The max_retries of the descriptor whose init runs now (the manager sets it before each
+    # init; inits run one at a time): a ControllerBuilder's default. None retries for ever.
+    max_retries: int | None = None
+
+    async def resource_for(self, group: str, version: str, kind: str) -> Resource:
+        """The resource serving ``kind`` (``("example.com", "v1", "Website")``): plural,
+        scope and subresources from discovery, for the builder, the informers and the client.
+
+        Raises :class:`~pycm.kube.restmapper.NoKindMatchError` when nothing serves it (a CRD
+        not installed): raised out of ``init``, the manager stops at start-up with one line
+        naming the controller and the kind — or, with ``--wait-for-resources`` (or the
+        descriptor's ``wait_for_resources``), /readyz names what it waits for and ``init``
+        runs again once the kind is served. Resolve kinds first in ``init``, before building."""
+        if self.rest_mapper is None:
+            raise NoKindMatchError(group, version, kind=kind)
+        return await self.rest_mapper.resource_for(group, version, kind)
 
     def add_runnable(self, name: str, run: Runnable) -> None:
         """Run ``run()`` as a named task beside the controllers: started with them (after the

@@ -35,3 +35,11 @@ class ControllerDescriptor:
     enabled_by_default: bool = True
     # Informer resources the controller needs synced before its workers start (for docs).
     requires: tuple[str, ...] = ()
+    # How often a ControllerBuilder-built controller retries a failing key before dropping it;
+    # None (the default): for ever, with the default limiter's backoff capped at 1000 s, as
+    # controller-runtime and kopf do. (The built-ins keep KCM's 15: they set it themselves.)
+    max_retries: int | None = None
+    # When init fails because a kind is not served (NoKindMatchError: a CRD not installed
+    # yet), wait for it — /readyz names it — instead of stopping the manager (as the
+    # manager-wide --wait-for-resources does for every controller).
+    wait_for_resources: bool = False

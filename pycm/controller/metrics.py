@@ -82,6 +82,14 @@ class ControllerMetrics:
             ["controller"],
             registry=registry,
         )
+        # pycm's own: controller-runtime never gives a key up, KCM's controllers do (after 15
+        # retries); a dropped key waits for its object to change, so it is worth an alert.
+        self.dropped_keys_total = Counter(
+            "pycm_controller_dropped_keys_total",
+            "Keys given up on per controller, by reason (max retries, terminal error)",
+            ["controller", "reason"],
+            registry=registry,
+        )
         self.reconcile_time_seconds = Histogram(
             "controller_runtime_reconcile_time_seconds",
             "Length of time per reconciliation per controller",

@@ -12,8 +12,9 @@ sync ended with                 the worker then                                 
 ``Result(requeue=True)``        ``add_rate_limited`` (backoff, no error)             requeue
 a 409 Conflict                  ``add_rate_limited``, logged quietly                 conflict
 :class:`TerminalError`          ``drop`` (forget, ``queue.drop`` event), counted     error
-any other exception             ``add_rate_limited`` while retries < max_retries,    error
-                                else ``drop`` — logged, counted, the worker lives on
+any other exception             ``add_rate_limited`` while retries < max_retries     error
+                                (for ever when it is None), else ``drop`` — logged
+                                once, counted, the worker lives on
 cancellation                    propagates (the controller is stopping)
 =============================== ==================================================== =========
 
@@ -117,7 +118,7 @@ class Controller:
         *,
         resource: str = "",
         queue: RateLimitingQueue[str] | None = None,
-        max_retries: int = DEFAULT_MAX_RETRIES,
+        max_retries: int | None = DEFAULT_MAX_RETRIES,
         clock: Clock = REAL_CLOCK,
         bus: Bus | None = None,
         metrics: ControllerMetrics | None = None,
@@ -140,6 +141,7 @@ class Controller:
                 name, clock=clock, bus=self._bus, metrics=metrics.queue if metrics else None
             )
         )
+        # None: retry for ever (capped backoff); else drop a key after this many retries.
         self.max_retries = max_retries
         self._metrics = metrics
         # The labelled children every reconcile touches, looked up once (a labels() call is a
@@ -485,6 +487,7 @@ class Controller:
                 log.error("%s: dropping %s: terminal error: %s", self.name, key, exc)
                 if self._bound is not None:
                     self._bound.terminal_errors_total.inc()
+                    self._bound.dropped("terminal error").inc()
                 outcome = _ERROR
             else:
                 outcome = self._handle_error(key, exc, retries, calls[1])
@@ -584,7 +587,8 @@ class Controller:
             self._requeued_by(key, begin, "retry")
             self.queue.add_rate_limited(key)
             return ReconcileResult.CONFLICT
-        if retries < self.max_retries:
+        max_retries = self.max_retries
+        if max_retries is None or retries < max_retries:
             # An unexpected exception's traceback is logged at the key's first failure only: a
             # sync that fails the same way on every retry would repeat it up to max_retries
             # times (an API error is its message alone, as KCM's HandleError logs it, and so is
@@ -608,6 +612,8 @@ class Controller:
                 exc,
             )
             self.queue.drop(key, reason="max retries")
+            if self._bound is not None:
+                self._bound.dropped("max retries").inc()
         return ReconcileResult.ERROR
 
 
@@ -616,6 +622,7 @@ class _BoundMetrics:
 
     __slots__ = (
         "_by_outcome",
+        "_dropped",
         "_families",
         "_name",
         "active_workers",
@@ -631,6 +638,15 @@ class _BoundMetrics:
         self.reconcile_errors_total = metrics.reconcile_errors_total.labels(name)
         self.terminal_errors_total = metrics.terminal_errors_total.labels(name)
         self._by_outcome: dict[ReconcileResult, Any] = {}
+        self._dropped: dict[str, Any] = {}
+
+    def dropped(self, reason: str) -> Any:
+        child = self._dropped.get(reason)
+        if child is None:
+            child = self._dropped[reason] = self._families.dropped_keys_total.labels(
+                self._name, reason
+            )
+        return child
 
     def reconcile_total(self, outcome: ReconcileResult) -> Any:
         child = self._by_outcome.get(outcome)

@@ -3,8 +3,8 @@
 - :func:`load_config` → :class:`ClientConfig` (kubeconfig / ``--master`` / KUBECONFIG /
   in-cluster, KCM's precedence); :class:`ConfigError` when none is usable.
 - :class:`Client` (``await Client.connect(config)``): ``get``, ``list``, ``list_all``, ``watch``,
-  ``create``, ``update``, ``update_status``, ``patch``, ``delete``, ``delete_collection``,
-  ``get_scale``, ``update_scale``, ``request``. Objects are plain dicts.
+  ``create``, ``update``, ``update_status``, ``patch``, ``apply`` (server-side), ``delete``,
+  ``delete_collection``, ``get_scale``, ``update_scale``, ``request``. Objects are plain dicts.
 - :mod:`pycm.kube.resources`: :class:`Resource` and the constants (``PODS``, ``LEASES``, ...).
 
 Exceptions (see :mod:`pycm.kube.errors`)::

@@ -252,6 +252,79 @@ class ReconcileStarted(StepBegin):
 
 
 # ---------------------------------------------------------------------------------------------
+# Operator helpers (pycm.controller: finalizers, conditions, owner references, create-or-update)
+# Emitted inside the reconcile that called them, so each is a child of its trace.
+# ---------------------------------------------------------------------------------------------
+
+
+class EnsureResult(enum.StrEnum):
+    """What create_or_update did (controller-runtime's OperationResult)."""
+
+    CREATED = "created"
+    UPDATED = "updated"
+    UNCHANGED = "unchanged"
+
+
+@kind("finalizer.added")
+class FinalizerAdded(Event):
+    """A finalizer was added to an object (nothing is emitted when it was already there)."""
+
+    resource: str = ""
+    namespace: str = ""
+    name: str = ""
+    finalizer: str = ""
+
+
+@kind("finalizer.removed")
+class FinalizerRemoved(Event):
+    """A finalizer was removed from an object (nothing when it was not there)."""
+
+    resource: str = ""
+    namespace: str = ""
+    name: str = ""
+    finalizer: str = ""
+
+
+@kind("condition.set")
+class ConditionSet(Event):
+    """A status condition was written through the status subresource (``transitioned``: its
+    status changed, so did its lastTransitionTime). The message is not carried."""
+
+    resource: str = ""
+    namespace: str = ""
+    name: str = ""
+    type: str = ""
+    status: str = ""
+    reason: str = ""
+    observed_generation: int = 0
+    transitioned: bool = False
+
+
+@kind("ownerref.set")
+class OwnerReferenceSet(Event):
+    """An owner reference was set on an object before it was written (``controller``: as its
+    controller)."""
+
+    owner_kind: str = ""
+    owner_name: str = ""
+    object_kind: str = ""
+    namespace: str = ""
+    name: str = ""
+    controller: bool = False
+
+
+@kind("object.ensured")
+class ObjectEnsured(Event):
+    """create_or_update brought an object to what the reconcile wants: created, updated or
+    left unchanged (no write)."""
+
+    resource: str = ""
+    namespace: str = ""
+    name: str = ""
+    result: EnsureResult = EnsureResult.UNCHANGED
+
+
+# ---------------------------------------------------------------------------------------------
 # Informers (pycm.cache)
 # ---------------------------------------------------------------------------------------------
 

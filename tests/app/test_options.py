@@ -772,6 +772,12 @@ def test_stuck_worker_threshold_defaults_to_60s_and_parses_go_durations() -> Non
     assert _completed(["--stuck-worker-threshold=0"]).controllers.stuck_worker_threshold == 0
 
 
+def test_wait_for_resources_defaults_off_and_parses_as_a_bool() -> None:
+    assert _completed([]).controllers.wait_for_resources is False
+    assert _completed(["--wait-for-resources"]).controllers.wait_for_resources is True
+    assert _completed(["--wait-for-resources=false"]).controllers.wait_for_resources is False
+
+
 def test_stuck_worker_threshold_negative_is_an_error() -> None:
     options, errors = _parsed(["--stuck-worker-threshold=-5s"])
     assert errors == [

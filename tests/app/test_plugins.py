@@ -1,5 +1,6 @@
 """Controller plugins: found through importlib.metadata, listed, resolved, run; broken ones
-refused at start-up (exit 2, naming the distribution); controllers registered in code.
+fail alone (an error, exit 2 naming the distribution, only when --controllers names them; else
+one warning); controllers registered in code.
 
 The example plugin (examples/echo-controller) is really installed — built offline with the
 project's own hatchling, into a temporary target put on PYTHONPATH — so its entry point is
@@ -126,39 +127,84 @@ def test_pycm_run_help_no_plugin_only_builtins() -> None:
 # -- broken plugins ---------------------------------------------------------------------------
 
 
-def test_pycm_run_plugin_fails_to_import_exit_2_names_distribution(tmp_path: Path) -> None:
+USAGE = "Usage: pycm run [flags]\nRun 'pycm run --help' for usage.\n"
+
+
+def test_pycm_run_plugin_fails_to_import_exit_2_when_named(tmp_path: Path) -> None:
     _dist(tmp_path, "pycm-broken-plugin", "pycm_broken_plugin", "import no_such_module_here\n")
-    proc = _pycm_run(["--controllers=*"], tmp_path)
+    proc = _pycm_run(["--controllers=*,bad"], tmp_path)
     assert proc.returncode == 2
     assert proc.stderr == (
         "Error: plugin controller 'bad' (pycm_broken_plugin:descriptor) from distribution "
         "pycm-broken-plugin 1.0 failed to load: ModuleNotFoundError: "
-        "No module named 'no_such_module_here'\n"
+        "No module named 'no_such_module_here'\n" + USAGE
+    )
+
+
+_ENABLED = """
+import sys
+from pycm.app import command
+
+def runner(config):
+    print(",".join(config.controllers.enabled))
+    return 0
+
+sys.exit(command.run(sys.argv[1:], runner=runner))
+"""
+
+
+@pytest.mark.parametrize("controllers", ["deployment", "*", "*,-bad"])
+def test_pycm_run_broken_plugin_not_named_is_one_warning_and_the_rest_runs(
+    tmp_path: Path, controllers: str
+) -> None:
+    """One broken entry point stopped even --controllers=deployment (exit 2)."""
+    _dist(tmp_path, "pycm-broken-plugin", "pycm_broken_plugin", "import no_such_module_here\n")
+    env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
+    env["PYTHONPATH"] = str(tmp_path)
+    proc = subprocess.run(
+        [sys.executable, "-c", _ENABLED, f"--controllers={controllers}"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    expected = "deployment" if controllers == "deployment" else "deployment,replicaset"
+    assert proc.stdout == f"{expected}\n"
+    assert proc.stderr == (
+        "Warning: plugin controller 'bad' (pycm_broken_plugin:descriptor) from distribution "
+        "pycm-broken-plugin 1.0 failed to load: ModuleNotFoundError: No module named "
+        "'no_such_module_here' (its controllers are not available; the others run)\n"
     )
 
 
 @pytest.mark.parametrize("flag", ["--help", "-h", "--version", "--help=true"])
-def test_pycm_run_help_and_version_still_answer_with_a_broken_plugin(
-    tmp_path: Path, flag: str
+def test_pycm_run_help_and_version_answer_with_a_broken_plugin(
+    tmp_path: Path, flag: str, echo_target: Path
 ) -> None:
-    """They exited 2 with the plugin's error: a user could not even read how to run without
-    it. The error is still said, on stderr; the help lists the controllers that loaded."""
-    _dist(tmp_path, "pycm-broken-plugin", "pycm_broken_plugin", "import no_such_module_here\n")
-    proc = _pycm_run([flag], tmp_path)
+    """--help hid every plugin controller, the healthy ones too: it lists every controller
+    that loaded and names the broken distribution."""
+    site = tmp_path / "site"
+    shutil.copytree(echo_target, site)
+    _dist(site, "pycm-broken-plugin", "pycm_broken_plugin", "import no_such_module_here\n")
+    proc = _pycm_run([flag], site)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stderr.startswith(
-        "Error: plugin controller 'bad' (pycm_broken_plugin:descriptor) from distribution "
-    )
+    assert proc.stderr == ""
     if flag == "--version":
         assert proc.stdout.startswith("pycm ")
     else:
-        assert "(the help below lists no plugin controller)" in proc.stderr
-        assert "All controllers: deployment, replicaset (default [*])\n" in proc.stdout
+        assert "All controllers: deployment, echo, replicaset\n" in proc.stdout
+        assert "Plugin controllers: echo from distribution pycm-echo-controller" in proc.stdout
+        assert (
+            "Plugins that failed to load: bad from distribution pycm-broken-plugin 1.0"
+            in proc.stdout
+        )
     # Anything else is still refused.
-    assert _pycm_run(["--", flag], tmp_path).returncode == 2
+    assert _pycm_run(["--", flag], site).returncode == 2
 
 
-def test_pycm_run_plugin_name_collides_with_builtin_exit_2_names_both(tmp_path: Path) -> None:
+def test_pycm_run_plugin_name_collides_with_builtin_exit_2_when_named(tmp_path: Path) -> None:
     _dist(
         tmp_path,
         "pycm-greedy-plugin",
@@ -172,19 +218,25 @@ def test_pycm_run_plugin_name_collides_with_builtin_exit_2_names_both(tmp_path: 
         descriptor = ControllerDescriptor("mine", init, aliases=("deployment",))
         """,
     )
-    proc = _pycm_run(["--controllers=*"], tmp_path)
+    proc = _pycm_run(["--controllers=bad"], tmp_path)
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
     assert proc.stderr == (
         "Error: plugin controller 'bad' (pycm_greedy_plugin:descriptor) from distribution "
         "pycm-greedy-plugin 1.0: controller name or alias 'deployment' is already registered "
-        "(by 'deployment', built-in)\n"
+        "(by 'deployment', built-in)\n" + USAGE
     )
+    # Its controller's own name is unknown (it never registered); the error says which
+    # plugin failed, so the user can tell why.
+    proc = _pycm_run(["--controllers=mine"], tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith('Error: "mine" is not in the list of known controllers')
+    assert "plugins that failed to load: bad from distribution pycm-greedy-plugin" in proc.stderr
 
 
-def test_pycm_run_plugin_not_a_descriptor_exit_2(tmp_path: Path) -> None:
+def test_pycm_run_plugin_not_a_descriptor_exit_2_when_named(tmp_path: Path) -> None:
     _dist(tmp_path, "pycm-odd-plugin", "pycm_odd_plugin", "descriptor = 42\n")
-    proc = _pycm_run(["--controllers=*"], tmp_path)
+    proc = _pycm_run(["--controllers=bad"], tmp_path)
     assert proc.returncode == 2
     assert "from distribution pycm-odd-plugin 1.0 is a int, not a" in proc.stderr
 

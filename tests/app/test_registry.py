@@ -12,6 +12,7 @@ import pytest
 from pycm.app.registry import (
     BUILT_IN,
     IN_CODE,
+    BrokenPlugin,
     ControllerDescriptor,
     PluginError,
     Registry,
@@ -183,12 +184,19 @@ def test_load_plugins_import_error_names_distribution_and_entry_point(
 ) -> None:
     monkeypatch.syspath_prepend(str(tmp_path))
     eps = _installed(tmp_path, "pycm_test_plugin_raises", "raise RuntimeError('no config')\n")
-    with pytest.raises(PluginError) as caught:
-        load_plugins(_registry(), eps)
-    assert str(caught.value) == (
+    message = (
         "plugin controller 'mine' (pycm_test_plugin_raises:descriptor) from distribution "
         "pycm_test_plugin_raises 2.0 failed to load: RuntimeError: no config"
     )
+    with pytest.raises(PluginError) as caught:
+        load_plugins(_registry(), eps, strict=True)
+    assert str(caught.value) == message
+    # Not strict (what pycm run does): kept aside, the rest of the registry intact.
+    registry = load_plugins(_registry(), eps)
+    assert registry.broken == [
+        BrokenPlugin("mine", "distribution pycm_test_plugin_raises 2.0", message)
+    ]
+    assert registry.names() == ["bootstrap", "deployment", "replicaset"]
 
 
 @pytest.mark.parametrize(
@@ -223,8 +231,38 @@ def test_load_plugins_exit_or_malformed_entry_point_is_a_plugin_error(
     monkeypatch.syspath_prepend(str(tmp_path))
     eps = _installed(tmp_path, module, source, value=value)
     with pytest.raises(PluginError) as caught:
-        load_plugins(_registry(), eps)
+        load_plugins(_registry(), eps, strict=True)
     assert str(caught.value) == message
+    assert [b.message for b in load_plugins(_registry(), eps).broken] == [message]
+
+
+def test_broken_plugin_is_an_error_only_when_named_else_one_warning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.syspath_prepend(str(tmp_path))
+    broken = _installed(tmp_path / "a", "pycm_test_plugin_gone", "import no_such_mod_xyz\n")
+    good = _installed(tmp_path / "b", "pycm_test_plugin_fine", _GOOD_PLUGIN, entry="fine")
+    monkeypatch.syspath_prepend(str(tmp_path / "b"))
+    registry = load_plugins(_registry(), [*broken, *good])
+    # The healthy plugin beside it loaded.
+    assert registry.canonical("my-controller") == "mine"
+    (failure,) = registry.broken
+    assert failure.message.startswith("plugin controller 'mine' (pycm_test_plugin_gone:")
+    # (Its entry point's name, "mine", is also the healthy plugin's controller's: registered
+    # names win, so naming it is no error.)
+    assert registry.validate(["mine"]) == []
+    registry.broken.append(BrokenPlugin("gone", "distribution x 1", "plugin 'gone' failed"))
+    assert registry.validate(["deployment", "gone"]) == ["plugin 'gone' failed"]
+    assert registry.validate(["*", "-gone"]) == []
+    assert registry.warnings(["deployment"]) == [
+        f"{failure.message} (its controllers are not available; the others run)",
+        "plugin 'gone' failed (its controllers are not available; the others run)",
+    ]
+    assert registry.warnings(["*", "gone"])[1:] == []
+    assert registry.describe().endswith(
+        "Plugins that failed to load: mine from distribution pycm_test_plugin_gone 2.0, "
+        "gone from distribution x 1"
+    )
 
 
 def test_build_registry_builtins_then_in_code_then_plugins(

@@ -111,6 +111,7 @@ def _flag_block(out: str, left: str) -> str:
         pytest.param(
             "      --stuck-worker-threshold duration", "Controllers", "1m0s", id="stuck-worker"
         ),
+        pytest.param("      --wait-for-resources", "Controllers", None, id="wait-for-resources"),
         pytest.param("      --min-resync-period duration", "Generic", "12h0m0s", id="resync"),
         pytest.param("      --kube-api-qps float32", "Generic", "20", id="qps"),
         pytest.param("      --kube-api-burst int32", "Generic", "30", id="burst"),
@@ -224,7 +225,7 @@ def test_run_help_lists_every_flag_once() -> None:
         for word in line.split()[:2]
         if word.startswith("--")
     ]
-    assert len(names) == len(set(names)) == 46  # the table above
+    assert len(names) == len(set(names)) == 47  # the table above
 
 
 def test_run_help_wins_over_other_problems() -> None:

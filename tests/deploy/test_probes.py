@@ -1,6 +1,6 @@
 """The Deployment's probes against a real `pycm run`: a leader whose informers cannot sync (a
-controller watching a resource the API server does not serve — a missing CRD, or RBAC without
-list) is not ready, but it is alive. Restarting it would not help and would make leadership flap,
+controller's informer whose list keeps failing — RBAC without list, say) is not ready, but it
+is alive. Restarting it would not help and would make leadership flap,
 so the liveness probe's path must not run the informers-synced check that readiness runs.
 """
 
@@ -21,19 +21,24 @@ from tests.support.manager import poll, start_manager, stop_manager
 DEPLOYMENT = DEPLOY / "kubernetes" / "base" / "deployment.yaml"
 
 _PLUGIN = """
-from pycm.controller import ControllerBuilder, ControllerDescriptor
+import asyncio
+
+from pycm.controller import ControllerDescriptor
 from pycm.kube.resources import Resource
 
+# An informer whose list fails for ever (as with RBAC without list). Through the builder a
+# resource nobody serves stops the manager at start instead (tests/app/test_wait_for_resources.py),
+# so the informer is asked of the factory directly.
 WIDGETS = Resource("example.com", "v1", "widgets", "Widget", True)  # no such API
 
 
 async def init(ctx):
-    builder = ControllerBuilder(ctx, "widgets").for_(WIDGETS)
+    ctx.informer_factory.informer_for(WIDGETS)
 
-    async def reconcile(request):
-        return None
+    async def run():
+        await asyncio.Event().wait()
 
-    return builder.complete(reconcile)
+    return run
 
 
 descriptor = ControllerDescriptor("widgets", init)

@@ -66,6 +66,14 @@ class ControllersView(View):
             for name, c in controllers.items():
                 if not self.matches(instance, name):
                     continue
+                if c["disabled"]:
+                    # Not started: said so, rather than zeros that read as an idle controller
+                    # (sorted after the running ones).
+                    reason = f"disabled ({c['disabled_reason']})" if c["disabled_reason"] else ""
+                    cells_off = (instance, name, reason or "disabled", *("-",) * 9)
+                    sort_off = (instance, name, -1, -1.0, 0.0, 0.0, 0.0, -1, -1, -1, -1, -1)
+                    rows.append((f"{instance}\0{name}", cells_off, sort_off))
+                    continue
                 q = queues.get(instance, {}).get(name)
                 retries, depth = (q["retries"], q["depth"]) if q else (0, 0)
                 lat = c["latency"]

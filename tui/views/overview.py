@@ -121,6 +121,11 @@ class OverviewView(View):
             for name, c in sorted(controllers.items()):
                 if not self.matches(instance, name):
                     continue
+                if c["disabled"]:
+                    # Not started: no numbers at all, rather than zeros that read as idle.
+                    reason = f"disabled ({c['disabled_reason']})" if c["disabled_reason"] else ""
+                    table.add_row(instance, name, Text(reason or "disabled", style="dim"))
+                    continue
                 q = queues.get(instance, {}).get(name)
                 depth = q["depth"] if q else 0
                 table.add_row(

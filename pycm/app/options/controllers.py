@@ -1,5 +1,6 @@
 """Which controllers run and how they start: --controllers and --controller-start-interval;
---stuck-worker-threshold (when a worker holding one key is marked stuck).
+--stuck-worker-threshold (when a worker holding one key is marked stuck); --wait-for-resources
+(a controller whose kind is not served waits for it rather than failing the start-up).
 
 The known controllers come from the controller registry (:mod:`pycm.app.registry`), passed in:
 ``pycm run`` builds it (built-ins, controllers registered in code, plugins) before it parses
@@ -13,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from pycm.app.config import Config, ControllersConfig
-from pycm.app.options.flagset import DURATION, STRINGS, FlagSet
+from pycm.app.options.flagset import BOOL, DURATION, STRINGS, FlagSet
 from pycm.util.durations import format_duration
 
 __all__ = ["ControllersOptions", "KnownControllers", "default_known_controllers"]
@@ -32,6 +33,8 @@ class KnownControllers(Protocol):
 
     def resolve(self, items: Sequence[str]) -> dict[str, bool]: ...
 
+    def warnings(self, items: Sequence[str]) -> list[str]: ...
+
 
 def default_known_controllers() -> KnownControllers:
     """The registry ``pycm run`` uses (built-ins, registered in code, plugins), built now."""
@@ -46,6 +49,7 @@ class ControllersOptions:
     controllers: list[str] = field(default_factory=lambda: list(_D.controllers))
     controller_start_interval: float = _D.controller_start_interval
     stuck_worker_threshold: float = _D.stuck_worker_threshold
+    wait_for_resources: bool = _D.wait_for_resources
 
     def add_flags(self, fs: FlagSet) -> None:
         fs.add(
@@ -74,6 +78,16 @@ class ControllersOptions:
             "0 turns the mark off.",
         )
 
+        fs.add(
+            self,
+            "wait_for_resources",
+            "wait-for-resources",
+            BOOL,
+            "A controller whose resource is not served (a custom resource whose CRD is not "
+            "installed yet) waits for it, with /readyz naming what it waits for, instead of "
+            "stopping the manager at start-up with an error naming the controller and the kind.",
+        )
+
     def validate(self) -> list[str]:
         errors = list(self.known.validate(self.controllers))
         if self.stuck_worker_threshold < 0:
@@ -89,5 +103,6 @@ class ControllersOptions:
             controllers=tuple(self.controllers),
             controller_start_interval=self.controller_start_interval,
             stuck_worker_threshold=self.stuck_worker_threshold,
+            wait_for_resources=self.wait_for_resources,
             enabled=tuple(sorted(name for name, on in enabled.items() if on)),
         )

@@ -13,12 +13,17 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, TypedDict
 from pycm.trace.events import Outcome
 from pycm.trace.histogram import Histogram
 from pycm.trace.kinds import (
+    ConditionSet,
     ControllerDisabled,
     ControllerInitBegan,
     ControllerInitFinished,
     ControllerStarted,
     ControllerStopped,
     ControllerTokenRequested,
+    FinalizerAdded,
+    FinalizerRemoved,
+    ObjectEnsured,
+    OwnerReferenceSet,
     ReconcileFinished,
     ReconcileResult,
     ReconcileStarted,
@@ -263,6 +268,11 @@ def _stopped(state: State, ev: ControllerStopped, inst: InstanceRecord) -> None:
 
 
 not_folded(ControllerTokenRequested, "token refreshes are shown in the event list only")
+# The operator helpers' points: each write they make is an api.request, which the object's
+# history already folds; the points name what the write meant, in the trace and the event list.
+for _helper_kind in (FinalizerAdded, FinalizerRemoved, ConditionSet, OwnerReferenceSet):
+    not_folded(_helper_kind, "its write is in the object's history as an api.request")
+not_folded(ObjectEnsured, "its write (if any) is in the object's history as an api.request")
 
 
 @handles(ReconcileStarted)

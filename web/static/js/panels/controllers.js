@@ -130,6 +130,15 @@ export class ControllersPanel {
           const latency = rec.latency || {};
           const errors = sample.errors ?? rec.errors;
           const picked = this.selected === `${s.name}|${id}`;
+          if (rec.disabled) {
+            // Not started: said so, rather than zeros that read as an idle controller.
+            const why = rec.disabled_reason ? `disabled (${rec.disabled_reason})` : "disabled";
+            rows.push(el("tr", { "data-controller": id, "data-source": s.name, class: "disabled" },
+              el("td", { text: instance }),
+              el("td", { text: name }),
+              el("td", { class: "muted", colspan: "6", text: why })));
+            continue;
+          }
           rows.push(el("tr", { "data-controller": id, "data-source": s.name, class: picked ? "selected" : "" },
             el("td", { text: instance }),
             el("td", { text: name }),

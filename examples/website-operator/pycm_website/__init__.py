@@ -1,0 +1,1 @@
+"""The Website operator: docs/controllers.md walks through it."""
