@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
+from pycm.app.features import FEATURE_GATES
 from pycm.util.serving_limits import DEFAULT_LIMITS, ServingLimits
 
 __all__ = [
@@ -28,6 +29,7 @@ __all__ = [
     "ControllersConfig",
     "DebuggingConfig",
     "DeploymentControllerConfig",
+    "FeatureGatesConfig",
     "GenericConfig",
     "InsecureServingConfig",
     "LeaderElectionConfig",
@@ -174,6 +176,21 @@ class MiscConfig:
     config_file: str = ""  # the --config file the values were merged from, if any
 
 
+def _gate_defaults() -> Mapping[str, bool]:
+    return MappingProxyType({name: spec.default for name, spec in FEATURE_GATES.items()})
+
+
+@dataclass(frozen=True)
+class FeatureGatesConfig:
+    """--feature-gates: the value of every gate pycm knows (:mod:`pycm.app.features`)."""
+
+    gates: Mapping[str, bool] = field(default_factory=_gate_defaults)
+
+    def enabled(self, name: str) -> bool:
+        """The gate's value (KeyError for a gate pycm does not know: a programming error)."""
+        return self.gates[name]
+
+
 def default_identity() -> str:
     """KCM's elector identity: the host name, an underscore and a random UUID."""
     return f"{socket.gethostname()}_{uuid.uuid4()}"
@@ -200,6 +217,7 @@ class Config:
     logs: LogsConfig = field(default_factory=LogsConfig)
     misc: MiscConfig = field(default_factory=MiscConfig)
     debugging: DebuggingConfig = field(default_factory=DebuggingConfig)
+    feature_gates: FeatureGatesConfig = field(default_factory=FeatureGatesConfig)
     # Flag name -> value (as printed) of every flag whose value is not its default; values of
     # secret flags withheld. What FlagsParsed reports.
     changed: dict[str, str] = field(default_factory=dict)
@@ -224,6 +242,7 @@ class Config:
             misc=self.misc,
             debugging=self.debugging,
             changed=MappingProxyType(dict(self.changed)),
+            feature_gates=self.feature_gates,
         )
 
 
@@ -245,3 +264,4 @@ class CompletedConfig:
     misc: MiscConfig
     debugging: DebuggingConfig
     changed: Mapping[str, str]  # a read-only view (see Config.changed)
+    feature_gates: FeatureGatesConfig = field(default_factory=FeatureGatesConfig)

@@ -44,6 +44,7 @@ from pycm.app.command import dashboard_mounter
 from pycm.app.config import CompletedConfig
 from pycm.app.context import ControllerContext, resync_period
 from pycm.app.controllers import build_registry
+from pycm.app.features import WATCH_LIST_CLIENT
 from pycm.app.logs import configure_logging
 from pycm.app.manager_metrics import register_manager_metrics
 from pycm.app.options.leaderelection import lease_namespace
@@ -519,11 +520,23 @@ class Manager:
         resync = resync_period(cfg.generic.min_resync_period, self._rng)
         # The factories' structural client protocol is wider than mypy can match to Client.
         informer_client = cast(Any, root)
+        # Informers stream their lists unless --feature-gates=WatchListClient=false.
+        watch_list = cfg.feature_gates.enabled(WATCH_LIST_CLIENT)
         factory = SharedInformerFactory(
-            informer_client, default_resync=resync, bus=self.bus, clock=self.clock, rng=self._rng
+            informer_client,
+            default_resync=resync,
+            bus=self.bus,
+            clock=self.clock,
+            rng=self._rng,
+            watch_list=watch_list,
         )
         metadata_factory = MetadataInformerFactory(
-            informer_client, default_resync=resync, bus=self.bus, clock=self.clock, rng=self._rng
+            informer_client,
+            default_resync=resync,
+            bus=self.bus,
+            clock=self.clock,
+            rng=self._rng,
+            watch_list=watch_list,
         )
         clients: dict[str, Client] = {}
         fenced: dict[str, Client] = {}

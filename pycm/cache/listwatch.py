@@ -9,6 +9,12 @@ streams and errors, every call recorded, and an unexpected call (nothing scripte
 A watch is an async context manager yielding an async iterator of ``(type, object)`` pairs,
 ``type`` being ``ADDED``, ``MODIFIED``, ``DELETED``, ``BOOKMARK`` or ``ERROR`` (whose object is a
 ``Status``). Leaving the context closes the stream.
+
+A streaming list (KEP-3157, WatchList) is an optional capability, :class:`WatchLister`: a watch
+from ``resource_version`` with ``sendInitialEvents=true``, ``resourceVersionMatch=NotOlderThan``
+and bookmarks, whose stream begins with the collection's state as ADDED events ended by a
+BOOKMARK annotated :data:`INITIAL_EVENTS_END`. Both list-watches here have it; one without it
+is listed and watched (client-go's ``DoesClientNotSupportWatchListSemantics``).
 """
 
 from __future__ import annotations
@@ -22,6 +28,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 __all__ = [
+    "INITIAL_EVENTS_END",
+    "NOT_OLDER_THAN",
     "ClientListWatch",
     "Decoder",
     "FakeListWatch",
@@ -32,8 +40,14 @@ __all__ = [
     "StatusError",
     "WatchCall",
     "WatchEventPair",
+    "WatchLister",
     "WatchStream",
 ]
+
+INITIAL_EVENTS_END = "k8s.io/initial-events-end"
+"""The annotation on the BOOKMARK that ends a streaming list's initial events (metav1's
+``InitialEventsAnnotationKey``; its value is "true")."""
+NOT_OLDER_THAN = "NotOlderThan"
 
 Obj = dict[str, Any]
 """An API object as decoded from JSON (never rebuilt into a model class)."""
@@ -68,6 +82,15 @@ class ListerWatcher(Protocol):
 
     def watch(
         self, *, resource_version: str, timeout_seconds: int, allow_watch_bookmarks: bool
+    ) -> AbstractAsyncContextManager[AsyncIterator[WatchEventPair]]: ...
+
+
+class WatchLister(Protocol):
+    """The optional capability of a :class:`ListerWatcher` to stream a list (see the module's
+    doc); ``resource_version`` "" asks for a consistent read."""
+
+    def watch_list(
+        self, *, resource_version: str, timeout_seconds: int
     ) -> AbstractAsyncContextManager[AsyncIterator[WatchEventPair]]: ...
 
 
@@ -223,17 +246,29 @@ class ClientListWatch:
             size_bytes=len(body),
         )
 
-    @asynccontextmanager
-    async def watch(
+    def watch(
         self, *, resource_version: str, timeout_seconds: int, allow_watch_bookmarks: bool
-    ) -> AsyncIterator[AsyncIterator[WatchEventPair]]:
-        async with self.client.watch(
-            self.resource,
+    ) -> AbstractAsyncContextManager[AsyncIterator[WatchEventPair]]:
+        return self._watch(
             resource_version=resource_version,
             timeout_seconds=timeout_seconds,
             allow_watch_bookmarks=allow_watch_bookmarks,
-            **self._scope(),
-        ) as stream:
+        )
+
+    def watch_list(
+        self, *, resource_version: str, timeout_seconds: int
+    ) -> AbstractAsyncContextManager[AsyncIterator[WatchEventPair]]:
+        return self._watch(
+            resource_version=resource_version,
+            timeout_seconds=timeout_seconds,
+            allow_watch_bookmarks=True,
+            send_initial_events=True,
+            resource_version_match=NOT_OLDER_THAN,
+        )
+
+    @asynccontextmanager
+    async def _watch(self, **options: Any) -> AsyncIterator[AsyncIterator[WatchEventPair]]:
+        async with self.client.watch(self.resource, **options, **self._scope()) as stream:
             decoder = self.decoder
             if decoder is not None and _has(stream, "line_batches"):
                 yield _Decoded(stream.line_batches(), decoder)
@@ -304,6 +339,7 @@ class WatchCall:
     resource_version: str
     timeout_seconds: int
     allow_watch_bookmarks: bool
+    watch_list: bool = False  # a streaming list (watch_list), not a plain watch
 
 
 @dataclass
@@ -375,11 +411,21 @@ class FakeListWatch:
         for stream in self.open_watches:
             stream.push(None)
 
-    @asynccontextmanager
-    async def watch(
+    def watch(
         self, *, resource_version: str, timeout_seconds: int, allow_watch_bookmarks: bool
-    ) -> AsyncIterator[AsyncIterator[WatchEventPair]]:
-        self.watch_calls.append(WatchCall(resource_version, timeout_seconds, allow_watch_bookmarks))
+    ) -> AbstractAsyncContextManager[AsyncIterator[WatchEventPair]]:
+        return self._open(WatchCall(resource_version, timeout_seconds, allow_watch_bookmarks))
+
+    def watch_list(
+        self, *, resource_version: str, timeout_seconds: int
+    ) -> AbstractAsyncContextManager[AsyncIterator[WatchEventPair]]:
+        """A streaming list: the next scripted watch (script its ADDED events and the bookmark
+        annotated INITIAL_EVENTS_END, or what a server without WatchList does)."""
+        return self._open(WatchCall(resource_version, timeout_seconds, True, watch_list=True))
+
+    @asynccontextmanager
+    async def _open(self, call: WatchCall) -> AsyncIterator[AsyncIterator[WatchEventPair]]:
+        self.watch_calls.append(call)
         await asyncio.sleep(0)
         if self.watches:
             scripted = self.watches.popleft()

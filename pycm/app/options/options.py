@@ -21,6 +21,7 @@ from pycm.app.options.controllers import (
 )
 from pycm.app.options.debugging import DebuggingOptions
 from pycm.app.options.deployment import DeploymentControllerOptions
+from pycm.app.options.featuregates import FeatureGatesOptions
 from pycm.app.options.flagset import (
     Flag,
     FlagSet,
@@ -63,6 +64,7 @@ class ControllerManagerOptions:
     def __init__(self, known_controllers: KnownControllers | None = None) -> None:
         known = known_controllers if known_controllers is not None else default_known_controllers()
         self.generic = GenericOptions()
+        self.feature_gates = FeatureGatesOptions()
         self.debugging = DebuggingOptions()
         self.controllers = ControllersOptions(known=known)
         self.leader_election = LeaderElectionOptions()
@@ -84,6 +86,7 @@ class ControllerManagerOptions:
     def _groups(self) -> list[tuple[str, _Group]]:
         return [
             ("Generic", self.generic),
+            ("Generic", self.feature_gates),  # (KCM adds the gates to its generic section)
             ("Debugging", self.debugging),
             ("Controllers", self.controllers),
             ("Leader election", self.leader_election),

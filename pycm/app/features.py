@@ -1,0 +1,62 @@
+"""The feature gates ``pycm run --feature-gates`` knows: KCM's names, stages and 1.36 defaults.
+
+component-base's featuregate, in the small: each gate has a default and a stage; a GA or
+deprecated gate may be locked to its default (setting it otherwise is an error, as KCM's
+"cannot set feature gate X to false, feature is locked to true"); a gate pycm does not know is
+refused ("unrecognized feature gate: X"), never ignored. The table holds only the gates whose
+behaviour pycm has: setting any other KCM gate is refused with that line (docs/operations.md
+lists them under "Feature gates").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+__all__ = [
+    "FEATURE_GATES",
+    "STALE_CONTROLLER_CONSISTENCY_REPLICASET",
+    "WATCH_LIST_CLIENT",
+    "FeatureSpec",
+    "feature_gates_usage",
+]
+
+WATCH_LIST_CLIENT: Final = "WatchListClient"
+STALE_CONTROLLER_CONSISTENCY_REPLICASET: Final = "StaleControllerConsistencyReplicaSet"
+
+
+@dataclass(frozen=True)
+class FeatureSpec:
+    default: bool
+    stage: str  # ALPHA, BETA, GA or DEPRECATED, as KCM's --help prints it
+    what: str  # what it switches in pycm (the docs' line)
+    locked: bool = False  # a GA / deprecated gate locked to its default
+
+
+FEATURE_GATES: Final[dict[str, FeatureSpec]] = {
+    WATCH_LIST_CLIENT: FeatureSpec(
+        True,
+        "BETA",
+        "informers sync by streaming lists (one watch with sendInitialEvents) instead of paged "
+        "lists; client-go's gate, on by default since 1.35",
+    ),
+    STALE_CONTROLLER_CONSISTENCY_REPLICASET: FeatureSpec(
+        True,
+        "BETA",
+        "the ReplicaSet controller skips a sync while its caches are older than its own last "
+        "writes for that ReplicaSet (KEP-5647, on by default since 1.36)",
+    ),
+}
+"""Every gate pycm knows, by name."""
+
+
+def feature_gates_usage() -> str:
+    """The flag's help, as KCM's: the gates in name order with their stage and default."""
+    lines = [
+        "A set of key=value pairs that describe feature gates for alpha/experimental features. "
+        "Options are:"
+    ]
+    for name in sorted(FEATURE_GATES, key=str.lower):
+        spec = FEATURE_GATES[name]
+        lines.append(f"{name}=true|false ({spec.stage} - default={str(spec.default).lower()})")
+    return "\n".join(lines)
