@@ -17,7 +17,10 @@ from importlib import metadata
 
 from pycm.app.clients import DeploymentClientAdapter, ReplicaSetClientAdapter
 from pycm.app.config import CompletedConfig
-from pycm.app.features import STALE_CONTROLLER_CONSISTENCY_REPLICASET
+from pycm.app.features import (
+    STALE_CONTROLLER_CONSISTENCY_DEPLOYMENT,
+    STALE_CONTROLLER_CONSISTENCY_REPLICASET,
+)
 from pycm.app.registry import BUILT_IN, IN_CODE, Registry, default_registry, load_plugins
 from pycm.controller import ControllerContext, ControllerDescriptor, Runnable
 from pycm.controllers.deployment.controller import DeploymentController
@@ -65,6 +68,7 @@ async def start_deployment_controller(ctx: ControllerContext) -> Runnable:
         clock=ctx.clock,
         bus=ctx.bus,
         metrics=ctx.metrics,
+        staleness_guard=config.feature_gates.enabled(STALE_CONTROLLER_CONSISTENCY_DEPLOYMENT),
     )
     workers = config.deployment_controller.concurrent_deployment_syncs
     ctx.register_queue("deployment", controller.controller)

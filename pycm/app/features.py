@@ -15,6 +15,7 @@ from typing import Final
 
 __all__ = [
     "FEATURE_GATES",
+    "STALE_CONTROLLER_CONSISTENCY_DEPLOYMENT",
     "STALE_CONTROLLER_CONSISTENCY_REPLICASET",
     "WATCH_LIST_CLIENT",
     "FeatureSpec",
@@ -23,6 +24,7 @@ __all__ = [
 
 WATCH_LIST_CLIENT: Final = "WatchListClient"
 STALE_CONTROLLER_CONSISTENCY_REPLICASET: Final = "StaleControllerConsistencyReplicaSet"
+STALE_CONTROLLER_CONSISTENCY_DEPLOYMENT: Final = "StaleControllerConsistencyDeployment"
 
 
 @dataclass(frozen=True)
@@ -31,6 +33,7 @@ class FeatureSpec:
     stage: str  # ALPHA, BETA, GA or DEPRECATED, as KCM's --help prints it
     what: str  # what it switches in pycm (the docs' line)
     locked: bool = False  # a GA / deprecated gate locked to its default
+    kcm: bool = True  # KCM has it (False: pycm's own, named in KCM's manner)
 
 
 FEATURE_GATES: Final[dict[str, FeatureSpec]] = {
@@ -46,6 +49,14 @@ FEATURE_GATES: Final[dict[str, FeatureSpec]] = {
         "the ReplicaSet controller skips a sync while its caches are older than its own last "
         "writes for that ReplicaSet (KEP-5647, on by default since 1.36)",
     ),
+    STALE_CONTROLLER_CONSISTENCY_DEPLOYMENT: FeatureSpec(
+        True,
+        "BETA",
+        "the same guard in the deployment controller (its ReplicaSet and Deployment writes); "
+        "pycm's own: KCM 1.36 guards the ReplicaSet, DaemonSet, StatefulSet and Job "
+        "controllers only",
+        kcm=False,
+    ),
 }
 """Every gate pycm knows, by name."""
 
@@ -58,5 +69,7 @@ def feature_gates_usage() -> str:
     ]
     for name in sorted(FEATURE_GATES, key=str.lower):
         spec = FEATURE_GATES[name]
-        lines.append(f"{name}=true|false ({spec.stage} - default={str(spec.default).lower()})")
+        own = ", pycm's own" if not spec.kcm else ""
+        default = str(spec.default).lower()
+        lines.append(f"{name}=true|false ({spec.stage} - default={default}{own})")
     return "\n".join(lines)
