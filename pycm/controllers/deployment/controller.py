@@ -16,11 +16,11 @@ syncDeployment(key): first the staleness guard (pycm's ``StaleControllerConsiste
 on by default; :mod:`~pycm.controllers.deployment.staleness`): while the ReplicaSet or Deployment
 cache is older than this controller's own last writes for the deployment, the sync is skipped,
 counted and requeued with backoff. Then: an empty selector → Warning SelectingAll,
-observedGeneration bumped, stop; claim ReplicaSets (adopt after a live GET whose UID must match, release non-matching); being
-deleted → status only; paused/resumed conditions; paused → sync (scale, cleanup, status); the
-deprecated rollback annotation → roll back (rollback.py); a scaling event → sync with
-proportional scaling; else the strategy (Recreate gets the pods mapped by ReplicaSet: KCM maps
-them on every sync, but only Recreate reads the map).
+observedGeneration bumped, stop; claim ReplicaSets (adopt after a live GET whose UID must
+match, release non-matching); being deleted → status only; paused/resumed conditions; paused →
+sync (scale, cleanup, status); the deprecated rollback annotation → roll back (rollback.py); a
+scaling event → sync with proportional scaling; else the strategy (Recreate gets the pods
+mapped by ReplicaSet: KCM maps them on every sync, but only Recreate reads the map).
 """
 
 from __future__ import annotations
