@@ -221,6 +221,8 @@ class Config:
     # Flag name -> value (as printed) of every flag whose value is not its default; values of
     # secret flags withheld. What FlagsParsed reports.
     changed: dict[str, str] = field(default_factory=dict)
+    # Every flag's value (given or default, as printed, redacted as `changed`): /flagz.
+    flags: dict[str, str] = field(default_factory=dict)
 
     def complete(self, *, identity: str | None = None) -> CompletedConfig:
         """Fill in what is derived (an empty elector identity gets KCM's default) and freeze."""
@@ -243,6 +245,7 @@ class Config:
             debugging=self.debugging,
             changed=MappingProxyType(dict(self.changed)),
             feature_gates=self.feature_gates,
+            flags=MappingProxyType(dict(self.flags)),
         )
 
 
@@ -265,3 +268,4 @@ class CompletedConfig:
     debugging: DebuggingConfig
     changed: Mapping[str, str]  # a read-only view (see Config.changed)
     feature_gates: FeatureGatesConfig = field(default_factory=FeatureGatesConfig)
+    flags: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))

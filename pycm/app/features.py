@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from typing import Final
 
 __all__ = [
+    "COMPONENT_FLAGZ",
+    "COMPONENT_STATUSZ",
     "FEATURE_GATES",
     "STALE_CONTROLLER_CONSISTENCY_DEPLOYMENT",
     "STALE_CONTROLLER_CONSISTENCY_REPLICASET",
@@ -23,6 +25,8 @@ __all__ = [
 ]
 
 WATCH_LIST_CLIENT: Final = "WatchListClient"
+COMPONENT_STATUSZ: Final = "ComponentStatusz"
+COMPONENT_FLAGZ: Final = "ComponentFlagz"
 STALE_CONTROLLER_CONSISTENCY_REPLICASET: Final = "StaleControllerConsistencyReplicaSet"
 STALE_CONTROLLER_CONSISTENCY_DEPLOYMENT: Final = "StaleControllerConsistencyDeployment"
 
@@ -37,6 +41,12 @@ class FeatureSpec:
 
 
 FEATURE_GATES: Final[dict[str, FeatureSpec]] = {
+    COMPONENT_FLAGZ: FeatureSpec(
+        True, "BETA", "the secure port serves /flagz (KEP-4828, beta and on by default in 1.36)"
+    ),
+    COMPONENT_STATUSZ: FeatureSpec(
+        True, "BETA", "the secure port serves /statusz (KEP-4827, beta and on by default in 1.36)"
+    ),
     WATCH_LIST_CLIENT: FeatureSpec(
         True,
         "BETA",

@@ -44,7 +44,7 @@ from pycm.app.command import dashboard_mounter
 from pycm.app.config import CompletedConfig
 from pycm.app.context import ControllerContext, resync_period
 from pycm.app.controllers import build_registry
-from pycm.app.features import WATCH_LIST_CLIENT
+from pycm.app.features import COMPONENT_FLAGZ, COMPONENT_STATUSZ, WATCH_LIST_CLIENT
 from pycm.app.logs import configure_logging
 from pycm.app.manager_metrics import register_manager_metrics
 from pycm.app.options.leaderelection import lease_namespace
@@ -86,6 +86,8 @@ from pycm.server.dashboard_door import DASHBOARD_PATHS, DASHBOARD_PREFIX, Dashbo
 from pycm.server.debug import OpenStreams, Snapshot, debug_routes
 from pycm.server.debug_objects import objects_route
 from pycm.server.debug_queues import LastError, queues_route
+from pycm.server.flagz import flagz_route
+from pycm.server.statusz import StatuszInfo, statusz_route
 from pycm.trace.bus import Bus, default_bus
 from pycm.trace.kinds import (
     ControllerDisabled,
@@ -98,7 +100,9 @@ from pycm.trace.recorder import Recorder
 from pycm.util.clock import REAL_CLOCK, Clock, SkewedClock
 from pycm.workqueue.inspect import InspectableQueue
 
-__all__ = ["SHUTDOWN_TIMEOUT", "Manager", "debug_clock", "run_manager"]
+__all__ = ["COMPONENT", "SHUTDOWN_TIMEOUT", "Manager", "debug_clock", "run_manager"]
+
+COMPONENT = "pycm"  # the component name the z-pages give (KCM's "kube-controller-manager")
 
 log = logging.getLogger("pycm.app")
 
@@ -375,6 +379,16 @@ class Manager:
                 objects_route(lambda: self._state, instance=self.identity),
             ],
         )
+        # The z-pages (KCM's gates ComponentStatusz / ComponentFlagz, on by default in 1.36),
+        # authorized as /configz is: not always allowed, so a SubjectAccessReview decides.
+        if cfg.feature_gates.enabled(COMPONENT_STATUSZ):
+            mux = routes.routes  # its paths read at each request: later routes show too
+            info = StatuszInfo(
+                COMPONENT, __version__, lambda: [getattr(r, "path", "") for r in mux]
+            )
+            mux.append(statusz_route(info))
+        if cfg.feature_gates.enabled(COMPONENT_FLAGZ):
+            routes.routes.append(flagz_route(COMPONENT, dict(cfg.flags)))
         if cfg.secure_serving.enabled:
             # --authentication-kubeconfig / --authorization-kubeconfig name other API servers
             # for the reviews; without them the main client asks its own cluster.

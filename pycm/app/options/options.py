@@ -137,6 +137,11 @@ class ControllerManagerOptions:
             for flag in self.flag_sets
             if flag.name not in exclude and flag.value_text() != flag.default
         }
+        config.flags = {
+            flag.name: flag.shown(flag.value_text())
+            for flag in self.flag_sets
+            if flag.name not in exclude
+        }
         return config
 
 
