@@ -110,6 +110,8 @@ class SecureServingConfig:
     tls_handshake_timeout: float = DEFAULT_LIMITS.tls_handshake_timeout
     request_head_timeout: float = DEFAULT_LIMITS.read_header_timeout
     idle_connection_timeout: float = DEFAULT_LIMITS.idle_timeout
+    tls_min_version: str = ""  # Go's name (VersionTLS12); "": TLS 1.2
+    tls_cipher_suites: tuple[str, ...] = ()  # Go's names; (): OpenSSL's defaults
 
     @property
     def enabled(self) -> bool:
@@ -139,11 +141,14 @@ class InsecureServingConfig:
 class AuthenticationConfig:
     kubeconfig: str = ""  # for TokenReview; "": the main client configuration
     client_ca_file: str = ""
+    token_webhook_cache_ttl: float = 10.0  # a TokenReview's answer is kept this long
 
 
 @dataclass(frozen=True)
 class AuthorizationConfig:
     kubeconfig: str = ""  # for SubjectAccessReview; "": the main client configuration
+    webhook_cache_authorized_ttl: float = 10.0  # an allowed SubjectAccessReview kept this long
+    webhook_cache_unauthorized_ttl: float = 10.0  # a denied one
     # Exact paths (no prefixes) that skip authorization.
     always_allow_paths: tuple[str, ...] = ("/healthz", "/readyz", "/livez")
 
@@ -167,6 +172,8 @@ class TracingConfig:
 class LogsConfig:
     verbosity: int = 0
     format: str = "text"  # "text" or "json"
+    vmodule: tuple[tuple[str, int], ...] = ()  # (pattern, verbosity) rules, text format only
+    flush_frequency: float = 5.0  # KCM's --log-flush-frequency (pycm writes lines at once)
 
 
 @dataclass(frozen=True)

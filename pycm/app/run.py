@@ -88,6 +88,7 @@ from pycm.server.debug_objects import objects_route
 from pycm.server.debug_queues import LastError, queues_route
 from pycm.server.flagz import flagz_route
 from pycm.server.statusz import StatuszInfo, statusz_route
+from pycm.server.tlsnames import cipher_suites, tls_version
 from pycm.trace.bus import Bus, default_bus
 from pycm.trace.kinds import (
     ControllerDisabled,
@@ -399,8 +400,17 @@ class Manager:
             if cfg.authorization.kubeconfig:
                 authz_client = await self._connect(cfg.authorization.kubeconfig)
                 self._extra_clients.append(authz_client)
-            reviewer = DelegatingTokenReviewer(ReviewPosterAdapter(authn_client), clock=self.clock)
-            authorizer = DelegatingAuthorizer(ReviewPosterAdapter(authz_client), clock=self.clock)
+            reviewer = DelegatingTokenReviewer(
+                ReviewPosterAdapter(authn_client),
+                cache_ttl=cfg.authentication.token_webhook_cache_ttl,
+                clock=self.clock,
+            )
+            authorizer = DelegatingAuthorizer(
+                ReviewPosterAdapter(authz_client),
+                allowed_ttl=cfg.authorization.webhook_cache_authorized_ttl,
+                denied_ttl=cfg.authorization.webhook_cache_unauthorized_ttl,
+                clock=self.clock,
+            )
             routes.routes.extend(self._mount_dashboard(DashboardDoor(reviewer, authorizer)))
             always_allow = tuple(cfg.authorization.always_allow_paths)
             if self._dashboard is not None:
@@ -421,6 +431,8 @@ class Manager:
                     tls_private_key_file=cfg.secure_serving.tls_private_key_file or None,
                     cert_dir=cfg.secure_serving.cert_dir or None,
                     client_ca_file=cfg.authentication.client_ca_file or None,
+                    tls_min_version=tls_version(cfg.secure_serving.tls_min_version),
+                    tls_ciphers=cipher_suites(cfg.secure_serving.tls_cipher_suites),
                     limits=cfg.secure_serving.limits,
                 ),
                 authenticator=authenticator,
@@ -849,7 +861,7 @@ def debug_clock(config: CompletedConfig) -> Clock:
 
 def run_manager(config: CompletedConfig) -> int:
     """The runner of ``pycm run``: run the manager on a fresh event loop until a signal."""
-    configure_logging(config.logs.format, config.logs.verbosity)
+    configure_logging(config.logs.format, config.logs.verbosity, vmodule=config.logs.vmodule)
 
     async def main() -> int:
         manager = Manager(config, clock=debug_clock(config))

@@ -35,6 +35,7 @@ from pycm.app.options.insecure_serving import InsecureServingOptions
 from pycm.app.options.leaderelection import LeaderElectionOptions
 from pycm.app.options.logs import LogsOptions
 from pycm.app.options.misc import MiscOptions
+from pycm.app.options.refused import REFUSED, RefusedFlagsOptions
 from pycm.app.options.replicaset import ReplicaSetControllerOptions
 from pycm.app.options.secure_serving import SecureServingOptions
 from pycm.app.options.tracing import TracingOptions
@@ -55,6 +56,7 @@ SECTIONS = (
     "Authentication",
     "Authorization",
     "Tracing and events",
+    "Logs",
     "Misc",
     "Global",
 )
@@ -77,6 +79,8 @@ class ControllerManagerOptions:
         self.tracing = TracingOptions()
         self.misc = MiscOptions()
         self.logs = LogsOptions()
+        self.refused = RefusedFlagsOptions()
+        self.warnings: list[str] = []  # deprecated flags used (pflag's lines), from parse
         self.flag_sets = NamedFlagSets()
         for title in SECTIONS:
             self.flag_sets.flag_set(title)
@@ -97,8 +101,9 @@ class ControllerManagerOptions:
             ("Authentication", self.authentication),
             ("Authorization", self.authorization),
             ("Tracing and events", self.tracing),
+            ("Logs", self.logs),
             ("Misc", self.misc),
-            ("Global", self.logs),
+            ("Refused", self.refused),  # KCM's flags pycm refuses, hidden (help skips them)
         ]
 
     def parse(self, argv: list[str], *, command: str = "pycm run") -> list[str]:
@@ -107,6 +112,7 @@ class ControllerManagerOptions:
         Values that do not convert keep their previous value; the errors say why.
         """
         parsed = parse(self.flag_sets, argv)
+        self.warnings = list(parsed.warnings)
         errors = list(parsed.errors)
         by_name, _ = self.flag_sets.index()
         config_flag = by_name["config"]
@@ -132,6 +138,7 @@ class ControllerManagerOptions:
         config = Config()
         for _, group in self._groups():
             group.apply_to(config)
+        exclude = exclude | REFUSED.keys()  # (refused: never part of a configuration)
         config.changed = {
             flag.name: flag.shown(flag.value_text())
             for flag in self.flag_sets
