@@ -30,6 +30,14 @@ Figures:
 - ``informers.memory``: bytes of Python memory (tracemalloc) per cached pod as a multiple of the
   pod's JSON size (with managedFields, as served). Peer: the same pods as plain ``orjson`` dict
   trees. Ratio peer / ours (> 1: ours holds less).
+- ``informers.watchlist``: seconds from starting a pod informer to its cache synced, by a
+  streaming list (WatchList: one watch with sendInitialEvents) against a paged list (pages of
+  500), the pods just seeded (10k at full size); ``informers.watchlist.manager_mib`` and
+  ``informers.watchlist.emulator_mib``: how far each side's resident memory peaked above where
+  it was when the sync began (MiB; the manager's side runs in a child process of its own,
+  ``bench/_watchlist_child.py``, and each process's peak is reset first with Linux's
+  ``clear_refs``). Peer: the paged list. Ratios peer / ours (> 1: streaming is faster, or
+  peaks lower). Both modes alternate over the rounds; values are medians.
 """
 
 from __future__ import annotations
@@ -51,6 +59,7 @@ import httpx
 import orjson
 
 from bench._kubehttp import PODS, HttpClient, token_from_kubeconfig
+from bench._watchlist_child import proc_kib, reset_peak
 from bench.harness import Figure
 from pycm.cache.factory import default_list_watch, default_transform
 from pycm.cache.listwatch import ClientListWatch, ListPage, StatusError, WatchEventPair
@@ -579,6 +588,56 @@ async def ours_memory(client: Client, n: int) -> float:
     return held / n
 
 
+async def watchlist_round(emu: EmulatorProcess, mode: str) -> tuple[float, float, float]:
+    """One sync in a child process (``stream`` or ``paged``): (seconds, the child's peak growth,
+    the emulator's peak growth), memory in bytes."""
+    emu_base = reset_peak(emu.proc.pid)
+    child = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "bench._watchlist_child",
+        emu.kubeconfig,
+        NAMESPACE,
+        mode,
+        stdout=asyncio.subprocess.PIPE,
+    )
+    out, _ = await child.communicate()
+    if child.returncode != 0:
+        raise RuntimeError(f"informers.watchlist: the {mode} child failed ({child.returncode})")
+    emu_growth = (proc_kib(emu.proc.pid, "VmHWM") - emu_base) * 1024.0
+    result = orjson.loads(out.strip().splitlines()[-1])
+    return float(result["seconds"]), float(result["peak_growth"]), emu_growth
+
+
+async def watchlist_figures(emu: EmulatorProcess, repeats: int) -> list[Figure]:
+    runs: dict[str, list[tuple[float, float, float]]] = {"stream": [], "paged": []}
+    for i in range(max(2, repeats)):
+        for mode in ("stream", "paged") if i % 2 == 0 else ("paged", "stream"):
+            runs[mode].append(await watchlist_round(emu, mode))
+    median = statistics.median
+    mib = 1024.0 * 1024.0
+    figures = []
+    for suffix, index, unit, scale in (
+        ("", 0, "s", 1.0),
+        (".manager_mib", 1, "MiB", mib),
+        (".emulator_mib", 2, "MiB", mib),
+    ):
+        ours = median(r[index] for r in runs["stream"]) / scale
+        paged = median(r[index] for r in runs["paged"]) / scale
+        figures.append(
+            Figure(
+                f"informers.watchlist{suffix}",
+                ours,
+                unit,
+                "pycm.paged_list",
+                paged,
+                unit,
+                paged / ours if ours > 0 else 0.0,
+            )
+        )
+    return figures
+
+
 # ---------------------------------------------------------------------------------------------
 # The peers
 # ---------------------------------------------------------------------------------------------
@@ -675,6 +734,8 @@ async def _main(size: str, emu: EmulatorProcess) -> list[Figure]:
             peer_list_round,
         )
         t_listed = time.perf_counter()
+        watchlist = await watchlist_figures(emu, repeats)
+        t_streamed = time.perf_counter()
 
         listed = await client.list(PODS, namespace=NAMESPACE)
         rv = listed["metadata"]["resourceVersion"]
@@ -696,7 +757,8 @@ async def _main(size: str, emu: EmulatorProcess) -> list[Figure]:
         peer_per_pod = peer_memory(raw)
         print(
             f"# phases (s): seed {t_seeded - t0:.1f}, lists {t_listed - t_seeded:.1f}, "
-            f"writes {t_modified - t_listed:.1f}, watches {t_watched - t_modified:.1f}, "
+            f"streamed lists {t_streamed - t_listed:.1f}, "
+            f"writes {t_modified - t_streamed:.1f}, watches {t_watched - t_modified:.1f}, "
             f"memory {time.perf_counter() - t_watched:.1f}",
             flush=True,
         )
@@ -742,6 +804,7 @@ async def _main(size: str, emu: EmulatorProcess) -> list[Figure]:
             "x_json",
             peer_ratio / ours_ratio,
         ),
+        *watchlist,
     ]
 
 

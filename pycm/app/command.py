@@ -157,6 +157,7 @@ def run(
     global_flags.add(command, "version", "version", BOOL, "Print the version and exit.")
 
     errors = options.parse(list(argv))
+    err.writelines(f"{warning}\n" for warning in options.warnings)  # deprecated flags used
     if command.help:
         out.write(render_help(LONG, USE_LINE, options.flag_sets, _columns(out)))
         return 0

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
+from pycm.app.features import FEATURE_GATES
 from pycm.util.serving_limits import DEFAULT_LIMITS, ServingLimits
 
 __all__ = [
@@ -28,6 +29,7 @@ __all__ = [
     "ControllersConfig",
     "DebuggingConfig",
     "DeploymentControllerConfig",
+    "FeatureGatesConfig",
     "GenericConfig",
     "InsecureServingConfig",
     "LeaderElectionConfig",
@@ -111,6 +113,8 @@ class SecureServingConfig:
     tls_handshake_timeout: float = DEFAULT_LIMITS.tls_handshake_timeout
     request_head_timeout: float = DEFAULT_LIMITS.read_header_timeout
     idle_connection_timeout: float = DEFAULT_LIMITS.idle_timeout
+    tls_min_version: str = ""  # Go's name (VersionTLS12); "": TLS 1.2
+    tls_cipher_suites: tuple[str, ...] = ()  # Go's names; (): OpenSSL's defaults
 
     @property
     def enabled(self) -> bool:
@@ -140,11 +144,14 @@ class InsecureServingConfig:
 class AuthenticationConfig:
     kubeconfig: str = ""  # for TokenReview; "": the main client configuration
     client_ca_file: str = ""
+    token_webhook_cache_ttl: float = 10.0  # a TokenReview's answer is kept this long
 
 
 @dataclass(frozen=True)
 class AuthorizationConfig:
     kubeconfig: str = ""  # for SubjectAccessReview; "": the main client configuration
+    webhook_cache_authorized_ttl: float = 10.0  # an allowed SubjectAccessReview kept this long
+    webhook_cache_unauthorized_ttl: float = 10.0  # a denied one
     # Exact paths (no prefixes) that skip authorization.
     always_allow_paths: tuple[str, ...] = ("/healthz", "/readyz", "/livez")
 
@@ -168,6 +175,8 @@ class TracingConfig:
 class LogsConfig:
     verbosity: int = 0
     format: str = "text"  # "text" or "json"
+    vmodule: tuple[tuple[str, int], ...] = ()  # (pattern, verbosity) rules, text format only
+    flush_frequency: float = 5.0  # KCM's --log-flush-frequency (pycm writes lines at once)
 
 
 @dataclass(frozen=True)
@@ -175,6 +184,21 @@ class MiscConfig:
     kubeconfig: str = ""  # "": in-cluster configuration (or --master alone)
     master: str = ""  # overrides the kubeconfig's server address
     config_file: str = ""  # the --config file the values were merged from, if any
+
+
+def _gate_defaults() -> Mapping[str, bool]:
+    return MappingProxyType({name: spec.default for name, spec in FEATURE_GATES.items()})
+
+
+@dataclass(frozen=True)
+class FeatureGatesConfig:
+    """--feature-gates: the value of every gate pycm knows (:mod:`pycm.app.features`)."""
+
+    gates: Mapping[str, bool] = field(default_factory=_gate_defaults)
+
+    def enabled(self, name: str) -> bool:
+        """The gate's value (KeyError for a gate pycm does not know: a programming error)."""
+        return self.gates[name]
 
 
 def default_identity() -> str:
@@ -203,9 +227,12 @@ class Config:
     logs: LogsConfig = field(default_factory=LogsConfig)
     misc: MiscConfig = field(default_factory=MiscConfig)
     debugging: DebuggingConfig = field(default_factory=DebuggingConfig)
+    feature_gates: FeatureGatesConfig = field(default_factory=FeatureGatesConfig)
     # Flag name -> value (as printed) of every flag whose value is not its default; values of
     # secret flags withheld. What FlagsParsed reports.
     changed: dict[str, str] = field(default_factory=dict)
+    # Every flag's value (given or default, as printed, redacted as `changed`): /flagz.
+    flags: dict[str, str] = field(default_factory=dict)
 
     def complete(self, *, identity: str | None = None) -> CompletedConfig:
         """Fill in what is derived (an empty elector identity gets KCM's default) and freeze."""
@@ -227,6 +254,8 @@ class Config:
             misc=self.misc,
             debugging=self.debugging,
             changed=MappingProxyType(dict(self.changed)),
+            feature_gates=self.feature_gates,
+            flags=MappingProxyType(dict(self.flags)),
         )
 
 
@@ -248,3 +277,5 @@ class CompletedConfig:
     misc: MiscConfig
     debugging: DebuggingConfig
     changed: Mapping[str, str]  # a read-only view (see Config.changed)
+    feature_gates: FeatureGatesConfig = field(default_factory=FeatureGatesConfig)
+    flags: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))

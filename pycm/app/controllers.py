@@ -17,10 +17,15 @@ from importlib import metadata
 
 from pycm.app.clients import DeploymentClientAdapter, ReplicaSetClientAdapter
 from pycm.app.config import CompletedConfig
+from pycm.app.features import (
+    STALE_CONTROLLER_CONSISTENCY_DEPLOYMENT,
+    STALE_CONTROLLER_CONSISTENCY_REPLICASET,
+)
 from pycm.app.registry import BUILT_IN, IN_CODE, Registry, default_registry, load_plugins
 from pycm.controller import ControllerContext, ControllerDescriptor, Runnable
 from pycm.controllers.deployment.controller import DeploymentController
 from pycm.controllers.replicaset.controller import ReplicaSetController
+from pycm.controllers.replicaset.metrics import replicaset_metrics
 from pycm.kube.resources import DEPLOYMENTS, PODS, REPLICASETS
 
 __all__ = ["BUILT_INS", "DEPLOYMENT", "REPLICASET", "Runnable", "build_registry"]
@@ -39,6 +44,10 @@ async def start_replicaset_controller(ctx: ControllerContext) -> Runnable:
         clock=ctx.clock,
         bus=ctx.bus,
         metrics=ctx.metrics,
+        staleness_guard=config.feature_gates.enabled(STALE_CONTROLLER_CONSISTENCY_REPLICASET),
+        rs_metrics=(
+            replicaset_metrics(ctx.metrics.queue.registry) if ctx.metrics is not None else None
+        ),
     )
     workers = config.replicaset_controller.concurrent_rs_syncs
     ctx.register_queue("replicaset", controller.controller)
@@ -59,6 +68,7 @@ async def start_deployment_controller(ctx: ControllerContext) -> Runnable:
         clock=ctx.clock,
         bus=ctx.bus,
         metrics=ctx.metrics,
+        staleness_guard=config.feature_gates.enabled(STALE_CONTROLLER_CONSISTENCY_DEPLOYMENT),
     )
     workers = config.deployment_controller.concurrent_deployment_syncs
     ctx.register_queue("deployment", controller.controller)

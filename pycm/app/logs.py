@@ -1,5 +1,6 @@
-"""Logging for ``pycm run`` (``--log-format``): text (klog-like) or JSON lines, with the trace
-context when inside a step, so a log line can be found in Jaeger by its trace id.
+"""Logging for ``pycm run`` (``--logging-format``, ``-v``, ``--vmodule``): text (klog-like) or
+JSON lines, with the trace context when inside a step, so a log line can be found in Jaeger by
+its trace id.
 
 One record is one line, whoever logged it: in both formats the message passes
 :func:`pycm.util.escape.escape_control` (a CR, LF, NUL or ESC that a client smuggled into a path
@@ -11,9 +12,11 @@ the one multi-line part of a text record, and it follows the escaped message.
 
 from __future__ import annotations
 
+import fnmatch
 import logging
 import sys
 import time
+from collections.abc import Sequence
 from typing import TextIO
 
 import orjson
@@ -64,11 +67,47 @@ class _JSONFormatter(logging.Formatter):
         return orjson.dumps(out).decode()
 
 
-def configure_logging(fmt: str = "text", verbosity: int = 0, stream: TextIO | None = None) -> None:
+class _VModule(logging.Filter):
+    """--vmodule: a DEBUG record passes when the global verbosity allows it or a rule for its
+    logger's module does (klog's verbosity 4 and up is pycm's DEBUG)."""
+
+    def __init__(self, rules: Sequence[tuple[str, int]], verbosity: int) -> None:
+        super().__init__()
+        self._rules = list(rules)
+        self._verbosity = verbosity
+        self._decided: dict[str, bool] = {}  # logger name -> DEBUG allowed
+
+    def _allows(self, name: str) -> bool:
+        level = self._verbosity
+        for pattern, value in self._rules:
+            subject = name if "." in pattern else name.rsplit(".", 1)[-1]
+            if fnmatch.fnmatchcase(subject, pattern):
+                level = value
+                break  # klog: the first matching pattern wins
+        return level >= 4
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno > logging.DEBUG:
+            return True
+        allowed = self._decided.get(record.name)
+        if allowed is None:
+            allowed = self._decided[record.name] = self._allows(record.name)
+        return allowed
+
+
+def configure_logging(
+    fmt: str = "text",
+    verbosity: int = 0,
+    stream: TextIO | None = None,
+    *,
+    vmodule: Sequence[tuple[str, int]] = (),
+) -> None:
     """Install one handler on the root logger (replacing earlier ones), writing to ``stream``
-    (stderr by default)."""
+    (stderr by default); ``vmodule`` rules raise (or lower) single modules' verbosity."""
     handler = logging.StreamHandler(sys.stderr if stream is None else stream)
     handler.addFilter(_TraceContext())
+    if vmodule:
+        handler.addFilter(_VModule(vmodule, verbosity))
     if fmt == "json":
         handler.setFormatter(_JSONFormatter())
     else:
@@ -79,9 +118,9 @@ def configure_logging(fmt: str = "text", verbosity: int = 0, stream: TextIO | No
     for old in list(root.handlers):
         root.removeHandler(old)
     root.addHandler(handler)
-    root.setLevel(
-        logging.DEBUG if verbosity >= 4 else logging.INFO if verbosity >= 0 else logging.WARNING
-    )
+    debug = verbosity >= 4 or any(value >= 4 for _, value in vmodule)
+    # (with --vmodule the root lets DEBUG through and the handler's filter picks the modules)
+    root.setLevel(logging.DEBUG if debug else logging.INFO if verbosity >= 0 else logging.WARNING)
     # Third-party chatter stays at warnings unless asked for.
     for noisy in ("httpx", "httpcore", "uvicorn", "uvicorn.error"):
         logging.getLogger(noisy).setLevel(logging.DEBUG if verbosity >= 6 else logging.WARNING)

@@ -45,6 +45,7 @@ from pycm.app.command import dashboard_mounter
 from pycm.app.config import CompletedConfig
 from pycm.app.context import ControllerContext, resync_period
 from pycm.app.controllers import build_registry
+from pycm.app.features import COMPONENT_FLAGZ, COMPONENT_STATUSZ, WATCH_LIST_CLIENT
 from pycm.app.logs import configure_logging
 from pycm.app.manager_metrics import register_manager_metrics
 from pycm.app.options.leaderelection import lease_namespace
@@ -87,6 +88,9 @@ from pycm.server.dashboard_door import DASHBOARD_PATHS, DASHBOARD_PREFIX, Dashbo
 from pycm.server.debug import OpenStreams, Snapshot, debug_routes
 from pycm.server.debug_objects import objects_route
 from pycm.server.debug_queues import LastError, queues_route
+from pycm.server.flagz import flagz_route
+from pycm.server.statusz import StatuszInfo, statusz_route
+from pycm.server.tlsnames import cipher_suites, tls_version
 from pycm.trace.bus import Bus, default_bus
 from pycm.trace.kinds import (
     ControllerDisabled,
@@ -99,7 +103,9 @@ from pycm.trace.recorder import Recorder
 from pycm.util.clock import REAL_CLOCK, Clock, SkewedClock
 from pycm.workqueue.inspect import InspectableQueue
 
-__all__ = ["SHUTDOWN_TIMEOUT", "Manager", "debug_clock", "run_manager"]
+__all__ = ["COMPONENT", "SHUTDOWN_TIMEOUT", "Manager", "debug_clock", "run_manager"]
+
+COMPONENT = "pycm"  # the component name the z-pages give (KCM's "kube-controller-manager")
 
 log = logging.getLogger("pycm.app")
 
@@ -379,6 +385,16 @@ class Manager:
                 objects_route(lambda: self._state, instance=self.identity),
             ],
         )
+        # The z-pages (KCM's gates ComponentStatusz / ComponentFlagz, on by default in 1.36),
+        # authorized as /configz is: not always allowed, so a SubjectAccessReview decides.
+        if cfg.feature_gates.enabled(COMPONENT_STATUSZ):
+            mux = routes.routes  # its paths read at each request: later routes show too
+            info = StatuszInfo(
+                COMPONENT, __version__, lambda: [getattr(r, "path", "") for r in mux]
+            )
+            mux.append(statusz_route(info))
+        if cfg.feature_gates.enabled(COMPONENT_FLAGZ):
+            routes.routes.append(flagz_route(COMPONENT, dict(cfg.flags)))
         if cfg.secure_serving.enabled:
             # --authentication-kubeconfig / --authorization-kubeconfig name other API servers
             # for the reviews; without them the main client asks its own cluster.
@@ -389,8 +405,17 @@ class Manager:
             if cfg.authorization.kubeconfig:
                 authz_client = await self._connect(cfg.authorization.kubeconfig)
                 self._extra_clients.append(authz_client)
-            reviewer = DelegatingTokenReviewer(ReviewPosterAdapter(authn_client), clock=self.clock)
-            authorizer = DelegatingAuthorizer(ReviewPosterAdapter(authz_client), clock=self.clock)
+            reviewer = DelegatingTokenReviewer(
+                ReviewPosterAdapter(authn_client),
+                cache_ttl=cfg.authentication.token_webhook_cache_ttl,
+                clock=self.clock,
+            )
+            authorizer = DelegatingAuthorizer(
+                ReviewPosterAdapter(authz_client),
+                allowed_ttl=cfg.authorization.webhook_cache_authorized_ttl,
+                denied_ttl=cfg.authorization.webhook_cache_unauthorized_ttl,
+                clock=self.clock,
+            )
             routes.routes.extend(self._mount_dashboard(DashboardDoor(reviewer, authorizer)))
             always_allow = tuple(cfg.authorization.always_allow_paths)
             if self._dashboard is not None:
@@ -411,6 +436,8 @@ class Manager:
                     tls_private_key_file=cfg.secure_serving.tls_private_key_file or None,
                     cert_dir=cfg.secure_serving.cert_dir or None,
                     client_ca_file=cfg.authentication.client_ca_file or None,
+                    tls_min_version=tls_version(cfg.secure_serving.tls_min_version),
+                    tls_ciphers=cipher_suites(cfg.secure_serving.tls_cipher_suites),
                     limits=cfg.secure_serving.limits,
                 ),
                 authenticator=authenticator,
@@ -524,11 +551,23 @@ class Manager:
         resync = resync_period(cfg.generic.min_resync_period, self._rng)
         # The factories' structural client protocol is wider than mypy can match to Client.
         informer_client = cast(Any, root)
+        # Informers stream their lists unless --feature-gates=WatchListClient=false.
+        watch_list = cfg.feature_gates.enabled(WATCH_LIST_CLIENT)
         factory = SharedInformerFactory(
-            informer_client, default_resync=resync, bus=self.bus, clock=self.clock, rng=self._rng
+            informer_client,
+            default_resync=resync,
+            bus=self.bus,
+            clock=self.clock,
+            rng=self._rng,
+            watch_list=watch_list,
         )
         metadata_factory = MetadataInformerFactory(
-            informer_client, default_resync=resync, bus=self.bus, clock=self.clock, rng=self._rng
+            informer_client,
+            default_resync=resync,
+            bus=self.bus,
+            clock=self.clock,
+            rng=self._rng,
+            watch_list=watch_list,
         )
         clients: dict[str, Client] = {}
         fenced: dict[str, Client] = {}
@@ -918,7 +957,7 @@ def debug_clock(config: CompletedConfig) -> Clock:
 
 def run_manager(config: CompletedConfig) -> int:
     """The runner of ``pycm run``: run the manager on a fresh event loop until a signal."""
-    configure_logging(config.logs.format, config.logs.verbosity)
+    configure_logging(config.logs.format, config.logs.verbosity, vmodule=config.logs.vmodule)
 
     async def main() -> int:
         manager = Manager(config, clock=debug_clock(config))

@@ -100,6 +100,7 @@ class SharedInformerFactory:
         gc_tuning: bool = True,
         intern: bool = True,
         mutation_detector: bool = False,
+        watch_list: bool = False,
     ) -> None:
         self.client = client
         self.default_resync = default_resync
@@ -111,6 +112,9 @@ class SharedInformerFactory:
         self.gc_tuning = gc_tuning
         self.intern = intern
         self.mutation_detector = mutation_detector
+        # Informers sync by streaming lists (client-go's WatchListClient gate; the manager
+        # passes its --feature-gates value, on by default as in client-go 1.35+).
+        self.watch_list = watch_list
         # Invariant: every informer in _tasks is in _informers; a task is never restarted.
         self._informers: dict[Hashable, SharedIndexInformer] = {}
         self._tasks: dict[Hashable, asyncio.Task[None]] = {}
@@ -142,6 +146,7 @@ class SharedInformerFactory:
                 gc_tuning=self.gc_tuning,
                 mutation_detector=self.mutation_detector,
                 metadata_only=self.metadata_only,
+                watch_list=self.watch_list,
             )
             self._informers[resource] = informer
         return informer

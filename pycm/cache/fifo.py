@@ -22,6 +22,12 @@ corrupt the cache. The slow consumers we do not control — event handlers — a
 
 The ``transform`` is applied on the way in (client-go applies it when queueing), to every object
 except tombstones and Sync deltas (those come from the indexer, already transformed).
+
+The consumer's resource version (client-go's ``LastStoreSyncResourceVersion``, what the
+controllers' staleness guard compares its writes with): the reflector notes the RV it has
+given the queue up to (:meth:`note_resource_version`: a list's, the last watch event's or
+bookmark's); :attr:`resource_version` becomes it once every delta queued before the note has
+been popped — so it never runs ahead of what the indexer holds.
 """
 
 from __future__ import annotations
@@ -79,6 +85,9 @@ class RealFIFO:
         self._enqueued = 0
         self._popped = 0
         self._initial_target: int | None = None
+        # (deltas enqueued when noted, RV) in note order; a mark leaves once popped past.
+        self._marks: deque[tuple[int, str]] = deque()
+        self.resource_version = ""  # the consumer's: see the module's doc
 
     # -- producer side (the reflector's store) ------------------------------------------------
 
@@ -151,6 +160,18 @@ class RealFIFO:
                 push((DeltaType.DELETED, DeletedFinalStateUnknown(k, last)))
         self._populated()
 
+    def note_resource_version(self, resource_version: str) -> None:
+        """Everything up to ``resource_version`` has been queued (see the module's doc)."""
+        if not resource_version:
+            return
+        if self._popped >= self._enqueued:
+            self._marks.clear()
+            self.resource_version = resource_version
+        elif self._marks and self._marks[-1][0] == self._enqueued:
+            self._marks[-1] = (self._enqueued, resource_version)
+        else:
+            self._marks.append((self._enqueued, resource_version))
+
     def resync(self) -> None:
         queued = {self._key(obj) for _, obj in self._queue}
         known = self._known
@@ -192,6 +213,9 @@ class RealFIFO:
         batch = [popleft() for _ in range(n)]
         before = self._popped
         self._popped = before + n
+        marks = self._marks
+        while marks and marks[0][0] <= self._popped:
+            self.resource_version = marks.popleft()[1]
         target = self._initial_target
         initial = 0 if target is None else max(0, min(n, target - before))
         return batch, initial

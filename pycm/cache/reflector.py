@@ -20,9 +20,40 @@ One loop (:meth:`Reflector.run`), stopped by cancellation:
 4. **Resync**: while watching, every ``resync_period`` seconds, if ``should_resync()`` says
    a handler is due, ``store.resync()``.
 
-Every phase emits its trace event: the ``informer.list`` step (items, bytes, pages, RV),
-``WatchOpened``/``WatchClosed`` (reason, events), ``InformerRelisted`` (reason) and
-``InformerBackedOff`` (delay).
+**Streaming lists** (KEP-3157, client-go's ``WatchListClient`` gate, on by default since 1.35;
+here ``watch_list=True``): with a list-watch that can (:class:`~pycm.cache.listwatch.
+WatchLister`), step 1 is one watch with ``sendInitialEvents=true``, ``resourceVersionMatch=
+NotOlderThan``, bookmarks and the last synced RV ("" at first: a consistent read). Its ADDED
+events (MODIFIED and DELETED too, should they come) build the initial state aside; the BOOKMARK
+annotated ``k8s.io/initial-events-end`` ends it with the state's RV: ``store.replace(items,
+rv)``, and the same stream goes on as step 2's watch. The server never holds a whole list in
+memory, nor does the client hold its pages.
+
+The fallback to list and watch is bounded, because a server that never sends the bookmark
+stalled client-go's informers for 10 s to 5 min (kubernetes#135895):
+
+- a server that refuses ``sendInitialEvents`` (400 or 422: the WatchList gate off, or a
+  server too old to validate it) or one that ignores it (a BOOKMARK without the annotation
+  before the initial events ended) does not support it: this reflector lists from then on;
+- a stream that ends, fails, or stays quiet for ``watch_list_quiet`` seconds (5 s by default:
+  above kube-apiserver's 3 s wait for a fresh watch cache before its first initial event)
+  before the bookmark is listed for this round, and streamed again the next round (as
+  client-go, which retries WatchList each round);
+- a 410 Expired or "too large resource version" streams again at once from "" (a consistent
+  read), as a list does.
+
+The first fallback is said once, in the log (a warning) and in the trace
+(``InformerWatchListFellBack``: reason, and whether it is for good); later ones (per round)
+only at debug level.
+
+Every phase emits its trace event: the ``informer.list`` step (items, bytes, pages, RV;
+``watch_list`` for a streaming list), ``WatchOpened``/``WatchClosed`` (reason, events),
+``InformerRelisted`` (reason) and ``InformerBackedOff`` (delay).
+
+The store's resource version: after each batch of watch events and after a replace the
+reflector tells a store that takes it (``note_resource_version``, the FIFO's) the RV it has been
+given up to; the informer reports, from it, how far its indexer has got (client-go's
+``LastStoreSyncResourceVersion``, which the controllers' staleness guard reads).
 """
 
 from __future__ import annotations
@@ -30,12 +61,21 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections.abc import AsyncIterator, Callable, Sequence
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from typing import Any, cast
 
 from pycm.cache.gc_tuning import gc_paused
-from pycm.cache.listwatch import ListerWatcher, Obj, StatusError, WatchEventPair
-from pycm.cache.store import ReflectorStore
+from pycm.cache.listwatch import (
+    INITIAL_EVENTS_END,
+    ListerWatcher,
+    Obj,
+    StatusError,
+    WatchEventPair,
+    WatchLister,
+)
+from pycm.cache.store import ReflectorStore, meta_namespace_key
 from pycm.kube import errors as kube_errors
 from pycm.trace.bus import Bus, default_bus
 from pycm.trace.context import error_text
@@ -43,6 +83,7 @@ from pycm.trace.kinds import (
     InformerBackedOff,
     InformerListBegan,
     InformerRelisted,
+    InformerWatchListFellBack,
     WatchClosed,
     WatchCloseReason,
     WatchOpened,
@@ -54,6 +95,7 @@ __all__ = [
     "DEFAULT_PAGE_SIZE",
     "MIN_WATCH_TIMEOUT",
     "VERY_SHORT_WATCH",
+    "WATCH_LIST_QUIET",
     "Reflector",
     "is_connection_refused",
     "is_expired",
@@ -63,6 +105,7 @@ __all__ = [
 
 _log = logging.getLogger(__name__)
 _Items = list[Obj]  # (the class defines a method named list)
+_Floats = list[float]
 
 DEFAULT_PAGE_SIZE = 500
 """Items per list page: client-go's pager default is 500."""
@@ -70,6 +113,9 @@ MIN_WATCH_TIMEOUT = 300.0
 """Watches time out after [1, 2) times this (client-go's minWatchTimeout, 5 minutes)."""
 VERY_SHORT_WATCH = 1.0
 """A watch that ends sooner than this with no event is treated as an error (client-go)."""
+WATCH_LIST_QUIET = 5.0
+"""A streaming list quiet this long before its initial-events-end bookmark is listed instead
+(above kube-apiserver's 3 s wait for a fresh watch cache before the first initial event)."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -131,6 +177,47 @@ def _rv_of(obj: Obj) -> str:
     return str((obj.get("metadata") or {}).get("resourceVersion") or "")
 
 
+def _source(stream: Any) -> tuple[AsyncIterator[Any], bool]:
+    """What to iterate for ``stream``'s events: its batches when it offers them (True), else
+    the stream itself, pair by pair (False)."""
+    batched = _pair_batches(stream)
+    if batched is not None:
+        return batched, True
+    return aiter(stream), False
+
+
+class _NoWatchList(Exception):
+    """A streaming list did not give the initial state; ``permanent``: the server does not
+    support it (this reflector lists from now on)."""
+
+    def __init__(self, reason: str, *, permanent: bool) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.permanent = permanent
+
+
+@dataclass
+class _Streamed:
+    """A streaming list's watch, open, its initial events applied: the watch loop goes on with
+    it. ``leftover``: events that came after the bookmark in its batch."""
+
+    stack: AsyncExitStack
+    source: AsyncIterator[Any]
+    batched: bool
+    leftover: Sequence[WatchEventPair]
+    timeout_s: int
+    start: float
+    events: int
+    resource_version: str
+
+
+def _refuses_watch_list(exc: BaseException) -> bool:
+    """The server's answer says it does not stream lists: 400 or 422 (the WatchList gate off:
+    "sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled";
+    an old server that validates the parameters otherwise)."""
+    return _code(exc) in (400, 422) or getattr(exc, "reason", None) in ("Invalid", "BadRequest")
+
+
 def _pair_batches(stream: Any) -> AsyncIterator[Sequence[WatchEventPair]] | None:
     """The stream's events by the list, if it offers them: a ``pair_batches()`` method giving
     an async iterator of sequences of ``(type, object)`` pairs, in watch order (each sequence
@@ -165,6 +252,8 @@ class Reflector:
         backoff: ExponentialBackoffManager | None = None,
         after_list: Callable[[], None] | None = None,
         pause_gc_during_list: bool = False,
+        watch_list: bool = False,
+        watch_list_quiet: float = WATCH_LIST_QUIET,
     ) -> None:
         self.list_watch = list_watch
         self.store = store
@@ -186,6 +275,13 @@ class Reflector:
         # Events of the open watch so far (0 between watches), brought up to date once per
         # batch the stream hands over: the informer's progress report reads it.
         self.watch_events = 0
+        # Streaming lists: wanted (the WatchListClient gate), and still possible — False once
+        # the server showed it does not support them (see the module's doc).
+        self.watch_list = watch_list
+        self.watch_list_quiet = watch_list_quiet
+        self.watch_list_supported = True
+        self.watch_list_fallbacks = 0  # rounds listed although a streaming list was wanted
+        self._note_rv: Callable[[str], None] | None = getattr(store, "note_resource_version", None)
 
     # -- the loop -----------------------------------------------------------------------------
 
@@ -217,19 +313,22 @@ class Reflector:
         return self.last_sync_resource_version or "0"
 
     async def list_and_watch(self) -> str:
-        """One round: list, then watch until something needs a relist; returns why."""
-        await self.list()
+        """One round: list (or stream the list), then watch until something needs a relist;
+        returns why."""
+        streamed = await self._sync()
         resync = None
-        if self.resync_period > 0:
-            resync = asyncio.create_task(
-                self._resync_loop(), name=f"reflector:{self.resource}:resync"
-            )
         try:
-            return await self._watch_loop()
+            if self.resync_period > 0:
+                resync = asyncio.create_task(
+                    self._resync_loop(), name=f"reflector:{self.resource}:resync"
+                )
+            return await self._watch_loop(streamed)
         finally:
             if resync is not None:
                 resync.cancel()
                 await asyncio.wait({resync})
+            if streamed is not None:
+                await streamed.stack.aclose()  # (closed already unless the loop never ran)
 
     async def _resync_loop(self) -> None:
         while True:
@@ -254,13 +353,31 @@ class Reflector:
         before that, every page body was frozen: 9.4 KB held per pod instead of 3.6 KB). A
         relist re-enables the collector before ``after_list``, so its garbage is collected and
         not frozen again and again over a long run."""
+        await self._with_gc(self._list)
+
+    async def _sync(self) -> _Streamed | None:
+        """The initial state of a round, as :meth:`list` makes it: by a streaming list when
+        wanted and possible (its watch, open, returned), else by a list (None)."""
+        streamed: _Streamed | None = None
+
+        async def fetch() -> None:
+            nonlocal streamed
+            if self.watch_list and self.watch_list_supported and _can_stream(self.list_watch):
+                streamed = await self._stream_or_fall_back()
+            if streamed is None:
+                await self._list()
+
+        await self._with_gc(fetch)
+        return streamed
+
+    async def _with_gc(self, fetch: Callable[[], Awaitable[None]]) -> None:
         if not self.pause_gc_during_list:
-            await self._list()
+            await fetch()
             self._after_list()
             return
         initial = self.lists == 0
         with gc_paused():
-            await self._list()
+            await fetch()
             if initial:
                 self._after_list()
         if not initial:
@@ -291,6 +408,8 @@ class Reflector:
         with self.bus.step(begin) as step:
             items, list_rv, pages, size = await self._pages(rv)
             self.store.replace(items, list_rv)
+            if self._note_rv is not None:
+                self._note_rv(list_rv)
             step.finish(items=len(items), bytes=size, pages=pages, resource_version=list_rv)
         return items, list_rv
 
@@ -312,25 +431,175 @@ class Reflector:
                 return items, page.resource_version, pages, size
             continue_ = page.continue_
 
+    # -- streaming list -------------------------------------------------------------------------
+
+    async def _stream_or_fall_back(self) -> _Streamed | None:
+        """A streaming list (retried once from "" after 410 / too large), or None to list."""
+        for _ in range(2):
+            try:
+                return await self._stream_list()
+            except asyncio.CancelledError:
+                raise
+            except _NoWatchList as why:
+                self._fall_back(why.reason, permanent=why.permanent)
+                return None
+            except Exception as exc:
+                if is_expired(exc) or is_too_large_resource_version(exc):
+                    self._rv_unavailable = True
+                    continue
+                if _refuses_watch_list(exc):
+                    self._fall_back(f"refused: {error_text(exc)}", permanent=True)
+                else:
+                    self._fall_back(error_text(exc), permanent=False)
+                return None
+        self._fall_back("resource version expired twice", permanent=False)
+        return None
+
+    def _fall_back(self, reason: str, *, permanent: bool) -> None:
+        first = self.watch_list_fallbacks == 0
+        self.watch_list_fallbacks += 1
+        if permanent:
+            self.watch_list_supported = False
+        if not first:
+            _log.debug("%s: streaming list failed (%s): listing", self.resource, reason)
+            return
+        _log.warning(
+            "%s: the streaming list (WatchList) failed, listing instead%s: %s",
+            self.resource,
+            " from now on" if permanent else " this time",
+            reason,
+        )
+        self.bus.point(
+            InformerWatchListFellBack(resource=self.resource, reason=reason, permanent=permanent)
+        )
+
+    async def _stream_list(self) -> _Streamed:
+        """One streaming list: open it, take its initial events, replace the store's content."""
+        rv = "" if self._rv_unavailable else self.last_sync_resource_version
+        timeout = int(self.min_watch_timeout * (1.0 + self._rng.random()))
+        streamer = cast(WatchLister, self.list_watch)  # (_sync asked _can_stream)
+        begin = InformerListBegan(resource=self.resource, resource_version=rv, watch_list=True)
+        stack = AsyncExitStack()
+        try:
+            with self.bus.step(begin) as step:
+                stream = await stack.enter_async_context(
+                    streamer.watch_list(resource_version=rv, timeout_seconds=timeout)
+                )
+                start = self.clock.monotonic()
+                source, batched = _source(stream)
+                items, list_rv, leftover, events = await self._initial_events(source, batched)
+                self.store.replace(items, list_rv)
+                if self._note_rv is not None:
+                    self._note_rv(list_rv)
+                step.finish(items=len(items), resource_version=list_rv)
+        except BaseException:
+            await stack.aclose()
+            raise
+        self._rv_unavailable = False
+        self.last_sync_resource_version = list_rv
+        self.lists += 1
+        return _Streamed(stack, source, batched, leftover, timeout, start, events, list_rv)
+
+    async def _initial_events(
+        self, source: AsyncIterator[Any], batched: bool
+    ) -> tuple[_Items, str, Sequence[WatchEventPair], int]:
+        """Read the initial events up to the bookmark that ends them, giving up after
+        ``watch_list_quiet`` seconds without an event (measured on the injected clock)."""
+        progress = [self.clock.monotonic()]
+        reader = asyncio.ensure_future(self._read_initial(source, batched, progress))
+        try:
+            while not reader.done():
+                left = progress[0] + self.watch_list_quiet - self.clock.monotonic()
+                if left <= 0:
+                    raise _NoWatchList(
+                        f"no initial-events-end bookmark after {self.watch_list_quiet:g}s "
+                        "without events",
+                        permanent=False,
+                    )
+                timer = asyncio.ensure_future(self.clock.sleep(left))
+                try:
+                    await asyncio.wait({reader, timer}, return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    timer.cancel()
+            return reader.result()
+        finally:
+            if not reader.done():
+                reader.cancel()
+                await asyncio.wait({reader})
+
+    async def _read_initial(
+        self, source: AsyncIterator[Any], batched: bool, progress: _Floats
+    ) -> tuple[_Items, str, Sequence[WatchEventPair], int]:
+        state: dict[str, Obj] = {}
+        events = 0
+        async for item in source:
+            progress[0] = self.clock.monotonic()
+            pairs: Sequence[WatchEventPair] = item if batched else (item,)
+            for i, (kind, obj) in enumerate(pairs):
+                events += 1
+                if kind in ("ADDED", "MODIFIED"):
+                    state[meta_namespace_key(obj)] = obj
+                elif kind == "DELETED":
+                    state.pop(meta_namespace_key(obj), None)
+                elif kind == "BOOKMARK":
+                    meta = obj.get("metadata") or {}
+                    if (meta.get("annotations") or {}).get(INITIAL_EVENTS_END) == "true":
+                        return list(state.values()), _rv_of(obj), pairs[i + 1 :], events
+                    raise _NoWatchList(
+                        "a bookmark without k8s.io/initial-events-end came before the initial "
+                        "events ended: the server ignores sendInitialEvents",
+                        permanent=True,
+                    )
+                elif kind == "ERROR":
+                    raise StatusError.from_status(obj)
+            self.watch_events = events
+        raise _NoWatchList(
+            "the stream ended before its initial-events-end bookmark", permanent=False
+        )
+
     # -- watch ----------------------------------------------------------------------------------
 
-    async def _watch_loop(self) -> str:
-        """Watch, re-watching after normal ends and retriable errors; return a relist reason."""
+    async def _watch_loop(self, streamed: _Streamed | None = None) -> str:
+        """Watch (first ``streamed``'s stream, if given), re-watching after normal ends and
+        retriable errors; return a relist reason."""
         while True:
             timeout = int(self.min_watch_timeout * (1.0 + self._rng.random()))
             rv = self.last_sync_resource_version
             opened = False
             try:
-                async with self.list_watch.watch(
-                    resource_version=rv, timeout_seconds=timeout, allow_watch_bookmarks=True
-                ) as stream:
-                    opened = True
-                    self.bus.point(
-                        WatchOpened(
-                            resource=self.resource, resource_version=rv, timeout_s=float(timeout)
+                if streamed is not None:
+                    first, streamed = streamed, None
+                    async with first.stack:
+                        opened = True
+                        self.bus.point(
+                            WatchOpened(
+                                resource=self.resource,
+                                resource_version=first.resource_version,
+                                timeout_s=float(first.timeout_s),
+                            )
                         )
-                    )
-                    reason, error, events = await self._handle_watch(stream, timeout)
+                        reason, error, events = await self._handle_watch(
+                            first.source,
+                            first.batched,
+                            first.timeout_s,
+                            leftover=first.leftover,
+                            start=first.start,
+                            events=first.events,
+                        )
+                else:
+                    async with self.list_watch.watch(
+                        resource_version=rv, timeout_seconds=timeout, allow_watch_bookmarks=True
+                    ) as stream:
+                        opened = True
+                        self.bus.point(
+                            WatchOpened(
+                                resource=self.resource,
+                                resource_version=rv,
+                                timeout_s=float(timeout),
+                            )
+                        )
+                        source, batched = _source(stream)
+                        reason, error, events = await self._handle_watch(source, batched, timeout)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
@@ -364,22 +633,35 @@ class Reflector:
             return f"watch: {error_text(error)}"
 
     async def _handle_watch(
-        self, stream: Any, timeout_s: int
+        self,
+        source: AsyncIterator[Any],
+        batched: bool,
+        timeout_s: int,
+        *,
+        leftover: Sequence[WatchEventPair] = (),
+        start: float | None = None,
+        events: int = 0,
     ) -> tuple[WatchCloseReason, Exception | None, int]:
-        """Apply the stream's events to the store until it ends; return how it ended."""
+        """Apply the stream's events (``leftover`` first: those read with a streaming list's
+        bookmark) to the store until it ends; return how it ended. A stream that can hand
+        over its events by the list (what one read decoded, ``batched``) saves an
+        async-generator step per event; the pairs of any other stream are taken one by one."""
         store = self.store
-        start = self.clock.monotonic()
-        events = 0
+        if start is None:
+            start = self.clock.monotonic()
         error: Exception | None = None
+        note = self._note_rv
         # The per-event path: one dict lookup picks the store's method, the RV is read inline.
         apply = {"MODIFIED": store.update, "ADDED": store.add, "DELETED": store.delete}
-        # A stream that can hand over its events by the list (what one read decoded) saves
-        # an async-generator step per event; the pairs of any other stream are taken one by one.
-        batched = _pair_batches(stream)
-        source: AsyncIterator[Any] = batched if batched is not None else stream
-        try:
+
+        async def batches() -> AsyncIterator[Any]:
+            yield leftover
             async for item in source:
-                pairs: Sequence[WatchEventPair] = item if batched is not None else (item,)
+                yield item
+
+        try:
+            async for item in batches() if leftover else source:
+                pairs: Sequence[WatchEventPair] = item if batched or item is leftover else (item,)
                 for kind, obj in pairs:
                     events += 1
                     op = apply.get(kind)
@@ -397,6 +679,8 @@ class Reflector:
                     if rv:
                         self.last_sync_resource_version = rv if type(rv) is str else str(rv)
                 self.watch_events = events
+                if note is not None:
+                    note(self.last_sync_resource_version)
         except asyncio.CancelledError:
             self.watch_events = 0
             self.bus.point(
@@ -427,3 +711,9 @@ class Reflector:
         if elapsed >= timeout_s - 1:
             return WatchCloseReason.TIMEOUT, None, events
         return WatchCloseReason.SERVER_CLOSED, None, events
+
+
+def _can_stream(list_watch: object) -> bool:
+    """The list-watch offers :class:`~pycm.cache.listwatch.WatchLister` (asked of the class: a
+    test double may fail on any unexpected attribute read from the instance)."""
+    return callable(getattr(type(list_watch), "watch_list", None))

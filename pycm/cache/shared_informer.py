@@ -137,6 +137,7 @@ class SharedIndexInformer:
         metadata_only: bool = False,
         page_size: int | None = 500,
         progress_interval: float = PROGRESS_INTERVAL,
+        watch_list: bool = False,
     ) -> None:
         self.resource = resource_name
         self.clock = clock
@@ -162,6 +163,7 @@ class SharedIndexInformer:
             should_resync=self._should_resync,
             pause_gc_during_list=gc_tuning,
             after_list=self._after_list,
+            watch_list=watch_list,
         )
         self._registrations: list[Registration] = []
         self._syncing: list[Registration] = []
@@ -173,6 +175,13 @@ class SharedIndexInformer:
         self.progress_interval = progress_interval  # 0: no progress reports
         # (objects, open watch's events, backlog) as last reported (at sync, then by progress).
         self._reported: tuple[int, int, int] | None = None
+
+    @property
+    def store_resource_version(self) -> str:
+        """How far the indexer has got: the resource version of the last list, watch event or
+        bookmark it holds everything up to ("" before the first list). client-go's
+        ``LastStoreSyncResourceVersion``; the staleness guard compares writes with it."""
+        return self.fifo.resource_version
 
     # -- handlers -----------------------------------------------------------------------------
 

@@ -495,13 +495,18 @@ class Client:
         allow_watch_bookmarks: bool = True,
         timeout_seconds: int | None = None,
         send_initial_events: bool | None = None,
+        resource_version_match: str | None = None,
         metadata_only: bool = False,
     ) -> Watch:
-        """``async with client.watch(PODS, resource_version=rv) as w: async for ev in w: ...``"""
+        """``async with client.watch(PODS, resource_version=rv) as w: async for ev in w: ...``
+
+        A streaming list (WatchList) is ``send_initial_events=True`` with
+        ``resource_version_match="NotOlderThan"`` (the server requires both)."""
         params: dict[str, str] = {"watch": "true"}
         _put(params, "labelSelector", _selector(label_selector))
         _put(params, "fieldSelector", field_selector)
         _put(params, "resourceVersion", resource_version)
+        _put(params, "resourceVersionMatch", resource_version_match)
         if allow_watch_bookmarks:
             params["allowWatchBookmarks"] = "true"
         if timeout_seconds is not None:

@@ -113,11 +113,20 @@ def server_ssl_context(
     *,
     client_ca_file: str | None = None,
     minimum_version: ssl.TLSVersion = ssl.TLSVersion.TLSv1_2,
+    ciphers: tuple[str, ...] = (),
 ) -> ssl.SSLContext:
     """The server's context: the serving pair, TLS ≥ 1.2 (kube's default), HTTP/1.1 by ALPN,
-    and client certificates asked for and verified when ``client_ca_file`` is given."""
+    and client certificates asked for and verified when ``client_ca_file`` is given;
+    ``ciphers`` (OpenSSL names, :mod:`pycm.server.tlsnames`) the TLS 1.2 suites allowed."""
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = minimum_version
+    if ciphers:
+        try:
+            context.set_ciphers(":".join(ciphers))
+        except ssl.SSLError:
+            raise OSError(
+                f"none of the cipher suites {', '.join(ciphers)} is available in this OpenSSL"
+            ) from None
     # OpenSSL's own words ("[SSL] PEM lib (_ssl.c:3905)") name no file: say which, and why.
     try:
         context.load_cert_chain(cert.cert_file, cert.key_file)

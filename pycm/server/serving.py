@@ -84,6 +84,7 @@ class SecureServingConfig:
     cert_dir: str | None = None
     client_ca_file: str | None = None
     tls_min_version: ssl.TLSVersion = ssl.TLSVersion.TLSv1_2
+    tls_ciphers: tuple[str, ...] = ()  # OpenSSL names of the TLS 1.2 suites; (): OpenSSL's
     shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT
     limits: ServingLimits = DEFAULT_LIMITS
 
@@ -324,7 +325,10 @@ class SecureServer(_Serving):
         self._cert, self._cert_source = cert, cert.source
         try:
             context = server_ssl_context(
-                cert, client_ca_file=cfg.client_ca_file, minimum_version=cfg.tls_min_version
+                cert,
+                client_ca_file=cfg.client_ca_file,
+                minimum_version=cfg.tls_min_version,
+                ciphers=cfg.tls_ciphers,
             )
             chain = build_handler_chain(
                 self._app,

@@ -31,8 +31,9 @@ either way, or one named in the module that makes it):
   protobuf is not served (a client's next Accept entry is used).
 - Request options are validated as kube validates them, with its codes and messages
   (:mod:`pycm.sim.listoptions`, :mod:`pycm.sim.writeoptions`, :mod:`pycm.sim.selectors`), but
-  ``sendInitialEvents`` is refused as with the WatchList gate off, a watch without
-  ``timeoutSeconds`` never times out, and bodies nest at most 100 levels, not 10,000
+  a watch without ``timeoutSeconds`` never times out, a streaming list (``sendInitialEvents``,
+  :mod:`pycm.sim.watchlist`) newer than the emulator's version is refused at once rather than
+  after kube's 3 s wait, and bodies nest at most 100 levels, not 10,000
   (:data:`pycm.sim.objects.MAX_DEPTH` says why).
 - Items of a list keep their ``kind`` and ``apiVersion``.
 - ``metadata.managedFields`` are recorded for every create, update and patch as kube's field
@@ -47,7 +48,8 @@ either way, or one named in the module that makes it):
   ``--kubelet off``) turn them off, and tests state both.
 
 Module map: resources (the registry of kinds), store, managedfields, watch, gc, selectors,
-validation, defaults, shape, patch, scale, history, tables, discovery, negotiation,
+validation, defaults, shape, patch, scale, history, tables, discovery, negotiation, watchlist,
+watchlag,
 requestinfo, listoptions, writeoptions, gostrconv (Go's parsing and its messages), bodies,
 handlers, app, auth, reviews, kubeconfig, certs, seed, options, server, command; kubelet and
 faults.

@@ -75,6 +75,29 @@ def _fraction(text: str) -> float:
     return value
 
 
+SIM_FEATURE_GATES = {"WatchList": True}
+"""The kube-apiserver feature gates ``pycm sim --feature-gates`` takes, with their defaults."""
+
+
+def _feature_gates(text: str) -> dict[str, bool]:
+    """kube's ``--feature-gates`` value: ``Gate=true,Other=false``; a gate the emulator does not
+    have is refused with kube's words."""
+    gates: dict[str, bool] = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        name, eq, value = item.partition("=")
+        if not eq:
+            raise argparse.ArgumentTypeError(f"missing bool value for {name}")
+        if name not in SIM_FEATURE_GATES:
+            known = ", ".join(sorted(SIM_FEATURE_GATES))
+            raise argparse.ArgumentTypeError(
+                f"unrecognized feature gate: {name} (the emulator has {known})"
+            )
+        if value.lower() not in ("true", "false"):
+            raise argparse.ArgumentTypeError(f"invalid value of {name}={value}, err: want a bool")
+        gates[name] = value.lower() == "true"
+    return gates
+
+
 def add_subcommand(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "sim",
@@ -193,6 +216,14 @@ def add_subcommand(subparsers: Any) -> None:
         help="encoded objects the watch history holds at most, whatever the window "
         f"(default {DEFAULT_HISTORY_BYTES // MIB})",
     )
+    cluster.add_argument(
+        "--feature-gates",
+        type=_feature_gates,
+        default={},
+        metavar="GATE=BOOL,...",
+        help="kube-apiserver feature gates: WatchList (default true: watches may stream their "
+        "initial events, sendInitialEvents; false refuses them as an older apiserver does)",
+    )
     security = parser.add_argument_group("security")
     security.add_argument(
         "--token-auth-file", metavar="FILE", help='static tokens: token,user,uid,"g1,g2"'
@@ -241,6 +272,7 @@ def options_from_args(args: argparse.Namespace) -> EmulatorOptions:
         token_auth_file=args.token_auth_file,
         authz_policy_file=args.authz_policy_file,
         kubeconfig_out=args.kubeconfig_out,
+        watch_list=args.feature_gates.get("WatchList", SIM_FEATURE_GATES["WatchList"]),
         **stated,
     )
 

@@ -13,6 +13,9 @@ only: 401 without a valid token, 403 for any other, even one of a ``system:maste
 - ``partition``: every request of ``user`` hangs until the fault ends (then it is served) or
   ``hold`` seconds pass (then 504 Timeout).
 - ``pause-kubelet``: the simulated kubelet stops (resumes when the fault ends or is cleared).
+- ``watch-lag``: every watch opened while it is active (matching ``resource``, ``namespace``,
+  ``user``) delivers its live events ``seconds`` late, for its whole life
+  (:mod:`pycm.sim.watchlag`): a stale informer cache, on demand.
 - one-shot actions, done when added and never active: ``drop-watches`` (every open watch ends
   now), ``compact`` (the watch history is forgotten: a watch from an older resourceVersion gets
   410 Expired), ``resume-kubelet``.
@@ -47,6 +50,7 @@ from pycm.sim.auth import TokenAuthenticator
 from pycm.sim.kubelet import Kubelet
 from pycm.sim.requestinfo import request_info
 from pycm.sim.store import Store
+from pycm.sim.watchlag import WATCH_LAG_SCOPE_KEY
 from pycm.util.clock import REAL_CLOCK, Clock
 from pycm.util.escape import escape_control
 
@@ -63,7 +67,8 @@ PAUSE_KUBELET = "pause-kubelet"
 DROP_WATCHES = "drop-watches"
 COMPACT = "compact"
 RESUME_KUBELET = "resume-kubelet"
-_LASTING = (LATENCY, ERROR, PARTITION, PAUSE_KUBELET)
+WATCH_LAG = "watch-lag"
+_LASTING = (LATENCY, ERROR, PARTITION, PAUSE_KUBELET, WATCH_LAG)
 _ACTIONS = (DROP_WATCHES, COMPACT, RESUME_KUBELET)
 _ERROR_REASONS = {500: "InternalError", 429: "TooManyRequests", 409: "Conflict"}
 _FIELDS = {
@@ -132,6 +137,8 @@ class Fault:
             what = f"partition of user {self.user} (hold {self._hold_text()}, then 504)"
         elif self.kind == PAUSE_KUBELET:
             what = "kubelet paused"
+        elif self.kind == WATCH_LAG:
+            what = f"watch lag {self.seconds}s on {scope}"
         else:
             result = self.result or {}
             if self.kind == DROP_WATCHES:
@@ -163,7 +170,7 @@ class Fault:
         ):
             if value is not None:
                 body[key] = value
-        if self.kind == LATENCY:
+        if self.kind in (LATENCY, WATCH_LAG):
             body["seconds"] = self.seconds
         if self.kind == ERROR:
             body.update(status=self.status, rate=self.rate)
@@ -337,11 +344,13 @@ class Faults:
             return fault
         if count is None and duration is None:
             raise _invalid(f"a {kind} fault needs a bound: count and/or duration")
-        if kind == LATENCY:
+        if kind in (LATENCY, WATCH_LAG):
             seconds = _number(spec, "seconds", positive=True)
             if seconds is None:
-                raise _invalid("a latency fault needs seconds")
+                raise _invalid(f"a {kind} fault needs seconds")
             fault.seconds = seconds
+            if kind == WATCH_LAG:
+                fault.verb = "watch"
         elif kind == ERROR:
             status = spec.get("status", 500)
             if status not in _ERROR_REASONS:
@@ -402,6 +411,13 @@ class Faults:
                 self._use(fault)
         if delay:
             await self.clock.sleep(delay)
+        if info.verb == "watch":
+            for fault in [f for f in self._active.values() if f.kind == WATCH_LAG]:
+                if fault.matches(info.verb, resource, info.namespace, user):
+                    # Read by the watch handler (pycm.sim.watchlag), which lags this watch.
+                    lagged = request.scope.get(WATCH_LAG_SCOPE_KEY, 0.0)
+                    request.scope[WATCH_LAG_SCOPE_KEY] = lagged + fault.seconds
+                    self._use(fault)
         for fault in [f for f in self._active.values() if f.kind == ERROR]:
             if fault.id in self._active and fault.matches(
                 info.verb, resource, info.namespace, user

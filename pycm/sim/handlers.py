@@ -41,6 +41,8 @@ from pycm.sim.streaming import WatchResponse, error_stream, send_watch
 from pycm.sim.tables import partial_metadata, table
 from pycm.sim.tokens import decode_continue
 from pycm.sim.versions import parse_resource_version
+from pycm.sim.watchlag import WATCH_LAG_SCOPE_KEY, lag
+from pycm.sim.watchlist import watch_with_initial_events
 from pycm.sim.writeoptions import delete_options, refuse_dry_run, validate_write_options
 from pycm.util.escape import escape_control
 
@@ -66,6 +68,7 @@ class APIContext:
     authenticator: TokenAuthenticator
     authorizer: Authorizer
     bookmark_interval: float = 10.0
+    watch_list: bool = True  # kube's WatchList gate: watches may stream initial events
     server_address: str = "127.0.0.1:0"
     # Run in order before anything else; see BeforeRequest.
     before_request: list[BeforeRequest] = field(default_factory=list)
@@ -350,10 +353,11 @@ async def _resource(
             return _json(
                 _render_one(ctx, res, store.peek(res, ns, name) or _missing(res, name), out, query)
             )
-        listing = list_options(query, verb == "watch", res)
+        listing = list_options(query, verb == "watch", res, watch_list=ctx.watch_list)
         include = _include_object(query) if out.mode == TABLE else "Metadata"
         if verb == "watch":
-            return _watch(ctx, res, ns, listing, out, include)
+            lag_s = request.scope.get(WATCH_LAG_SCOPE_KEY, 0.0)  # a watch-lag fault's
+            return _watch(ctx, res, ns, listing, out, include, lag_s)
         return _list(ctx, res, ns, listing, out, include)
     if verb == "update":
         body = await _object_body(request, res, info, asked)
@@ -482,17 +486,24 @@ def _watch(
     options: ListOptions,
     out: Output,
     include: str,
+    lag_s: float = 0.0,
 ) -> Response:
     timeout = watch_timeout(options.timeout_seconds)
     bookmarks = options.allow_watch_bookmarks
     try:
-        watcher = ctx.store.watch(
-            res, ns, options.labels, options.fields, options.resource_version or None
-        )
+        if options.send_initial_events is not None:  # a streaming list (pycm.sim.watchlist)
+            watcher = watch_with_initial_events(
+                ctx.store, res, ns, options, options.send_initial_events
+            )
+        else:
+            watcher = ctx.store.watch(
+                res, ns, options.labels, options.fields, options.resource_version or None
+            )
     except errors.APIError as err:
         if err.code != 410:
             raise
         return StreamingResponse(error_stream(err.status()), media_type="application/json")
+    lag(watcher, lag_s)
     return WatchResponse(
         watcher,
         lambda send: send_watch(

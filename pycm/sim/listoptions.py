@@ -12,9 +12,11 @@ the same first answer:
    cause): a list's ``resourceVersionMatch`` needs a ``resourceVersion``, is not allowed with
    ``continue``, is ``Exact`` or ``NotOlderThan``, and ``Exact`` is not allowed for "0"; a
    list takes no ``sendInitialEvents``. A watch takes ``resourceVersionMatch`` (only
-   ``NotOlderThan``) only with ``sendInitialEvents``, and ``sendInitialEvents`` only with the
-   WatchList feature gate, which the emulator keeps off (it does not stream initial events):
-   client-go's reflector falls back to list and watch on that answer, as against such a server.
+   ``NotOlderThan``) only with ``sendInitialEvents``, and ``sendInitialEvents`` only with
+   ``NotOlderThan`` and the WatchList feature gate — on by default, as in kube 1.34+
+   (:mod:`pycm.sim.watchlist` streams the initial events); off (``--feature-gates
+   WatchList=false``), the watch is refused and client-go's reflector falls back to list and
+   watch on that answer, as against such a server.
 3. **Field labels** the kind does not support (400, in :mod:`pycm.sim.selectors`).
 
 Then the storage's checks: the ``resourceVersion`` (:mod:`pycm.sim.versions`), and a
@@ -61,6 +63,7 @@ class ListOptions:
     limit: int = 0  # 0 or less: no limit (kube's)
     continue_token: str = ""
     allow_watch_bookmarks: bool = False
+    send_initial_events: bool | None = None  # None: not given
 
 
 def _int64(query: dict[str, str], key: str) -> int | None:
@@ -87,9 +90,14 @@ def _not_supported(field: str, value: str, supported: tuple[str, ...]) -> Cause:
 
 
 def _validate(
-    watch: bool, rv: str, match: str, continue_token: str, send_initial: bool | None
+    watch: bool,
+    rv: str,
+    match: str,
+    continue_token: str,
+    send_initial: bool | None,
+    watch_list: bool,
 ) -> list[Cause]:
-    """kube's ValidateListOptions (WatchList gate off), every cause in its order."""
+    """kube's ValidateListOptions (``watch_list``: the WatchList gate), every cause in order."""
     causes: list[Cause] = []
     field = "resourceVersionMatch"
     if watch:
@@ -100,13 +108,14 @@ def _validate(
                         field, f"sendInitialEvents requires setting {field} to {NOT_OLDER_THAN}"
                     )
                 )
-            causes.append(
-                _forbidden(
-                    "sendInitialEvents",
-                    "sendInitialEvents is forbidden for watch unless the WatchList feature gate "
-                    "is enabled",
+            if not watch_list:
+                causes.append(
+                    _forbidden(
+                        "sendInitialEvents",
+                        "sendInitialEvents is forbidden for watch unless the WatchList feature "
+                        "gate is enabled",
+                    )
                 )
-            )
         if match:
             if send_initial is None:
                 why = f"{field} is forbidden for watch unless sendInitialEvents is provided"
@@ -134,9 +143,11 @@ def _validate(
     return causes
 
 
-def list_options(query: dict[str, str], watch: bool, res: Resource) -> ListOptions:
+def list_options(
+    query: dict[str, str], watch: bool, res: Resource, *, watch_list: bool = True
+) -> ListOptions:
     """The options of a list (``watch`` False) or watch of ``res``; 400 or 422 as the module
-    says."""
+    says (``watch_list``: the WatchList gate)."""
     timeout = _int64(query, "timeoutSeconds")
     limit = _int64(query, "limit")
     labels = parse_label_selector(query.get("labelSelector"))
@@ -147,7 +158,7 @@ def list_options(query: dict[str, str], watch: bool, res: Resource) -> ListOptio
     raw_initial = query.get("sendInitialEvents")
     send_initial = None if raw_initial is None else parse_bool(raw_initial)
     if match or send_initial is not None:  # the common request skips validation entirely
-        causes = _validate(watch, rv, match, continue_token, send_initial)
+        causes = _validate(watch, rv, match, continue_token, send_initial, watch_list)
         if causes:
             raise errors.invalid("ListOptions", "", causes, "meta.k8s.io")
     fields = parse_field_selector(fields_text, res.field_labels, res.kind)
@@ -163,6 +174,7 @@ def list_options(query: dict[str, str], watch: bool, res: Resource) -> ListOptio
         limit or 0,
         continue_token,
         bookmarks is not None and parse_bool(bookmarks),
+        send_initial if watch else None,
     )
 
 

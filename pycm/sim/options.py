@@ -49,6 +49,9 @@ class EmulatorOptions:
     watch_queue_size: int = 1_000
     # Seconds between BOOKMARK events on watches that allow them (kube: about a minute).
     bookmark_interval: float = 10.0
+    # kube's WatchList gate (on since 1.34): watches may stream their initial events
+    # (sendInitialEvents, pycm.sim.watchlist); off, such a watch is refused (422).
+    watch_list: bool = True
     token_auth_file: str | None = None
     authz_policy_file: str | None = None
     # Where the kubeconfig is written; None: a file in the emulator's temporary directory.

@@ -113,6 +113,7 @@ class Emulator:
             self.authenticator,
             self.authorizer,
             bookmark_interval=options.bookmark_interval,
+            watch_list=options.watch_list,
         )
         self.app: Starlette = build_app(self.api, options.middleware)
         seed_cluster(self.store, options.nodes)

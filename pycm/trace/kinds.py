@@ -351,12 +351,25 @@ class InformerListFinished(StepEnd):
 
 @kind("informer.list.begin")
 class InformerListBegan(StepBegin):
-    """A reflector began listing (``resource_version`` is the one requested: "0" or "")."""
+    """A reflector began listing (``resource_version`` is the one requested: "0" or "");
+    ``watch_list``: by a streaming list (one watch with sendInitialEvents, no pages)."""
 
     STEP = "informer.list"
     END = InformerListFinished
     resource: str = ""
     resource_version: str = ""
+    watch_list: bool = False
+
+
+@kind("informer.watchlist_fallback")
+class InformerWatchListFellBack(Event):
+    """A reflector's streaming list (WatchList) failed and it lists instead: ``permanent`` when
+    the server does not support it (refused, or ignored sendInitialEvents), so it lists from
+    now on; otherwise for this round. Emitted for a reflector's first fallback only."""
+
+    resource: str = ""
+    reason: str = ""
+    permanent: bool = False
 
 
 @kind("informer.watch_opened")

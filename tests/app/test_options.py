@@ -402,9 +402,14 @@ def _validate(argv: list[str], known: Registry | None = None) -> list[str]:
         ),
         pytest.param(["--otlp-protocol=http/protobuf"], [], id="otlp-http-protobuf"),
         pytest.param(
+            ["--logging-format=xml"],
+            ['--logging-format "xml" is not supported: want one of "text", "json"'],
+            id="logging-format",
+        ),
+        pytest.param(
             ["--log-format=xml"],
             ['--log-format "xml" is not supported: want one of "text", "json"'],
-            id="log-format",
+            id="log-format-deprecated-alias",
         ),
         pytest.param(["-v=-1"], ["-v -1 must not be negative"], id="verbosity-negative"),
         pytest.param(
@@ -678,7 +683,7 @@ def test_flag_sets_default_flags_none_secret() -> None:
 def test_flag_sets_sections_in_order() -> None:
     titles = [fs.title for fs in ControllerManagerOptions().flag_sets.sets]
     # The help's sections, then the one of hidden flags only (never shown).
-    assert titles == [*SECTIONS, "Debugging"]
+    assert titles == [*SECTIONS, "Debugging", "Refused"]  # (both hidden from help)
 
 
 def test_named_flag_sets_duplicate_name_rejected() -> None:

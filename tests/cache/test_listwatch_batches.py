@@ -81,3 +81,37 @@ async def test_decoded_watch_still_iterates_pair_by_pair() -> None:
     ) as stream:
         got = [pair async for pair in stream]
     assert got == [pair for batch in _expected() for pair in batch]
+
+
+def _with_writers(type_: str, i: int) -> bytes:
+    event = orjson.loads(_line(type_, i))
+    event["object"]["metadata"]["managedFields"] = [{"manager": "kubectl", "operation": "Update"}]
+    return orjson.dumps(event)
+
+
+@pytest.mark.asyncio
+async def test_streaming_list_initial_objects_come_as_listed_ones_without_managed_fields() -> None:
+    end = orjson.dumps(
+        {
+            "type": "BOOKMARK",
+            "object": {
+                "kind": "Pod",
+                "metadata": {
+                    "resourceVersion": "20",
+                    "annotations": {"k8s.io/initial-events-end": "true"},
+                },
+            },
+        }
+    )
+    batches = [
+        [_with_writers("ADDED", 0)],
+        [_with_writers("ADDED", 1), end, _with_writers("MODIFIED", 2)],
+    ]
+    lw = ClientListWatch(_WatchClient(batches), kube_resources.PODS, decoder=SharingDecoder())
+    async with lw.watch_list(resource_version="", timeout_seconds=5) as stream:
+        got = [pair async for pair in stream]
+    assert [t for t, _ in got] == ["ADDED", "ADDED", "BOOKMARK", "MODIFIED"]
+    # Before the bookmark: as a list's items (no writers); after it: a watch's (writers kept
+    # for the informer to note, as bytes).
+    assert ["managedFields" in o["metadata"] for _, o in got] == [False, False, False, True]
+    assert got[0][1]["metadata"]["name"] == "p0"

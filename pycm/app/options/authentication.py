@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from pycm.app.config import AuthenticationConfig, Config
 from pycm.app.options.checks import kubeconfig_file, readable_file
-from pycm.app.options.flagset import STRING, FlagSet
+from pycm.app.options.flagset import DURATION, STRING, FlagSet
 
 __all__ = ["AuthenticationOptions"]
 
@@ -17,8 +17,17 @@ _D = AuthenticationConfig()
 class AuthenticationOptions:
     kubeconfig: str = _D.kubeconfig
     client_ca_file: str = _D.client_ca_file
+    token_webhook_cache_ttl: float = _D.token_webhook_cache_ttl
 
     def add_flags(self, fs: FlagSet) -> None:
+        fs.add(
+            self,
+            "token_webhook_cache_ttl",
+            "authentication-token-webhook-cache-ttl",
+            DURATION,
+            "The duration to cache responses from the webhook token authenticator.",
+            secret=False,  # a duration, though its name has "token" in it
+        )
         fs.add(
             self,
             "kubeconfig",
@@ -45,5 +54,7 @@ class AuthenticationOptions:
 
     def apply_to(self, config: Config) -> None:
         config.authentication = AuthenticationConfig(
-            kubeconfig=self.kubeconfig, client_ca_file=self.client_ca_file
+            kubeconfig=self.kubeconfig,
+            client_ca_file=self.client_ca_file,
+            token_webhook_cache_ttl=self.token_webhook_cache_ttl,
         )

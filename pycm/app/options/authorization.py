@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from pycm.app.config import AuthorizationConfig, Config
 from pycm.app.options.checks import kubeconfig_file
-from pycm.app.options.flagset import STRING, STRINGS, FlagSet, go_quote
+from pycm.app.options.flagset import DURATION, STRING, STRINGS, FlagSet, go_quote
 
 __all__ = ["AuthorizationOptions"]
 
@@ -17,8 +17,24 @@ _D = AuthorizationConfig()
 class AuthorizationOptions:
     kubeconfig: str = _D.kubeconfig
     always_allow_paths: list[str] = field(default_factory=lambda: list(_D.always_allow_paths))
+    webhook_cache_authorized_ttl: float = _D.webhook_cache_authorized_ttl
+    webhook_cache_unauthorized_ttl: float = _D.webhook_cache_unauthorized_ttl
 
     def add_flags(self, fs: FlagSet) -> None:
+        fs.add(
+            self,
+            "webhook_cache_authorized_ttl",
+            "authorization-webhook-cache-authorized-ttl",
+            DURATION,
+            "The duration to cache 'authorized' responses from the webhook authorizer.",
+        )
+        fs.add(
+            self,
+            "webhook_cache_unauthorized_ttl",
+            "authorization-webhook-cache-unauthorized-ttl",
+            DURATION,
+            "The duration to cache 'unauthorized' responses from the webhook authorizer.",
+        )
         fs.add(
             self,
             "kubeconfig",
@@ -48,5 +64,8 @@ class AuthorizationOptions:
 
     def apply_to(self, config: Config) -> None:
         config.authorization = AuthorizationConfig(
-            kubeconfig=self.kubeconfig, always_allow_paths=tuple(self.always_allow_paths)
+            kubeconfig=self.kubeconfig,
+            always_allow_paths=tuple(self.always_allow_paths),
+            webhook_cache_authorized_ttl=self.webhook_cache_authorized_ttl,
+            webhook_cache_unauthorized_ttl=self.webhook_cache_unauthorized_ttl,
         )

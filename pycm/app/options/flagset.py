@@ -29,7 +29,7 @@ import json
 import math
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pycm.util.durations import DurationError, format_duration, parse_duration
@@ -179,6 +179,7 @@ class Flag:
     __slots__ = (
         "attr",
         "default",
+        "deprecated",
         "hidden",
         "name",
         "secret",
@@ -212,6 +213,8 @@ class Flag:
         self.secret = (is_secret_flag(name) and flag_type is not BOOL) if secret is None else secret
         # pflag's MarkHidden: parsed as any flag, left out of help and of "did you mean".
         self.hidden = hidden
+        # pflag's MarkDeprecated (set after definition): hidden too, and using it says so.
+        self.deprecated = ""
         self.default = self.value_text()
 
     def get(self) -> Any:
@@ -322,11 +325,20 @@ def suggest(name: str, candidates: Iterator[str] | list[str]) -> str | None:
 
 @dataclass
 class ParsedArgs:
-    """A tokenised command line: what to set, in order, and what was wrong with it."""
+    """A tokenised command line: what to set, in order, and what was wrong with it.
+
+    ``warnings``: pflag's lines for deprecated flags used ("Flag --x has been deprecated, …"),
+    one per use, in order."""
 
     assignments: list[tuple[Flag, str]]
     positionals: list[str]
     errors: list[str]
+    warnings: list[str] = field(default_factory=list)
+
+    def assign(self, flag: Flag, value: str) -> None:
+        self.assignments.append((flag, value))
+        if flag.deprecated:
+            self.warnings.append(f"Flag --{flag.name} has been deprecated, {flag.deprecated}")
 
 
 def parse(flags: NamedFlagSets, argv: list[str]) -> ParsedArgs:
@@ -364,11 +376,11 @@ def _parse_long(arg: str, args: list[str], by_name: dict[str, Flag], out: Parsed
             args.pop(0)
         return
     if eq:
-        out.assignments.append((flag, value))
+        out.assign(flag, value)
     elif flag.type is BOOL:
-        out.assignments.append((flag, "true"))
+        out.assign(flag, "true")
     elif args:
-        out.assignments.append((flag, args.pop(0)))
+        out.assign(flag, args.pop(0))
     else:
         out.errors.append(f"flag needs an argument: --{name}")
 
@@ -382,16 +394,16 @@ def _parse_short(arg: str, args: list[str], by_short: dict[str, Flag], out: Pars
             out.errors.append(f"unknown shorthand flag: {char!r} in {arg}")
             return
         if shorthands.startswith("="):
-            out.assignments.append((flag, shorthands[1:]))
+            out.assign(flag, shorthands[1:])
             return
         if flag.type is BOOL:
-            out.assignments.append((flag, "true"))
+            out.assign(flag, "true")
             continue
         if shorthands:
-            out.assignments.append((flag, shorthands))
+            out.assign(flag, shorthands)
             return
         if args:
-            out.assignments.append((flag, args.pop(0)))
+            out.assign(flag, args.pop(0))
             return
         out.errors.append(f"flag needs an argument: {char!r} in {arg}")
         return

@@ -21,6 +21,7 @@ from pycm.app.options.controllers import (
 )
 from pycm.app.options.debugging import DebuggingOptions
 from pycm.app.options.deployment import DeploymentControllerOptions
+from pycm.app.options.featuregates import FeatureGatesOptions
 from pycm.app.options.flagset import (
     Flag,
     FlagSet,
@@ -34,6 +35,7 @@ from pycm.app.options.insecure_serving import InsecureServingOptions
 from pycm.app.options.leaderelection import LeaderElectionOptions
 from pycm.app.options.logs import LogsOptions
 from pycm.app.options.misc import MiscOptions
+from pycm.app.options.refused import REFUSED, RefusedFlagsOptions
 from pycm.app.options.replicaset import ReplicaSetControllerOptions
 from pycm.app.options.secure_serving import SecureServingOptions
 from pycm.app.options.tracing import TracingOptions
@@ -54,6 +56,7 @@ SECTIONS = (
     "Authentication",
     "Authorization",
     "Tracing and events",
+    "Logs",
     "Misc",
     "Global",
 )
@@ -63,6 +66,7 @@ class ControllerManagerOptions:
     def __init__(self, known_controllers: KnownControllers | None = None) -> None:
         known = known_controllers if known_controllers is not None else default_known_controllers()
         self.generic = GenericOptions()
+        self.feature_gates = FeatureGatesOptions()
         self.debugging = DebuggingOptions()
         self.controllers = ControllersOptions(known=known)
         self.leader_election = LeaderElectionOptions()
@@ -75,6 +79,8 @@ class ControllerManagerOptions:
         self.tracing = TracingOptions()
         self.misc = MiscOptions()
         self.logs = LogsOptions()
+        self.refused = RefusedFlagsOptions()
+        self.warnings: list[str] = []  # deprecated flags used (pflag's lines), from parse
         self.flag_sets = NamedFlagSets()
         for title in SECTIONS:
             self.flag_sets.flag_set(title)
@@ -84,6 +90,7 @@ class ControllerManagerOptions:
     def _groups(self) -> list[tuple[str, _Group]]:
         return [
             ("Generic", self.generic),
+            ("Generic", self.feature_gates),  # (KCM adds the gates to its generic section)
             ("Debugging", self.debugging),
             ("Controllers", self.controllers),
             ("Leader election", self.leader_election),
@@ -94,8 +101,9 @@ class ControllerManagerOptions:
             ("Authentication", self.authentication),
             ("Authorization", self.authorization),
             ("Tracing and events", self.tracing),
+            ("Logs", self.logs),
             ("Misc", self.misc),
-            ("Global", self.logs),
+            ("Refused", self.refused),  # KCM's flags pycm refuses, hidden (help skips them)
         ]
 
     def parse(self, argv: list[str], *, command: str = "pycm run") -> list[str]:
@@ -104,6 +112,7 @@ class ControllerManagerOptions:
         Values that do not convert keep their previous value; the errors say why.
         """
         parsed = parse(self.flag_sets, argv)
+        self.warnings = list(parsed.warnings)
         errors = list(parsed.errors)
         by_name, _ = self.flag_sets.index()
         config_flag = by_name["config"]
@@ -129,10 +138,16 @@ class ControllerManagerOptions:
         config = Config()
         for _, group in self._groups():
             group.apply_to(config)
+        exclude = exclude | REFUSED.keys()  # (refused: never part of a configuration)
         config.changed = {
             flag.name: flag.shown(flag.value_text())
             for flag in self.flag_sets
             if flag.name not in exclude and flag.value_text() != flag.default
+        }
+        config.flags = {
+            flag.name: flag.shown(flag.value_text())
+            for flag in self.flag_sets
+            if flag.name not in exclude
         }
         return config
 

@@ -10,11 +10,12 @@ memory (KCM's behaviour); given, both must be given and readable.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pycm.app.config import Config, SecureServingConfig
 from pycm.app.options.checks import port_in_range, readable_file
-from pycm.app.options.flagset import DURATION, INT, IP, STRING, FlagSet
+from pycm.app.options.flagset import DURATION, INT, IP, STRING, STRINGS, FlagSet
+from pycm.server.tlsnames import TLS_VERSIONS, cipher_suites, tls_version
 
 __all__ = ["SecureServingOptions"]
 
@@ -32,6 +33,8 @@ class SecureServingOptions:
     tls_handshake_timeout: float = _D.tls_handshake_timeout
     request_head_timeout: float = _D.request_head_timeout
     idle_connection_timeout: float = _D.idle_connection_timeout
+    tls_min_version: str = _D.tls_min_version
+    tls_cipher_suites: list[str] = field(default_factory=lambda: list(_D.tls_cipher_suites))
 
     def add_flags(self, fs: FlagSet) -> None:
         fs.add(
@@ -104,8 +107,39 @@ class SecureServingOptions:
             "0 means no limit.",
         )
 
+        fs.add(
+            self,
+            "tls_min_version",
+            "tls-min-version",
+            STRING,
+            "Minimum TLS version supported. Possible values: "
+            + ", ".join(TLS_VERSIONS)
+            + " (empty: VersionTLS12).",
+        )
+        fs.add(
+            self,
+            "tls_cipher_suites",
+            "tls-cipher-suites",
+            STRINGS,
+            "Comma-separated list of cipher suites for the server, Go's names "
+            "(TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256, ...). If omitted, the default OpenSSL cipher "
+            "suites will be used. TLS 1.3 suites are accepted and, as in Go, not choosable.",
+        )
+
     def validate(self) -> list[str]:
         errors = [port_in_range("secure-port", self.port)]
+        try:
+            tls_version(self.tls_min_version)
+        except ValueError as err:
+            errors.append(f"--tls-min-version: {err}")
+        try:
+            cipher_suites(self.tls_cipher_suites)
+        except ValueError as err:
+            errors.append(f"--tls-cipher-suites: {err}")
+        if self.tls_cipher_suites and self.tls_min_version == "VersionTLS13":
+            errors.append(
+                "cipher suites may not be specified when --tls-min-version is 'VersionTLS13'"
+            )
         if bool(self.tls_cert_file) != bool(self.tls_private_key_file):
             errors.append("--tls-cert-file and --tls-private-key-file must be given together")
         errors.append(readable_file("tls-cert-file", self.tls_cert_file))
@@ -125,4 +159,6 @@ class SecureServingOptions:
             tls_handshake_timeout=self.tls_handshake_timeout,
             request_head_timeout=self.request_head_timeout,
             idle_connection_timeout=self.idle_connection_timeout,
+            tls_min_version=self.tls_min_version,
+            tls_cipher_suites=tuple(self.tls_cipher_suites),
         )

@@ -12,12 +12,15 @@ Handlers (key computation only, KCM's enqueue rules):
 - Pod delete → for a Recreate deployment, once none of its pods remain (the new ReplicaSet may
   be created only then).
 
-syncDeployment(key): an empty selector → Warning SelectingAll, observedGeneration bumped, stop;
-claim ReplicaSets (adopt after a live GET whose UID must match, release non-matching); being
-deleted → status only; paused/resumed conditions; paused → sync (scale, cleanup, status); the
-deprecated rollback annotation → roll back (rollback.py); a scaling event → sync with
-proportional scaling; else the strategy (Recreate gets the pods mapped by ReplicaSet: KCM maps
-them on every sync, but only Recreate reads the map).
+syncDeployment(key): first the staleness guard (pycm's ``StaleControllerConsistencyDeployment``,
+on by default; :mod:`~pycm.controllers.deployment.staleness`): while the ReplicaSet or Deployment
+cache is older than this controller's own last writes for the deployment, the sync is skipped,
+counted and requeued with backoff. Then: an empty selector → Warning SelectingAll,
+observedGeneration bumped, stop; claim ReplicaSets (adopt after a live GET whose UID must
+match, release non-matching); being deleted → status only; paused/resumed conditions; paused →
+sync (scale, cleanup, status); the deprecated rollback annotation → roll back (rollback.py); a
+scaling event → sync with proportional scaling; else the strategy (Recreate gets the pods
+mapped by ReplicaSet: KCM maps them on every sync, but only Recreate reads the map).
 """
 
 from __future__ import annotations
@@ -39,11 +42,13 @@ from pycm.controller.ref_manager import (
     claim_candidates,
 )
 from pycm.controller.worker import Controller, Result
+from pycm.controllers.consistency import ConsistencyStore, StaleCache
 from pycm.controllers.deployment import util
 from pycm.controllers.deployment.context import DeploymentClient, Recorder, SyncContext
 from pycm.controllers.deployment.recreate import rollout_recreate
 from pycm.controllers.deployment.rollback import rollback, rollback_to
 from pycm.controllers.deployment.rolling import rollout_rolling
+from pycm.controllers.deployment.staleness import DEPLOYMENTS, REPLICASETS, RecordingClient
 from pycm.controllers.deployment.sync import (
     get_all_replica_sets_and_sync_revision,
     is_scaling_event,
@@ -98,8 +103,19 @@ class DeploymentController:
         clock: Clock = REAL_CLOCK,
         bus: Bus | None = None,
         metrics: ControllerMetrics | None = None,
+        staleness_guard: bool = True,
     ) -> None:
         self._bus = bus or default_bus()
+        # The staleness guard (None: off), reading the two informers it writes through.
+        self.consistency: ConsistencyStore | None = None
+        if staleness_guard:
+            self.consistency = ConsistencyStore(
+                {
+                    DEPLOYMENTS: lambda: deployment_informer.store_resource_version,
+                    REPLICASETS: lambda: rs_informer.store_resource_version,
+                }
+            )
+        self.stale_skips: dict[str, int] = {}  # resource -> syncs skipped
         self._clock = clock
         self.client = client
         self.recorder = recorder
@@ -155,6 +171,8 @@ class DeploymentController:
     def _delete_deployment(self, obj: Any) -> None:
         d = _unwrap(obj)
         self._selectors.pop(key_of(d), None)
+        if self.consistency is not None:
+            self.consistency.clear(key_of(d), str(_meta(d).get("uid", "")))
         self._enqueue(d, d, "delete")
 
     def _resolve(self, namespace: str, ref: Mapping[str, Any] | None) -> Obj | None:
@@ -246,11 +264,24 @@ class DeploymentController:
 
     async def sync(self, key: str) -> Result:
         split_key(key)  # a malformed key fails here, as the lister's lookup would
+        consistency = self.consistency
+        if consistency is not None:
+            try:
+                consistency.ensure_ready(key)
+            except StaleCache as stale:
+                self.stale_skips[stale.resource] = self.stale_skips.get(stale.resource, 0) + 1
+                log.info("deployment %s is not ready for reconciliation: %s", key, stale)
+                return Result(requeue=True, action="stale_cache")
         cached = self._d_indexer.get_by_key(key)
         if cached is None:
+            if consistency is not None:
+                consistency.clear(key)
             return Result(action="deleted")
         d = _own_copy(cached)
-        ctx = SyncContext(self.client, self.recorder, self._clock, self.rs_lister)
+        client: DeploymentClient = self.client
+        if consistency is not None:
+            client = RecordingClient(client, consistency, key, str(_meta(d).get("uid", "")))
+        ctx = SyncContext(client, self.recorder, self._clock, self.rs_lister)
         await self.sync_deployment(ctx, d)
         uid = str(_meta(d).get("uid", ""))
         if ctx.requeue_after is not None:

@@ -11,7 +11,12 @@ Handlers (synchronous, key computation only):
   minReadySeconds → the owner again after minReadySeconds + 1 s.
 - Pod delete (tombstones included) → the owner, observing one expected deletion.
 
-syncReplicaSet(key): read it from the cache (gone → forget expectations); claim the active pods
+syncReplicaSet(key): first the staleness guard (KCM 1.36, ``StaleControllerConsistencyReplicaSet``,
+on by default): while the pod or ReplicaSet cache is older than this controller's own last writes
+for the ReplicaSet (pods it created or patched, the status it wrote), the sync is skipped,
+counted (``replicaset_controller_stale_sync_skips_total``) and requeued with backoff
+(:mod:`pycm.controllers.consistency`). Then read it from the cache (gone → forget expectations
+and writes); claim the active pods
 (adopt matching orphans after a live check, release non-matching); if expectations are
 satisfied and it is not being deleted, manage replicas — create the missing pods in slow-start
 batches (1, 2, 4 …, at most burstReplicas, stopping at the first failed batch; skipped creations
@@ -33,11 +38,13 @@ from pycm.cache.indexer import CONTROLLER_UID_INDEX
 from pycm.cache.processor import HandlerFuncs
 from pycm.cache.shared_informer import SharedIndexInformer
 from pycm.cache.store import DeletedFinalStateUnknown
-from pycm.controller.expectations import UIDTrackingExpectations
+from pycm.controller.expectations import EXPECTATIONS_TIMEOUT, UIDTrackingExpectations
 from pycm.controller.metrics import ControllerMetrics
 from pycm.controller.pod_control import PodControl, Recorder
 from pycm.controller.ref_manager import ControllerRefManager
 from pycm.controller.worker import Controller, Result
+from pycm.controllers.consistency import ConsistencyStore, StaleCache
+from pycm.controllers.replicaset.metrics import ReplicaSetMetrics
 from pycm.controllers.replicaset.pods import (
     is_pod_active,
     is_pod_ready,
@@ -55,6 +62,8 @@ log = logging.getLogger(__name__)
 BURST_REPLICAS = 500
 SLOW_START_INITIAL_BATCH_SIZE = 1
 STATUS_UPDATE_RETRIES = 1
+PODS = "pods"
+REPLICASETS = "replicasets.apps"
 
 Obj = dict[str, Any]
 
@@ -101,6 +110,9 @@ class ReplicaSetController:
         bus: Bus | None = None,
         metrics: ControllerMetrics | None = None,
         burst_replicas: int = BURST_REPLICAS,
+        staleness_guard: bool = True,
+        rs_metrics: ReplicaSetMetrics | None = None,
+        expectations_timeout: float = EXPECTATIONS_TIMEOUT,
     ) -> None:
         self._bus = bus or default_bus()
         self._clock = clock
@@ -111,7 +123,18 @@ class ReplicaSetController:
         self.pod_informer = pod_informer
         self.rs_lister = rs_informer.lister
         self.pod_lister = pod_informer.lister
-        self.expectations = UIDTrackingExpectations(clock)
+        self.expectations = UIDTrackingExpectations(clock, timeout=expectations_timeout)
+        # The staleness guard (None: off). The stores it reads are the two informers'.
+        self.consistency: ConsistencyStore | None = None
+        if staleness_guard:
+            self.consistency = ConsistencyStore(
+                {
+                    PODS: lambda: pod_informer.store_resource_version,
+                    REPLICASETS: lambda: rs_informer.store_resource_version,
+                }
+            )
+        self.rs_metrics = rs_metrics
+        self.stale_skips: dict[str, int] = {}  # resource -> syncs skipped (also the metric)
         self.pod_control = PodControl(client, recorder)
         self.controller = Controller(
             name, self.sync, resource="replicasets", clock=clock, bus=self._bus, metrics=metrics
@@ -155,6 +178,8 @@ class ReplicaSetController:
         rs = _unwrap(obj)
         key = key_of(rs)
         self.expectations.delete(key)
+        if self.consistency is not None:
+            self.consistency.clear(key, _uid(rs))
         self.controller.enqueue(key, self.controller.trigger(rs, "delete"))
 
     def _resolve(self, namespace: str, ref: Mapping[str, Any] | None) -> Obj | None:
@@ -239,10 +264,18 @@ class ReplicaSetController:
     # -- sync ---------------------------------------------------------------------------------
 
     async def sync(self, key: str) -> Result:
+        if self.consistency is not None:
+            try:
+                self.consistency.ensure_ready(key)
+            except StaleCache as stale:
+                self._skipped(key, stale)
+                return Result(requeue=True, action="stale_cache")
         namespace, name = split_key(key)
         rs = self.rs_lister.get(namespace, name)
         if rs is None:
             self.expectations.delete(key)
+            if self.consistency is not None:
+                self.consistency.clear(key)
             return Result(action="deleted")
         needs_sync = self.expectations.satisfied(key)
         try:
@@ -276,6 +309,18 @@ class ReplicaSetController:
             return Result(requeue_after=float(min_ready), action=action, uid=_uid(rs))
         return Result(action=action, uid=_uid(rs))
 
+    def _skipped(self, key: str, stale: StaleCache) -> None:
+        self.stale_skips[stale.resource] = self.stale_skips.get(stale.resource, 0) + 1
+        if self.rs_metrics is not None:
+            resource, _, group = stale.resource.partition(".")
+            self.rs_metrics.stale_sync_skips_total.labels(group, resource).inc()
+        log.info("replicaset %s is not ready for reconciliation: %s", key, stale)
+
+    def _wrote(self, rs: Obj, resource: str, written: Any) -> None:
+        """Remember a write made for ``rs`` (what the staleness guard waits for)."""
+        if self.consistency is not None and isinstance(written, dict):
+            self.consistency.wrote_at(key_of(rs), _uid(rs), resource, _rv(written))
+
     async def _claim_pods(self, rs: Obj, selector: Selector, pods: list[Obj]) -> list[Obj]:
         namespace, name = split_key(key_of(rs))
 
@@ -283,7 +328,9 @@ class ReplicaSetController:
             return await self.client.get_replica_set(namespace, name)
 
         async def patch(pod: Obj, body: Obj) -> Obj:
-            return await self.client.patch_pod(namespace, pod["metadata"]["name"], body)
+            patched = await self.client.patch_pod(namespace, pod["metadata"]["name"], body)
+            self._wrote(rs, PODS, patched)
+            return patched
 
         manager = ControllerRefManager(
             rs,
@@ -310,7 +357,8 @@ class ReplicaSetController:
             ref = new_controller_ref(rs, self.kind, self.api_version)
 
             async def create() -> None:
-                await self.pod_control.create_pods(namespace, template, rs, ref)
+                created = await self.pod_control.create_pods(namespace, template, rs, ref)
+                self._wrote(rs, PODS, created)
 
             created, error = await slow_start_batch(want, SLOW_START_INITIAL_BATCH_SIZE, create)
             skipped = want - created
@@ -362,7 +410,9 @@ class ReplicaSetController:
             generation = (current.get("metadata") or {}).get("generation", 0)
             body = {**current, "status": {**status, "observedGeneration": generation}}
             try:
-                return await self.client.update_replica_set_status(namespace, body)
+                updated = await self.client.update_replica_set_status(namespace, body)
+                self._wrote(rs, REPLICASETS, updated)
+                return updated
             except Exception:
                 if attempt >= STATUS_UPDATE_RETRIES:
                     raise

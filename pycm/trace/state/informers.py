@@ -17,6 +17,7 @@ from pycm.trace.kinds import (
     InformersStarted,
     InformerStarted,
     InformerSynced,
+    InformerWatchListFellBack,
     WatchClosed,
     WatchCloseReason,
     WatchOpened,
@@ -238,6 +239,16 @@ def _relisted(state: State, ev: InformerRelisted, inst: InstanceRecord) -> None:
     rec.touched = state.applied
     rec.relists += 1
     bump(rec.relist_reasons, ev.reason)
+
+
+@handles(InformerWatchListFellBack)
+def _watch_list_fell_back(
+    state: State, ev: InformerWatchListFellBack, inst: InstanceRecord
+) -> None:
+    # Once per informer: worth the recent-errors list (the TUI's and the dashboard's).
+    state.informers[ev.instance, ev.resource].touched = state.applied
+    scope = "from now on" if ev.permanent else "this time"
+    state.error(ev, f"{ev.resource}: streaming list failed, listing {scope}: {ev.reason}")
 
 
 @handles(InformerBackedOff)

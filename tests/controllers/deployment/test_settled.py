@@ -115,6 +115,11 @@ def put(informer: SharedIndexInformer, obj: Obj) -> None:
     informer.indexer.update(obj)
     assert informer.detector is not None
     informer.detector.record(obj)
+    # The cache has it at once: its store is at least at its version (the staleness guard).
+    rv = str(obj["metadata"].get("resourceVersion") or "")
+    seen = informer.fifo.resource_version
+    if rv.isdigit() and (not seen or int(rv) > int(seen)):
+        informer.fifo.resource_version = rv
 
 
 def _deployment(defaults: bool) -> Obj:

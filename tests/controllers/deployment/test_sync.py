@@ -214,6 +214,8 @@ def _fixture(
             informer.indexer.add(obj)
             assert informer.detector is not None
             informer.detector.record(obj)
+        # KCM's fixture marks the caches synced: here, far past any write (no staleness).
+        informer.fifo.resource_version = str(10**12)
     client, recorder = FakeClient(d, **client_kw), Recorder()
     controller = DeploymentController(
         deployment_informer=informers[0],

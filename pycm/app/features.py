@@ -1,0 +1,85 @@
+"""The feature gates ``pycm run --feature-gates`` knows: KCM's names, stages and 1.36 defaults.
+
+component-base's featuregate, in the small: each gate has a default and a stage; a GA or
+deprecated gate may be locked to its default (setting it otherwise is an error, as KCM's
+"cannot set feature gate X to false, feature is locked to true"); a gate pycm does not know is
+refused ("unrecognized feature gate: X"), never ignored. The table holds only the gates whose
+behaviour pycm has: setting any other KCM gate is refused with that line (docs/operations.md
+lists them under "Feature gates").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+__all__ = [
+    "COMPONENT_FLAGZ",
+    "COMPONENT_STATUSZ",
+    "FEATURE_GATES",
+    "STALE_CONTROLLER_CONSISTENCY_DEPLOYMENT",
+    "STALE_CONTROLLER_CONSISTENCY_REPLICASET",
+    "WATCH_LIST_CLIENT",
+    "FeatureSpec",
+    "feature_gates_usage",
+]
+
+WATCH_LIST_CLIENT: Final = "WatchListClient"
+COMPONENT_STATUSZ: Final = "ComponentStatusz"
+COMPONENT_FLAGZ: Final = "ComponentFlagz"
+STALE_CONTROLLER_CONSISTENCY_REPLICASET: Final = "StaleControllerConsistencyReplicaSet"
+STALE_CONTROLLER_CONSISTENCY_DEPLOYMENT: Final = "StaleControllerConsistencyDeployment"
+
+
+@dataclass(frozen=True)
+class FeatureSpec:
+    default: bool
+    stage: str  # ALPHA, BETA, GA or DEPRECATED, as KCM's --help prints it
+    what: str  # what it switches in pycm (the docs' line)
+    locked: bool = False  # a GA / deprecated gate locked to its default
+    kcm: bool = True  # KCM has it (False: pycm's own, named in KCM's manner)
+
+
+FEATURE_GATES: Final[dict[str, FeatureSpec]] = {
+    COMPONENT_FLAGZ: FeatureSpec(
+        True, "BETA", "the secure port serves /flagz (KEP-4828, beta and on by default in 1.36)"
+    ),
+    COMPONENT_STATUSZ: FeatureSpec(
+        True, "BETA", "the secure port serves /statusz (KEP-4827, beta and on by default in 1.36)"
+    ),
+    WATCH_LIST_CLIENT: FeatureSpec(
+        True,
+        "BETA",
+        "informers sync by streaming lists (one watch with sendInitialEvents) instead of paged "
+        "lists; client-go's gate, on by default since 1.35",
+    ),
+    STALE_CONTROLLER_CONSISTENCY_REPLICASET: FeatureSpec(
+        True,
+        "BETA",
+        "the ReplicaSet controller skips a sync while its caches are older than its own last "
+        "writes for that ReplicaSet (KEP-5647, on by default since 1.36)",
+    ),
+    STALE_CONTROLLER_CONSISTENCY_DEPLOYMENT: FeatureSpec(
+        True,
+        "BETA",
+        "the same guard in the deployment controller (its ReplicaSet and Deployment writes); "
+        "pycm's own: KCM 1.36 guards the ReplicaSet, DaemonSet, StatefulSet and Job "
+        "controllers only",
+        kcm=False,
+    ),
+}
+"""Every gate pycm knows, by name."""
+
+
+def feature_gates_usage() -> str:
+    """The flag's help, as KCM's: the gates in name order with their stage and default."""
+    lines = [
+        "A set of key=value pairs that describe feature gates for alpha/experimental features. "
+        "Options are:"
+    ]
+    for name in sorted(FEATURE_GATES, key=str.lower):
+        spec = FEATURE_GATES[name]
+        own = ", pycm's own" if not spec.kcm else ""
+        default = str(spec.default).lower()
+        lines.append(f"{name}=true|false ({spec.stage} - default={default}{own})")
+    return "\n".join(lines)
