@@ -11,7 +11,7 @@ client's work is not counted against the server. Figures:
   the floor of the HTTP path — a minimal endpoint on the emulator's own serving stack and TLS
   setting, answering the bytes the emulator answered (:mod:`bench._sim_floor`); ratio ours /
   floor (aims: get >= 0.5, create >= 0.35). The two servers' requests alternate in
-  ``_ROUNDS`` slices, so a load change on the shared machine falls on both.
+  slices of ``_SLICE``, so a load change on the shared machine falls on both.
 - ``sim.list_10k``: p50 latency of listing the ``n`` pods (``n`` = 10k at full size) as ms and
   the body's MB/s at that p50. Peer: MB/s of ``orjson.dumps`` of the same body in this process
   (the serialisation ceiling); ratio ours / peer (the share of the ceiling reached).
@@ -65,8 +65,10 @@ _CONCURRENCY = 16
 # The emulator and the floor serve plain HTTP (the floor follows this setting; the clients and
 # sim.watch_serve's raw socket reader speak plain HTTP).
 _TLS = False
-# Slices the emulator's and the floor's requests alternate in (the first server alternates too).
-_ROUNDS = 4
+# Requests in one slice of the emulator's or the floor's (they alternate, and which goes first
+# alternates too): short slices, so that the load other processes put on a shared machine
+# comes and goes on both alike (with 4 slices a run's ratios spread from 0.1 to 1.9).
+_SLICE = 250
 # Requests to each server before measuring (connections opened, code paths warm).
 _WARMUP = 2 * _CONCURRENCY
 _LINE = re.compile(r"^pycm sim: serving (\S+) \(kubeconfig: (.+)\)$")
@@ -144,12 +146,13 @@ def _client(url: str, token: str) -> httpx.AsyncClient:
 async def _alternating(
     ours: Connections, floor: Connections, requests: list[bytes], status: int
 ) -> tuple[float, float]:
-    """Requests/s of ``requests`` sent to ours and, the same bytes, to the floor, in _ROUNDS
-    slices that alternate between the two (and which goes first)."""
+    """Requests/s of ``requests`` sent to ours and, the same bytes, to the floor, in slices
+    of about _SLICE that alternate between the two (and which goes first); 2 at least."""
     seconds = [0.0, 0.0]
     n = len(requests)
-    bounds = [n * r // _ROUNDS for r in range(_ROUNDS + 1)]
-    for r in range(_ROUNDS):
+    rounds = max(2, n // _SLICE)
+    bounds = [n * r // rounds for r in range(rounds + 1)]
+    for r in range(rounds):
         part = requests[bounds[r] : bounds[r + 1]]
         for which in (0, 1) if r % 2 == 0 else (1, 0):
             seconds[which] += await (ours, floor)[which].run(part, status)
