@@ -45,7 +45,7 @@ from starlette.responses import Response
 from pycm.sim import errors
 from pycm.sim.auth import TokenAuthenticator
 from pycm.sim.kubelet import Kubelet
-from pycm.sim.requestinfo import request_info
+from pycm.sim.requestinfo import request_info, request_path
 from pycm.sim.store import Store
 from pycm.util.clock import REAL_CLOCK, Clock
 from pycm.util.escape import escape_control
@@ -377,7 +377,7 @@ class Faults:
     # ---------------------------------------------------------------- the request hook
 
     async def before_request(self, request: Request) -> Response | None:
-        path = request.url.path
+        path = request_path(request.scope)  # request.url.path, without building the URL
         if path.startswith("/sim/"):
             return await self._endpoint(request, path)
         if not self._active:
