@@ -23,6 +23,8 @@ client's work is not counted against the server. Figures:
   a resourceVersion; median of ``_SERVE_READS`` reads. Peer: the same reader reading the same
   bytes from a local socket pair filled by a thread (the reader's own ceiling); ratio ours /
   peer (the share of that ceiling the emulator reaches).
+- ``sim.crd_create``: custom-resource creates/s (schema pruning, defaults and validation on
+  each). Peer: ConfigMap creates/s in the same run; ratio ours / peer (aim ≥ 0.7).
 
 More figures: append an ``async def`` taking a :class:`Run` and returning its figures, marked
 ``@measure``; measures run in the order they are defined, after the ones above, on the same
@@ -347,6 +349,79 @@ def measure(fn: Measure) -> Measure:
     """Add ``fn`` to the figures ``bench sim`` prints (after those defined before it)."""
     _MEASURES.append(fn)
     return fn
+
+
+async def _crd_create(url: str, token: str, n: int) -> Figure:
+    """``sim.crd_create``: custom-resource creates/s (a CRD with a structural schema, defaults,
+    an enum, a pattern and printer columns; pruned, defaulted, validated on each create). Peer:
+    ConfigMap creates/s in the same run with the same concurrency; ratio ours / peer."""
+    spec_schema = {
+        "type": "object",
+        "required": ["host"],
+        "properties": {
+            "host": {"type": "string", "pattern": "^[a-z0-9.-]+$", "maxLength": 253},
+            "replicas": {"type": "integer", "minimum": 0, "default": 1},
+            "tier": {"type": "string", "enum": ["free", "paid"], "default": "free"},
+            "ports": {"type": "array", "items": {"type": "integer"}},
+        },
+    }
+    crd = {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "websites.bench.example.com"},
+        "spec": {
+            "group": "bench.example.com",
+            "scope": "Namespaced",
+            "names": {"plural": "websites", "kind": "Website"},
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "properties": {"spec": spec_schema},
+                        }
+                    },
+                    "additionalPrinterColumns": [
+                        {"name": "Host", "type": "string", "jsonPath": ".spec.host"}
+                    ],
+                }
+            ],
+        },
+    }
+    sites = "/apis/bench.example.com/v1/namespaces/default/websites"
+    configmaps = "/api/v1/namespaces/default/configmaps"
+    async with _client(url, token) as c:
+        made = await c.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", json=crd)
+        made.raise_for_status()
+
+        async def create_site(i: int) -> None:
+            body = {
+                "apiVersion": "bench.example.com/v1",
+                "kind": "Website",
+                "metadata": {"name": f"w-{i:05d}", "labels": {"app": "bench"}},
+                "spec": {"host": f"w{i}.example.com", "ports": [80, 443]},
+            }
+            r = await c.post(sites, content=orjson.dumps(body))
+            r.raise_for_status()
+
+        async def create_configmap(i: int) -> None:
+            body = {"metadata": {"name": f"crd-peer-{i:05d}"}, "data": {"host": f"w{i}"}}
+            r = await c.post(configmaps, content=orjson.dumps(body))
+            r.raise_for_status()
+
+        ours = n / await _in_parallel(n, create_site)
+        peer = n / await _in_parallel(n, create_configmap)
+    return Figure(
+        "sim.crd_create", ours, "creates/s", "sim.create_configmap", peer, "creates/s", ours / peer
+    )
+
+
+@measure
+async def _crd_create_figures(run: Run) -> list[Figure]:
+    return [await _crd_create(run.url, run.token, run.n)]
 
 
 async def _run(size: str) -> list[Figure]:

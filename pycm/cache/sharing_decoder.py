@@ -35,10 +35,13 @@ kind, metadata, spec, status, whatever order they were sent in; JSON gives key o
 meaning, and every other level keeps the order sent); shared sub-trees are the same objects
 in several cached objects, so they must never be mutated (the cache's rule anyway).
 
-The table is bounded: two generations of at most ``max_entries`` entries (slices, and objects'
-tails) each; a hit in the old
-generation is promoted, and when the new one is full it becomes the old one (the oldest
-dropped). Dropping only loses sharing, never correctness.
+The table is bounded: two generations, each of at most ``max_entries`` entries (slices, and
+objects' tails) and ``max_bytes`` bytes (their keys' and tails' bytes); a hit in the old
+generation is promoted, and when the new one is full, or older than ``max_age_s``, it becomes the
+old one (the oldest dropped). So an entry not used for twice that age is gone: under churn the
+table holds what the last minutes used rather than filling to its bound over hours (issue 40:
+pods made and deleted left their unique slices until 32 768 entries had piled up). Dropping only
+loses sharing, never correctness.
 
 Numbers msgspec refuses (``1e400``: out of a double's range; orjson refuses them too) raise
 :class:`~pycm.kube.errors.KubeError` naming the problem: the list or watch fails clearly and the
@@ -48,6 +51,7 @@ reflector backs off and retries, as for any undecodable body.
 from __future__ import annotations
 
 import operator
+import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -57,7 +61,13 @@ from msgspec import UNSET, UnsetType
 
 from pycm.kube.errors import KubeError
 
-__all__ = ["DEFAULT_MAX_ENTRIES", "SharingDecoder", "list_head"]
+__all__ = [
+    "DEFAULT_MAX_AGE_S",
+    "DEFAULT_MAX_BYTES",
+    "DEFAULT_MAX_ENTRIES",
+    "SharingDecoder",
+    "list_head",
+]
 
 Obj = dict[str, Any]
 
@@ -66,6 +76,12 @@ DEFAULT_MAX_ENTRIES = 32_768
 object updated, ~3 KB of tail bytes for a pod): two generations of this size keep them for about
 10k–30k objects between two updates of the same object; past that, sharing degrades
 gracefully. The bound keeps a cluster of unique objects from growing the table without end."""
+
+DEFAULT_MAX_BYTES = 32 << 20
+"""Bytes per table generation (keys, and tails' bytes): 10k pods' tails (~3 KB each) fit."""
+
+DEFAULT_MAX_AGE_S = 300.0
+"""A generation's age at which it turns old (checked once per list page or watch read)."""
 
 _SPLIT_DICT = msgspec.json.Decoder(dict[str, msgspec.Raw])
 _SPLIT_LIST = msgspec.json.Decoder(list[msgspec.Raw])
@@ -290,8 +306,19 @@ def _getter(names: tuple[str, ...]) -> Callable[[Obj], tuple[Any, ...]]:
 class SharingDecoder:
     """Decodes list pages, watch lines and objects, sharing identical sub-trees across them."""
 
-    def __init__(self, max_entries: int = DEFAULT_MAX_ENTRIES, plan: _Plan | None = None):
+    def __init__(
+        self,
+        max_entries: int = DEFAULT_MAX_ENTRIES,
+        plan: _Plan | None = None,
+        *,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        max_age_s: float = DEFAULT_MAX_AGE_S,
+        monotonic_ns: Callable[[], int] = time.monotonic_ns,
+    ):
         self.max_entries = max_entries
+        self.max_bytes = max_bytes
+        self._max_age_ns = int(max_age_s * 1e9)
+        self._monotonic_ns = monotonic_ns
         self._plan = plan or default_plan()
         listed, self._listed_how = _first_scan(_listing_plan(self._plan), watched=False)
         watched, self._watched = _first_scan(self._plan, watched=True)
@@ -337,6 +364,8 @@ class SharingDecoder:
         self._usual_event: msgspec.json.Decoder[Any] = msgspec.json.Decoder(usual_event)
         self._new: dict[bytes, Any] = {}
         self._old: dict[bytes, Any] = {}
+        self._new_bytes = 0
+        self._born_ns = monotonic_ns()
         self.misses = 0  # slices decoded for the table (hits are not counted: the hot path)
 
     def __len__(self) -> int:
@@ -365,6 +394,7 @@ class SharingDecoder:
 
     def decode_list(self, body: bytes) -> tuple[list[Obj], Obj]:
         """A List body: its items (each decoded as :meth:`decode_object`) and its metadata."""
+        self._age()
         try:
             usual = self._usual_list.decode(body)
         except msgspec.ValidationError:
@@ -391,6 +421,7 @@ class SharingDecoder:
     def decode_events(self, lines: Iterable[bytes]) -> list[tuple[str, Obj]]:
         """Watch lines (each ``{"type": ..., "object": ...}``) into (type, object) pairs; an
         ERROR event's object (a Status) is decoded plainly."""
+        self._age()
         out: list[tuple[str, Obj]] = []
         decode = self.decode_object
         usual_event = self._usual_event.decode
@@ -473,7 +504,7 @@ class SharingDecoder:
         """The old generation's tail for ``hint``, promoted; None if there is none."""
         entry: _Tail | None = self._old.get(hint)
         if entry is not None:
-            self._remember(hint, entry)
+            self._remember(hint, entry, len(entry[0]))
         return entry
 
     def _from_head(self, line: bytes, entry: _Tail) -> tuple[str, Obj] | None:
@@ -534,7 +565,8 @@ class SharingDecoder:
             at += size
         if hint is not None and len(values) == len(self._tail):
             pieces.append(b"}}")
-            self._remember(hint, (_to_bytes(pieces), tuple(spans), tuple(values)))
+            tail_bytes = _to_bytes(pieces)
+            self._remember(hint, (tail_bytes, tuple(spans), tuple(values)), len(tail_bytes))
         return obj
 
     def _encoded(self, hint: bytes, entry: _Tail) -> _Tail | None:
@@ -558,25 +590,21 @@ class SharingDecoder:
             return None
         pieces.append(b"}}")
         encoded = (_to_bytes(pieces), tuple(spans), entry[2])
-        self._remember(hint, encoded)
+        self._remember(hint, encoded, len(encoded[0]))
         return encoded
 
     def _listed(self, items: list[Obj]) -> None:
         """Each listed object's tail values remembered under its name's hint (no bytes: a few
         references an object), so its first watch event can take the head path too."""
         values_of = self._tail_values
-        new = self._new
-        limit = self.max_entries
+        remember = self._remember
         for obj in items:
             try:
                 hint = b'"name":"' + obj["metadata"]["name"].encode()
                 values = values_of(obj)
             except (KeyError, TypeError, AttributeError):  # no name (a string), or no tail
                 continue
-            new[hint] = (b"", (), values)
-            if len(new) >= limit:
-                self._old, self._new = new, {}
-                new = self._new
+            remember(hint, (b"", (), values))
 
     # -- the plan's interpreter -----------------------------------------------------------------
 
@@ -728,8 +756,21 @@ class SharingDecoder:
         self._remember(key, value)
         return value
 
-    def _remember(self, key: bytes, value: Any) -> None:
+    def _remember(self, key: bytes, value: Any, tail_bytes: int = 0) -> None:
+        """Into the new generation (``tail_bytes``: the tail's own bytes when the value is an
+        object's tail), which turns old when full (entries or bytes)."""
         new = self._new
         new[key] = value
-        if len(new) >= self.max_entries:
-            self._old, self._new = new, {}
+        self._new_bytes += len(key) + tail_bytes
+        if len(new) >= self.max_entries or self._new_bytes >= self.max_bytes:
+            self._turn()
+
+    def _age(self) -> None:
+        """Turn the new generation old once it is ``max_age_s`` old (see the module docstring)."""
+        if self._monotonic_ns() - self._born_ns >= self._max_age_ns:
+            self._turn()
+
+    def _turn(self) -> None:
+        self._old, self._new = self._new, {}
+        self._new_bytes = 0
+        self._born_ns = self._monotonic_ns()

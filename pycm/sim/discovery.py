@@ -3,16 +3,26 @@
 They carry what kubectl's RESTMapper and shortcut expander read: verbs, short names, kinds,
 singular names, namespaced, categories ("all") and the status / scale / token subresources
 (scale as ``autoscaling/v1 Scale``, a service account's token as ``authentication.k8s.io/v1
-TokenRequest``).
+TokenRequest``). Groups and kinds are read from the store's registry on each request, so a
+custom resource appears once its CRD is Established and goes when it is deleted; a group served
+at several versions lists them in kube's priority order, the first preferred.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from pycm.sim.resources import Registry, Resource
 
-__all__ = ["KUBE_VERSION", "api_group_list", "api_resource_list", "api_versions", "version_info"]
+__all__ = [
+    "KUBE_VERSION",
+    "api_group_list",
+    "api_resource_list",
+    "api_versions",
+    "version_info",
+    "version_priority",
+]
 
 # The Kubernetes release the emulator presents itself as (kubectl 1.20 is the reference client).
 KUBE_VERSION = {"major": "1", "minor": "20", "gitVersion": "v1.20.15"}
@@ -42,11 +52,31 @@ def api_versions(server_address: str) -> dict[str, Any]:
     }
 
 
+_KUBE_VERSION = re.compile(r"^v(\d+)(?:(alpha|beta)(\d+))?$")
+_STAGES = {None: 2, "beta": 1, "alpha": 0}
+
+
+def version_priority(version: str) -> tuple[int, int, int, int, str]:
+    """A sort key putting versions in kube's priority order (apimachinery's
+    ``CompareKubeAwareVersionStrings``): GA before beta before alpha, a higher major first,
+    then a higher minor (v2 > v1 > v1beta2 > v1beta1 > v1alpha1); versions not of that form
+    come last, alphabetically."""
+    m = _KUBE_VERSION.match(version)
+    if m is None:
+        return (1, 0, 0, 0, version)
+    major, stage, minor = int(m.group(1)), m.group(2), int(m.group(3) or 0)
+    return (0, -_STAGES[stage], -major, -minor, version)
+
+
 def api_group_list(registry: Registry) -> dict[str, Any]:
+    """Every group with its versions in priority order; the first is the preferred version
+    (a custom resource's group lists each version served, v1 before v1beta1)."""
     groups: dict[str, list[str]] = {}
     for group, version in registry.group_versions():
         if group:
             groups.setdefault(group, []).append(version)
+    for versions in groups.values():
+        versions.sort(key=version_priority)
     return {
         "kind": "APIGroupList",
         "apiVersion": "v1",

@@ -24,11 +24,12 @@ from starlette.responses import PlainTextResponse, Response, StreamingResponse
 from pycm.sim import discovery, errors, managedfields
 from pycm.sim.auth import Attributes, Authorizer, TokenAuthenticator, UserInfo
 from pycm.sim.bodies import OBJECT_TYPES, PATCH_TYPES, decode_body
+from pycm.sim.crd.conversion import served_as
 from pycm.sim.gostrconv import parse_duration, quote
 from pycm.sim.listoptions import ListOptions, list_options, watch_timeout
 from pycm.sim.negotiation import METADATA, TABLE, Output, negotiate
 from pycm.sim.objects import Obj
-from pycm.sim.pruning import prune_unknown_fields, warning_headers
+from pycm.sim.pruning import warning_headers
 from pycm.sim.requestinfo import RequestInfo, request_info, request_path
 from pycm.sim.resources import Resource
 from pycm.sim.reviews import subject_access_review, token_review
@@ -138,6 +139,12 @@ async def _serve(ctx: APIContext, request: Request) -> Response:
         raise errors.not_found(f"{info.resource}/{info.subresource}", info.name, res.group)
     if res.namespaced is False and info.namespace and info.resource != "namespaces":
         raise errors.not_found(info.resource, "")
+    storage = ctx.store.registry.resources.get(res.key)
+    if storage is not None and storage.version != res.version:
+        # A custom resource through a version other than its storage version (one table;
+        # kube's None conversion: only apiVersion differs).
+        answer = await _resource(ctx, request, storage, info, query, user, asked=res)
+        return served_as(answer, storage.api_version, res.api_version)
     return await _resource(ctx, request, res, info, query, user)
 
 
@@ -203,10 +210,16 @@ async def _body(request: Request, accepted: Mapping[str, str] = OBJECT_TYPES) ->
     return await decode_body(request, accepted)
 
 
-async def _object_body(request: Request, res: Resource, info: RequestInfo) -> Obj:
+async def _object_body(
+    request: Request, res: Resource, info: RequestInfo, asked: Resource | None = None
+) -> Obj:
+    """The request's object; ``asked``: the version the client asked through when ``res`` is
+    its storage version (a custom resource's), whose apiVersion the body may carry."""
     body = await _body(request)
     if not isinstance(body, dict):
         raise errors.bad_request("the body of the request must be a JSON object")
+    if asked is not None and body.get("apiVersion") == asked.api_version:
+        body["apiVersion"] = res.api_version
     if info.subresource == "scale":
         return body
     kind, api_version = body.get("kind"), body.get("apiVersion")
@@ -270,7 +283,7 @@ def _render_one(
         now = ctx.store.clock.wall_ns() / 1e9
         include = _include_object(query)
         return table(
-            res.kind,
+            res.strategy.printer,
             [obj],
             now,
             include,
@@ -287,10 +300,11 @@ async def _resource(
     info: RequestInfo,
     query: dict[str, str],
     user: UserInfo,
+    asked: Resource | None = None,
 ) -> Response:
     store = ctx.store
     verb, ns, name, sub = info.verb, info.namespace or None, info.name, info.subresource
-    if res.kind == "Namespace":
+    if not res.namespaced:
         ns = None
     if verb not in res.verbs and not (sub and verb in ("get", "update", "patch")):
         raise errors.method_not_allowed(request.method, info.path)
@@ -309,14 +323,14 @@ async def _resource(
             return _json(token_request(store, ctx.authenticator, ns, name, body), 201)
         if name:
             raise errors.method_not_allowed(request.method, info.path)
-        body = await _object_body(request, res, info)
+        body = await _object_body(request, res, info, asked)
         if res.plural == "tokenreviews":
             return _json(token_review(ctx.authenticator, body), 201)
         if res.plural == "subjectaccessreviews":
             return _json(subject_access_review(ctx.authorizer, body), 201)
         if res.namespaced and not ns:
             raise errors.method_not_allowed(request.method, info.path)
-        pruned = prune_unknown_fields(res.kind, res.version, body, query.get("fieldValidation"))
+        pruned = res.strategy.prune(res.version, body, query.get("fieldValidation"))
         created = store.create(res, body, ns, manager=manager, refuse_resource_version=True)
         return _warn(_json(created, 201), pruned)
     if verb in ("get", "list", "watch"):
@@ -336,11 +350,11 @@ async def _resource(
             return _watch(ctx, res, ns, listing, out, include)
         return _list(ctx, res, ns, listing, out, include)
     if verb == "update":
-        body = await _object_body(request, res, info)
+        body = await _object_body(request, res, info, asked)
         body.setdefault("metadata", {}).setdefault("name", name)
         if sub == "scale":
             return _json(store.update_scale(res, ns, name, body, manager=manager))
-        pruned = prune_unknown_fields(res.kind, res.version, body, query.get("fieldValidation"))
+        pruned = res.strategy.prune(res.version, body, query.get("fieldValidation"))
         if sub == "status":
             return _warn(_json(store.update_status(res, body, ns, manager=manager)), pruned)
         return _warn(_json(store.update(res, body, ns, manager=manager)), pruned)
@@ -365,7 +379,7 @@ async def _resource(
     if verb == "delete":
         options = delete_options(await _body(request), query)
         obj, removed = store.delete(res, ns, name, options)
-        if removed and res.kind not in ("Pod", "Namespace"):
+        if removed and not res.strategy.return_deleted_object:
             details = {"name": name, "kind": res.plural, "uid": obj["metadata"].get("uid")}
             if res.group:
                 details["group"] = res.group
@@ -412,7 +426,8 @@ def _list(
         list_meta["remainingItemCount"] = page.remaining
     if out.mode == TABLE:
         now = ctx.store.clock.wall_ns() / 1e9
-        return _json(table(res.kind, page.items, now, include, list_meta, out.api_version))
+        printer = res.strategy.printer
+        return _json(table(printer, page.items, now, include, list_meta, out.api_version))
     if out.mode == METADATA:
         items = [partial_metadata(o, out.api_version) for o in page.items]
         return _json(

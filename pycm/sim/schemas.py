@@ -385,6 +385,163 @@ REPLICA_SET_STATUS: Struct = {
     "conditions": ListOf(_leaves("type", "status", "lastTransitionTime", "reason", "message")),
 }
 
+_CONDITION: Struct = _leaves("type", "status", "lastTransitionTime", "reason", "message")
+
+# ---------------------------------------------------------------- core/v1: claims
+
+PERSISTENT_VOLUME_CLAIM_SPEC: Struct = {
+    **_leaves(
+        "accessModes",
+        "storageClassName",
+        "volumeAttributesClassName",
+        "volumeMode",
+        "volumeName",
+    ),
+    "resources": {"limits": MAP, "requests": MAP},
+    "selector": LABEL_SELECTOR,
+    "dataSource": OPAQUE,
+    "dataSourceRef": OPAQUE,
+}
+PERSISTENT_VOLUME_CLAIM_STATUS: Struct = {
+    **_leaves("accessModes", "currentVolumeAttributesClassName", "phase"),
+    "allocatedResourceStatuses": MAP,
+    "allocatedResources": MAP,
+    "capacity": MAP,
+    **dict.fromkeys(("conditions", "healthStatus", "modifyVolumeStatus"), OPAQUE),
+}
+
+# ---------------------------------------------------------------- apps/v1: the other two
+
+STATEFUL_SET_SPEC: Struct = {
+    **_leaves(
+        "minReadySeconds", "podManagementPolicy", "replicas", "revisionHistoryLimit", "serviceName"
+    ),
+    "selector": LABEL_SELECTOR,
+    "template": POD_TEMPLATE_SPEC,
+    "updateStrategy": {"type": LEAF, "rollingUpdate": _leaves("maxUnavailable", "partition")},
+    "volumeClaimTemplates": ListOf(
+        {
+            "apiVersion": LEAF,
+            "kind": LEAF,
+            "metadata": OBJECT_META,
+            "spec": PERSISTENT_VOLUME_CLAIM_SPEC,
+            "status": PERSISTENT_VOLUME_CLAIM_STATUS,
+        }
+    ),
+    "ordinals": _leaves("start"),
+    "persistentVolumeClaimRetentionPolicy": _leaves("whenDeleted", "whenScaled"),
+}
+STATEFUL_SET_STATUS: Struct = {
+    **_leaves(
+        "availableReplicas",
+        "collisionCount",
+        "currentReplicas",
+        "currentRevision",
+        "observedGeneration",
+        "readyReplicas",
+        "replicas",
+        "updateRevision",
+        "updatedReplicas",
+    ),
+    "conditions": ListOf(_CONDITION),
+}
+DAEMON_SET_SPEC: Struct = {
+    **_leaves("minReadySeconds", "revisionHistoryLimit"),
+    "selector": LABEL_SELECTOR,
+    "template": POD_TEMPLATE_SPEC,
+    "updateStrategy": {"type": LEAF, "rollingUpdate": _leaves("maxUnavailable", "maxSurge")},
+}
+DAEMON_SET_STATUS: Struct = {
+    **_leaves(
+        "collisionCount",
+        "currentNumberScheduled",
+        "desiredNumberScheduled",
+        "numberAvailable",
+        "numberMisscheduled",
+        "numberReady",
+        "numberUnavailable",
+        "observedGeneration",
+        "updatedNumberScheduled",
+    ),
+    "conditions": ListOf(_CONDITION),
+}
+
+# ---------------------------------------------------------------- batch/v1
+
+JOB_SPEC: Struct = {
+    **_leaves(
+        "activeDeadlineSeconds",
+        "backoffLimit",
+        "backoffLimitPerIndex",
+        "completionMode",
+        "completions",
+        "managedBy",
+        "manualSelector",
+        "maxFailedIndexes",
+        "parallelism",
+        "podReplacementPolicy",
+        "suspend",
+        "ttlSecondsAfterFinished",
+    ),
+    "selector": LABEL_SELECTOR,
+    "template": POD_TEMPLATE_SPEC,
+    **dict.fromkeys(("podFailurePolicy", "scheduling", "successPolicy"), OPAQUE),
+}
+JOB_STATUS: Struct = {
+    **_leaves(
+        "active",
+        "completedIndexes",
+        "completionTime",
+        "failed",
+        "failedIndexes",
+        "ready",
+        "startTime",
+        "succeeded",
+        "terminating",
+    ),
+    "conditions": ListOf({**_CONDITION, "lastProbeTime": LEAF}),
+    "uncountedTerminatedPods": _leaves("failed", "succeeded"),
+}
+CRON_JOB_SPEC: Struct = {
+    **_leaves(
+        "concurrencyPolicy",
+        "failedJobsHistoryLimit",
+        "schedule",
+        "startingDeadlineSeconds",
+        "successfulJobsHistoryLimit",
+        "suspend",
+        "timeZone",
+    ),
+    "jobTemplate": {"metadata": OBJECT_META, "spec": JOB_SPEC},
+}
+
+# ---------------------------------------------------------------- networking, discovery, policy
+
+_INGRESS_BACKEND: Struct = {
+    "service": {"name": LEAF, "port": _leaves("name", "number")},
+    "resource": _leaves("apiGroup", "kind", "name"),
+}
+INGRESS_SPEC: Struct = {
+    "ingressClassName": LEAF,
+    "defaultBackend": _INGRESS_BACKEND,
+    "rules": ListOf(
+        {
+            "host": LEAF,
+            "http": {
+                "paths": ListOf({"path": LEAF, "pathType": LEAF, "backend": _INGRESS_BACKEND})
+            },
+        }
+    ),
+    "tls": ListOf(_leaves("hosts", "secretName")),
+}
+ENDPOINT: Struct = {
+    **_leaves("addresses", "hostname", "nodeName", "zone"),
+    "conditions": _leaves("ready", "serving", "terminating"),
+    "deprecatedTopology": MAP,
+    "hints": OPAQUE,
+    "targetRef": OPAQUE,
+}
+
 # ---------------------------------------------------------------- the kinds
 
 
@@ -411,6 +568,82 @@ KINDS: dict[str, Struct] = {
     "Node": _kind(spec=OPAQUE, status=OPAQUE),
     "Namespace": _kind(spec=_leaves("finalizers"), status={"phase": LEAF, "conditions": OPAQUE}),
     "ConfigMap": _kind(data=MAP, binaryData=MAP, immutable=LEAF),
+    "Secret": _kind(data=MAP, stringData=MAP, type=LEAF, immutable=LEAF),
+    "Service": _kind(
+        spec={
+            **_leaves(
+                "allocateLoadBalancerNodePorts",
+                "clusterIP",
+                "clusterIPs",
+                "externalIPs",
+                "externalName",
+                "externalTrafficPolicy",
+                "healthCheckNodePort",
+                "internalTrafficPolicy",
+                "ipFamilies",
+                "ipFamilyPolicy",
+                "loadBalancerClass",
+                "loadBalancerIP",
+                "loadBalancerSourceRanges",
+                "publishNotReadyAddresses",
+                "sessionAffinity",
+                "trafficDistribution",
+                "type",
+            ),
+            "ports": ListOf(
+                _leaves("appProtocol", "name", "nodePort", "port", "protocol", "targetPort")
+            ),
+            "selector": MAP,
+            "sessionAffinityConfig": {"clientIP": _leaves("timeoutSeconds")},
+        },
+        status={"conditions": OPAQUE, "loadBalancer": OPAQUE},
+    ),
+    "PersistentVolumeClaim": _kind(
+        spec=PERSISTENT_VOLUME_CLAIM_SPEC, status=PERSISTENT_VOLUME_CLAIM_STATUS
+    ),
+    "StatefulSet": _kind(spec=STATEFUL_SET_SPEC, status=STATEFUL_SET_STATUS),
+    "DaemonSet": _kind(spec=DAEMON_SET_SPEC, status=DAEMON_SET_STATUS),
+    "Job": _kind(spec=JOB_SPEC, status=JOB_STATUS),
+    "CronJob": _kind(
+        spec=CRON_JOB_SPEC,
+        status={"active": OPAQUE, "lastScheduleTime": LEAF, "lastSuccessfulTime": LEAF},
+    ),
+    "Ingress": _kind(spec=INGRESS_SPEC, status={"loadBalancer": OPAQUE}),
+    "EndpointSlice": _kind(
+        addressType=LEAF,
+        endpoints=ListOf(ENDPOINT),
+        ports=ListOf(_leaves("appProtocol", "name", "port", "protocol")),
+    ),
+    "HorizontalPodAutoscaler": _kind(
+        spec={
+            **_leaves("maxReplicas", "minReplicas"),
+            "scaleTargetRef": _leaves("apiVersion", "kind", "name"),
+            "metrics": OPAQUE,
+            "behavior": OPAQUE,
+        },
+        status={
+            **_leaves("currentReplicas", "desiredReplicas", "lastScaleTime", "observedGeneration"),
+            "conditions": ListOf({**_CONDITION, "observedGeneration": LEAF}),
+            "currentMetrics": OPAQUE,
+        },
+    ),
+    "PodDisruptionBudget": _kind(
+        spec={
+            **_leaves("maxUnavailable", "minAvailable", "unhealthyPodEvictionPolicy"),
+            "selector": LABEL_SELECTOR,
+        },
+        status={
+            **_leaves(
+                "currentHealthy",
+                "desiredHealthy",
+                "disruptionsAllowed",
+                "expectedPods",
+                "observedGeneration",
+            ),
+            "conditions": ListOf({**_CONDITION, "observedGeneration": LEAF}),
+            "disruptedPods": MAP,
+        },
+    ),
     "ServiceAccount": _kind(
         secrets=OPAQUE,
         imagePullSecrets=ListOf(_LOCAL_OBJECT_REFERENCE),

@@ -347,7 +347,12 @@ def match_label_selector_object(selector: Mapping[str, Any] | None) -> LabelSele
 
 
 def field_value(obj: Mapping[str, Any], path: str) -> str:
-    """The string value of a dotted field path, "" when absent (kube's field-set semantics)."""
+    """The string value of a dotted field path, "" when absent (kube's field-set semantics).
+    Two of kube's selectable fields are not paths: an Event's ``source`` (its component) and a
+    Job's ``status.successful`` (``status.succeeded``, 0 when unset)."""
+    if path == "status.successful":
+        status = obj.get("status")
+        return str((status.get("succeeded") if isinstance(status, Mapping) else None) or 0)
     current: Any = obj
     for part in path.split("."):
         if not isinstance(current, Mapping):

@@ -103,6 +103,25 @@ _KINDS: dict[str, dict[str, Schema]] = {
     },
     "Namespace": {"spec": {"finalizers": [STR]}, "status": {"phase": STR}},
     "ConfigMap": {"data": MAP_STR, "binaryData": MAP_STR, "immutable": BOOL},
+    "Secret": {"type": STR, "immutable": BOOL},
+    "Service": {
+        "spec": {
+            "type": STR,
+            "clusterIP": STR,
+            "clusterIPs": [STR],
+            "externalName": STR,
+            "sessionAffinity": STR,
+            "selector": MAP_STR,
+            "ports": [{"name": STR, "port": INT, "nodePort": INT, "protocol": STR}],
+        }
+    },
+    "StatefulSet": {"spec": _WORKLOAD_SPEC, "status": _WORKLOAD_STATUS},
+    "DaemonSet": {"spec": _WORKLOAD_SPEC, "status": _WORKLOAD_STATUS},
+    "Job": {"spec": _WORKLOAD_SPEC},
+    "PersistentVolumeClaim": {
+        "spec": {"accessModes": [STR], "storageClassName": STR, "volumeMode": STR}
+    },
+    "EndpointSlice": {"addressType": STR, "endpoints": [{"addresses": [STR]}], "ports": [OBJ]},
     "Lease": {
         "spec": {
             "holderIdentity": STR,

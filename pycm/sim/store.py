@@ -7,6 +7,12 @@ tests: ``get / list / create / update / update_status / patch / delete / watch``
 :class:`~pycm.sim.resources.Resource` (``store.resource("pods")``) and plain dicts, and raise
 :class:`~pycm.sim.errors.APIError` exactly as the HTTP API answers.
 
+The store is the same for every kind: what a kind does differently (defaults, status handling,
+validation, generation, grace periods) is asked of its strategy (``res.strategy``, see
+:mod:`pycm.sim.registry`). Its helpers own the rest: :mod:`pycm.sim.gc` (owner references),
+:mod:`pycm.sim.namespace_controller` (namespace admission and termination),
+:mod:`pycm.sim.event_ttl` (Events expire). ``serve`` / ``unserve`` change the kinds it serves.
+
 Invariants:
 - ``_rv`` is the resourceVersion of the newest write; every stored object's
   ``metadata.resourceVersion`` is ``str`` of the rv of the write that produced it.
@@ -18,7 +24,6 @@ from __future__ import annotations
 
 import builtins
 from bisect import bisect_left, bisect_right
-from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -26,7 +31,7 @@ from typing import Any
 import orjson
 
 from pycm.sim import errors, managedfields, validation
-from pycm.sim.defaults import apply_defaults
+from pycm.sim.event_ttl import EVENT_TTL, Expiry
 from pycm.sim.gc import (
     BACKGROUND,
     FOREGROUND,
@@ -37,27 +42,20 @@ from pycm.sim.gc import (
     ObjectRef,
 )
 from pycm.sim.history import DEFAULT_HISTORY_BYTES, History, event_size
-from pycm.sim.objects import Obj, copy_value, deep_copy, generate_name, meta, new_uid, rfc3339
+from pycm.sim.namespace_controller import NamespaceController
+from pycm.sim.objects import Obj, deep_copy, generate_name, meta, new_uid, rfc3339
 from pycm.sim.patch import apply_patch
-from pycm.sim.pruning import prune_unknown_fields
 from pycm.sim.resources import REGISTRY, Registry, Resource, ResourceKey
-from pycm.sim.scale import scale_of, scale_replicas
+from pycm.sim.scale import scale_replicas
 from pycm.sim.selectors import FieldSelector, LabelSelector
-from pycm.sim.shape import check_shape
 from pycm.sim.tokens import encode_continue
 from pycm.sim.versions import MAX_RESOURCE_VERSION, parse_resource_version
 from pycm.sim.watch import ADDED, DELETED, MODIFIED, StoreEvent, Watcher
 from pycm.util.clock import REAL_CLOCK, Clock
 
-__all__ = ["DeleteOptions", "ListPage", "Store"]
+__all__ = ["EVENT_TTL", "DeleteOptions", "ListPage", "Store"]
 
 ObjList = list[Obj]  # `Store.list` shadows the builtin inside the class body
-
-# Kinds whose status a create resets (kube's PrepareForCreate); the rest keep what they are sent.
-_STATUS_RESET_ON_CREATE = frozenset({"Pod", "Deployment", "ReplicaSet"})
-# What those kinds' status reads right after a create (kube's non-omitempty fields).
-_INITIAL_STATUS: dict[str, Obj] = {"Deployment": {}, "ReplicaSet": {"replicas": 0}}
-_TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,34 +66,16 @@ class ListPage:
     remaining: int | None
 
 
-def _qos_class(spec: Any) -> str:
-    containers = spec.get("containers") or [] if isinstance(spec, dict) else []
-    resources = [c.get("resources") or {} for c in containers if isinstance(c, dict)]
-    if not any(r.get("requests") or r.get("limits") for r in resources):
-        return "BestEffort"
-    guaranteed = all(
-        r.get("limits")
-        and all(k in r["limits"] for k in ("cpu", "memory"))
-        and all((r.get("requests") or r["limits"]).get(k) == r["limits"][k] for k in r["limits"])
-        for r in resources
-    )
-    return "Guaranteed" if guaranteed else "Burstable"
-
-
 def _typed(res: Resource, obj: Obj) -> Obj:
     """``obj`` with apiVersion and kind set, first (as kube-apiserver prints them)."""
     rest = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind")}
     return {"apiVersion": res.api_version, "kind": res.kind, **rest}
 
 
-# kube-apiserver's --event-ttl default.
-EVENT_TTL = 3600.0
-
-
 class Store:
     def __init__(
         self,
-        registry: Registry = REGISTRY,
+        registry: Registry | None = None,
         clock: Clock = REAL_CLOCK,
         watch_window: int = 10_000,
         watch_queue_size: int = 1_000,
@@ -105,24 +85,25 @@ class Store:
     ) -> None:
         if watch_window < 1:
             raise ValueError("watch_window must be at least 1")
-        self.registry = registry
+        # This store's kinds: the built-ins unless given; serve() and unserve() change them.
+        self.registry = registry if registry is not None else REGISTRY.copy()
         self.clock = clock
         self.watch_queue_size = watch_queue_size
+        # Do grace periods (a pod's, from its strategy) delay removal until a kubelet confirms
+        # (finish_graceful_deletion)? Without a kubelet nothing would ever confirm.
         self.graceful_pod_deletion = graceful_pod_deletion
+        # One table per stored kind, keyed (namespace, name); created when first used.
         self._objects: dict[ResourceKey, dict[tuple[str, str], Obj]] = {
-            key: {} for key, r in registry.resources.items() if r.stored
+            key: {} for key, r in self.registry.resources.items() if r.stored
         }
         self._by_uid: dict[str, ObjectRef] = {}
         self._sorted_keys_cache: dict[ResourceKey, list[tuple[str, str]]] = {}
         self._gc = GarbageCollector(self)
+        self.namespaces = NamespaceController(self)
         self._rv = 0
         self._history = History(watch_window, watch_history_bytes)
-        # core/v1 Events expire ``event_ttl`` seconds after their last write (kube-apiserver's
-        # --event-ttl, an etcd lease per write): (deadline, namespace, name, rv) in deadline
-        # order; an entry whose Event was written again since is stale and skipped.
-        self.event_ttl = event_ttl
-        self._event_deadlines: deque[tuple[float, str, str, str]] = deque()
-        self._expiring = False
+        # Objects whose strategy ``expires`` (Events) go ``event_ttl`` s after their last write.
+        self._expiry = Expiry(clock, event_ttl)
         self._watchers: set[Watcher] = set()
 
     # ---------------------------------------------------------------- reading
@@ -143,11 +124,43 @@ class Store:
         """The registered kind ``plural`` in ``group`` (KeyError if unknown)."""
         return self.registry.resources[(group, plural)]
 
+    @property
+    def event_ttl(self) -> float:
+        return self._expiry.ttl
+
     def _table(self, res: Resource) -> dict[tuple[str, str], Obj]:
         table = self._objects.get(res.key)
         if table is None:
-            raise errors.method_not_allowed("GET", res.plural)
+            if not res.stored or self.registry.resources.get(res.key) is None:
+                raise errors.method_not_allowed("GET", res.plural)
+            table = self._objects[res.key] = {}
         return table
+
+    # ---------------------------------------------------------------- kinds served
+
+    def serve(self, res: Resource) -> None:
+        """Serve ``res`` from now on (discovery, routing, storage, watches): a new kind, or one
+        more version of a kind served (see :meth:`Registry.add`)."""
+        self.registry.add(res)
+        if res.stored:
+            self._objects.setdefault(res.key, {})
+
+    def unserve(self, group: str, plural: str) -> list[Resource]:
+        """Stop serving a kind: every object is removed at once (DELETED to its watchers,
+        finalizers not waited for) and it leaves discovery and routing; what was served is
+        returned (nothing if it was not). Open watches are not cut (that would drop the
+        DELETED events queued for them): they end at their timeout, and a new one gets 404."""
+        storage = self.registry.resources.get((group, plural))
+        if storage is None:
+            return []
+        table = self._objects.get(storage.key) or {}
+        for key in sorted(table):
+            obj = table.get(key)
+            if obj is not None:
+                self.remove_now(storage, obj)
+        self._objects.pop(storage.key, None)
+        self._sorted_keys_cache.pop(storage.key, None)
+        return self.registry.remove(group, plural)
 
     def _ns(self, res: Resource, namespace: str | None) -> str:
         return (namespace or "") if res.namespaced else ""
@@ -316,30 +329,11 @@ class Store:
         self._history.append(event, event_size(encoded))
         for watcher in list(self._watchers):
             watcher.offer(event)
-        if res.kind == "Event" and type_ != DELETED:
-            deadline = self.clock.monotonic() + self.event_ttl
-            self._event_deadlines.append((deadline, ref[1], ref[2], str(self._rv)))
-        self._expire_events()
+        if res.strategy.expires and type_ != DELETED:
+            self._expiry.written(res.key, ref[1], ref[2], str(self._rv))
+        self._expiry.expire(self)
+        res.strategy.committed(self, res, type_, obj)
         return obj, encoded
-
-    def _expire_events(self) -> None:
-        """Delete the Events whose TTL has run out since their last write (checked on every
-        write: an idle store holds what it held)."""
-        if self._expiring or not self._event_deadlines:
-            return
-        now = self.clock.monotonic()
-        deadlines = self._event_deadlines
-        self._expiring = True
-        try:
-            while deadlines and deadlines[0][0] <= now:
-                _, ns, name, rv = deadlines.popleft()
-                res = self.resource("events")
-                current = self._objects[res.key].get((ns, name))
-                if current is None or current["metadata"].get("resourceVersion") != rv:
-                    continue  # deleted, or written again (a later entry holds its deadline)
-                self.delete(res, ns or None, name)
-        finally:
-            self._expiring = False
 
     def watch(
         self,
@@ -387,26 +381,11 @@ class Store:
 
     # ---------------------------------------------------------------- writing
 
-    def _now(self) -> str:
+    def now(self) -> str:
+        """The wall clock as a metadata timestamp."""
         return rfc3339(self.clock.wall_ns())
 
-    def _check_namespace(self, res: Resource, namespace: str) -> None:
-        if not res.namespaced:
-            return
-        if not namespace:
-            raise errors.bad_request(
-                "the server could not find the requested resource: a namespace is required"
-            )
-        ns = self._objects[("", "namespaces")].get(("", namespace))
-        if ns is None:
-            raise errors.not_found("namespaces", namespace)
-        if (ns.get("metadata") or {}).get("deletionTimestamp"):
-            raise errors.APIError(
-                403,
-                "Forbidden",
-                f'{res.plural} "{(ns["metadata"])["name"]}" is forbidden: unable to create new '
-                f"content in namespace {namespace} because it is being terminated",
-            )
+    _now = now
 
     def create(
         self,
@@ -427,15 +406,17 @@ class Store:
         for a conflict), while "0" or one that does not parse passes (kubernetes#113847)."""
         if not res.stored:
             raise errors.method_not_allowed("POST", res.plural)
-        check_shape(res.kind, obj)
+        strategy = res.strategy
+        strategy.check_shape(obj)
         new = _typed(res, deep_copy(obj))
+        strategy.decode(new)
         m = meta(new)
         ns = self._ns(res, namespace if namespace is not None else m.get("namespace"))
         if res.namespaced:
             m["namespace"] = ns
         else:
             m.pop("namespace", None)
-        self._check_namespace(res, ns)
+        self.namespaces.admit(res, ns)
         table = self._table(res)
         if not m.get("name") and m.get("generateName"):
             for _ in range(8):
@@ -453,14 +434,14 @@ class Store:
             "selfLink",
         ):
             m.pop(drop, None)
-        if res.kind in _STATUS_RESET_ON_CREATE and not keep_status:
-            new.pop("status", None)
-        apply_defaults(res.kind, new)
-        if res.kind == "Pod" and not keep_status:
-            new["status"] = {"phase": "Pending", "qosClass": _qos_class(new.get("spec"))}
-        elif res.kind in _INITIAL_STATUS and not keep_status:
-            new["status"] = dict(_INITIAL_STATUS[res.kind])
-        causes = validation.validate_create(res.kind, new)
+        # Set before the strategy runs, as kube fills them before validating (a Job's generated
+        # selector names its uid).
+        m["uid"] = new_uid()
+        m["creationTimestamp"] = now = self._now()
+        strategy.default(new)
+        if not keep_status:
+            strategy.prepare_for_create(new)
+        causes = strategy.validate(new)
         if causes:
             raise errors.invalid(res.kind, str(m.get("name") or ""), causes, res.group)
         sent_rv = (obj.get("metadata") or {}).get("resourceVersion")
@@ -468,9 +449,7 @@ class Store:
             raise errors.resource_version_set_on_create()
         if (ns, m["name"]) in table:
             raise errors.already_exists(res.plural, m["name"], res.group)
-        m["uid"] = new_uid()
-        m["creationTimestamp"] = now = self._now()
-        if res.generation_on_spec:
+        if strategy.generation_on_spec:
             m["generation"] = 1
         self._record(res, None, new, manager, "", now, trust_sent=True)
         _, encoded = self._commit_encoded(res, ADDED, new, None)
@@ -521,8 +500,8 @@ class Store:
         self, res: Resource, obj: Obj, namespace: str | None, subresource: str, manager: str
     ) -> Obj:
         """PUT of the object (``subresource`` "" or "scale") or of its status ("status")."""
-        status_only = subresource == "status"
-        check_shape(res.kind, obj)
+        strategy = res.strategy
+        strategy.check_shape(obj)
         m_in = obj.get("metadata") or {}
         name = str(m_in.get("name") or "")
         if not name:
@@ -547,28 +526,12 @@ class Store:
                 f"Precondition failed: UID in precondition: {m_in['uid']}, "
                 f"UID in object meta: {old_m['uid']}",
             )
-        if status_only:
-            new = deep_copy(old)
-            if "status" in obj:
-                new["status"] = copy_value(obj["status"])
-            else:
-                new.pop("status", None)
-            # kube's status strategies for Deployments and ReplicaSets reset spec and labels
-            # but keep metadata changes such as annotations (the deployment controller writes
-            # its revision annotation together with the status).
-            if res.kind in ("Deployment", "ReplicaSet") and "annotations" in m_in:
-                annotations = m_in.get("annotations")
-                if annotations:
-                    new["metadata"]["annotations"] = copy_value(annotations)
-                else:
-                    new["metadata"].pop("annotations", None)
+        new = deep_copy(obj)
+        strategy.decode(new)
+        if subresource == "status":
+            strategy.prepare_for_status_update(new, old)
         else:
-            new = deep_copy(obj)
-            if res.has_status:
-                if "status" in old:
-                    new["status"] = copy_value(old["status"])
-                else:
-                    new.pop("status", None)
+            strategy.prepare_for_update(new, old)
         new = _typed(res, new)
         m = meta(new)
         for keep in (
@@ -592,11 +555,11 @@ class Store:
             m["finalizers"] = [f for f in m.get("finalizers") or [] if f in old_finalizers]
             if not m["finalizers"]:
                 del m["finalizers"]
-        apply_defaults(res.kind, new)
-        causes = validation.validate_update(res.kind, new, old)
+        strategy.default(new)
+        causes = strategy.validate_update(new, old)
         if causes:
             raise errors.invalid(res.kind, name, causes, res.group)
-        if res.generation_on_spec and new.get("spec") != old.get("spec"):
+        if strategy.generation_changed(new, old):
             m["generation"] = int(old_m.get("generation") or 0) + 1
         self._record(res, old, new, manager, subresource, trust_sent=True)
         if new == old:
@@ -631,7 +594,7 @@ class Store:
         patched = apply_patch(patch_type, current, patch)
         if not isinstance(patched, dict):
             raise errors.bad_request("the patch did not produce an object")
-        dropped = prune_unknown_fields(res.kind, res.version, patched, field_validation, patch)
+        dropped = res.strategy.prune(res.version, patched, field_validation, patch)
         if pruned is not None:
             pruned.extend(dropped)
         pm = meta(patched)
@@ -654,7 +617,7 @@ class Store:
         """GET .../scale: the object's ``autoscaling/v1 Scale``."""
         if not res.has_scale:
             raise errors.not_found(res.plural, name, res.group)
-        return scale_of(self._stored(res, namespace, name))
+        return res.strategy.scale_of(self._stored(res, namespace, name))
 
     def update_scale(
         self, res: Resource, namespace: str | None, name: str, scale: Obj, *, manager: str = ""
@@ -667,7 +630,7 @@ class Store:
         rv = (scale.get("metadata") or {}).get("resourceVersion")
         if rv:
             current["metadata"]["resourceVersion"] = str(rv)
-        current.setdefault("spec", {})["replicas"] = replicas
+        res.strategy.set_replicas(current, replicas)
         self._update(res, current, namespace, "scale", manager)
         return self.get_scale(res, namespace, name)
 
@@ -714,17 +677,16 @@ class Store:
         uid = str(m.get("uid"))
         if policy == ORPHAN:
             self._gc.orphan(uid)
-        if res.kind == "Namespace":
-            return self._delete_namespace(res, obj)
+        taken = res.strategy.delete(self, res, obj, options)
+        if taken is not None:
+            return taken
         pending = bool(m.get("finalizers"))
-        grace = 0
-        if res.kind == "Pod":
-            grace = self._pod_grace(obj, options)
-            pending = pending or grace > 0
+        grace = res.strategy.grace_period(obj, options) if self.graceful_pod_deletion else 0
+        pending = pending or grace > 0
         if policy == FOREGROUND and self._gc.has_dependents(uid):
             pending = True
         if not pending:
-            self._remove(res, obj)
+            self.remove_now(res, obj)
             return deep_copy(obj), True
         new = deep_copy(obj)
         nm = new["metadata"]
@@ -751,35 +713,32 @@ class Store:
             return deep_copy(obj), True
         return deep_copy(current[1]), False
 
-    def _pod_grace(self, pod: Obj, options: DeleteOptions) -> int:
-        spec = pod.get("spec") or {}
-        if not self.graceful_pod_deletion:
-            return 0
-        if not spec.get("nodeName") or (pod.get("status") or {}).get("phase") in _TERMINAL_PHASES:
-            return 0  # never started, or already finished: nothing for a kubelet to stop
-        grace = options.grace_period_seconds
-        if grace is None:
-            grace = int(spec.get("terminationGracePeriodSeconds") or 0)
-        return max(0, grace)
-
-    def finalize_pod_deletion(self, namespace: str, name: str, uid: str | None = None) -> bool:
-        """The kubelet's confirmation that a terminating pod has stopped: the pod is removed
-        (or, if it still has finalizers, waits only for them). Returns whether it is gone."""
-        res = self.resource("pods")
-        pod = self.peek(res, namespace, name)
-        if pod is None or (uid and pod["metadata"].get("uid") != uid):
+    def finish_graceful_deletion(
+        self, res: Resource, namespace: str | None, name: str, uid: str | None = None
+    ) -> bool:
+        """A kubelet's confirmation that an object in its grace period has stopped: it is
+        removed (or, if it still has finalizers, waits only for them). Returns whether it is
+        gone (also when it was already, or ``uid`` names an earlier object of that name)."""
+        obj = self.peek(res, namespace, name)
+        if obj is None or (uid and obj["metadata"].get("uid") != uid):
             return True
-        m = pod["metadata"]
+        m = obj["metadata"]
         if not m.get("deletionTimestamp"):
-            raise errors.conflict("pods", name, "", "the pod is not being deleted")
+            raise errors.conflict(
+                res.plural, name, res.group, f"the {res.singular} is not being deleted"
+            )
         if m.get("finalizers"):
             if m.get("deletionGracePeriodSeconds"):
-                new = deep_copy(pod)
+                new = deep_copy(obj)
                 new["metadata"]["deletionGracePeriodSeconds"] = 0
-                self._commit(res, MODIFIED, new, pod)
+                self._commit(res, MODIFIED, new, obj)
             return False
-        self._remove(res, pod)
+        self.remove_now(res, obj)
         return True
+
+    def finalize_pod_deletion(self, namespace: str, name: str, uid: str | None = None) -> bool:
+        """:meth:`finish_graceful_deletion` of a pod (the simulated kubelet's call)."""
+        return self.finish_graceful_deletion(self.resource("pods"), namespace, name, uid)
 
     def delete_collection(
         self,
@@ -798,61 +757,44 @@ class Store:
             out.append(obj)
         return out
 
-    def _delete_namespace(self, res: Resource, ns_obj: Obj) -> tuple[Obj, bool]:
-        name = ns_obj["metadata"]["name"]
-        if not ns_obj["metadata"].get("deletionTimestamp"):
-            new = deep_copy(ns_obj)
-            new["metadata"]["deletionTimestamp"] = self._now()
-            new["metadata"]["deletionGracePeriodSeconds"] = 0
-            new.setdefault("status", {})["phase"] = "Terminating"
-            ns_obj = self._commit(res, MODIFIED, new, ns_obj)
-        # The namespace controller's work: delete everything in it.
+    def contents(self, namespace: str) -> builtins.list[tuple[Resource, str]]:
+        """Every stored object in ``namespace`` as (resource, name): kind by kind in
+        registration order, by name within a kind."""
+        out = []
         for key, table in self._objects.items():
-            other = self.registry.resources[key]
-            if not other.namespaced:
+            res = self.registry.resources.get(key)
+            if res is None or not res.namespaced:
                 continue
-            for ns, obj_name in sorted(k for k in table if k[0] == name):
-                if self.peek(other, ns, obj_name) is not None:
-                    self.delete(other, ns, obj_name, DeleteOptions(grace_period_seconds=0))
-        if self._namespace_empty(name):
-            self._remove(res, ns_obj)
-            return deep_copy(ns_obj), True
-        return deep_copy(ns_obj), False
+            out += [(res, name) for ns, name in sorted(k for k in table if k[0] == namespace)]
+        return out
 
-    def _namespace_empty(self, name: str) -> bool:
-        return not any(
-            k[0] == name
-            for key, table in self._objects.items()
-            if self.registry.resources[key].namespaced
-            for k in table
-        )
+    def has_contents(self, namespace: str) -> bool:
+        """Is any object stored in ``namespace``?"""
+        resources = self.registry.resources
+        for key, table in self._objects.items():
+            res = resources.get(key)
+            if res is not None and res.namespaced and any(k[0] == namespace for k in table):
+                return True
+        return False
 
     def _maybe_finish_deletion(self, res: Resource, obj: Obj) -> None:
-        m = obj["metadata"]
-        if not m.get("deletionTimestamp") or m.get("finalizers"):
-            return
-        if res.kind == "Pod" and m.get("deletionGracePeriodSeconds"):
-            return  # waiting for the kubelet (finalize_pod_deletion)
-        if res.kind == "Namespace":
-            return
-        self._remove(res, obj)
+        if obj["metadata"].get("deletionTimestamp") and res.strategy.deletion_finished(obj):
+            self.remove_now(res, obj)
 
-    def _remove(self, res: Resource, obj: Obj) -> None:
+    def commit_modified(self, res: Resource, new: Obj, old: Obj) -> Obj:
+        """Store ``new`` over the stored ``old`` as it is (MODIFIED): no preconditions, no
+        managedFields write, no deletion step (the namespace controller's phase change)."""
+        return self._commit(res, MODIFIED, new, old)
+
+    def remove_now(self, res: Resource, obj: Obj) -> None:
+        """Remove the stored ``obj`` (DELETED); then the collector collects what depended on
+        it and a terminating namespace it emptied goes."""
         gone = deep_copy(obj)
         self._commit(res, DELETED, gone, obj)
-        m = gone["metadata"]
         self._gc.after_removal(gone)
-        # A terminating namespace that became empty goes away.
-        ns = m.get("namespace")
+        ns = gone["metadata"].get("namespace")
         if res.namespaced and ns:
-            ns_res = self.resource("namespaces")
-            ns_obj = self.peek(ns_res, "", ns)
-            if (
-                ns_obj is not None
-                and ns_obj["metadata"].get("deletionTimestamp")
-                and self._namespace_empty(ns)
-            ):
-                self._remove(ns_res, ns_obj)
+            self.namespaces.content_removed(ns)
 
     def peek_ref(self, ref: ObjectRef) -> Obj | None:
         table = self._objects.get(ref[0])

@@ -137,7 +137,9 @@ def _renderer(
             type_, obj, _ = entry
             rv_meta = {"resourceVersion": obj["metadata"].get("resourceVersion", "")}
             now_s = store.clock.wall_ns() / 1e9
-            rows = table(res.kind, [obj], now_s, include_object, rv_meta, out.api_version)
+            rows = table(
+                res.strategy.printer, [obj], now_s, include_object, rv_meta, out.api_version
+            )
             return event_line(type_, rows)
 
         return table_line

@@ -1,5 +1,11 @@
 """Server-side printing: ``meta.k8s.io/v1 Table`` with kube-apiserver's columns per kind.
 
+A :class:`Printer` is a kind's column definitions and the function that fills one row; each
+kind's strategy carries its printer (:mod:`pycm.sim.registry`), so a custom resource brings its
+own (its ``additionalPrinterColumns``). :data:`PRINTERS` holds the core kinds' printers, written
+from kube's ``pkg/printers/internalversion``; :data:`DEFAULT_PRINTER` (Name, Created At) is what
+kube prints for a kind without one.
+
 Column names are kube's own (kubectl upper-cases them: "Up-to-date" prints as UP-TO-DATE);
 priority-1 columns are the ones ``-o wide`` adds. Ages are printed as kube's HumanDuration.
 """
@@ -7,17 +13,32 @@ priority-1 columns are the ones ``-o wide`` adds. Ages are printed as kube's Hum
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from pycm.sim.objects import Obj, parse_rfc3339
 
-__all__ = ["columns_for", "human_duration", "partial_metadata", "row_cells", "table"]
+__all__ = [
+    "DEFAULT_PRINTER",
+    "PRINTERS",
+    "Printer",
+    "age",
+    "col",
+    "containers_of",
+    "human_duration",
+    "name_of",
+    "partial_metadata",
+    "selector_of",
+    "spec_of",
+    "status_of",
+    "table",
+]
 
 Column = dict[str, Any]
 CellsFn = Callable[[Obj, float], list[Any]]
 
 
-def _col(name: str, type_: str = "string", priority: int = 0, fmt: str = "") -> Column:
+def col(name: str, type_: str = "string", priority: int = 0, fmt: str = "") -> Column:
     return {"name": name, "type": type_, "format": fmt, "description": "", "priority": priority}
 
 
@@ -54,37 +75,41 @@ def human_duration(seconds: float) -> str:
     return f"{hours // (24 * 365)}y"
 
 
-def _age(obj: Obj, now: float) -> str:
+def age(obj: Obj, now: float) -> str:
     created = (obj.get("metadata") or {}).get("creationTimestamp")
     if not created:
         return "<unknown>"
     return human_duration(now - parse_rfc3339(str(created)))
 
 
-def _name(obj: Obj) -> str:
+def name_of(obj: Obj) -> str:
     return str((obj.get("metadata") or {}).get("name", ""))
 
 
-def _spec(obj: Obj) -> dict[str, Any]:
+def spec_of(obj: Obj) -> dict[str, Any]:
     spec = obj.get("spec")
     return spec if isinstance(spec, dict) else {}
 
 
-def _status(obj: Obj) -> dict[str, Any]:
+def status_of(obj: Obj) -> dict[str, Any]:
     status = obj.get("status")
     return status if isinstance(status, dict) else {}
 
 
-def _containers(obj: Obj) -> tuple[str, str]:
-    template = _spec(obj).get("template") or {}
+def containers_of(obj: Obj, template: Any = None) -> tuple[str, str]:
+    """The names and images of the containers of ``obj``'s pod template (or ``template``)."""
+    if template is None:
+        template = spec_of(obj).get("template") or {}
     containers = (template.get("spec") or {}).get("containers") or []
     names = ",".join(str(c.get("name", "")) for c in containers)
     images = ",".join(str(c.get("image", "")) for c in containers)
     return names, images
 
 
-def _selector(obj: Obj) -> str:
-    selector = _spec(obj).get("selector") or {}
+def selector_of(obj: Obj, selector: Any = None) -> str:
+    """``obj``'s label selector (or ``selector``) as kubectl prints it."""
+    if selector is None:
+        selector = spec_of(obj).get("selector") or {}
     parts = [f"{k}={v}" for k, v in sorted((selector.get("matchLabels") or {}).items())]
     for expr in selector.get("matchExpressions") or []:
         values = ",".join(expr.get("values") or [])
@@ -93,7 +118,7 @@ def _selector(obj: Obj) -> str:
 
 
 def _pod_status(pod: Obj) -> str:
-    status = _status(pod)
+    status = status_of(pod)
     reason = str(status.get("reason") or status.get("phase") or "Unknown")
     for cs in status.get("containerStatuses") or []:
         state = cs.get("state") or {}
@@ -109,18 +134,18 @@ def _pod_status(pod: Obj) -> str:
 
 
 def _pod_cells(pod: Obj, now: float) -> list[Any]:
-    spec, status = _spec(pod), _status(pod)
+    spec, status = spec_of(pod), status_of(pod)
     statuses = status.get("containerStatuses") or []
     ready = sum(1 for cs in statuses if cs.get("ready"))
     restarts = sum(int(cs.get("restartCount") or 0) for cs in statuses)
     total = len(spec.get("containers") or [])
     gates = spec.get("readinessGates") or []
     return [
-        _name(pod),
+        name_of(pod),
         f"{ready}/{total}",
         _pod_status(pod),
         restarts,
-        _age(pod, now),
+        age(pod, now),
         status.get("podIP") or "<none>",
         spec.get("nodeName") or "<none>",
         status.get("nominatedNodeName") or "<none>",
@@ -129,41 +154,41 @@ def _pod_cells(pod: Obj, now: float) -> list[Any]:
 
 
 def _deployment_cells(obj: Obj, now: float) -> list[Any]:
-    spec, status = _spec(obj), _status(obj)
-    names, images = _containers(obj)
+    spec, status = spec_of(obj), status_of(obj)
+    names, images = containers_of(obj)
     return [
-        _name(obj),
+        name_of(obj),
         f"{int(status.get('readyReplicas') or 0)}/{int(spec.get('replicas') or 0)}",
         int(status.get("updatedReplicas") or 0),
         int(status.get("availableReplicas") or 0),
-        _age(obj, now),
+        age(obj, now),
         names,
         images,
-        _selector(obj),
+        selector_of(obj),
     ]
 
 
 def _replicaset_cells(obj: Obj, now: float) -> list[Any]:
-    spec, status = _spec(obj), _status(obj)
-    names, images = _containers(obj)
+    spec, status = spec_of(obj), status_of(obj)
+    names, images = containers_of(obj)
     return [
-        _name(obj),
+        name_of(obj),
         int(spec.get("replicas") or 0),
         int(status.get("replicas") or 0),
         int(status.get("readyReplicas") or 0),
-        _age(obj, now),
+        age(obj, now),
         names,
         images,
-        _selector(obj),
+        selector_of(obj),
     ]
 
 
 def _node_cells(node: Obj, now: float) -> list[Any]:
-    status = _status(node)
+    status = status_of(node)
     conditions = {c.get("type"): c.get("status") for c in status.get("conditions") or []}
     ready = conditions.get("Ready")
     state = "Ready" if ready == "True" else "NotReady" if ready == "False" else "Unknown"
-    if _spec(node).get("unschedulable"):
+    if spec_of(node).get("unschedulable"):
         state += ",SchedulingDisabled"
     labels = (node.get("metadata") or {}).get("labels") or {}
     prefix = "node-role.kubernetes.io/"
@@ -173,10 +198,10 @@ def _node_cells(node: Obj, now: float) -> list[Any]:
     info = status.get("nodeInfo") or {}
     addresses = {a.get("type"): a.get("address") for a in status.get("addresses") or []}
     return [
-        _name(node),
+        name_of(node),
         state,
         ",".join(roles) or "<none>",
-        _age(node, now),
+        age(node, now),
         info.get("kubeletVersion", ""),
         addresses.get("InternalIP") or "<none>",
         addresses.get("ExternalIP") or "<none>",
@@ -205,111 +230,111 @@ def _event_cells(event: Obj, now: float) -> list[Any]:
         event.get("message", ""),
         human_duration(now - parse_rfc3339(str(first))) if first else "<unknown>",
         int(event.get("count") or 1),
-        _name(event),
+        name_of(event),
     ]
 
 
-_COLUMNS: dict[str, tuple[list[Column], CellsFn]] = {
-    "Pod": (
+@dataclass(frozen=True, slots=True)
+class Printer:
+    """A kind's table: its columns, and the cells of one object's row (at ``now``, unix s)."""
+
+    columns: list[Column]
+    cells: CellsFn
+
+
+PRINTERS: dict[str, Printer] = {
+    "Pod": Printer(
         [
-            _col("Name", fmt="name"),
-            _col("Ready"),
-            _col("Status"),
-            _col("Restarts", "integer"),
-            _col("Age"),
-            _col("IP", priority=1),
-            _col("Node", priority=1),
-            _col("Nominated Node", priority=1),
-            _col("Readiness Gates", priority=1),
+            col("Name", fmt="name"),
+            col("Ready"),
+            col("Status"),
+            col("Restarts", "integer"),
+            col("Age"),
+            col("IP", priority=1),
+            col("Node", priority=1),
+            col("Nominated Node", priority=1),
+            col("Readiness Gates", priority=1),
         ],
         _pod_cells,
     ),
-    "Deployment": (
+    "Deployment": Printer(
         [
-            _col("Name", fmt="name"),
-            _col("Ready"),
-            _col("Up-to-date", "integer"),
-            _col("Available", "integer"),
-            _col("Age"),
-            _col("Containers", priority=1),
-            _col("Images", priority=1),
-            _col("Selector", priority=1),
+            col("Name", fmt="name"),
+            col("Ready"),
+            col("Up-to-date", "integer"),
+            col("Available", "integer"),
+            col("Age"),
+            col("Containers", priority=1),
+            col("Images", priority=1),
+            col("Selector", priority=1),
         ],
         _deployment_cells,
     ),
-    "ReplicaSet": (
+    "ReplicaSet": Printer(
         [
-            _col("Name", fmt="name"),
-            _col("Desired", "integer"),
-            _col("Current", "integer"),
-            _col("Ready", "integer"),
-            _col("Age"),
-            _col("Containers", priority=1),
-            _col("Images", priority=1),
-            _col("Selector", priority=1),
+            col("Name", fmt="name"),
+            col("Desired", "integer"),
+            col("Current", "integer"),
+            col("Ready", "integer"),
+            col("Age"),
+            col("Containers", priority=1),
+            col("Images", priority=1),
+            col("Selector", priority=1),
         ],
         _replicaset_cells,
     ),
-    "Lease": (
-        [_col("Name", fmt="name"), _col("Holder"), _col("Age")],
-        lambda o, now: [_name(o), _spec(o).get("holderIdentity") or "", _age(o, now)],
+    "Lease": Printer(
+        [col("Name", fmt="name"), col("Holder"), col("Age")],
+        lambda o, now: [name_of(o), spec_of(o).get("holderIdentity") or "", age(o, now)],
     ),
-    "Node": (
+    "Node": Printer(
         [
-            _col("Name", fmt="name"),
-            _col("Status"),
-            _col("Roles"),
-            _col("Age"),
-            _col("Version"),
-            _col("Internal-IP", priority=1),
-            _col("External-IP", priority=1),
-            _col("OS-Image", priority=1),
-            _col("Kernel-Version", priority=1),
-            _col("Container-Runtime", priority=1),
+            col("Name", fmt="name"),
+            col("Status"),
+            col("Roles"),
+            col("Age"),
+            col("Version"),
+            col("Internal-IP", priority=1),
+            col("External-IP", priority=1),
+            col("OS-Image", priority=1),
+            col("Kernel-Version", priority=1),
+            col("Container-Runtime", priority=1),
         ],
         _node_cells,
     ),
-    "Namespace": (
-        [_col("Name", fmt="name"), _col("Status"), _col("Age")],
-        lambda o, now: [_name(o), _status(o).get("phase", ""), _age(o, now)],
+    "Namespace": Printer(
+        [col("Name", fmt="name"), col("Status"), col("Age")],
+        lambda o, now: [name_of(o), status_of(o).get("phase", ""), age(o, now)],
     ),
-    "ConfigMap": (
-        [_col("Name", fmt="name"), _col("Data", "integer"), _col("Age")],
+    "ConfigMap": Printer(
+        [col("Name", fmt="name"), col("Data", "integer"), col("Age")],
         lambda o, now: [
-            _name(o),
+            name_of(o),
             len(o.get("data") or {}) + len(o.get("binaryData") or {}),
-            _age(o, now),
+            age(o, now),
         ],
     ),
-    "Event": (
+    "Event": Printer(
         [
-            _col("Last Seen"),
-            _col("Type"),
-            _col("Reason"),
-            _col("Object"),
-            _col("Subobject", priority=1),
-            _col("Source", priority=1),
-            _col("Message"),
-            _col("First Seen", priority=1),
-            _col("Count", "integer", priority=1),
-            _col("Name", priority=1),
+            col("Last Seen"),
+            col("Type"),
+            col("Reason"),
+            col("Object"),
+            col("Subobject", priority=1),
+            col("Source", priority=1),
+            col("Message"),
+            col("First Seen", priority=1),
+            col("Count", "integer", priority=1),
+            col("Name", priority=1),
         ],
         _event_cells,
     ),
 }
 
-_DEFAULT: tuple[list[Column], CellsFn] = (
-    [_col("Name", fmt="name"), _col("Created At", "date")],
-    lambda o, now: [_name(o), (o.get("metadata") or {}).get("creationTimestamp", "")],
+DEFAULT_PRINTER = Printer(
+    [col("Name", fmt="name"), col("Created At", "date")],
+    lambda o, now: [name_of(o), (o.get("metadata") or {}).get("creationTimestamp", "")],
 )
-
-
-def columns_for(kind: str) -> list[Column]:
-    return _COLUMNS.get(kind, _DEFAULT)[0]
-
-
-def row_cells(kind: str, obj: Obj, now: float) -> list[Any]:
-    return _COLUMNS.get(kind, _DEFAULT)[1](obj, now)
 
 
 def partial_metadata(obj: Obj, api_version: str = "meta.k8s.io/v1") -> Obj:
@@ -321,7 +346,7 @@ def partial_metadata(obj: Obj, api_version: str = "meta.k8s.io/v1") -> Obj:
 
 
 def table(
-    kind: str,
+    printer: Printer,
     objects: Sequence[Obj],
     now: float,
     include_object: str = "Metadata",
@@ -330,7 +355,7 @@ def table(
 ) -> Obj:
     rows = []
     for obj in objects:
-        row: Obj = {"cells": row_cells(kind, obj, now)}
+        row: Obj = {"cells": printer.cells(obj, now)}
         if include_object == "Object":
             row["object"] = obj
         elif include_object == "Metadata":
@@ -340,6 +365,6 @@ def table(
         "kind": "Table",
         "apiVersion": api_version,
         "metadata": list_meta or {},
-        "columnDefinitions": columns_for(kind),
+        "columnDefinitions": printer.columns,
         "rows": rows,
     }

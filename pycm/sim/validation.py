@@ -1,7 +1,10 @@
-"""What kube-apiserver validates for the emulator's kinds, as ``details.causes``.
+"""What kube-apiserver validates for the emulator's core kinds, as ``details.causes``.
 
-Each validator returns every cause (never only the first); the store turns a non-empty list
-into a 422 Invalid. Covered: object names (DNS-1123 labels for namespaces, subdomains for the
+Each validator returns every cause (never only the first); each kind's strategy
+(:mod:`pycm.sim.registry`) composes them, and the store turns a non-empty list into a 422
+Invalid. The cause builders (``required``, ``invalid_value``, …) word causes as kube's
+``field.ErrorList`` does; the kinds added for operators keep their rules in their own registry
+modules. Covered: object names (DNS-1123 labels for namespaces, subdomains for the
 rest), label keys and values, pods' and templates' containers (non-empty, named with unique
 DNS labels, with images), apps/v1 selectors (required, non-empty, matching the template's
 labels, immutable on update), non-negative replicas and the few numeric fields kube bounds,
@@ -11,13 +14,37 @@ Lease durations. Not covered: resource quantities, probes, volumes' sources.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pycm.sim.errors import Cause
 from pycm.sim.selectors import match_label_selector_object
 
-__all__ = ["validate_create", "validate_update"]
+__all__ = [
+    "configmap_causes",
+    "dns_label_causes",
+    "dns_subdomain_causes",
+    "duplicate",
+    "event_causes",
+    "forbidden",
+    "immutable",
+    "int_or_percent",
+    "invalid_value",
+    "labels_causes",
+    "lease_causes",
+    "metadata_causes",
+    "non_negative",
+    "not_supported",
+    "pod_spec_causes",
+    "pod_update_causes",
+    "required",
+    "restart_policy_causes",
+    "selector_template_causes",
+    "selector_update_causes",
+    "too_long",
+    "too_many",
+    "workload_spec_causes",
+]
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -46,6 +73,45 @@ def duplicate(field: str, value: Any) -> Cause:
         "message": f'Duplicate value: "{value}"',
         "field": field,
     }
+
+
+def not_supported(field: str, value: Any, supported: Sequence[str]) -> Cause:
+    shown = f'"{value}"' if isinstance(value, str) else str(value)
+    return {
+        "reason": "FieldValueNotSupported",
+        "message": f"Unsupported value: {shown}: supported values: "
+        + ", ".join(f'"{v}"' for v in supported),
+        "field": field,
+    }
+
+
+def forbidden(field: str, why: str) -> Cause:
+    return {"reason": "FieldValueForbidden", "message": f"Forbidden: {why}", "field": field}
+
+
+def too_long(field: str, limit: int) -> Cause:
+    return {
+        "reason": "FieldValueTooLong",
+        "message": f"Too long: may not be more than {limit} bytes",
+        "field": field,
+    }
+
+
+def too_many(field: str, count: int, limit: int) -> Cause:
+    return {
+        "reason": "FieldValueTooMany",
+        "message": f"Too many: {count}: must have at most {limit} items",
+        "field": field,
+    }
+
+
+def immutable(field: str, new: Any, old: Any) -> list[Cause]:
+    """kube's ValidateImmutableField: "field is immutable" when ``new`` differs from ``old``."""
+    if new == old:
+        return []
+    return [
+        invalid_value(field, new if isinstance(new, (str, int)) else str(new), "field is immutable")
+    ]
 
 
 def dns_label_causes(field: str, value: str) -> list[Cause]:
@@ -176,7 +242,7 @@ def pod_spec_causes(field: str, spec: Any) -> list[Cause]:
     return causes
 
 
-def _non_negative(field: str, value: Any) -> list[Cause]:
+def non_negative(field: str, value: Any) -> list[Cause]:
     if value is None:
         return []
     if not isinstance(value, int) or isinstance(value, bool):
@@ -186,12 +252,64 @@ def _non_negative(field: str, value: Any) -> list[Cause]:
     return []
 
 
+def selector_template_causes(
+    spec: Mapping[str, Any], path: str, noun: str, *, template_path: str = ""
+) -> list[Cause]:
+    """A controller's ``selector`` (required, not empty, a valid selector) and its pod
+    ``template`` (required, labels the selector matches, a valid pod spec) under ``path``;
+    ``noun`` words the empty-selector message ("empty selector is invalid for statefulset")."""
+    causes: list[Cause] = []
+    selector = spec.get("selector")
+    template = spec.get("template")
+    tpath = template_path or f"{path}.template"
+    if selector is None:
+        causes.append(required(f"{path}.selector"))
+    elif not isinstance(selector, Mapping) or not (
+        selector.get("matchLabels") or selector.get("matchExpressions")
+    ):
+        causes.append(
+            invalid_value(f"{path}.selector", "{}", f"empty selector is invalid for {noun}")
+        )
+    if not isinstance(template, Mapping):
+        causes.append(required(tpath))
+        return causes
+    labels = (template.get("metadata") or {}).get("labels") or {}
+    causes += labels_causes(f"{tpath}.metadata.labels", labels)
+    if isinstance(selector, Mapping) and (
+        selector.get("matchLabels") or selector.get("matchExpressions")
+    ):
+        try:
+            matches = match_label_selector_object(selector).matches(labels)
+        except Exception:  # an unknown operator is a validation error, not a crash
+            matches = False
+            causes.append(invalid_value(f"{path}.selector", str(selector), "invalid selector"))
+        if not matches:
+            causes.append(
+                invalid_value(
+                    f"{tpath}.metadata.labels",
+                    ",".join(f"{k}={v}" for k, v in sorted(labels.items())),
+                    "`selector` does not match template `labels`",
+                )
+            )
+    causes += pod_spec_causes(f"{tpath}.spec", template.get("spec"))
+    return causes
+
+
+def restart_policy_causes(template: Any, tpath: str, allowed: Sequence[str]) -> list[Cause]:
+    """A controller's pod template may only use ``allowed`` restart policies."""
+    spec = (template.get("spec") or {}) if isinstance(template, Mapping) else {}
+    policy = spec.get("restartPolicy") if isinstance(spec, Mapping) else None
+    if policy not in allowed:
+        return [not_supported(f"{tpath}.spec.restartPolicy", policy or "", allowed)]
+    return []
+
+
 def workload_spec_causes(obj: Mapping[str, Any], deployment: bool) -> list[Cause]:
     spec = obj.get("spec")
     if not isinstance(spec, Mapping):
         return [required("spec.selector"), required("spec.template")]
-    causes = _non_negative("spec.replicas", spec.get("replicas"))
-    causes += _non_negative("spec.minReadySeconds", spec.get("minReadySeconds"))
+    causes = non_negative("spec.replicas", spec.get("replicas"))
+    causes += non_negative("spec.minReadySeconds", spec.get("minReadySeconds"))
     selector = spec.get("selector")
     template = spec.get("template")
     if not selector:
@@ -227,7 +345,7 @@ def workload_spec_causes(obj: Mapping[str, Any], deployment: bool) -> list[Cause
             )
     causes += pod_spec_causes("spec.template.spec", template.get("spec"))
     if deployment:
-        causes += _non_negative("spec.revisionHistoryLimit", spec.get("revisionHistoryLimit"))
+        causes += non_negative("spec.revisionHistoryLimit", spec.get("revisionHistoryLimit"))
         strategy = spec.get("strategy") or {}
         stype = strategy.get("type")
         if stype is not None and stype not in ("RollingUpdate", "Recreate"):
@@ -252,7 +370,7 @@ def workload_spec_causes(obj: Mapping[str, Any], deployment: bool) -> list[Cause
     return causes
 
 
-def _int_or_percent(field: str, value: Any) -> tuple[list[Cause], float | None]:
+def int_or_percent(field: str, value: Any) -> tuple[list[Cause], float | None]:
     """Causes for an IntOrString, and its size (percent as a fraction of 100) when valid."""
     if isinstance(value, int) and not isinstance(value, bool):
         if value < 0:
@@ -288,7 +406,7 @@ def _rolling_update_causes(stype: Any, rolling: Any) -> list[Cause]:
     sizes = {}
     for key in ("maxUnavailable", "maxSurge"):
         if rolling.get(key) is not None:
-            more, size = _int_or_percent(f"{field}.{key}", rolling[key])
+            more, size = int_or_percent(f"{field}.{key}", rolling[key])
             causes += more
             sizes[key] = size
     unavailable = rolling.get("maxUnavailable")
@@ -305,7 +423,7 @@ def _rolling_update_causes(stype: Any, rolling: Any) -> list[Cause]:
     return causes
 
 
-def _lease_causes(obj: Mapping[str, Any]) -> list[Cause]:
+def lease_causes(obj: Mapping[str, Any]) -> list[Cause]:
     spec = obj.get("spec") or {}
     duration = spec.get("leaseDurationSeconds")
     if duration is not None and (not isinstance(duration, int) or duration <= 0):
@@ -313,7 +431,7 @@ def _lease_causes(obj: Mapping[str, Any]) -> list[Cause]:
     return []
 
 
-def _configmap_causes(obj: Mapping[str, Any]) -> list[Cause]:
+def configmap_causes(obj: Mapping[str, Any]) -> list[Cause]:
     causes: list[Cause] = []
     for section in ("data", "binaryData"):
         for key in obj.get(section) or {}:
@@ -340,7 +458,7 @@ def _configmap_causes(obj: Mapping[str, Any]) -> list[Cause]:
     return causes
 
 
-def _event_causes(obj: Mapping[str, Any]) -> list[Cause]:
+def event_causes(obj: Mapping[str, Any]) -> list[Cause]:
     involved = obj.get("involvedObject") or {}
     namespace = (obj.get("metadata") or {}).get("namespace", "")
     ns = involved.get("namespace")
@@ -349,47 +467,30 @@ def _event_causes(obj: Mapping[str, Any]) -> list[Cause]:
     return []
 
 
-_SPEC_CAUSES: dict[str, Callable[[Mapping[str, Any]], list[Cause]]] = {
-    "Pod": lambda obj: pod_spec_causes("spec", obj.get("spec")),
-    "Deployment": lambda obj: workload_spec_causes(obj, deployment=True),
-    "ReplicaSet": lambda obj: workload_spec_causes(obj, deployment=False),
-    "Lease": _lease_causes,
-    "ConfigMap": _configmap_causes,
-    "Event": _event_causes,
-}
+def selector_update_causes(new: Mapping[str, Any], old: Mapping[str, Any]) -> list[Cause]:
+    """apps/v1: ``spec.selector`` is immutable."""
+    old_selector = (old.get("spec") or {}).get("selector")
+    new_selector = (new.get("spec") or {}).get("selector")
+    if old_selector != new_selector:
+        return [invalid_value("spec.selector", str(new_selector), "field is immutable")]
+    return []
 
 
-def validate_create(kind: str, obj: Mapping[str, Any]) -> list[Cause]:
-    causes = metadata_causes(obj, name_is_label=kind == "Namespace")
-    spec_causes = _SPEC_CAUSES.get(kind)
-    if spec_causes is not None:
-        causes += spec_causes(obj)
-    return causes
-
-
-def validate_update(kind: str, new: Mapping[str, Any], old: Mapping[str, Any]) -> list[Cause]:
-    causes = validate_create(kind, new)
-    if kind in ("Deployment", "ReplicaSet"):
-        old_selector = (old.get("spec") or {}).get("selector")
-        new_selector = (new.get("spec") or {}).get("selector")
-        if old_selector != new_selector:
-            causes.append(invalid_value("spec.selector", str(new_selector), "field is immutable"))
-    if kind == "Pod":
-        old_spec, new_spec = old.get("spec") or {}, new.get("spec") or {}
-        for field in ("nodeName",):
-            if old_spec.get(field) and old_spec.get(field) != new_spec.get(field):
-                causes.append(
-                    invalid_value(f"spec.{field}", new_spec.get(field), "field is immutable")
-                )
-        if [c.get("name") for c in old_spec.get("containers") or []] != [
-            c.get("name") for c in new_spec.get("containers") or []
-        ]:
-            causes.append(
-                invalid_value(
-                    "spec",
-                    "...",
-                    "Forbidden: pod updates may not change fields other than images and a few "
-                    "others",
-                )
+def pod_update_causes(new: Mapping[str, Any], old: Mapping[str, Any]) -> list[Cause]:
+    """What a pod update may not change (its node once bound, its containers)."""
+    causes: list[Cause] = []
+    old_spec, new_spec = old.get("spec") or {}, new.get("spec") or {}
+    for field in ("nodeName",):
+        if old_spec.get(field) and old_spec.get(field) != new_spec.get(field):
+            causes.append(invalid_value(f"spec.{field}", new_spec.get(field), "field is immutable"))
+    if [c.get("name") for c in old_spec.get("containers") or []] != [
+        c.get("name") for c in new_spec.get("containers") or []
+    ]:
+        causes.append(
+            invalid_value(
+                "spec",
+                "...",
+                "Forbidden: pod updates may not change fields other than images and a few others",
             )
+        )
     return causes

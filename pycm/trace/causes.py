@@ -25,9 +25,12 @@ manager it writes as: an event on that object whose newest managedFields entry n
 manager is this write's, though its response is still on the way. (One key is synced by one
 worker at a time, so the in-flight creates sharing a generateName are one reconcile's.)
 
-Both tables are bounded (oldest dropped first): a handler runs within milliseconds of the
-transform and a watch event within a second or so of the write, so a few thousand entries hold
-every cause still to be asked for; a lost entry only makes a cause "unknown", never wrong.
+The tables are bounded in count and in age (:class:`_Generations`: an entry lives from one to
+two minutes, fewer when the count bound is reached first): a handler runs within milliseconds of
+the transform and a watch event within a second or so of the write, so what is older is never
+asked for again, and a manager under steady churn holds a steady amount (before the age bound
+the tables filled to their counts over an hour of churn, ~0.2 MB a minute: issue 40). A lost
+entry only makes a cause "unknown", never wrong.
 
 A :class:`Trigger` is what a handler enqueues with a key; the worker puts it in the reconcile's
 begin record and the bus spells it out as ``ReconcileStarted.trigger_*`` when read. When the
@@ -37,8 +40,10 @@ the first (``first``) and the count (``merged``).
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import msgspec
 
@@ -58,6 +63,8 @@ __all__ = [
 MAX_WRITES = 16_384
 MAX_WRITERS = 8_192  # (an entry may be a watched object's managedFields bytes, ~2 KB)
 MAX_DELETES = 4_096
+MAX_AGE_S = 120.0
+"""The most an entry of the tables lives (it lives at least half of it, see _Generations)."""
 
 Entry = tuple[str, str, str, str]
 """What a managedFields entry says of its writer: (manager, operation, time, subresource)."""
@@ -232,6 +239,61 @@ def _newest_is(writers: Writers, manager: str) -> bool:
     return any(entry[0] == manager and entry[2] == newest for entry in writers)
 
 
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class _Generations(Generic[K, V]):
+    """A dict bounded in count and in age by two generations: entries go into the new one;
+    when it holds half the count bound or is half the age bound old, it becomes the old one and
+    the old one is dropped whole. So an entry lives between half the age bound and all of it
+    (unless the count bound comes first) and at most ``limit`` entries are held; the cost is a
+    clock reading per insert, not per entry (no timestamps kept)."""
+
+    __slots__ = ("_born_ns", "_half_age_ns", "_half_limit", "_monotonic_ns", "_new", "_old")
+
+    def __init__(self, limit: int, max_age_s: float, monotonic_ns: Callable[[], int]) -> None:
+        self._half_limit = max(1, limit // 2)
+        self._half_age_ns = int(max_age_s * 1e9) // 2
+        self._monotonic_ns = monotonic_ns
+        self._new: dict[K, V] = {}
+        self._old: dict[K, V] = {}
+        self._born_ns = monotonic_ns()
+
+    def __len__(self) -> int:
+        return len(self._new) + len(self._old)
+
+    def get(self, key: K) -> V | None:
+        value = self._new.get(key)
+        if value is None:
+            value = self._old.get(key)
+        return value
+
+    def put(self, key: K, value: V) -> None:
+        """Insert into the new generation (a key put again is read from there: the new
+        generation is asked first)."""
+        now = self._monotonic_ns()
+        if len(self._new) >= self._half_limit or now - self._born_ns >= self._half_age_ns:
+            self._old, self._new = self._new, {}
+            self._born_ns = now
+        self._new[key] = value
+
+    def replace(self, key: K, value: V) -> None:
+        """A held entry's value changed in place (its generation, so its age, kept)."""
+        if key in self._new:
+            self._new[key] = value
+        elif key in self._old:
+            self._old[key] = value
+
+    def pop(self, key: K) -> None:
+        self._new.pop(key, None)
+        self._old.pop(key, None)
+
+    def clear(self) -> None:
+        self._new.clear()
+        self._old.clear()
+
+
 class CauseTable:
     """The bounded tables behind :class:`Trigger`: this manager's writes by the resourceVersion
     they returned, and the outside writers objects name (see the module docstring)."""
@@ -246,16 +308,28 @@ class CauseTable:
         "own_managers",
     )
 
-    def __init__(self, max_writes: int = MAX_WRITES, max_writers: int = MAX_WRITERS) -> None:
+    def __init__(
+        self,
+        max_writes: int = MAX_WRITES,
+        max_writers: int = MAX_WRITERS,
+        max_age_s: float = MAX_AGE_S,
+        monotonic_ns: Callable[[], int] = time.monotonic_ns,
+    ) -> None:
         self.max_writes = max_writes
         self.max_writers = max_writers
-        # (namespace, name, rv) → (cause, verb); insertion order is age (oldest first).
-        self._writes: dict[tuple[str, str, str], tuple[CauseRef, str]] = {}
+        # (namespace, name, rv) → (cause, verb).
+        self._writes: _Generations[tuple[str, str, str], tuple[CauseRef, str]] = _Generations(
+            max_writes, max_age_s, monotonic_ns
+        )
         # (namespace, name) → (cause, verb) of a delete (see the module docstring).
-        self._deletes: dict[tuple[str, str], tuple[CauseRef, str]] = {}
+        self._deletes: _Generations[tuple[str, str], tuple[CauseRef, str]] = _Generations(
+            MAX_DELETES, max_age_s, monotonic_ns
+        )
         # (namespace, name, rv) → the object's managedFields writers, or their JSON bytes
         # (decoded when first asked for: most events' writers never are).
-        self._writers: dict[tuple[str, str, str], Writers | bytes] = {}
+        self._writers: _Generations[tuple[str, str, str], Writers | bytes] = _Generations(
+            max_writers, max_age_s, monotonic_ns
+        )
         # The field managers this manager's own clients write as (registered by each client).
         self.own_managers: set[str] = set()
         # (namespace, name, generated) → [cause, verb, manager, count] of writes in flight
@@ -274,17 +348,9 @@ class CauseTable:
             return
         entry = (cause, verb)
         if verb == "delete":
-            deletes = self._deletes
-            deletes.pop((namespace, name), None)
-            deletes[(namespace, name)] = entry
-            if len(deletes) > MAX_DELETES:
-                del deletes[next(iter(deletes))]
-        if not rv:
-            return
-        writes = self._writes
-        writes[(namespace, name, rv)] = entry
-        if len(writes) > self.max_writes:
-            del writes[next(iter(writes))]
+            self._deletes.put((namespace, name), entry)
+        if rv:
+            self._writes.put((namespace, name, rv), entry)
 
     def cause(
         self,
@@ -376,10 +442,7 @@ class CauseTable:
 
     def note_writer(self, namespace: str, name: str, rv: str, writer: Writers | bytes) -> None:
         """The object (namespace, name) at ``rv`` names ``writer`` (the informer's transform)."""
-        writers = self._writers
-        writers[(namespace, name, rv)] = writer
-        if len(writers) > self.max_writers:
-            del writers[next(iter(writers))]
+        self._writers.put((namespace, name, rv), writer)
 
     def write_of(self, namespace: str, name: str, rv: str) -> tuple[CauseRef, str] | None:
         return self._writes.get((namespace, name, rv))
@@ -393,9 +456,9 @@ class CauseTable:
         if type(writers) is bytes:
             decoded = writers_from_json(writers)
             if decoded is None:
-                del self._writers[key]
+                self._writers.pop(key)
                 return None
-            self._writers[key] = decoded
+            self._writers.replace(key, decoded)
             return decoded
         return writers  # type: ignore[return-value]
 

@@ -164,6 +164,39 @@ def test_tails_are_bounded_with_the_table() -> None:
     assert len(decoder) <= 32
 
 
+def test_tails_are_bounded_in_bytes_as_well() -> None:
+    """Tails of ~3 KB each against a 16 KB generation: a handful per generation, whatever the
+    entry bound; every event still decodes as orjson."""
+    decoder = SharingDecoder(max_bytes=16 << 10)
+    lines = [_line(_bumped(_served(i), n)) for n in range(2) for i in range(40)]
+    got = decoder.decode_events(lines)
+    assert [o for _, o in got] == [_expected(line) for line in lines]
+    tails = [v[0] for v in (*decoder._new.values(), *decoder._old.values()) if type(v) is tuple]
+    assert tails and sum(map(len, tails)) <= 2 * (16 << 10) + max(map(len, tails))
+    unbounded = SharingDecoder()
+    unbounded.decode_events(lines)
+    assert len(unbounded) > 2 * len(decoder)  # (the bound is what held them back)
+
+
+def test_an_unused_entry_leaves_within_twice_the_age_bound() -> None:
+    """Pods made and deleted (or updated once, never again) leave their slices and tails once two
+    generations have aged past them; one still updated is promoted and stays."""
+    now = [0]
+    decoder = SharingDecoder(max_age_s=300.0, monotonic_ns=lambda: now[0])
+    once = _line(_bumped(_served(1), 1))
+    kept = [_line(_bumped(_served(2), n)) for n in range(4)]
+    decoder.decode_events([once, kept[0]])
+    name_once = _served(1)["metadata"]["name"].encode()
+    name_kept = _served(2)["metadata"]["name"].encode()
+    hint_once, hint_kept = b'"name":"' + name_once, b'"name":"' + name_kept
+    assert hint_once in decoder._new and hint_kept in decoder._new
+    for step, line in enumerate(kept[1:], 1):  # every 301 s: one generation turns old each time
+        now[0] = step * 301 * 10**9
+        assert decoder.decode_events([line]) == [("MODIFIED", _expected(line))]
+    assert hint_once not in decoder._new and hint_once not in decoder._old
+    assert hint_kept in decoder._new
+
+
 def _list_body(items: list[dict[str, Any]]) -> bytes:
     return orjson.dumps({"kind": "PodList", "metadata": {"resourceVersion": "9"}, "items": items})
 

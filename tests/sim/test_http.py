@@ -85,11 +85,16 @@ async def test_http_discovery_lists_what_kubectl_needs(http: httpx.AsyncClient) 
     assert "replicasets/scale" in apps and "replicasets/status" in apps
     groups = {g["name"] for g in (await http.get("/apis")).json()["groups"]}
     assert groups == {
+        "apiextensions.k8s.io",  # CustomResourceDefinitions
         "apps",
         "coordination.k8s.io",
         "authentication.k8s.io",
         "authorization.k8s.io",
-        "policy",  # stored only, for manifests (deploy/kubernetes)
+        "autoscaling",
+        "batch",
+        "discovery.k8s.io",
+        "networking.k8s.io",
+        "policy",
         "rbac.authorization.k8s.io",
     }
     assert (await http.get("/api")).json()["versions"] == ["v1"]

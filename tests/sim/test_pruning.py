@@ -185,9 +185,9 @@ def test_prune_values_of_another_shape_are_left_to_validation() -> None:
 
 
 def test_prune_kind_without_a_schema_is_untouched() -> None:
-    service = {"metadata": {"name": "s"}, "spec": {"odd": 1}, "odd": 2}
-    assert prune_unknown_fields("Service", "v1", service, "Strict") == []
-    assert service == {"metadata": {"name": "s"}, "spec": {"odd": 1}, "odd": 2}
+    role = {"metadata": {"name": "s"}, "rules": [{"odd": 1}], "odd": 2}
+    assert prune_unknown_fields("Role", "rbac.authorization.k8s.io/v1", role, "Strict") == []
+    assert role == {"metadata": {"name": "s"}, "rules": [{"odd": 1}], "odd": 2}
 
 
 def test_prune_unknown_mode_is_400() -> None:

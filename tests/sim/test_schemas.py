@@ -21,7 +21,10 @@ from pycm.sim.schemas import KINDS, Field, Kept, ListOf, Struct
 
 ROOT = Path(__file__).resolve().parents[2]
 # Each kind's model in the client (core/v1 Event is CoreV1Event there).
-MODELS = {kind: f"V1{kind}" for kind in KINDS} | {"Event": "CoreV1Event"}
+MODELS = {kind: f"V1{kind}" for kind in KINDS} | {
+    "Event": "CoreV1Event",
+    "HorizontalPodAutoscaler": "V2HorizontalPodAutoscaler",  # served at autoscaling/v2
+}
 _SCALARS = {"str", "int", "bool", "float", "datetime", "date", "object", "bytes"}
 _LIST = re.compile(r"^List\[(.+)\]$")
 

@@ -137,7 +137,7 @@ async def test_table_watch_chunks_are_table_rows_encoded(emu: Emulator) -> None:
     expected = []
     for e in _history(emu.store, since):
         rv_meta = {"resourceVersion": e.obj["metadata"]["resourceVersion"]}
-        rows = table(res.kind, [e.obj], now, "Metadata", rv_meta, out.api_version)
+        rows = table(res.strategy.printer, [e.obj], now, "Metadata", rv_meta, out.api_version)
         expected.append(orjson.dumps({"type": e.type, "object": rows}) + b"\n")
     assert await _chunks(emu, f"resourceVersion={since}", 4, TABLE) == expected
 

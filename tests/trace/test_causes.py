@@ -55,12 +55,46 @@ def test_trigger_merge_keeps_the_first_and_counts_every_event() -> None:
 
 
 def test_cause_table_writes_are_bounded_oldest_first() -> None:
-    table = CauseTable(max_writes=3)
+    table = CauseTable(max_writes=4)
     span = [0, _begin(1)]
     for rv in range(5):
         table.note_write("ns", "a", str(rv), "update", span)
     assert table.write_of("ns", "a", "0") is None and table.write_of("ns", "a", "1") is None
     assert [table.write_of("ns", "a", str(rv)) is not None for rv in (2, 3, 4)] == [True] * 3
+    for rv in range(5, 100):
+        table.note_write("ns", "a", str(rv), "update", span)
+        assert len(table) <= 4
+
+
+def test_cause_table_entries_live_one_to_two_minutes() -> None:
+    """Under steady churn the tables hold what the last minutes wrote, not their count bounds:
+    an entry lives at least half the age bound and never past it."""
+    now = [0]
+    table = CauseTable(max_age_s=120.0, monotonic_ns=lambda: now[0])
+    span = [0, _begin(1)]
+    table.note_write("ns", "a", "1", "update", span)
+    table.note_writer("ns", "a", "1", (("kubectl-scale", "Update", "t1", ""),))
+    table.note_write("ns", "gone", "", "delete", span)
+    now[0] = 59 * 10**9  # younger than half the bound: kept through the next insert
+    table.note_write("ns", "b", "2", "update", span)
+    assert table.write_of("ns", "a", "1") is not None
+    now[0] = 61 * 10**9  # the first generation turns old, still asked
+    table.note_write("ns", "c", "3", "update", span)
+    table.note_writer("ns", "c", "3", RELIST)
+    table.note_write("ns", "other", "", "delete", span)
+    assert table.write_of("ns", "a", "1") is not None
+    assert table.writer_of("ns", "a", "1") == (("kubectl-scale", "Update", "t1", ""),)
+    assert table.delete_of("ns", "gone") is not None
+    now[0] = 122 * 10**9  # past the bound: dropped at the next insert of each table
+    table.note_write("ns", "d", "4", "update", span)
+    table.note_writer("ns", "d", "4", RELIST)
+    table.note_write("ns", "later", "", "delete", span)
+    assert table.write_of("ns", "a", "1") is None
+    assert table.writer_of("ns", "a", "1") is None
+    assert table.delete_of("ns", "gone") is None
+    assert table.write_of("ns", "c", "3") is not None and table.writer_of("ns", "c", "3") is RELIST
+    # writes c and d (b went with a's generation), writers c and d, deletes other and later
+    assert len(table) == 6
 
 
 def test_cause_table_a_write_outside_any_step_is_not_noted() -> None:

@@ -27,7 +27,13 @@ Folding is cheap (one list or tuple per step, a dict lookup or two); memory is b
 ways: :data:`MAX_STEPS` steps per object, :data:`MAX_OBJECT_BYTES` per object and
 :data:`MAX_BYTES` in all (estimated sizes, :func:`step_bytes`), at most :data:`MAX_OBJECTS`
 objects (the least recently touched evicted) and :data:`MAX_SPANS` indexed reconciles (oldest
-first). Steps carry names, keys, paths, counts and timings only, never object bodies.
+first). Time bounds them too, by the steps' own timestamps (so a replayed recording folds as the
+live run did): a deleted object's history is dropped :data:`DELETED_TTL_NS` after its deletion was
+seen unless a step touched it since (an object of that name made again), and a reconcile leaves the
+span index at that age. Without them a manager under churn (pods made and deleted every second)
+grew for over an hour, until 4 096 histories, most of deleted pods, had piled up (issue 40); a
+recording (``--trace-file``, ``pycm why --replay``) keeps everything. Steps carry names, keys,
+paths, counts and timings only, never object bodies.
 
 The histories are not part of the snapshot (they would make every snapshot megabytes): a
 snapshot carries the histories it is asked for (``State.snapshot(objects=...)``, the stream's
@@ -76,6 +82,7 @@ MAX_OBJECT_BYTES = 64 * 1024  # estimated bytes of one object's steps
 MAX_BYTES = 16 * 1024 * 1024  # estimated bytes of all histories
 MAX_OBJECTS = 4096  # objects with a history (least recently touched evicted)
 MAX_SPANS = 8192  # reconciles indexed by span id, for walking chains (oldest dropped)
+DELETED_TTL_NS = 15 * 60 * 10**9  # a deleted object's history, and an indexed reconcile, kept
 MAX_ERROR = 256  # characters of an error kept in a step
 # An estimate of one step's memory: the list (30 slots) and its id strings; a step's own
 # strings (key, paths, error) are added by length. Shared strings are counted as if not.
@@ -235,13 +242,16 @@ class ObjectHistories:
     :data:`MAX_BYTES` after each fold; ``table``'s order is least recently touched first;
     ``spans`` holds at most :data:`MAX_SPANS` reconcile steps, oldest first."""
 
-    __slots__ = ("bytes", "evicted", "spans", "table")
+    __slots__ = ("_spans_due", "bytes", "deleted", "evicted", "spans", "table")
 
     def __init__(self) -> None:
         # OrderedDicts: moving a key to the end and taking the first are O(1) (a plain dict's
         # first key is found by skipping the holes its deletions left: quadratic under churn).
         self.table: OrderedDict[ObjectKey, History] = OrderedDict()
         self.spans: OrderedDict[str, Step] = OrderedDict()
+        # (when its deletion was seen, object) in the order seen: expired by later steps' times.
+        self.deleted: deque[tuple[int, ObjectKey]] = deque()
+        self._spans_due = -(1 << 63)  # when the oldest indexed reconcile turns too old
         self.bytes = 0
         self.evicted = 0  # objects evicted
 
@@ -265,6 +275,28 @@ class ObjectHistories:
         if self.bytes > MAX_BYTES:
             while self.bytes > MAX_BYTES and len(table) > 1:
                 self._evict()
+        deleted = self.deleted
+        if deleted:
+            ts = step[TS]
+            if type(ts) is not int:  # a restored step (its time in its dict)
+                ts = _step_ts(step)
+            if deleted[0][0] < ts - DELETED_TTL_NS:
+                self._expire(ts - DELETED_TTL_NS)
+
+    def note_deleted(self, okey: ObjectKey, ts: int) -> None:
+        """A watch event said ``okey`` was deleted at ``ts``: its history is dropped once
+        :data:`DELETED_TTL_NS` has passed with no step of it since."""
+        self.deleted.append((ts, okey))
+
+    def _expire(self, cutoff: int) -> None:
+        deleted, table = self.deleted, self.table
+        while deleted and deleted[0][0] < cutoff:
+            _, okey = deleted.popleft()
+            hist = table.get(okey)
+            if hist is not None and _step_ts(hist[-1]) < cutoff:  # untouched since: not made again
+                del table[okey]
+                self.bytes -= hist.bytes
+                self.evicted += 1
 
     def _trim(self, hist: History) -> None:
         steps = hist
@@ -299,6 +331,14 @@ class ObjectHistories:
         spans[span_id] = step
         if len(spans) > MAX_SPANS:
             spans.popitem(last=False)
+        ts = step[TS]
+        if type(ts) is not int:  # a restored step (its time in its dict)
+            ts = _step_ts(step)
+        if ts > self._spans_due:  # the oldest indexed reconcile is past the age bound
+            cutoff = ts - DELETED_TTL_NS
+            while spans and _step_ts(next(iter(spans.values()))) < cutoff:
+                spans.popitem(last=False)
+            self._spans_due = _step_ts(next(iter(spans.values()))) + DELETED_TTL_NS
 
     def history(self, ref: ObjectRef) -> ObjectHistorySnapshot | None:
         """``ref``'s history, or None when no step touched it."""
@@ -338,6 +378,11 @@ class ObjectHistories:
 
 def _ts(step: ObjectStepSnapshot) -> int:
     return step["ts"]
+
+
+def _step_ts(step: Step) -> int:
+    """A held step's time (a restored one keeps its time in its dict)."""
+    return int(step[3]["ts"]) if step[TAG] == RESTORED else int(step[TS])
 
 
 _BLANK: dict[str, Any] = {f: 0 if f in ("ts", "code", "dur_ns", "merged") else "" for f in FIELDS}
@@ -569,6 +614,8 @@ def _reconcile_began(state: State, ev: ReconcileStarted, inst: InstanceRecord) -
     if tkey is not None:  # another object's event: its own step, in its history
         watch = (WATCH, tkey, size, enqueued, *step[INSTANCE:WAIT_MS_], 0.0, "", "")
         objs.add(tkey, (*watch, *step[CAUSE_TRACE_ID_:OWN_WATCH_TS], 0))
+    if event == "delete" and obj:
+        objs.note_deleted(tkey if tkey is not None else okey, ts)
 
 
 @also_handles(ReconcileFinished)

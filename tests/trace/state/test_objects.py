@@ -308,3 +308,61 @@ def test_objects_asked_for_histories_have_exactly_the_declared_fields() -> None:
     snap = orjson.loads(orjson.dumps(f.state.snapshot(objects=[DEPLOY, RS, POD])))
     assert len(snap["objects"]) == 3
     assert mismatches(snap, Snapshot) == []
+
+
+def _pod_deleted(f: Feed, pod: str, at: float) -> None:
+    """The replicaset controller reconciles its ReplicaSet because a pod's DELETED event came."""
+    f(
+        k.ReconcileStarted(
+            controller="replicaset",
+            key="default/web-6dc5",
+            resource="replicasets",
+            trigger_kind="Pod",
+            trigger_object=f"default/{pod}",
+            trigger_event="delete",
+            trigger_rv="40",
+            trigger_merged=1,
+        ),
+        at=at,
+        span_id=f.span(),
+    )
+
+
+def test_a_deleted_objects_history_leaves_after_the_ttl_unless_made_again() -> None:
+    """Under churn (pods made and deleted every second) the histories of deleted pods held the
+    manager's memory growing for an hour; each now leaves DELETED_TTL_NS after its deletion,
+    unless a step touched the name again (an object made again keeps its history)."""
+    f = Feed()
+    ttl = o.DELETED_TTL_NS / 1e9
+    for pod in ("gone", "back"):
+        f(
+            k.ApiRequestCompleted(verb="create", resource="pods", namespace="default", name=pod),
+            at=0.5,
+        )
+        _pod_deleted(f, pod, at=1.0)
+    f(
+        k.ApiRequestCompleted(verb="create", resource="pods", namespace="default", name="back"),
+        at=ttl / 2,
+    )
+    objs = f.state.objects
+    assert objs.history(ObjectRef("pods", "default", "gone")) is not None
+    before = objs.bytes
+    _pod_deleted(f, "other", at=ttl + 2.0)  # any later step expires what is due
+    assert objs.history(ObjectRef("pods", "default", "gone")) is None
+    back = objs.history(ObjectRef("pods", "default", "back"))
+    assert back is not None and back["steps"][-1]["verb"] == "create"
+    assert objs.history(ObjectRef("replicasets", "default", "web-6dc5")) is not None
+    assert objs.bytes < before + 2 * o._STEP_BASE and objs.bytes == sum(
+        h.bytes for h in objs.table.values()
+    )
+
+
+def test_objects_span_index_bounded_in_age() -> None:
+    f = Feed()
+    ttl = o.DELETED_TTL_NS / 1e9
+    old, recent, now = f.span(), f.span(), f.span()
+    f(k.ReconcileStarted(controller="c", key="n/a", resource="pods"), at=0.0, span_id=old)
+    f(k.ReconcileStarted(controller="c", key="n/b", resource="pods"), at=ttl / 2, span_id=recent)
+    f(k.ReconcileStarted(controller="c", key="n/c", resource="pods"), at=ttl + 1, span_id=now)
+    assert list(f.state.objects.spans) == [recent, now]
+    assert f.state.objects.span(old) is None
