@@ -351,6 +351,67 @@ def measure(fn: Measure) -> Measure:
     return fn
 
 
+async def _apply(url: str, token: str, n: int) -> Figure:
+    """``sim.apply``: server-side applies/s (``application/apply-patch+yaml``, JSON bodies, one
+    manager changing the replicas of ``n`` Deployments it applied before, ``_CONCURRENCY`` in
+    flight). Peer: merge patches/s of the same change to the same Deployments in the same run;
+    ratio applies / merge patches (the aim: >= 0.5)."""
+    path = "/apis/apps/v1/namespaces/default/deployments"
+    labels = {"app": "bench-apply"}
+
+    def body(name: str, replicas: int) -> bytes:
+        return orjson.dumps(
+            {
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "metadata": {"name": name, "labels": labels},
+                "spec": {
+                    "replicas": replicas,
+                    "selector": {"matchLabels": labels},
+                    "template": {
+                        "metadata": {"labels": labels},
+                        "spec": {
+                            "containers": [
+                                {
+                                    "name": "app",
+                                    "image": "nginx:1.25",
+                                    "ports": [{"containerPort": 80}],
+                                }
+                            ]
+                        },
+                    },
+                },
+            }
+        )
+
+    applying = {"Content-Type": "application/apply-patch+yaml"}
+    merging = {"Content-Type": "application/merge-patch+json"}
+    async with _client(url, token) as c:
+
+        async def apply(i: int, replicas: int) -> None:
+            r = await c.patch(
+                f"{path}/a-{i:05d}?fieldManager=bench", content=body(f"a-{i:05d}", replicas),
+                headers=applying,
+            )  # fmt: skip
+            r.raise_for_status()
+
+        async def merge(i: int) -> None:
+            patch = orjson.dumps({"spec": {"replicas": 3}})
+            r = await c.patch(f"{path}/a-{i:05d}", content=patch, headers=merging)
+            r.raise_for_status()
+
+        await _in_parallel(n, lambda i: apply(i, 1))  # the applier's objects, created
+        applies = n / await _in_parallel(n, lambda i: apply(i, 2))
+        merges = n / await _in_parallel(n, merge)
+    return Figure("sim.apply", applies, "applies/s", "sim.merge_patch", merges, "patches/s",
+                  applies / merges)  # fmt: skip
+
+
+@measure
+async def _apply_figures(run: Run) -> list[Figure]:
+    return [await _apply(run.url, run.token, run.n)]
+
+
 async def _crd_create(url: str, token: str, n: int) -> Figure:
     """``sim.crd_create``: custom-resource creates/s (a CRD with a structural schema, defaults,
     an enum, a pattern and printer columns; pruned, defaulted, validated on each create). Peer:

@@ -287,7 +287,7 @@ def _copy_causes(run_: _Run) -> Any:
     # A copy of the tables' containers and keys made under tracing stands for their size: the
     # entries' tuples are shared with the records (counted with the state).
     causes = run_.bus.causes
-    return (dict(causes._writes), dict(causes._writers), dict(causes._deletes))
+    return (causes._writes.to_dict(), causes._writers.to_dict(), causes._deletes.to_dict())
 
 
 if __name__ == "__main__":

@@ -22,13 +22,16 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response, StreamingResponse
 
 from pycm.sim import discovery, errors, managedfields
+from pycm.sim.apply import APPLY_PATCH, apply
 from pycm.sim.auth import Attributes, Authorizer, TokenAuthenticator, UserInfo
-from pycm.sim.bodies import OBJECT_TYPES, PATCH_TYPES, decode_body
-from pycm.sim.crd.conversion import served_as
-from pycm.sim.gostrconv import parse_duration, quote
+from pycm.sim.bodies import OBJECT_TYPES, PATCH_TYPES, decode_body, media_type
+from pycm.sim.crd.conversion import served_as, stored_versions
+from pycm.sim.crd.served import served_versions
+from pycm.sim.gostrconv import parse_bool, parse_duration, quote
 from pycm.sim.listoptions import ListOptions, list_options, watch_timeout
 from pycm.sim.negotiation import METADATA, TABLE, Output, negotiate
 from pycm.sim.objects import Obj
+from pycm.sim.openapi import CustomSchemas, OpenAPI
 from pycm.sim.pruning import warning_headers
 from pycm.sim.requestinfo import RequestInfo, request_info, request_path
 from pycm.sim.resources import Resource
@@ -69,6 +72,9 @@ class APIContext:
     before_request: list[BeforeRequest] = field(default_factory=list)
     # Set once the server is stopping: new requests still work, watches end at once.
     stopping: bool = False
+    # The custom resources' served schemas, for the OpenAPI documents (None: the CRD registry's).
+    custom_schemas: CustomSchemas | None = None
+    openapi: OpenAPI | None = None  # made on first use (it caches the encoded documents)
 
 
 def _json(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
@@ -140,11 +146,13 @@ async def _serve(ctx: APIContext, request: Request) -> Response:
     if res.namespaced is False and info.namespace and info.resource != "namespaces":
         raise errors.not_found(info.resource, "")
     storage = ctx.store.registry.resources.get(res.key)
-    if storage is not None and storage.version != res.version:
-        # A custom resource through a version other than its storage version (one table;
-        # kube's None conversion: only apiVersion differs).
-        answer = await _resource(ctx, request, storage, info, query, user, asked=res)
-        return served_as(answer, storage.api_version, res.api_version)
+    stored_as = stored_versions(storage, res) if storage is not None else ()
+    if storage is not None and stored_as:
+        # A custom resource whose objects are stored at another version than the one asked
+        # through (one table; kube's None conversion: only apiVersion differs).
+        asked = res if storage.version != res.version else None
+        answer = await _resource(ctx, request, storage, info, query, user, asked=asked)
+        return served_as(answer, stored_as, res.api_version)
     return await _resource(ctx, request, res, info, query, user)
 
 
@@ -184,6 +192,12 @@ def _non_resource(ctx: APIContext, request: Request, path: str) -> Response:
         raise errors.method_not_allowed(request.method, path)
     registry = ctx.store.registry
     parts = [p for p in path.split("/") if p]
+    if parts[:1] == ["openapi"]:
+        if ctx.openapi is None:
+            custom = ctx.custom_schemas or (lambda: served_versions(registry))
+            ctx.openapi = OpenAPI(registry, custom)
+        headers = request.headers
+        return ctx.openapi.respond(path, headers.get("accept"), headers.get("if-none-match"))
     if parts == ["api"]:
         return _json(discovery.api_versions(ctx.server_address))
     if parts == ["apis"]:
@@ -358,12 +372,33 @@ async def _resource(
         if sub == "status":
             return _warn(_json(store.update_status(res, body, ns, manager=manager)), pruned)
         return _warn(_json(store.update(res, body, ns, manager=manager)), pruned)
+    if verb == "patch" and media_type(request) == APPLY_PATCH:
+        if sub == "scale":
+            raise errors.bad_request("the emulator does not serve apply patches to scale")
+        config = await _body(request, PATCH_TYPES)
+        asked_version = asked.api_version if asked is not None else None
+        if isinstance(config, dict) and asked_version and config.get("apiVersion") == asked_version:
+            config["apiVersion"] = res.api_version  # the storage version's resource applies it
+        dropped: list[str] = []
+        obj, fresh = apply(
+            store,
+            res,
+            ns,
+            name,
+            config,
+            manager=manager,
+            force=parse_bool(query["force"]) if "force" in query else False,
+            subresource=sub,
+            field_validation=query.get("fieldValidation"),
+            pruned=dropped,
+        )
+        return _warn(_json(obj, 201 if fresh else 200), dropped)
     if verb == "patch":
         patch = await _body(request, PATCH_TYPES)
         if patch is None:
             raise errors.bad_request("the body of the request was empty: a patch is required")
         content_type = request.headers.get("content-type", "")
-        dropped: list[str] = []
+        dropped = []
         patched = store.patch(
             res,
             ns,

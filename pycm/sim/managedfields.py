@@ -31,36 +31,52 @@ The rules (structured-merge-diff's ``Updater.Update`` with kube's field-manager 
 
 Simplified (named where they apply): list and map types come from field names
 (:data:`LIST_KEYS`, :data:`SET_LISTS`, :data:`ATOMIC_MAPS`, :data:`EMPTY_MAPS`; any other list
-is atomic), not from the OpenAPI schema; a null is taken for absent; which structs a Go zero
-value already holds (so a write that fills them does not own the struct itself, no ``.``) is
-the path table :data:`ZERO_PRESENT`; fields the emulator's defaulting sets belong to the writer
+is atomic; a custom resource's from its schema's markers, by field name too:
+:mod:`pycm.sim.listrules`), not from each path of the OpenAPI schema; a null is taken for
+absent; which structs a Go zero value already holds (so a write that fills them does not own
+the struct itself, no ``.``) is the path table :data:`ZERO_PRESENT`; fields the emulator's
+defaulting sets belong to the writer
 (kube's decode-time defaults do; its strategies' PrepareForCreate fields, such as a namespace's
 ``spec.finalizers``, do not); kube's cap of ten Update entries (older ones folded into
-``ancient-changes``) is not applied. Server-side apply would add an ``Apply`` operation with
-conflicts on top of :func:`updated_entries`'s set algebra.
+``ancient-changes``) is not applied. Server-side apply (:mod:`pycm.sim.apply`) builds its
+``Apply`` entries and conflicts on this set algebra (:func:`intersection`, :func:`paths`,
+:func:`applied_fields`); its entries reach the store through :func:`preset_entries`.
 """
 
 from __future__ import annotations
 
+import contextvars
 import functools
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import orjson
 
 from pycm.sim.errors import Cause
+from pycm.sim.listrules import ListRules, rules_for
 from pycm.sim.objects import Obj
 from pycm.sim.validation import invalid_value
 
 __all__ = [
+    "APPLY",
+    "BUILTIN_RULES",
     "UNKNOWN_MANAGER",
     "FieldSet",
+    "applied_fields",
     "changed_fields",
     "difference",
+    "entry_order",
     "field_manager_causes",
     "incoming_entries",
+    "intersection",
+    "item_key",
     "managed_fields_causes",
     "manager_from_user_agent",
+    "paths",
+    "preset_entries",
     "record_write",
+    "rules_of",
     "union",
     "updated_entries",
 ]
@@ -97,6 +113,10 @@ LIST_KEYS: dict[str, tuple[tuple[str, ...], ...]] = {
     "hostAliases": (("ip",),),
     "topologySpreadConstraints": (("topologyKey", "whenUnsatisfiable"),),
 }
+# Key fields with a default (``+default``): an item that leaves one out is keyed with the
+# default, as structured-merge-diff does — so an applied ``{containerPort: 80}`` is the stored
+# (defaulted) ``{containerPort: 80, protocol: TCP}``, not a second port.
+KEY_DEFAULTS: dict[str, dict[str, Any]] = {"ports": {"protocol": "TCP"}}
 # Sets of scalars (``+listType=set``): items are ``v:<json>``.
 SET_LISTS = frozenset({"finalizers"})
 # Maps owned whole (``+structType=atomic`` / ``+mapType=atomic``): LabelSelectors.
@@ -133,6 +153,24 @@ ZERO_PRESENT = frozenset(
         ("source",),
     }
 )
+# The built-in kinds' rules, from the tables above.
+BUILTIN_RULES = ListRules(
+    LIST_KEYS,
+    SET_LISTS,
+    ATOMIC_MAPS,
+    KEY_DEFAULTS,
+    empty_maps=EMPTY_MAPS,
+    empty_lists_absent=True,
+    zero_present=ZERO_PRESENT,
+)
+
+
+def rules_of(resource: Any) -> ListRules:
+    """A resource's list and map rules: a custom resource's from its schema, else the
+    built-in kinds' (see :mod:`pycm.sim.listrules`)."""
+    return rules_for(resource, BUILTIN_RULES)
+
+
 _STRIPPED_META = frozenset(
     {
         "name",
@@ -248,6 +286,44 @@ def difference(a: FieldSet, b: FieldSet) -> FieldSet:
     return a if out is None else out
 
 
+def intersection(a: FieldSet, b: FieldSet) -> FieldSet:
+    """The paths in both ``a`` and ``b``."""
+    out: FieldSet = {}
+    for key, mine in a.items():
+        other = b.get(key)
+        if other is None or key == _MEMBER:
+            continue
+        member = _is_member(mine) and _is_member(other)
+        node = _build(member, intersection(_children_of(mine), _children_of(other)))
+        if node is not None:
+            out[key] = node
+    return out
+
+
+def _element(key: str) -> str:
+    """One path element as structured-merge-diff prints it: ``.name``, ``[name="web"]``,
+    ``[="value"]``."""
+    if key.startswith("f:"):
+        return "." + key[2:]
+    if key.startswith("k:"):
+        fields = orjson.loads(key[2:])
+        return "[" + ",".join(f"{k}={orjson.dumps(v).decode()}" for k, v in fields.items()) + "]"
+    return "[=" + key[2:] + "]"
+
+
+def paths(fields: FieldSet, prefix: str = "") -> Iterator[str]:
+    """The member paths of ``fields`` as kube prints them (``.spec.replicas``), in
+    structured-merge-diff's order: a level's members, then its children's paths."""
+    keys = sorted(k for k in fields if k != _MEMBER)
+    for key in keys:
+        if _is_member(fields[key]):
+            yield prefix + _element(key)
+    for key in keys:
+        children = _children_of(fields[key])
+        if children:
+            yield from paths(children, prefix + _element(key))
+
+
 def _sorted(node: FieldSet) -> FieldSet:
     """``node`` with ``.`` first and the rest in key order, as kube serializes a set."""
     keys = sorted(k for k in node if k != _MEMBER)
@@ -261,51 +337,55 @@ def _sorted(node: FieldSet) -> FieldSet:
 # ---------------------------------------------------------------- comparing objects
 
 
-def _item_key(field: str, item: Any) -> str | None:
+def item_key(field: str, item: Any, rules: ListRules = BUILTIN_RULES) -> str | None:
     """The path element of an associative list's item (None: the list is treated atomic)."""
     if not isinstance(item, dict):
         return None
-    for keys in LIST_KEYS[field]:
+    defaults = rules.key_defaults.get(field, {})
+    for keys in rules.list_keys[field]:
         if keys[0] in item:
-            present = {k: item[k] for k in sorted(keys) if k in item}
+            present = {k: item.get(k, defaults.get(k)) for k in sorted(keys)}
+            present = {k: v for k, v in present.items() if v is not None}
             return "k:" + orjson.dumps(present).decode()
     return None
 
 
-def _list_items(field: str, value: Any) -> dict[str, Any] | None:
+def _list_items(field: str, value: Any, rules: ListRules) -> dict[str, Any] | None:
     """An associative or set list's items by path element (None: treat the list atomic)."""
     if not isinstance(value, list):
         return None
     items: dict[str, Any] = {}
     for item in value:
-        if field in SET_LISTS:
+        if field in rules.set_lists:
             key: str | None = "v:" + orjson.dumps(item).decode()
         else:
-            key = _item_key(field, item)
+            key = item_key(field, item, rules)
         if key is None or key in items:
             return None
         items[key] = item
     return items
 
 
-def _children(value: Any, field: str) -> dict[str, Any] | None:
+def _children(value: Any, field: str, rules: ListRules) -> dict[str, Any] | None:
     """A granular map's or list's children by path element; None for a leaf (a scalar, null,
     an atomic map or list, a list whose items have no usable key). Absent: no children."""
     if value is _ABSENT:
         return {}
     if isinstance(value, dict):
-        if field in ATOMIC_MAPS:
+        if field in rules.atomic_maps:
             return None
         return {"f:" + k: v for k, v in value.items()}
-    if isinstance(value, list) and (field in LIST_KEYS or field in SET_LISTS):
-        return _list_items(field, value)
+    if isinstance(value, list) and (field in rules.list_keys or field in rules.set_lists):
+        return _list_items(field, value, rules)
     return None
 
 
-def _omitted_when_empty(value: Any, field: str) -> bool:
+def _omitted_when_empty(value: Any, field: str, rules: ListRules) -> bool:
     """An empty list, or an empty map of :data:`EMPTY_MAPS`: Go's ``omitempty`` drops it, so
     kube never sees it (an empty struct, such as ``resources: {}``, it keeps)."""
-    return isinstance(value, list) or (isinstance(value, dict) and field in EMPTY_MAPS)
+    if isinstance(value, list):
+        return rules.empty_lists_absent
+    return isinstance(value, dict) and field in rules.empty_maps
 
 
 def _empty(value: Any) -> bool:
@@ -313,7 +393,7 @@ def _empty(value: Any) -> bool:
 
 
 def _compare(
-    old: Any, new: Any, field: str, path: tuple[str, ...] | None
+    old: Any, new: Any, field: str, path: tuple[str, ...] | None, rules: ListRules
 ) -> tuple[FieldSet | None, FieldSet | None]:
     """The (added or changed, removed) node for one value, None where nothing is.
 
@@ -321,17 +401,17 @@ def _compare(
     below list items): there an absent side stands for the Go zero value, an empty struct. A
     null is taken for absent: kube's objects hold one only where the Go zero value holds it
     too (a template's ``creationTimestamp``), never as a change."""
-    if old is None or (not old and _omitted_when_empty(old, field)):
+    if old is None or (not old and _omitted_when_empty(old, field, rules)):
         old = _ABSENT
-    if new is None or (not new and _omitted_when_empty(new, field)):
+    if new is None or (not new and _omitted_when_empty(new, field, rules)):
         new = _ABSENT
     if old is new or (old is not _ABSENT and new is not _ABSENT and old == new):
         return None, None
-    zero = path is not None and path in ZERO_PRESENT
+    zero = path is not None and path in rules.zero_present
     if zero and _empty(old) and _empty(new):
         return None, None
-    old_children = _children(old, field)
-    new_children = _children(new, field)
+    old_children = _children(old, field, rules)
+    new_children = _children(new, field, rules)
     leaf = (
         old_children is None
         or new_children is None
@@ -351,7 +431,7 @@ def _compare(
             continue
         named = key[0] == "f"
         sub_path = (*path, key[2:]) if path is not None and named else None
-        c, r = _compare(o, n, key[2:] if named else "", sub_path)
+        c, r = _compare(o, n, key[2:] if named else "", sub_path, rules)
         if c is not None:
             changed[key] = c
         if r is not None:
@@ -361,7 +441,7 @@ def _compare(
             continue
         named = key[0] == "f"
         sub_path = (*path, key[2:]) if path is not None and named else None
-        _, r = _compare(o, _ABSENT, key[2:] if named else "", sub_path)
+        _, r = _compare(o, _ABSENT, key[2:] if named else "", sub_path, rules)
         if r is not None:
             removed[key] = r
     return (
@@ -387,21 +467,43 @@ _TOP_SKIP = {
 }
 
 
-def changed_fields(old: Obj | None, new: Obj, drop: str = "") -> tuple[FieldSet, FieldSet]:
+def changed_fields(
+    old: Obj | None, new: Obj, drop: str = "", rules: ListRules = BUILTIN_RULES
+) -> tuple[FieldSet, FieldSet]:
     """(added or changed, removed) between ``old`` (None: a create) and ``new``, ignoring the
     fields no entry owns and the top-level field ``drop`` (a reset one: status, spec). The
     first is in kube's key order; both may be shared: never mutate them."""
     if old is None:
         # Creates from one template (a ReplicaSet's pods) share one computation.
-        return _created_fields(orjson.dumps(_view(new, drop))), {}
-    changed, removed = _compare(_view(old, drop), _view(new, drop), "", ())
+        return _created_fields(orjson.dumps(_view(new, drop)), rules), {}
+    changed, removed = _compare(_view(old, drop), _view(new, drop), "", (), rules)
     return _sorted(changed) if changed else {}, removed or {}
 
 
 @functools.lru_cache(maxsize=256)
-def _created_fields(view: bytes) -> FieldSet:
-    changed, _ = _compare({}, orjson.loads(view), "", ())  # the root is never a member
+def _created_fields(view: bytes, rules: ListRules = BUILTIN_RULES) -> FieldSet:
+    changed, _ = _compare({}, orjson.loads(view), "", (), rules)  # the root is never a member
     return _sorted(changed) if changed else {}
+
+
+def applied_fields(config: Obj, drop: str = "", rules: ListRules = BUILTIN_RULES) -> FieldSet:
+    """The fields a server-side apply's configuration sets (its manager's set), without what
+    no entry owns and the top-level field ``drop`` (a reset one). As structured-merge-diff's
+    ToFieldSet: leaves, empty maps and lists' items are members; a map or struct with fields
+    is only their prefix (an Apply entry has ``f:data: {f:key: {}}``, an Update's has a ``.``)."""
+    return _prefixes_only(_created_fields(orjson.dumps(_view(config, drop)), rules))
+
+
+def _prefixes_only(node: FieldSet) -> FieldSet:
+    out: FieldSet = {}
+    for key, sub in node.items():
+        if not sub:
+            out[key] = sub
+            continue
+        children = _prefixes_only(_children_of(sub))
+        member = key[0] != "f" and _MEMBER in sub  # a list item stays a member
+        out[key] = _build(member, children) or {}
+    return out
 
 
 # ---------------------------------------------------------------- entries
@@ -416,7 +518,7 @@ def _same_writer(entry: Entry, manager: str, api_version: str, subresource: str)
     )
 
 
-def _order(entry: Entry) -> tuple[str, str, str, str, str]:
+def entry_order(entry: Entry) -> tuple[str, str, str, str, str]:
     return (
         str(entry.get("operation") or ""),
         str(entry.get("time") or ""),
@@ -475,7 +577,7 @@ def updated_entries(
         out.append(_entry(manager, api_version, subresource, time, fields))
     elif own and previous is not None:
         out.append(previous if own is previous.get("fieldsV1") else {**previous, "fieldsV1": own})
-    out.sort(key=_order)
+    out.sort(key=entry_order)
     return out
 
 
@@ -537,6 +639,37 @@ def managed_fields_causes(entries: list[Entry]) -> list[Cause]:
     return causes
 
 
+# ---------------------------------------------------------------- entries decided beforehand
+
+# A server-side apply decides its write's entries itself (its own set, conflicts, what others
+# lose) before the store writes the object; the store's recording step must then take them as
+# they are rather than record the write as an Update. One write, of one named object.
+_PRESET: contextvars.ContextVar[tuple[str, str, list[Entry]] | None] = contextvars.ContextVar(
+    "pycm_sim_managed_fields_preset", default=None
+)
+
+
+@contextmanager
+def preset_entries(namespace: str, name: str, entries: list[Entry]) -> Iterator[None]:
+    """Within this block, the next write of ``namespace``/``name`` gets ``entries``."""
+    token = _PRESET.set((namespace, name, entries))
+    try:
+        yield
+    finally:
+        _PRESET.reset(token)
+
+
+def _take_preset(new: Obj) -> list[Entry] | None:
+    preset = _PRESET.get()
+    if preset is None:
+        return None
+    m = new["metadata"]
+    if (m.get("namespace") or "", m.get("name") or "") != preset[:2]:
+        return None
+    _PRESET.set(None)  # one write only
+    return preset[2]
+
+
 # ---------------------------------------------------------------- one write
 
 
@@ -550,21 +683,30 @@ def record_write(
     time: str,
     status_reset: bool,
     trust_sent: bool = True,
+    rules: ListRules = BUILTIN_RULES,
 ) -> list[Cause]:
     """Set ``new``'s ``metadata.managedFields`` for a write of ``old`` (None: a create) into
     ``new`` by ``manager``. Returns the validation causes of entries the client sent (the write
     must then be refused, 422); ``new`` is changed only when there are none.
 
-    ``status_reset``: the kind has a status subresource, so a write to the main resource owns
+    ``rules``: the kind's list and map semantics (:func:`rules_of`). ``status_reset``: the
+    kind has a status subresource, so a write to the main resource owns
     nothing under status. ``trust_sent``: ``new`` carries the request's entries (a write to
     the main resource over HTTP); otherwise the stored ones are the base (a subresource, the
     emulator's own writes)."""
     m = new["metadata"]
+    preset = _take_preset(new)
+    if preset is not None:
+        m.pop("managedFields", None)
+        if preset:
+            m["managedFields"] = preset
+        return []
     if old is None and "managedFields" not in m:  # a plain create: one entry, kept short
         if subresource != "status" and status_reset:
-            changed = _created_fields(orjson.dumps(_view(new, "status")))
+            changed = _created_fields(orjson.dumps(_view(new, "status")), rules)
         else:
-            changed = changed_fields(None, new, "spec" if subresource == "status" else "")[0]
+            drop = "spec" if subresource == "status" else ""
+            changed = changed_fields(None, new, drop, rules)[0]
         if changed:
             m["managedFields"] = [_entry(manager, api_version, subresource, time, changed)]
         return []
@@ -577,7 +719,7 @@ def record_write(
             if causes:
                 return causes
     drop = "spec" if subresource == "status" else "status" if status_reset else ""
-    changed, removed = changed_fields(old, new, drop)
+    changed, removed = changed_fields(old, new, drop, rules)
     entries = base
     if not base:  # a create's (or a reset's) one entry: the common case, kept short
         entries = [_entry(manager, api_version, subresource, time, changed)] if changed else []
@@ -592,7 +734,7 @@ def record_write(
             time=time,
         )
     elif base is not live:
-        entries = sorted(base, key=_order)
+        entries = sorted(base, key=entry_order)
     m.pop("managedFields", None)
     if entries:
         m["managedFields"] = entries

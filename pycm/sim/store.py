@@ -477,6 +477,7 @@ class Store:
             time=now or self._now(),
             status_reset=res.has_status,
             trust_sent=trust_sent,
+            rules=managedfields.rules_of(res),
         )
         if causes:
             name = str(new["metadata"].get("name") or "")

@@ -5,7 +5,7 @@ handlers do, before the body is read.
   ``CreateOptions.meta.k8s.io ""`` — ``UpdateOptions``, ``PatchOptions`` — with every cause):
   ``fieldManager`` at most 128 bytes of printable characters, ``dryRun`` only ``All``,
   ``fieldValidation`` one of ``Ignore``, ``Warn``, ``Strict`` or empty; a patch that is not an
-  apply takes no ``force``.
+  apply takes no ``force``; an apply needs a ``fieldManager``.
 - **Delete** (``DeleteOptions``): from the body when there is one, else from the query — never
   both, as kube reads them (a query beside a body is ignored). A query's
   ``gracePeriodSeconds`` is a Go int64 (400 with ``strconv``'s words); a body's fields must have
@@ -52,15 +52,28 @@ def _dry_run_causes(dry_run: list[str] | None) -> list[Cause]:
     return [_not_supported("dryRun", shown, ("All",))]
 
 
+def _is_apply(content_type: str) -> bool:
+    return content_type.split(";", 1)[0].strip().lower() == _APPLY
+
+
 def validate_write_options(query: dict[str, str], verb: str, content_type: str = "") -> None:
     """422 when a create's, update's or patch's query options are invalid (every cause)."""
     causes: list[Cause] = []
-    if verb == "patch" and "force" in query and content_type != _APPLY:
+    if verb == "patch" and "force" in query and not _is_apply(content_type):
         causes.append(
             {
                 "reason": "FieldValueForbidden",
                 "message": "Forbidden: may not be specified for non-apply patch",
                 "field": "force",
+            }
+        )
+    if verb == "patch" and _is_apply(content_type) and not query.get("fieldManager"):
+        # kubectl defaults it; controllers must set it.
+        causes.append(
+            {
+                "reason": "FieldValueRequired",
+                "message": "Required value: is required for apply patch",
+                "field": "fieldManager",
             }
         )
     causes += field_manager_causes(query.get("fieldManager", ""))

@@ -293,6 +293,10 @@ class _Generations(Generic[K, V]):
         self._new.clear()
         self._old.clear()
 
+    def to_dict(self) -> dict[K, V]:
+        """Every held entry (the newer value of a key held in both generations)."""
+        return {**self._old, **self._new}
+
 
 class CauseTable:
     """The bounded tables behind :class:`Trigger`: this manager's writes by the resourceVersion

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import copy
+import json
 import secrets
 from collections.abc import Iterator
 from typing import Any
@@ -448,3 +449,62 @@ async def test_crd_pycm_client_round_trip(emu: Emulator) -> None:
             ("rt", "Ready")
         ]
         await kube.delete(crds, "websites.pycm.example.com")
+
+
+def test_crd_storage_version_change_serves_old_objects_at_the_asked_version(
+    api: client.ApiClient, namespace: str
+) -> None:
+    group = f"m{secrets.token_hex(3)}.example.com"
+    crd = website_crd(group)
+    crd["spec"]["versions"][0]["name"] = "v1alpha1"
+    ext = client.ApiextensionsV1Api(api)
+    ext.create_custom_resource_definition(crd)
+    try:
+        old = websites(api, group, "v1alpha1")
+        old.create(
+            body={**body(group, "early"), "apiVersion": f"{group}/v1alpha1"}, namespace=namespace
+        )
+        current = api.sanitize_for_serialization(
+            ext.read_custom_resource_definition(f"websites.{group}")
+        )
+        v1 = copy.deepcopy(current["spec"]["versions"][0])
+        v1["name"] = "v1"
+        current["spec"]["versions"][0]["storage"] = False
+        current["spec"]["versions"].append(v1)
+        ext.replace_custom_resource_definition(f"websites.{group}", current)
+        updated = ext.read_custom_resource_definition(f"websites.{group}")
+        assert updated.status.stored_versions == ["v1alpha1", "v1"]
+        new = websites(api, group, "v1")
+        got = new.get(name="early", namespace=namespace).to_dict()
+        assert got["apiVersion"] == f"{group}/v1"  # stored at v1alpha1, read at v1
+        items = new.get(namespace=namespace).to_dict()["items"]
+        assert [i["apiVersion"] for i in items] == [f"{group}/v1"]
+        back = old.get(name="early", namespace=namespace).to_dict()
+        assert back["apiVersion"] == f"{group}/v1alpha1"
+    finally:
+        _delete_crd(ext, f"websites.{group}")
+
+
+def test_crd_server_side_apply_through_a_non_storage_version(
+    sim: SimProcess, api: client.ApiClient, namespace: str
+) -> None:
+    group = f"a{secrets.token_hex(3)}.example.com"
+    crd = website_crd(group)
+    beta = copy.deepcopy(crd["spec"]["versions"][0])
+    beta.update({"name": "v1beta1", "storage": False})
+    crd["spec"]["versions"].append(beta)
+    ext = client.ApiextensionsV1Api(api)
+    ext.create_custom_resource_definition(crd)
+    try:
+        config = {**body(group, "applied"), "apiVersion": f"{group}/v1beta1"}
+        path = f"/apis/{group}/v1beta1/namespaces/{namespace}/websites/applied?fieldManager=me"
+        headers = {"Content-Type": "application/apply-patch+yaml"}
+        with _raw(sim, api) as http:
+            answer = http.patch(path, content=json.dumps(config).encode(), headers=headers)
+        assert answer.status_code == 201, answer.text
+        assert answer.json()["apiVersion"] == f"{group}/v1beta1"
+        stored = websites(api, group, "v1").get(name="applied", namespace=namespace).to_dict()
+        assert stored["apiVersion"] == f"{group}/v1"
+        assert stored["spec"]["host"] == "example.org"
+    finally:
+        _delete_crd(ext, f"websites.{group}")

@@ -511,3 +511,95 @@ def test_managedfields_set_union_and_difference(
 ) -> None:
     assert managedfields.union(a, b) == union
     assert managedfields.difference(a, b) == difference
+
+
+# ---------------------------------------------------------------- the set algebra apply uses
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "both"),
+    [
+        pytest.param({"f:x": {}}, {"f:x": {}}, {"f:x": {}}, id="same leaf"),
+        pytest.param({"f:x": {}}, {"f:y": {}}, {}, id="disjoint"),
+        pytest.param(
+            {"f:s": {".": {}, "f:a": {}, "f:b": {}}},
+            {"f:s": {"f:b": {}, "f:c": {}}},
+            {"f:s": {"f:b": {}}},
+            id="a member only on one side is not shared",
+        ),
+        pytest.param(
+            {"f:s": {".": {}}}, {"f:s": {".": {}, "f:a": {}}}, {"f:s": {}}, id="shared member"
+        ),
+    ],
+)
+def test_managedfields_intersection(a: Any, b: Any, both: Any) -> None:
+    assert managedfields.intersection(a, b) == both
+    assert managedfields.intersection(b, a) == both
+
+
+def test_managedfields_paths_print_as_kube_does() -> None:
+    fields = {
+        "f:spec": {
+            "f:replicas": {},
+            "f:containers": {
+                'k:{"name":"web"}': {".": {}, "f:image": {}},
+                'k:{"containerPort":80,"protocol":"TCP"}': {".": {}},
+            },
+            "f:strategy": {".": {}, "f:type": {}},
+        },
+        "f:metadata": {"f:finalizers": {'v:"a"': {}}},
+    }
+    # structured-merge-diff's Set.Iterate: a level's members, then its children's paths.
+    assert list(managedfields.paths(fields)) == [
+        '.metadata.finalizers[="a"]',
+        ".spec.replicas",
+        ".spec.strategy",
+        '.spec.containers[containerPort=80,protocol="TCP"]',
+        '.spec.containers[name="web"]',
+        '.spec.containers[name="web"].image',
+        ".spec.strategy.type",
+    ]
+
+
+def test_managedfields_applied_fields_own_leaves_and_list_items_not_maps() -> None:
+    config = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "x", "labels": {"a": "1"}},
+        "spec": {
+            "replicas": 1,
+            "strategy": {"type": "Recreate"},
+            "template": {"spec": {"containers": [{"name": "c", "image": "i"}]}},
+        },
+        "status": {"replicas": 9},
+    }
+    assert managedfields.applied_fields(config, "status") == {
+        "f:metadata": {"f:labels": {"f:a": {}}},
+        "f:spec": {
+            "f:replicas": {},
+            "f:strategy": {"f:type": {}},
+            "f:template": {
+                "f:spec": {
+                    "f:containers": {'k:{"name":"c"}': {".": {}, "f:image": {}, "f:name": {}}}
+                }
+            },
+        },
+    }
+
+
+def test_managedfields_preset_entries_apply_to_one_write_of_one_object() -> None:
+    preset = [{"manager": "p", "operation": "Apply", "apiVersion": "v1", "fieldsType": "FieldsV1",
+               "fieldsV1": {"f:data": {"f:k": {}}}}]  # fmt: skip
+
+    def write(name: str) -> list[Any]:
+        new = {"metadata": {"name": name, "namespace": "ns"}, "data": {"k": "v"}}
+        managedfields.record_write(
+            None, new, manager="w", api_version="v1", time="t", status_reset=False
+        )
+        return list(new["metadata"].get("managedFields") or [])
+
+    with managedfields.preset_entries("ns", "target", preset):
+        assert [e["manager"] for e in write("other")] == ["w"]  # another object: recorded
+        assert write("target") == preset
+        assert [e["manager"] for e in write("target")] == ["w"]  # one write only
+    assert [e["manager"] for e in write("target")] == ["w"]

@@ -50,11 +50,12 @@ def serving_strategy(store: Store, group: str, plural: str) -> CustomResourceStr
 
 
 def _group_crds(store: Store, group: str, name: str) -> list[Obj]:
+    """The other stored CRDs of ``group`` (the store's own dicts, read-only: a CRD's schema
+    can be large, and an install of many CRDs would otherwise copy them all at each one)."""
     crds = store.resource(CRD_PLURAL, CRD_GROUP)
-    items, _ = store.list(crds)
     return [
         c
-        for c in items
+        for c in store.list_page(crds).items
         if (c.get("spec") or {}).get("group") == group and c["metadata"]["name"] != name
     ]
 
@@ -98,6 +99,13 @@ def _served_here(store: Store, group: str, plural: str) -> list[Resource]:
     ]
 
 
+def _fingerprint(res: Resource) -> tuple[str, bytes]:
+    strategy = res.strategy
+    return res.version, strategy.fingerprint if isinstance(
+        strategy, CustomResourceStrategy
+    ) else b""
+
+
 def _serve(store: Store, crd: Obj) -> None:
     spec = crd["spec"]
     group, plural = spec["group"], spec["names"]["plural"]
@@ -109,8 +117,7 @@ def _serve(store: Store, crd: Obj) -> None:
         return  # a built-in kind has these names: it wins, as kube's own handlers come first
     wanted = _resources(crd)
     served = _served_here(store, group, plural)
-    fingerprint = [(r.version, r.strategy.fingerprint) for r in wanted]  # type: ignore[attr-defined]
-    if [(r.version, getattr(r.strategy, "fingerprint", b"")) for r in served] == fingerprint:
+    if [_fingerprint(r) for r in served] == [_fingerprint(r) for r in wanted]:
         return
     # Re-register over the same table: the objects stay, the served versions change.
     store.registry.remove(group, plural)

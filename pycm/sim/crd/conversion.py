@@ -1,12 +1,14 @@
-"""Serving a custom resource through a version other than its storage version.
+"""Serving a custom resource through a version other than the one its objects are stored at.
 
-A CRD's versions share one table, stored at the storage version. With kube's ``None``
-conversion strategy only ``apiVersion`` differs between versions, so a request through another
-served version is handled by the storage version's resource and its answer rewritten:
-:func:`served_as` changes ``apiVersion`` from the storage version to the one asked for — on the
+A CRD's versions share one table, written at the storage version; objects written before the
+storage version changed keep the one they were written at (``status.storedVersions`` lists
+them all, as kube's does). With kube's ``None`` conversion strategy only ``apiVersion`` differs
+between versions, so a request is handled by the storage version's resource and its answer
+rewritten: :func:`served_as` changes every stored ``apiVersion`` to the one asked for — on the
 object, on a list and its items, on each watch event's object (line by line, as the stream is
-sent) and on a Table row's object. Bodies that do not mention the storage version pass
-untouched.
+sent) and on a Table row's object. :func:`stored_versions` says which need it (none, the
+common case of one version: the answer is not touched). Bodies that mention none pass as
+they are.
 
 What differs from kube: the storage version's schema, printer columns and subresources serve
 every version (kube keeps one per version); CRDs whose versions differ in those are rare, and a
@@ -21,16 +23,30 @@ import orjson
 from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
-__all__ = ["served_as"]
+from pycm.sim.crd.strategy import CustomResourceStrategy
+from pycm.sim.resources import Resource
+
+__all__ = ["served_as", "stored_versions"]
 
 
-def _rewrite(doc: Any, old: str, new: str) -> None:
+def stored_versions(storage: Resource, asked: Resource) -> tuple[str, ...]:
+    """The apiVersions of ``asked``'s objects that an answer must rewrite: the storage
+    version's and every earlier one's (``status.storedVersions``), less the one asked for."""
+    strategy = storage.strategy
+    if not isinstance(strategy, CustomResourceStrategy):
+        return ()
+    found = {storage.api_version, *strategy.stored_api_versions}
+    found.discard(asked.api_version)
+    return tuple(sorted(found))
+
+
+def _rewrite(doc: Any, old: tuple[str, ...], new: str) -> None:
     if not isinstance(doc, dict):
         return
-    if doc.get("apiVersion") == old:
+    if doc.get("apiVersion") in old:
         doc["apiVersion"] = new
     for item in doc.get("items") or ():  # a list
-        if isinstance(item, dict) and item.get("apiVersion") == old:
+        if isinstance(item, dict) and item.get("apiVersion") in old:
             item["apiVersion"] = new
     if "type" in doc and isinstance(doc.get("object"), dict):  # a watch event
         _rewrite(doc["object"], old, new)
@@ -39,8 +55,8 @@ def _rewrite(doc: Any, old: str, new: str) -> None:
             _rewrite(row.get("object"), old, new)
 
 
-def _convert(body: bytes, old: str, new: str) -> bytes:
-    if old.encode() not in body:
+def _convert(body: bytes, old: tuple[str, ...], new: str) -> bytes:
+    if not any(version.encode() in body for version in old):
         return body
     lines = body.split(b"\n")
     out = []
@@ -56,7 +72,7 @@ def _convert(body: bytes, old: str, new: str) -> bytes:
 class _Converted(Response):
     """A streaming response (a watch) whose body messages are rewritten as they are sent."""
 
-    def __init__(self, inner: Response, old: str, new: str) -> None:
+    def __init__(self, inner: Response, old: tuple[str, ...], new: str) -> None:
         self._inner, self._old, self._new = inner, old, new
         self.status_code = inner.status_code
         self.background = None
@@ -70,11 +86,12 @@ class _Converted(Response):
         await self._inner(scope, receive, converting)
 
 
-def served_as(response: Response, storage_api_version: str, api_version: str) -> Response:
-    """``response`` (made by the storage version) as the version ``api_version`` answers."""
+def served_as(response: Response, stored: tuple[str, ...], api_version: str) -> Response:
+    """``response`` (made by the storage version) as the version ``api_version`` answers:
+    the apiVersions ``stored`` rewritten to it."""
     body = getattr(response, "body", None)
     if isinstance(body, bytes):
-        converted = _convert(body, storage_api_version, api_version)
+        converted = _convert(body, stored, api_version)
         if converted is body:
             return response
         headers = {k: v for k, v in response.headers.items() if k.lower() != "content-length"}
@@ -83,4 +100,4 @@ def served_as(response: Response, storage_api_version: str, api_version: str) ->
             if name.lower() not in ("content-type",):
                 fresh.headers.append(name, value)
         return fresh
-    return _Converted(response, storage_api_version, api_version)
+    return _Converted(response, stored, api_version)

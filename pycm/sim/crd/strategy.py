@@ -89,6 +89,10 @@ class CustomResourceStrategy(Strategy):
         self.group = str(spec["group"])
         self.version = str(version["name"])
         self.plural = str(names["plural"])
+        # The versions objects may be stored at (kube's status.storedVersions): an object
+        # written before the storage version changed keeps its apiVersion until rewritten.
+        stored = (crd.get("status") or {}).get("storedVersions") or []
+        self.stored_api_versions = tuple(f"{self.group}/{v}" for v in stored if isinstance(v, str))
         self.namespaced = spec.get("scope") == "Namespaced"
         raw = (version.get("schema") or {}).get("openAPIV3Schema") or {"type": "object"}
         self.raw_schema: dict[str, Any] = copy.deepcopy(dict(raw))
@@ -105,7 +109,7 @@ class CustomResourceStrategy(Strategy):
             )
         # What a change of the served definition is compared by (see the controller).
         self.fingerprint = orjson.dumps(
-            {"crd": spec.get("scope"), "names": names, "version": version},
+            {"crd": spec.get("scope"), "names": names, "version": version, "stored": stored},
             option=orjson.OPT_SORT_KEYS,
         )
 
