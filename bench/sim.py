@@ -4,8 +4,14 @@ The emulator runs in its own process (``python -m pycm sim --port 0 --tls=false
 --kubelet=off``; its printed line gives the URL and kubeconfig; SIGTERM stops it), so the
 client's work is not counted against the server. Figures:
 
-- ``sim.create``: pod creates/s (``n`` pods, ``_CONCURRENCY`` requests in flight). Peer: gets/s
-  of the same pods with the same concurrency; ratio creates / gets.
+- ``sim.create`` and ``sim.get``: pod creates/s and gets/s (``n`` pods, ``_CONCURRENCY``
+  keep-alive connections with one request in flight each, sent by the lean client of
+  :mod:`bench._rawhttp`: with httpx the client, not the server, was the bottleneck). Peers
+  ``floor.create`` and ``floor.get``: the same client, request bytes and concurrency against
+  the floor of the HTTP path — a minimal endpoint on the emulator's own serving stack and TLS
+  setting, answering the bytes the emulator answered (:mod:`bench._sim_floor`); ratio ours /
+  floor (aims: get >= 0.5, create >= 0.35). The two servers' requests alternate in
+  slices of ``_SLICE``, so a load change on the shared machine falls on both.
 - ``sim.list_10k``: p50 latency of listing the ``n`` pods (``n`` = 10k at full size) as ms and
   the body's MB/s at that p50. Peer: MB/s of ``orjson.dumps`` of the same body in this process
   (the serialisation ceiling); ratio ours / peer (the share of the ceiling reached).
@@ -19,6 +25,10 @@ client's work is not counted against the server. Figures:
   peer (the share of that ceiling the emulator reaches).
 - ``sim.crd_create``: custom-resource creates/s (schema pruning, defaults and validation on
   each). Peer: ConfigMap creates/s in the same run; ratio ours / peer (aim ≥ 0.7).
+
+More figures: append an ``async def`` taking a :class:`Run` and returning its figures, marked
+``@measure``; measures run in the order they are defined, after the ones above, on the same
+emulator (so a measure creates its objects under names of its own).
 """
 
 from __future__ import annotations
@@ -36,12 +46,15 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 import orjson
 import yaml
 
+from bench._rawhttp import Connections, request
+from bench._sim_floor import floor_child
 from bench.harness import Figure
 
 _SIZES = {
@@ -51,6 +64,15 @@ _SIZES = {
 }
 _WATCHERS = 20
 _CONCURRENCY = 16
+# The emulator and the floor serve plain HTTP (the floor follows this setting; the clients and
+# sim.watch_serve's raw socket reader speak plain HTTP).
+_TLS = False
+# Requests in one slice of the emulator's or the floor's (they alternate, and which goes first
+# alternates too): short slices, so that the load other processes put on a shared machine
+# comes and goes on both alike (with 4 slices a run's ratios spread from 0.1 to 1.9).
+_SLICE = 250
+# Requests to each server before measuring (connections opened, code paths warm).
+_WARMUP = 2 * _CONCURRENCY
 _LINE = re.compile(r"^pycm sim: serving (\S+) \(kubeconfig: (.+)\)$")
 _START_TIMEOUT = 20.0
 _SERVE_READS = 3
@@ -65,7 +87,8 @@ def _emulator() -> Iterator[tuple[str, str]]:
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         env.pop("KUBECONFIG", None)
         kubeconfig = Path(tmp) / "kubeconfig"
-        argv = [sys.executable, "-m", "pycm", "sim", "--port", "0", "--tls=false", "--kubelet=off"]
+        tls = f"--tls={str(_TLS).lower()}"
+        argv = [sys.executable, "-m", "pycm", "sim", "--port", "0", tls, "--kubelet=off"]
         argv += ["--watch-window", "100000", "--kubeconfig-out", str(kubeconfig)]
         # sim.watch_serve replays up to 10k events of ~5.7 KB: past 64 MiB it would get 410.
         argv += ["--watch-history-mib", "1024"]
@@ -122,20 +145,59 @@ def _client(url: str, token: str) -> httpx.AsyncClient:
     )
 
 
-async def _create_and_list(url: str, token: str, n: int, repeats: int) -> list[Figure]:
+async def _alternating(
+    ours: Connections, floor: Connections, requests: list[bytes], status: int
+) -> tuple[float, float]:
+    """Requests/s of ``requests`` sent to ours and, the same bytes, to the floor, in slices
+    of about _SLICE that alternate between the two (and which goes first); 2 at least."""
+    seconds = [0.0, 0.0]
+    n = len(requests)
+    rounds = max(2, n // _SLICE)
+    bounds = [n * r // rounds for r in range(rounds + 1)]
+    for r in range(rounds):
+        part = requests[bounds[r] : bounds[r + 1]]
+        for which in (0, 1) if r % 2 == 0 else (1, 0):
+            seconds[which] += await (ours, floor)[which].run(part, status)
+    return n / seconds[0], n / seconds[1]
+
+
+async def _against_floor(url: str, token: str, n: int) -> list[Figure]:
+    """sim.create and sim.get, each against the floor (see the module's doc)."""
+    pods = "/api/v1/namespaces/default/pods"
+    creates = [request("POST", pods, token, _pod(f"p-{i:05d}")) for i in range(n)]
+    gets = [request("GET", f"{pods}/p-{i:05d}", token) for i in range(n)]
+    warm = [request("GET", f"{pods}/warm-{i}", token) for i in range(_WARMUP)]
+    async with Connections(url, _CONCURRENCY) as ours:
+        # The floor answers what the emulator answers: a pod it created (in another namespace,
+        # so the measured creates and the lists see ``n`` pods).
+        sample = request("POST", "/api/v1/namespaces/kube-system/pods", token, _pod("sample"))
+        body = await ours.one(sample, 201)
+        with floor_child(body, tls=_TLS) as (floor_url, _):
+            async with Connections(floor_url, _CONCURRENCY) as floor:
+                await ours.run(warm, 404)
+                await floor.run(warm, 200)
+                created, floor_created = await _alternating(ours, floor, creates, 201)
+                got, floor_got = await _alternating(ours, floor, gets, 200)
+    return [
+        Figure("sim.get", got, "gets/s", "floor.get", floor_got, "req/s", got / floor_got),
+        Figure(
+            "sim.create",
+            created,
+            "creates/s",
+            "floor.create",
+            floor_created,
+            "req/s",
+            created / floor_created,
+        ),
+    ]
+
+
+async def _list(url: str, token: str, n: int, repeats: int) -> Figure:
+    """sim.list_10k (see the module's doc)."""
     pods = "/api/v1/namespaces/default/pods"
     async with _client(url, token) as c:
-
-        async def create(i: int) -> None:
-            r = await c.post(pods, content=_pod(f"p-{i:05d}"))
-            r.raise_for_status()
-
-        async def get(i: int) -> None:
-            r = await c.get(f"{pods}/p-{i:05d}")
-            r.raise_for_status()
-
-        creates = n / await _in_parallel(n, create)
-        gets = n / await _in_parallel(n, get)
+        # The connection opened (and httpx's first-request costs paid) before timing.
+        (await c.get(pods, params={"limit": "1"})).raise_for_status()
         latencies, size, body = [], 0, b""
         for _ in range(repeats):
             start = time.perf_counter()
@@ -155,18 +217,15 @@ async def _create_and_list(url: str, token: str, n: int, repeats: int) -> list[F
         dumps.append(time.perf_counter() - start)
     ours_mbs = size / p50 / 1e6
     peer_mbs = size / statistics.median(dumps) / 1e6
-    return [
-        Figure("sim.create", creates, "creates/s", "sim.get", gets, "gets/s", creates / gets),
-        Figure(
-            "sim.list_10k",
-            p50 * 1e3,
-            f"ms_p50_({n}_pods,_{ours_mbs:.1f}_MB/s)",
-            "orjson.dumps",
-            peer_mbs,
-            "MB/s",
-            ours_mbs / peer_mbs,
-        ),
-    ]
+    return Figure(
+        "sim.list_10k",
+        p50 * 1e3,
+        f"ms_p50_({n}_pods,_{ours_mbs:.1f}_MB/s)",
+        "orjson.dumps",
+        peer_mbs,
+        "MB/s",
+        ours_mbs / peer_mbs,
+    )
 
 
 async def _fanout(url: str, token: str, n: int, watchers: int, prefix: str) -> float:
@@ -267,6 +326,31 @@ async def _serve(url: str, token: str, events: int) -> Figure:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class Run:
+    """What a measure gets: the emulator (its URL and admin token) and the size's counts."""
+
+    url: str
+    token: str
+    size: str
+    n: int  # objects created (pods by sim.create; 10k at full size)
+    events: int  # watch events (sim.watch_fanout, sim.watch_serve)
+
+    def client(self) -> httpx.AsyncClient:
+        """A keep-alive client with the admin's token, as every measure here uses."""
+        return _client(self.url, self.token)
+
+
+Measure = Callable[[Run], Awaitable[list[Figure]]]
+_MEASURES: list[Measure] = []
+
+
+def measure(fn: Measure) -> Measure:
+    """Add ``fn`` to the figures ``bench sim`` prints (after those defined before it)."""
+    _MEASURES.append(fn)
+    return fn
+
+
 async def _apply(url: str, token: str, n: int) -> Figure:
     """``sim.apply``: server-side applies/s (``application/apply-patch+yaml``, JSON bodies, one
     manager changing the replicas of ``n`` Deployments it applied before, ``_CONCURRENCY`` in
@@ -321,6 +405,11 @@ async def _apply(url: str, token: str, n: int) -> Figure:
         merges = n / await _in_parallel(n, merge)
     return Figure("sim.apply", applies, "applies/s", "sim.merge_patch", merges, "patches/s",
                   applies / merges)  # fmt: skip
+
+
+@measure
+async def _apply_figures(run: Run) -> list[Figure]:
+    return [await _apply(run.url, run.token, run.n)]
 
 
 async def _crd_create(url: str, token: str, n: int) -> Figure:
@@ -391,27 +480,34 @@ async def _crd_create(url: str, token: str, n: int) -> Figure:
     )
 
 
+@measure
+async def _crd_create_figures(run: Run) -> list[Figure]:
+    return [await _crd_create(run.url, run.token, run.n)]
+
+
 async def _run(size: str) -> list[Figure]:
     n, repeats, events = _SIZES[size]
     with _emulator() as (url, token):
-        figures = await _create_and_list(url, token, n, repeats)
+        figures = await _against_floor(url, token, n)
+        figures.append(await _list(url, token, n, repeats))
         fanned = await _fanout(url, token, events, _WATCHERS, "fan")
         single = await _fanout(url, token, events, 1, "one")
         served = await _serve(url, token, events)
-        figures.append(await _apply(url, token, n))
-        figures.append(await _crd_create(url, token, n))
-    figures.append(
-        Figure(
-            "sim.watch_fanout",
-            fanned,
-            f"events/s_({_WATCHERS}_watchers)",
-            "sim.watch_single",
-            single,
-            "events/s",
-            fanned / single,
+        figures.append(
+            Figure(
+                "sim.watch_fanout",
+                fanned,
+                f"events/s_({_WATCHERS}_watchers)",
+                "sim.watch_single",
+                single,
+                "events/s",
+                fanned / single,
+            )
         )
-    )
-    figures.append(served)
+        figures.append(served)
+        run = Run(url, token, size, n, events)
+        for more in _MEASURES:
+            figures += await more(run)
     return figures
 
 

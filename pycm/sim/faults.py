@@ -48,7 +48,7 @@ from starlette.responses import Response
 from pycm.sim import errors
 from pycm.sim.auth import TokenAuthenticator
 from pycm.sim.kubelet import Kubelet
-from pycm.sim.requestinfo import request_info
+from pycm.sim.requestinfo import request_info, request_path
 from pycm.sim.store import Store
 from pycm.sim.watchlag import WATCH_LAG_SCOPE_KEY
 from pycm.util.clock import REAL_CLOCK, Clock
@@ -386,7 +386,7 @@ class Faults:
     # ---------------------------------------------------------------- the request hook
 
     async def before_request(self, request: Request) -> Response | None:
-        path = request.url.path
+        path = request_path(request.scope)  # request.url.path, without building the URL
         if path.startswith("/sim/"):
             return await self._endpoint(request, path)
         if not self._active:

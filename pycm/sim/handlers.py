@@ -11,6 +11,7 @@ discovery or a resource verb, whose query options are checked before its body is
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -32,7 +33,7 @@ from pycm.sim.negotiation import METADATA, TABLE, Output, negotiate
 from pycm.sim.objects import Obj
 from pycm.sim.openapi import CustomSchemas, OpenAPI
 from pycm.sim.pruning import warning_headers
-from pycm.sim.requestinfo import RequestInfo, request_info
+from pycm.sim.requestinfo import RequestInfo, request_info, request_path
 from pycm.sim.resources import Resource
 from pycm.sim.reviews import subject_access_review, token_review
 from pycm.sim.serviceaccounts import token_request
@@ -123,14 +124,15 @@ async def serve(request: Request) -> Response:
 
 
 async def _serve(ctx: APIContext, request: Request) -> Response:
-    path = request.url.path.rstrip("/") or "/"
+    path = request_path(request.scope).rstrip("/") or "/"
     if path in _HEALTH:
         return PlainTextResponse("ok")
     if path == "/version":
         return _json(discovery.version_info())
     token = _bearer(request)
     user = ctx.authenticator.authenticate(token) if token else None
-    query = dict(request.query_params)
+    # Most requests have no query: parsing an empty one still costs a urllib call.
+    query = dict(request.query_params) if request.scope["query_string"] else {}
     info = request_info(request.method, path, query)
     if info.verb != "watch" and query.get("timeout"):
         _check_timeout(query["timeout"])
@@ -167,6 +169,8 @@ def _check_timeout(value: str) -> None:
 
 
 def _authorize(ctx: APIContext, user: UserInfo, info: RequestInfo) -> None:
+    if not ctx.authorizer.has_policy:
+        return  # every authenticated request is allowed (Authorizer.admit), no attributes needed
     attrs = Attributes(
         user=user.name,
         groups=user.groups,
@@ -266,7 +270,11 @@ def _field_manager(request: Request, query: dict[str, str]) -> str:
     """The write's field manager (validated with the write's options): ``fieldManager``, else
     the User-Agent's product (kube's prefixFromUserAgent); "" is recorded as ``unknown``."""
     manager = query.get("fieldManager", "")
-    return manager or managedfields.manager_from_user_agent(request.headers.get("user-agent", ""))
+    return manager or _manager_from_user_agent(request.headers.get("user-agent", ""))
+
+
+# A client sends one User-Agent on every write: its manager is worked out once (bounded).
+_manager_from_user_agent = functools.lru_cache(maxsize=64)(managedfields.manager_from_user_agent)
 
 
 def _include_object(query: dict[str, str]) -> str:

@@ -8,6 +8,7 @@ served, so a client that lists it first falls through to its next entry.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from pycm.sim.errors import APIError
@@ -34,9 +35,20 @@ def _params(entry: str) -> tuple[str, dict[str, str]]:
     return media.lower(), params
 
 
+_JSON_OUTPUT = Output(JSON)
+
+
 def negotiate(accept: str | None) -> Output:
     if not accept or not accept.strip():
-        return Output(JSON)
+        return _JSON_OUTPUT
+    return _negotiated(accept)
+
+
+# Clients send one Accept header again and again (kubectl's, client-go's, the informers'): its
+# answer is kept instead of parsing the list each time. Bounded, so distinct hostile headers
+# cost at most this many entries.
+@functools.lru_cache(maxsize=64)
+def _negotiated(accept: str) -> Output:
     for entry in accept.split(","):
         media, params = _params(entry)
         if media not in ("application/json", "application/*", "*/*"):

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import datetime as dt
+import functools
+import os
 import secrets
-import uuid
 from typing import Any
 
 import orjson
@@ -58,7 +59,13 @@ def meta(obj: Obj) -> Obj:
 
 
 def new_uid() -> str:
-    return str(uuid.uuid4())
+    """A random (version 4) UUID, as ``str(uuid.uuid4())`` writes it at a fifth of its cost
+    (uuid.UUID validates and converts what is only formatted here; one per create)."""
+    raw = bytearray(os.urandom(16))
+    raw[6] = (raw[6] & 0x0F) | 0x40  # version 4
+    raw[8] = (raw[8] & 0x3F) | 0x80  # the RFC 4122 variant
+    h = raw.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 def generate_name(prefix: str) -> str:
@@ -67,7 +74,14 @@ def generate_name(prefix: str) -> str:
 
 def rfc3339(wall_ns: int) -> str:
     """RFC 3339 at second precision in UTC with a ``Z``, as metav1.Time marshals."""
-    moment = dt.datetime.fromtimestamp(wall_ns // 1_000_000_000, tz=dt.UTC)
+    return _rfc3339_seconds(wall_ns // 1_000_000_000)
+
+
+# Every write stamps the current second, often several times (creationTimestamp, managedFields):
+# formatting it once a second instead of each time (strftime is most of a create's clock cost).
+@functools.lru_cache(maxsize=16)
+def _rfc3339_seconds(seconds: int) -> str:
+    moment = dt.datetime.fromtimestamp(seconds, tz=dt.UTC)
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
