@@ -18,11 +18,17 @@ __all__ = ["Connections", "request"]
 _HEAD_END = b"\r\n\r\n"
 
 
-def request(method: str, path: str, token: str, body: bytes = b"") -> bytes:
-    """One HTTP/1.1 request as bytes (bearer token, JSON body, keep-alive)."""
+def request(
+    method: str,
+    path: str,
+    token: str,
+    body: bytes = b"",
+    content_type: str = "application/json",
+) -> bytes:
+    """One HTTP/1.1 request as bytes (bearer token, a body of ``content_type``, keep-alive)."""
     head = (
         f"{method} {path} HTTP/1.1\r\nHost: bench\r\nAuthorization: Bearer {token}\r\n"
-        f"Accept: application/json\r\nContent-Type: application/json\r\n"
+        f"Accept: application/json\r\nContent-Type: {content_type}\r\n"
         f"Content-Length: {len(body)}\r\n\r\n"
     )
     return head.encode() + body

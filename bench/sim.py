@@ -146,17 +146,23 @@ def _client(url: str, token: str) -> httpx.AsyncClient:
 
 
 async def _alternating(
-    ours: Connections, floor: Connections, requests: list[bytes], status: int
+    ours: Connections,
+    floor: Connections,
+    requests: list[bytes],
+    status: int,
+    peer_requests: list[bytes] | None = None,
 ) -> tuple[float, float]:
-    """Requests/s of ``requests`` sent to ours and, the same bytes, to the floor, in slices
-    of about _SLICE that alternate between the two (and which goes first); 2 at least."""
+    """Requests/s of ``requests`` sent to ours and, the same bytes (or ``peer_requests``, as
+    many), to the floor, in slices of about _SLICE that alternate between the two (and which
+    goes first); 2 at least."""
     seconds = [0.0, 0.0]
     n = len(requests)
+    sent = (requests, requests if peer_requests is None else peer_requests)
     rounds = max(2, n // _SLICE)
     bounds = [n * r // rounds for r in range(rounds + 1)]
     for r in range(rounds):
-        part = requests[bounds[r] : bounds[r + 1]]
         for which in (0, 1) if r % 2 == 0 else (1, 0):
+            part = sent[which][bounds[r] : bounds[r + 1]]
             seconds[which] += await (ours, floor)[which].run(part, status)
     return n / seconds[0], n / seconds[1]
 
@@ -384,27 +390,25 @@ async def _apply(url: str, token: str, n: int) -> Figure:
             }
         )
 
-    applying = {"Content-Type": "application/apply-patch+yaml"}
-    merging = {"Content-Type": "application/merge-patch+json"}
-    async with _client(url, token) as c:
+    apply_type = "application/apply-patch+yaml"
+    merge_type = "application/merge-patch+json"
 
-        async def apply(i: int, replicas: int) -> None:
-            r = await c.patch(
-                f"{path}/a-{i:05d}?fieldManager=bench", content=body(f"a-{i:05d}", replicas),
-                headers=applying,
-            )  # fmt: skip
-            r.raise_for_status()
+    def apply(name: str, replicas: int) -> bytes:
+        at = f"{path}/{name}?fieldManager=bench"
+        return request("PATCH", at, token, body(name, replicas), apply_type)
 
-        async def merge(i: int) -> None:
-            patch = orjson.dumps({"spec": {"replicas": 3}})
-            r = await c.patch(f"{path}/a-{i:05d}", content=patch, headers=merging)
-            r.raise_for_status()
-
-        await _in_parallel(n, lambda i: apply(i, 1))  # the applier's objects, created
-        applies = n / await _in_parallel(n, lambda i: apply(i, 2))
-        merges = n / await _in_parallel(n, merge)
-    return Figure("sim.apply", applies, "applies/s", "sim.merge_patch", merges, "patches/s",
-                  applies / merges)  # fmt: skip
+    # The objects of either side made by the same manager's apply first (not timed); then the
+    # applier changes its replicas on its own objects while merge patches change the others',
+    # in alternating slices (no conflict: each object is written by one of the two).
+    made = [apply(f"{side}-{i:05d}", 1) for side in ("a", "m") for i in range(n)]
+    applies = [apply(f"a-{i:05d}", 2) for i in range(n)]
+    merge = orjson.dumps({"spec": {"replicas": 3}})
+    merges = [request("PATCH", f"{path}/m-{i:05d}", token, merge, merge_type) for i in range(n)]
+    async with Connections(url, _CONCURRENCY) as c:
+        await c.run(made, 201)
+        applied_rate, merged_rate = await _alternating(c, c, applies, 200, merges)
+    return Figure("sim.apply", applied_rate, "applies/s", "sim.merge_patch", merged_rate,
+                  "patches/s", applied_rate / merged_rate)  # fmt: skip
 
 
 @measure
@@ -458,23 +462,23 @@ async def _crd_create(url: str, token: str, n: int) -> Figure:
         made = await c.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", json=crd)
         made.raise_for_status()
 
-        async def create_site(i: int) -> None:
-            body = {
-                "apiVersion": "bench.example.com/v1",
-                "kind": "Website",
-                "metadata": {"name": f"w-{i:05d}", "labels": {"app": "bench"}},
-                "spec": {"host": f"w{i}.example.com", "ports": [80, 443]},
-            }
-            r = await c.post(sites, content=orjson.dumps(body))
-            r.raise_for_status()
+    def site(i: int) -> bytes:
+        body = {
+            "apiVersion": "bench.example.com/v1",
+            "kind": "Website",
+            "metadata": {"name": f"w-{i:05d}", "labels": {"app": "bench"}},
+            "spec": {"host": f"w{i}.example.com", "ports": [80, 443]},
+        }
+        return request("POST", sites, token, orjson.dumps(body))
 
-        async def create_configmap(i: int) -> None:
-            body = {"metadata": {"name": f"crd-peer-{i:05d}"}, "data": {"host": f"w{i}"}}
-            r = await c.post(configmaps, content=orjson.dumps(body))
-            r.raise_for_status()
+    def configmap(i: int) -> bytes:
+        body = {"metadata": {"name": f"crd-peer-{i:05d}"}, "data": {"host": f"w{i}"}}
+        return request("POST", configmaps, token, orjson.dumps(body))
 
-        ours = n / await _in_parallel(n, create_site)
-        peer = n / await _in_parallel(n, create_configmap)
+    async with Connections(url, _CONCURRENCY) as c:
+        ours, peer = await _alternating(
+            c, c, [site(i) for i in range(n)], 201, [configmap(i) for i in range(n)]
+        )
     return Figure(
         "sim.crd_create", ours, "creates/s", "sim.create_configmap", peer, "creates/s", ours / peer
     )
