@@ -26,6 +26,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -108,11 +109,19 @@ async def decode_body(request: Request, accepted: Mapping[str, str] = OBJECT_TYP
     if not raw.strip():
         return None
     try:
-        if syntax == YAML:
+        decoded: Any = _NOT_JSON
+        if syntax == YAML and raw.lstrip()[:1] in (b"{", b"["):
+            # What kubectl and controller-runtime send as apply-patch+yaml is JSON, which is
+            # YAML: orjson reads it ~100x faster than PyYAML's pure-Python parser (80% of an
+            # apply's time before). YAML's flow style (`{a: b}`) is not JSON: parsed as YAML.
+            with contextlib.suppress(orjson.JSONDecodeError):
+                decoded = orjson.loads(raw)
+        if decoded is _NOT_JSON and syntax == YAML:
             if len(raw) > _THREAD_PARSE_BYTES:
                 return await asyncio.to_thread(_load_yaml, raw)
             return _load_yaml(raw)
-        decoded = orjson.loads(raw)
+        if decoded is _NOT_JSON:
+            decoded = orjson.loads(raw)
     except (orjson.JSONDecodeError, yaml.YAMLError) as err:
         why = _TOO_DEEP if "depth limit exceeded" in str(err) else err  # orjson's 1,024
         raise errors.bad_request(f"the body of the request could not be decoded: {why}") from None
@@ -120,6 +129,9 @@ async def decode_body(request: Request, accepted: Mapping[str, str] = OBJECT_TYP
     if raw.count(b"{") + raw.count(b"[") > MAX_DEPTH and nesting_exceeds(decoded):
         raise errors.bad_request(f"the body of the request could not be decoded: {_TOO_DEEP}")
     return decoded
+
+
+_NOT_JSON = object()
 
 
 def _load_yaml(raw: bytes) -> Any:

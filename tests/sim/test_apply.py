@@ -635,3 +635,38 @@ async def test_apply_other_kinds_and_subresources(
         )
         assert again.status_code == 200, again.text
         assert again.json()["metadata"]["managedFields"][0]["operation"] == "Apply"
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    "body",
+    [
+        pytest.param(
+            b'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"y"},"data":{"k":"v"}}',
+            id="json",
+        ),  # fmt: skip
+        pytest.param(
+            b"{apiVersion: v1, kind: ConfigMap, metadata: {name: y}, data: {k: v}}",
+            id="yaml-flow-style",
+        ),  # fmt: skip
+        pytest.param(
+            b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: y\ndata:\n  k: v\n",
+            id="yaml-block-style",
+        ),  # fmt: skip
+    ],
+)
+async def test_apply_body_is_json_or_any_yaml(http: httpx.AsyncClient, body: bytes) -> None:
+    """JSON (what kubectl and controller-runtime send) is read as JSON, YAML's flow style —
+    which starts as JSON does but is not JSON — and block style as YAML: one object either way."""
+    r = await http.patch(f"{NS}/configmaps/y?fieldManager=tool", content=body, headers=APPLY_YAML)
+    assert r.status_code == 201, r.text
+    assert r.json()["data"] == {"k": "v"}
+
+
+@pytest.mark.asyncio
+async def test_apply_json_body_too_deep_is_refused(http: httpx.AsyncClient) -> None:
+    deep = b'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"z"},"data":' + (
+        b'{"a":' * 150 + b"1" + b"}" * 150 + b"}"
+    )
+    r = await http.patch(f"{NS}/configmaps/z?fieldManager=tool", content=deep, headers=APPLY_YAML)
+    assert r.status_code == 400 and "max depth" in r.text, r.text
