@@ -229,3 +229,32 @@ def test_charts_tell_time_in_utc_as_the_timelines_and_the_log_do(
         assert hours <= utc_hours, (labels, utc_hours)
     finally:
         context.close()
+
+
+def test_disabled_controller_row_says_disabled_and_why(
+    scripted: ScriptedDashboard, page: Page
+) -> None:
+    """A controller the manager did not start is a row saying so (and why), not an all-zero
+    row that reads as an idle controller; a running one beside it keeps its figures."""
+    now = time.time_ns()
+    snapshot = _controller_snapshot(now)
+    snapshot["controllers"]["r1"]["echo"] = {
+        "reconciles": 0,
+        "errors": 0,
+        "slowest": [],
+        "failing": [],
+        "disabled": True,
+        "disabled_reason": "--controllers",
+    }
+    _open(page, scripted, hello([{"name": "r1", "snapshot": snapshot}]))
+    echo = page.locator('#controllers-table tbody tr[data-controller="r1/echo"]')
+    expect(echo).to_have_count(1, timeout=WAIT_MS)
+    expect(echo).to_have_class(re.compile(r"\bdisabled\b"))
+    assert [t.strip() for t in echo.locator("td").all_inner_texts()] == [
+        "r1",
+        "echo",
+        "disabled (--controllers)",
+    ]
+    running = page.locator('#controllers-table tbody tr[data-controller="r1/deployment"] td')
+    expect(running.nth(2)).not_to_have_text(re.compile("disabled"))
+    assert running.count() > 3
