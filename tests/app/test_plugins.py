@@ -27,47 +27,17 @@ import pytest_asyncio
 from pycm.sim.server import run_emulator
 from pycm.trace.recorder import read_events
 from tests.support.manager import poll, start_manager, stop_manager
+from tests.support.plugins import install_example
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "echo-controller"
-
-
-def _uv() -> str:
-    found = ROOT / ".bootstrap" / "bin" / "uv"
-    if found.exists():
-        return str(found)
-    which = shutil.which("uv")
-    assert which, "uv is needed to install the example plugin (make env bootstraps it)"
-    return which
 
 
 @pytest.fixture(scope="module")
 def echo_target(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """examples/echo-controller installed into a fresh directory (no network: no build
     isolation, hatchling from the venv, no dependencies)."""
-    tmp = tmp_path_factory.mktemp("echo-plugin")
-    target = tmp / "site"
-    proc = subprocess.run(
-        [
-            _uv(),
-            "pip",
-            "install",
-            "--offline",
-            "--no-deps",
-            "--no-build-isolation",
-            "--cache-dir",
-            str(tmp / "cache"),
-            "--python",
-            sys.executable,
-            "--target",
-            str(target),
-            str(EXAMPLE),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert proc.returncode == 0, proc.stderr
+    target = install_example(EXAMPLE, tmp_path_factory.mktemp("echo-plugin"))
     assert (target / "pycm_echo" / "controller.py").exists()
     return target
 

@@ -16,6 +16,7 @@ import pytest
 
 from pycm.testing import Cluster, ManagerHandle
 from tests.sim.conftest_kubectl import kubectl  # noqa: F401 - the fixture
+from tests.support.plugins import install_example
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "website-operator"
@@ -78,32 +79,7 @@ def test_kubectl_get_websites_shows_the_printer_columns(
 
 
 def _install_plugin(tmp: Path) -> Path:
-    """examples/website-operator installed into a fresh directory (offline, no build isolation,
-    no dependencies: pycm is the host), to be put on PYTHONPATH as a user's site would be."""
-    target = tmp / "site"
-    uv = ROOT / ".bootstrap" / "bin" / "uv"
-    proc = subprocess.run(
-        [
-            str(uv),
-            "pip",
-            "install",
-            "--offline",
-            "--no-deps",
-            "--no-build-isolation",
-            "--cache-dir",
-            str(tmp / "cache"),
-            "--python",
-            sys.executable,
-            "--target",
-            str(target),
-            str(EXAMPLE),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert proc.returncode == 0, proc.stderr
-    return target
+    return install_example(EXAMPLE, tmp)
 
 
 @pytest.mark.kubectl

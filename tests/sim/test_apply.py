@@ -644,15 +644,15 @@ async def test_apply_other_kinds_and_subresources(
         pytest.param(
             b'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"y"},"data":{"k":"v"}}',
             id="json",
-        ),  # fmt: skip
+        ),
         pytest.param(
             b"{apiVersion: v1, kind: ConfigMap, metadata: {name: y}, data: {k: v}}",
             id="yaml-flow-style",
-        ),  # fmt: skip
+        ),
         pytest.param(
             b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: y\ndata:\n  k: v\n",
             id="yaml-block-style",
-        ),  # fmt: skip
+        ),
     ],
 )
 async def test_apply_body_is_json_or_any_yaml(http: httpx.AsyncClient, body: bytes) -> None:
