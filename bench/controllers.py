@@ -198,6 +198,12 @@ def settled_controller(n: int) -> tuple[DeploymentController, _SettlingClient, l
         d["metadata"].update(uid=f"d-{i}", generation=1, resourceVersion="1")
         informers[0].indexer.add(d)
         keys.append(f"{namespace}/d{i}")
+    # The client puts each write into the caches at once (as a watch that delivered it
+    # immediately would): the caches have seen every write, so they are marked far past any
+    # (as KCM's fixtures mark theirs synced). Else the staleness guard would see caches that
+    # never moved and skip every sync — the figures would time a skip, not a sync.
+    for informer in informers:
+        informer.fifo.resource_version = str(10**12)
     client = _SettlingClient(informers[0], informers[1])
     controller = DeploymentController(
         deployment_informer=informers[0],
@@ -274,6 +280,8 @@ async def _noop(n: int, repeats: int) -> tuple[float, float, float, float]:
     subscription.close()
     if client.writes != settled_writes:
         raise RuntimeError(f"no-op syncs wrote {client.writes - settled_writes} times")
+    if controller.stale_skips:
+        raise RuntimeError(f"syncs were skipped as stale, not synced: {controller.stale_skips}")
     if recorded < 2 * repeats * len(keys):
         raise RuntimeError(f"the recorder saw {recorded} events, expected a pair per sync")
 
