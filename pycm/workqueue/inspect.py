@@ -9,7 +9,7 @@ hot-path addition is the taker's task, stored by ``get()``); a call is O(keys he
 
 A priority queue (pycm.workqueue.priority_queue; :class:`PrioritizedQueue`, the optional part
 the inspector reads) also shows each waiting and backing-off key's priority and the depth by
-priority, and lists its waiting keys in the order they will be handed out; a plain queue's
+priority, and lists its waiting keys highest priority first (then oldest); a plain queue's
 contents have no priority fields at all.
 
 Used by ``GET /debug/pycm/queues`` (pycm.server.debug_queues) and the stuck-worker watcher
