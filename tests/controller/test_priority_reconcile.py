@@ -2,17 +2,22 @@
 while a controller works through its informer's initial list is reconciled next, before the
 initial keys still queued (controller-runtime's priority queue); with a FIFO queue it waits its
 turn. And the enqueue rule itself: initial-list adds and resyncs low, every other event the
-default priority, requeues keep the priority the key was taken with."""
+default priority, requeues keep the priority the key was taken with — fed by a real informer's
+initial list, resync and watch."""
 
 from __future__ import annotations
 
 import asyncio
+import random
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from pycm.cache.factory import MetadataInformerFactory, SharedInformerFactory
+from pycm.cache.listwatch import FakeListWatch, ListPage, WatchStream
+from pycm.cache.processor import HandlerFuncs
+from pycm.cache.shared_informer import SharedIndexInformer
 from pycm.controller import ControllerBuilder, ControllerContext, Request, Result
 from pycm.controller.worker import Controller
 from pycm.kube.client import Client
@@ -23,6 +28,7 @@ from pycm.trace.bus import Bus
 from pycm.trace.kinds import ItemAdded
 from pycm.util.clock import REAL_CLOCK, FakeClock
 from pycm.workqueue.priority_queue import DEFAULT_PRIORITY, LOW_PRIORITY, PriorityQueue
+from tests.cache.helpers import pod, until
 from tests.workqueue.conftest import settle
 
 N = 60  # configmaps in the initial list
@@ -205,3 +211,47 @@ def test_use_priority_queue_swaps_unused_queue_only() -> None:
     used.enqueue("ns/a")
     with pytest.raises(RuntimeError, match="in use"):
         used.use_priority_queue()
+
+
+@pytest.mark.asyncio
+async def test_informer_initial_list_and_resync_enqueue_low_fresh_watch_event_first() -> None:
+    # A real informer (scripted list and watch, fake clock): its initial-list adds and its
+    # resync's updates reach the controller as LOW_PRIORITY keys; a watch event with a new
+    # resourceVersion for one of them puts that key first.
+    clock = FakeClock()
+    bus = Bus(clock=clock)
+    stream = WatchStream(hang=True)
+    lw = FakeListWatch().add_list(ListPage([pod("a", "1"), pod("b", "1")], "1")).add_watch(stream)
+    informer = SharedIndexInformer(
+        lw, "pods", clock=clock, bus=bus, rng=random.Random(1), resync=10.0, progress_interval=0.0
+    )
+    ctrl = _controller(clock)
+    queue = ctrl.queue
+    assert isinstance(queue, PriorityQueue)
+
+    def key(obj: Any) -> str:
+        return f"{obj['metadata']['namespace']}/{obj['metadata']['name']}"
+
+    informer.add_event_handler(
+        HandlerFuncs(
+            on_add=lambda obj, initial: ctrl.enqueue(
+                key(obj), ctrl.trigger(obj, "add", initial=initial)
+            ),
+            on_update=lambda old, new: ctrl.enqueue(key(new), ctrl.trigger(new, "update", old)),
+        )
+    )
+    task = asyncio.create_task(informer.run())
+    try:
+        await until(lambda: len(queue.priorities()) == 2, "the initial adds")
+        assert dict(queue.priorities()) == {"default/a": LOW_PRIORITY, "default/b": LOW_PRIORITY}
+        for _ in range(2):
+            queue.done(await queue.get())
+        clock.advance(10.0)  # the resync: both again, unchanged
+        await until(lambda: len(queue.priorities()) == 2, "the resync")
+        assert dict(queue.priorities()) == {"default/a": LOW_PRIORITY, "default/b": LOW_PRIORITY}
+        stream.push(("MODIFIED", pod("b", "2")))
+        await until(lambda: queue.priorities().get("default/b") == 0, "the fresh change")
+        assert queue.ready_in_order() == ["default/b", "default/a"]
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
