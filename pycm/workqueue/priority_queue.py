@@ -139,6 +139,9 @@ class PriorityQueue(RateLimitingQueue[T]):
         self._recorder = metrics.bind_prioritized(
             self.name, self._processing, self.clock, self._depths
         )
+        # The default priority's series from the start: an idle queue shows depth 0, as a
+        # plain queue's series does, rather than no series at all.
+        self._recorder.priority_seen(DEFAULT_PRIORITY)
         return self._recorder
 
     def _resolve(self, item: T, priority: int | None) -> int:

@@ -27,7 +27,7 @@ async def test_priority_queue_depth_metric_is_labelled_by_priority(
     clock: FakeClock, bus: Bus, registry: CollectorRegistry, metrics: QueueMetrics
 ) -> None:
     queue = PriorityQueue[str]("pq", clock=clock, bus=bus, metrics=metrics)
-    assert _depth_series(registry) == {}  # no series until an item waits with a priority
+    assert _depth_series(registry) == {"0": 0.0}  # the default priority's, from the start
     for key in ("a", "b", "c"):
         queue.add(key, priority=LOW_PRIORITY)
     queue.add("d")
