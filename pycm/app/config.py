@@ -74,6 +74,9 @@ class ControllersConfig:
     # A controller whose kind is not served waits for it (/readyz names it) instead of
     # stopping the manager at start-up.
     wait_for_resources: bool = False
+    # The built-in controllers use a priority queue (--controller-priority-queue): initial-list
+    # adds and resyncs wait behind fresh changes.
+    priority_queue: bool = False
 
 
 @dataclass(frozen=True)

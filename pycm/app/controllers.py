@@ -49,6 +49,8 @@ async def start_replicaset_controller(ctx: ControllerContext) -> Runnable:
             replicaset_metrics(ctx.metrics.queue.registry) if ctx.metrics is not None else None
         ),
     )
+    if config.controllers.priority_queue:
+        controller.controller.use_priority_queue()
     workers = config.replicaset_controller.concurrent_rs_syncs
     ctx.register_queue("replicaset", controller.controller)
     return lambda: controller.run(workers)
@@ -70,6 +72,8 @@ async def start_deployment_controller(ctx: ControllerContext) -> Runnable:
         metrics=ctx.metrics,
         staleness_guard=config.feature_gates.enabled(STALE_CONTROLLER_CONSISTENCY_DEPLOYMENT),
     )
+    if config.controllers.priority_queue:
+        controller.controller.use_priority_queue()
     workers = config.deployment_controller.concurrent_deployment_syncs
     ctx.register_queue("deployment", controller.controller)
     return lambda: controller.run(workers)
