@@ -62,3 +62,12 @@ def test_gate_values_reach_the_config(value: bool) -> None:
     assert gates.enabled("PodDeletionCost") is value
     assert gates.enabled("DeploymentReplicaSetTerminatingReplicas") is value
     assert gates.enabled("LogarithmicScaleDown") is True
+
+
+def test_every_gate_is_in_the_operations_doc() -> None:
+    from pathlib import Path
+
+    doc = (Path(__file__).parents[2] / "docs" / "operations.md").read_text()
+    table = doc[doc.index("### Feature gates") : doc.index("### Logs")]
+    for name in FEATURE_GATES:
+        assert f"`{name}`" in table, name
