@@ -51,7 +51,7 @@ from pycm.controllers.replicaset.pods import (
     is_pod_terminating,
     slow_start_batch,
 )
-from pycm.controllers.replicaset.ranking import pods_to_delete
+from pycm.controllers.replicaset.ranking import deletion_age_ratios, pods_to_delete
 from pycm.controllers.replicaset.status import calculate_status, status_unchanged
 from pycm.trace.bus import Bus, default_bus
 from pycm.util.clock import REAL_CLOCK, Clock
@@ -389,13 +389,13 @@ class ReplicaSetController:
         if diff > 0:
             count = min(diff, self.burst_replicas)
             related = self._related_pods(rs)
+            now_ns = self._clock.wall_ns()
             victims = pods_to_delete(
-                pods,
-                related,
-                count,
-                now_ns=self._clock.wall_ns(),
-                pod_deletion_cost=self.pod_deletion_cost,
+                pods, related, count, now_ns=now_ns, pod_deletion_cost=self.pod_deletion_cost
             )
+            if count < len(pods) and self.rs_metrics is not None:  # only a sorted choice
+                for ratio in deletion_age_ratios(pods, victims, now_ns):
+                    self.rs_metrics.sorting_deletion_age_ratio.observe(ratio)
             self.expectations.expect_deletions_of(key, [key_of(p) for p in victims])
             first_error: BaseException | None = None
             for pod in victims:

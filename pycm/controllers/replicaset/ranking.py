@@ -38,6 +38,7 @@ from pycm.controllers.replicaset.pods import is_pod_active, is_pod_ready
 __all__ = [
     "DELETION_COST_ANNOTATION",
     "active_pods_less",
+    "deletion_age_ratios",
     "deletion_cost",
     "logarithmic_rank_diff",
     "pods_to_delete",
@@ -208,3 +209,39 @@ def pods_to_delete(
 
     ranked = sorted(zip(filtered, ranks, strict=True), key=functools.cmp_to_key(compare))
     return [pod for pod, _ in ranked[:diff]]
+
+
+# Go's time.Sub saturates at the largest Duration: the "age" of a zero creation time.
+_MAX_DURATION_NS = 2**63 - 1
+
+
+def _age_ms(now_ns: int, created: int | None) -> int:
+    """Go's ``now.Sub(t).Milliseconds()``: truncated toward zero, saturated for a zero time."""
+    age_ns = _MAX_DURATION_NS if created is None else now_ns - created
+    return _trunc_div(max(-_MAX_DURATION_NS - 1, min(_MAX_DURATION_NS, age_ns)), 10**6)
+
+
+def _trunc_div(a: int, b: int) -> int:
+    """Go's integer division: the quotient truncated toward zero (Python's // floors)."""
+    q = abs(a) // abs(b)
+    return q if (a < 0) == (b < 0) else -q
+
+
+def deletion_age_ratios(filtered: Sequence[Obj], chosen: Sequence[Obj], now_ns: int) -> list[float]:
+    """What KCM's reportSortingDeletionAgeRatioMetric observes after a sorted scale-down: for
+    each Ready pod chosen, its age in milliseconds divided — as integers, truncating — by the
+    youngest Ready pod's age. KCM panics on a youngest age under 1 ms (an integer division by
+    zero); pycm observes nothing then."""
+    youngest: int | None = None
+    for pod in filtered:
+        created = _created_ns(pod)
+        if is_pod_ready(pod) and created is not None and (youngest is None or created > youngest):
+            youngest = created
+    youngest_ms = _age_ms(now_ns, youngest)
+    if youngest_ms == 0:
+        return []
+    ratios = []
+    for pod in chosen:
+        if is_pod_ready(pod):
+            ratios.append(float(_trunc_div(_age_ms(now_ns, _created_ns(pod)), youngest_ms)))
+    return ratios

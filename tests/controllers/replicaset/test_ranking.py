@@ -16,6 +16,7 @@ import pytest
 from pycm.controllers.replicaset.ranking import (
     DELETION_COST_ANNOTATION,
     active_pods_less,
+    deletion_age_ratios,
     deletion_cost,
     logarithmic_rank_diff,
     pods_to_delete,
@@ -240,3 +241,17 @@ def test_pods_to_delete_prefers_doubled_up_nodes_and_skips_the_sort_when_all_go(
         "a2",
         "a1",
     ]
+
+
+def test_deletion_age_ratios_divide_whole_milliseconds_by_the_youngest_ready_age() -> None:
+    # KCM's reportSortingDeletionAgeRatioMetric: Ready pods only; the youngest Ready pod's age
+    # is the divisor; Go divides the millisecond ages as integers (2.5 h / 1 h → 2.0).
+    young = _pod("young", "n", "Running", True, 0, HOUR, HOUR)
+    older = _pod("older", "n", "Running", True, 0, HOUR, 5 * HOUR // 2)
+    not_ready = _pod("not-ready", "n", "Running", False, 0, None, 10)  # younger, not Ready
+    oldest = _pod("oldest", "n", "Running", True, 0, HOUR, 4 * HOUR)
+    filtered = [young, older, not_ready, oldest]
+    assert deletion_age_ratios(filtered, [not_ready, older, oldest], NOW_NS) == [2.0, 4.0]
+    # A youngest Ready pod created this very millisecond: KCM divides by zero; pycm skips.
+    fresh = _pod("fresh", "n", "Running", True, 0, 0, 0)
+    assert deletion_age_ratios([fresh, oldest], [oldest], NOW_NS) == []

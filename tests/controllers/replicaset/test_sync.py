@@ -139,7 +139,7 @@ def _pod(
 
 
 def _fixture(
-    rs: Obj, pods: list[Obj], **gates: bool
+    rs: Obj, pods: list[Obj], **gates: Any
 ) -> tuple[ReplicaSetController, FakeClient, Recorder]:
     clock = FakeClock(wall_start_ns=int(NOW * 1e9))
     bus = Bus()
@@ -340,3 +340,23 @@ async def test_deleted_replica_set_forgets_its_expectations() -> None:
     assert controller.expectations.get("prod/gone") is None
     assert client.actions == []
     assert result.action == "deleted"
+
+
+@pytest.mark.asyncio
+async def test_sorted_scale_down_observes_the_deletion_age_ratio() -> None:
+    from prometheus_client import CollectorRegistry
+
+    from pycm.controllers.replicaset.metrics import ReplicaSetMetrics
+
+    registry = CollectorRegistry()
+    pods = [
+        _pod("young", ready_for=50, created_ago=100),
+        _pod("old", ready_for=50, created_ago=250),
+        _pod("older", ready_for=50, created_ago=460),
+    ]
+    controller, client, _ = _fixture(_rs(2), pods, rs_metrics=ReplicaSetMetrics(registry))
+    await controller.sync("prod/web")
+    assert [name for verb, name in client.actions if verb == "delete"] == ["pods/young"]
+    name = "replicaset_controller_sorting_deletion_age_ratio"
+    assert registry.get_sample_value(f"{name}_count") == 1
+    assert registry.get_sample_value(f"{name}_sum") == 1.0  # the youngest over itself
