@@ -149,16 +149,15 @@ class EventRecorder:
         event = result.event
         namespace = event["metadata"]["namespace"]
         # client-go's recordEvent: a count above 1 updates the Event first written.
-        update_existing = int(event.get("count") or 0) > 1 and result.patch is not None
+        patch = result.patch if int(event.get("count") or 0) > 1 else None
         for attempt in range(WRITE_ATTEMPTS):
             try:
                 written: Any = None
                 action = EventAction.PATCHED
-                if update_existing:
-                    assert result.patch is not None
+                if patch is not None:
                     try:
                         written = await self._sink.patch_event(
-                            namespace, event["metadata"]["name"], result.patch
+                            namespace, event["metadata"]["name"], patch
                         )
                     except Exception as exc:
                         if getattr(exc, "code", None) != 404:
