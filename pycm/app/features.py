@@ -16,7 +16,10 @@ from typing import Final
 __all__ = [
     "COMPONENT_FLAGZ",
     "COMPONENT_STATUSZ",
+    "DEPLOYMENT_REPLICASET_TERMINATING_REPLICAS",
     "FEATURE_GATES",
+    "LOGARITHMIC_SCALE_DOWN",
+    "POD_DELETION_COST",
     "STALE_CONTROLLER_CONSISTENCY_DEPLOYMENT",
     "STALE_CONTROLLER_CONSISTENCY_REPLICASET",
     "WATCH_LIST_CLIENT",
@@ -29,6 +32,9 @@ COMPONENT_STATUSZ: Final = "ComponentStatusz"
 COMPONENT_FLAGZ: Final = "ComponentFlagz"
 STALE_CONTROLLER_CONSISTENCY_REPLICASET: Final = "StaleControllerConsistencyReplicaSet"
 STALE_CONTROLLER_CONSISTENCY_DEPLOYMENT: Final = "StaleControllerConsistencyDeployment"
+POD_DELETION_COST: Final = "PodDeletionCost"
+LOGARITHMIC_SCALE_DOWN: Final = "LogarithmicScaleDown"
+DEPLOYMENT_REPLICASET_TERMINATING_REPLICAS: Final = "DeploymentReplicaSetTerminatingReplicas"
 
 
 @dataclass(frozen=True)
@@ -58,6 +64,25 @@ FEATURE_GATES: Final[dict[str, FeatureSpec]] = {
         "BETA",
         "the ReplicaSet controller skips a sync while its caches are older than its own last "
         "writes for that ReplicaSet (KEP-5647, on by default since 1.36)",
+    ),
+    POD_DELETION_COST: FeatureSpec(
+        True,
+        "BETA",
+        "the ReplicaSet controller deletes pods with a lower "
+        "controller.kubernetes.io/pod-deletion-cost annotation first (beta since 1.22)",
+    ),
+    LOGARITHMIC_SCALE_DOWN: FeatureSpec(
+        True,
+        "GA",
+        "the ReplicaSet controller compares ready and creation times of the pods it may delete "
+        "in log2 buckets, ties broken by UID (GA and locked since 1.31)",
+        locked=True,
+    ),
+    DEPLOYMENT_REPLICASET_TERMINATING_REPLICAS: FeatureSpec(
+        True,
+        "BETA",
+        "ReplicaSets and Deployments report status.terminatingReplicas, their pods being deleted "
+        "that are not yet Succeeded or Failed (alpha 1.33, beta and on by default since 1.35)",
     ),
     STALE_CONTROLLER_CONSISTENCY_DEPLOYMENT: FeatureSpec(
         True,
