@@ -30,7 +30,7 @@ from typing import Any
 
 import orjson
 
-from pycm.sim import errors, managedfields, validation
+from pycm.sim import errors, listrules, managedfields, validation
 from pycm.sim.event_ttl import EVENT_TTL, Expiry
 from pycm.sim.gc import (
     BACKGROUND,
@@ -477,7 +477,7 @@ class Store:
             time=now or self._now(),
             status_reset=res.has_status,
             trust_sent=trust_sent,
-            rules=managedfields.rules_of(res),
+            rules=listrules.rules_of(res),
         )
         if causes:
             name = str(new["metadata"].get("name") or "")
