@@ -48,11 +48,13 @@ from typing import Any
 
 import orjson
 
+from pycm.sim import errors
 from pycm.sim.errors import Cause
 from pycm.sim.fieldcompare import changed_fields, created_fields, view
 from pycm.sim.fieldset import MEMBER, FieldSet, difference, sorted_set, union
-from pycm.sim.listrules import BUILTIN_RULES, ListRules
+from pycm.sim.listrules import BUILTIN_RULES, ListRules, rules_of
 from pycm.sim.objects import Obj
+from pycm.sim.resources import Resource
 from pycm.sim.validation import invalid_value
 
 __all__ = [
@@ -66,6 +68,7 @@ __all__ = [
     "managed_fields_causes",
     "manager_from_user_agent",
     "preset_entries",
+    "record",
     "record_write",
     "updated_entries",
 ]
@@ -348,3 +351,31 @@ def record_write(
     if entries:
         m["managedFields"] = entries
     return []
+
+
+def record(
+    res: Resource,
+    old: Obj | None,
+    new: Obj,
+    manager: str,
+    subresource: str,
+    time: str,
+    *,
+    trust_sent: bool,
+) -> None:
+    """:func:`record_write` for a write of ``res``: 422 Invalid for invalid entries a client
+    sent (``new`` then unchanged)."""
+    causes = record_write(
+        old,
+        new,
+        manager=manager,
+        api_version=res.api_version,
+        subresource=subresource,
+        time=time,
+        status_reset=res.has_status,
+        trust_sent=trust_sent,
+        rules=rules_of(res),
+    )
+    if causes:
+        name = str(new["metadata"].get("name") or "")
+        raise errors.invalid(res.kind, name, causes, res.group)
