@@ -22,6 +22,7 @@ from pycm.sim.watchlag import WATCH_LAG_SCOPE_KEY
 
 __all__ = [
     "KINDS",
+    "PHASES",
     "CompactFault",
     "DropWatchesFault",
     "ErrorFault",
