@@ -44,7 +44,7 @@ from pycm.sim import errors, fieldcompare, fieldset, listrules, managedfields
 from pycm.sim.errors import Cause
 from pycm.sim.fieldset import FieldSet
 from pycm.sim.listrules import BUILTIN_RULES, ListRules
-from pycm.sim.managedfields import APPLY, FIELDS_V1
+from pycm.sim.managedfields import APPLY
 from pycm.sim.objects import Obj, deep_copy, rfc3339
 from pycm.sim.resources import Resource
 from pycm.sim.store import Store
@@ -267,7 +267,11 @@ def apply(
     if live is None:
         if subresource:
             raise errors.not_found(res.plural, name, res.group)
-        first = [_entry(manager, res, subresource, now, applied)] if applied else []
+        first = (
+            [managedfields.new_entry(manager, APPLY, res.api_version, subresource, now, applied)]
+            if applied
+            else []
+        )
         with managedfields.preset_entries(ns_key, name, first):
             return store.create(res, config, namespace, manager=manager), True
     entries: list[dict[str, Any]] = list(live["metadata"].get("managedFields") or [])
@@ -304,7 +308,9 @@ def apply(
     if not changed and not removed:
         now = last_time  # a no-op apply keeps its entry's time (kube renews it on a change)
     if applied:
-        left.append(_entry(manager, res, subresource, now, applied))
+        left.append(
+            managedfields.new_entry(manager, APPLY, res.api_version, subresource, now, applied)
+        )
     left.sort(key=managedfields.entry_order)
     # No resourceVersion in the configuration: no precondition (the live one is current).
     merged["metadata"].setdefault("resourceVersion", live["metadata"]["resourceVersion"])
@@ -313,19 +319,3 @@ def apply(
         if subresource == "status":
             return store.update_status(res, merged, namespace, manager=manager), False
         return store.update(res, merged, namespace, manager=manager), False
-
-
-def _entry(
-    manager: str, res: Resource, subresource: str, time: str, fields: FieldSet
-) -> dict[str, Any]:
-    entry = {
-        "manager": manager,
-        "operation": APPLY,
-        "apiVersion": res.api_version,
-        "time": time,
-        "fieldsType": FIELDS_V1,
-        "fieldsV1": fields,
-    }
-    if subresource:
-        entry["subresource"] = subresource
-    return entry

@@ -67,6 +67,7 @@ __all__ = [
     "incoming_entries",
     "managed_fields_causes",
     "manager_from_user_agent",
+    "new_entry",
     "preset_entries",
     "record",
     "record_write",
@@ -140,10 +141,13 @@ def entry_order(entry: Entry) -> tuple[str, str, str, str, str]:
     )
 
 
-def _entry(manager: str, api_version: str, subresource: str, time: str, fields: FieldSet) -> Entry:
+def new_entry(
+    manager: str, operation: str, api_version: str, subresource: str, time: str, fields: FieldSet
+) -> Entry:
+    """One managedFields entry (Update here; Apply from :mod:`pycm.sim.apply`)."""
     entry = {
-        "manager": manager or UNKNOWN_MANAGER,
-        "operation": UPDATE,
+        "manager": manager,
+        "operation": operation,
         "apiVersion": api_version,
         "time": time,
         "fieldsType": FIELDS_V1,
@@ -152,6 +156,10 @@ def _entry(manager: str, api_version: str, subresource: str, time: str, fields: 
     if subresource:
         entry["subresource"] = subresource
     return entry
+
+
+def _entry(manager: str, api_version: str, subresource: str, time: str, fields: FieldSet) -> Entry:
+    return new_entry(manager or UNKNOWN_MANAGER, UPDATE, api_version, subresource, time, fields)
 
 
 def updated_entries(
