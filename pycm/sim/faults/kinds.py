@@ -12,7 +12,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-import orjson
 from starlette.responses import Response
 
 from pycm.sim import errors
@@ -112,8 +111,7 @@ class PartitionFault(Fault):
                 message = (
                     f"the request timed out: user {self.user} is partitioned (fault {self.id})"
                 )
-                status = errors.status_object(504, "Timeout", message)
-                return Response(orjson.dumps(status), 504, media_type="application/json")
+                return error_response(errors.APIError(504, "Timeout", message))
             await clock.sleep(min(TICK, limit - waited))
             host.expire()
         return None
