@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from pycm.sim.store import Store
     from pycm.sim.watch import Watcher
 
-__all__ = ["CoordinatorTimings", "LeaderCoordinator"]
+__all__ = ["CoordinatorTimings", "LeaderCoordinator", "micro_time"]
 
 log = logging.getLogger("pycm.sim")
 
@@ -71,7 +71,7 @@ class CoordinatorTimings:
     interval: float = 1.0  # pycm's: the longest time between two election steps
 
 
-def _micro_time(wall_ns: int) -> str:
+def micro_time(wall_ns: int) -> str:
     seconds, ns = divmod(wall_ns, _NS)
     stamp = dt.datetime.fromtimestamp(seconds, tz=dt.UTC)
     return stamp.strftime("%Y-%m-%dT%H:%M:%S") + f".{ns // 1000:06d}Z"
@@ -286,7 +286,7 @@ class LeaderCoordinator:
         if old is None:
             return
         new = deep_copy(old)
-        new.setdefault("spec", {})["pingTime"] = _micro_time(now)
+        new.setdefault("spec", {})["pingTime"] = micro_time(now)
         self.store.replace(self._candidates, new, old, manager=MANAGER)
 
     def _create(
@@ -295,7 +295,7 @@ class LeaderCoordinator:
         spec: dict[str, Any] = {
             "strategy": strategy,
             "leaseDurationSeconds": self.timings.lease_duration_seconds,
-            "renewTime": _micro_time(now),
+            "renewTime": micro_time(now),
         }
         if holder is not None:
             spec["holderIdentity"] = holder
@@ -331,7 +331,7 @@ class LeaderCoordinator:
                 log.info('leader election: lease %s expired, holder now "%s"', key, holder)
             spec.pop("preferredHolder", None)
             spec["holderIdentity"] = holder
-            spec["renewTime"] = _micro_time(now)
+            spec["renewTime"] = micro_time(now)
             spec["leaseDurationSeconds"] = self.timings.lease_duration_seconds
             spec.pop("acquireTime", None)
         elif holder is not None and holder != current and spec.get("preferredHolder") != holder:
