@@ -14,9 +14,12 @@ from dataclasses import dataclass
 from typing import Final
 
 __all__ = [
+    "BINARY_VERSION",
     "COMPONENT_FLAGZ",
     "COMPONENT_STATUSZ",
+    "COORDINATED_LEADER_ELECTION",
     "FEATURE_GATES",
+    "MIN_EMULATED_VERSION",
     "STALE_CONTROLLER_CONSISTENCY_DEPLOYMENT",
     "STALE_CONTROLLER_CONSISTENCY_REPLICASET",
     "WATCH_LIST_CLIENT",
@@ -29,6 +32,12 @@ COMPONENT_STATUSZ: Final = "ComponentStatusz"
 COMPONENT_FLAGZ: Final = "ComponentFlagz"
 STALE_CONTROLLER_CONSISTENCY_REPLICASET: Final = "StaleControllerConsistencyReplicaSet"
 STALE_CONTROLLER_CONSISTENCY_DEPLOYMENT: Final = "StaleControllerConsistencyDeployment"
+COORDINATED_LEADER_ELECTION: Final = "CoordinatedLeaderElection"
+
+BINARY_VERSION: Final = (1, 36)
+"""The KCM release pycm follows (its binary version, as a LeaseCandidate publishes it: 1.36.0)."""
+MIN_EMULATED_VERSION: Final = (1, 33)
+"""The oldest --emulated-version KCM 1.36 accepts (component-base: the binary's minor - 3)."""
 
 
 @dataclass(frozen=True)
@@ -46,6 +55,13 @@ FEATURE_GATES: Final[dict[str, FeatureSpec]] = {
     ),
     COMPONENT_STATUSZ: FeatureSpec(
         True, "BETA", "the secure port serves /statusz (KEP-4827, beta and on by default in 1.36)"
+    ),
+    COORDINATED_LEADER_ELECTION: FeatureSpec(
+        False,
+        "BETA",
+        "with --leader-elect, publish a LeaseCandidate (binary and emulation version) and follow "
+        "the API server's choice of leader: never take a free lease, step down when the Lease "
+        "names another preferredHolder (KEP-4355; beta and off by default since 1.33)",
     ),
     WATCH_LIST_CLIENT: FeatureSpec(
         True,
