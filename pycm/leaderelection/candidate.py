@@ -25,7 +25,8 @@ import datetime as dt
 import logging
 from typing import Any
 
-from pycm.kube import Client, KubeError
+from pycm.kube import Client
+from pycm.kube.errors import NotFound
 from pycm.kube.resources import Resource
 from pycm.leaderelection.record import format_micro_time
 from pycm.trace.bus import Bus, default_bus
@@ -92,9 +93,7 @@ class LeaseCandidate:
         """Create the candidate, or renew it (renewTime = now, pingTime cleared)."""
         try:
             current = await self._client.get(LEASE_CANDIDATES, self.name, namespace=self.namespace)
-        except KubeError as exc:
-            if getattr(exc, "code", None) != 404:
-                raise
+        except NotFound:
             body = {
                 "apiVersion": LEASE_CANDIDATES.api_version,
                 "kind": LEASE_CANDIDATES.kind,
