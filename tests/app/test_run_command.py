@@ -117,6 +117,9 @@ def _flag_block(out: str, left: str) -> str:
         pytest.param("      --kube-api-qps float32", "Generic", "20", id="qps"),
         pytest.param("      --kube-api-burst int32", "Generic", "30", id="burst"),
         pytest.param(
+            "      --emulated-version mapStringString", "Generic", None, id="emulated-version"
+        ),
+        pytest.param(
             "      --use-service-account-credentials", "Generic", None, id="sa-credentials"
         ),
         pytest.param("      --leader-elect", "Leader election", "true", id="leader-elect"),
@@ -228,7 +231,7 @@ def test_run_help_lists_every_flag_once() -> None:
         for word in line.split()[:2]
         if word.startswith("--")
     ]
-    assert len(names) == len(set(names)) == 55  # the table above (KCM's refused flags are hidden)
+    assert len(names) == len(set(names)) == 56  # the table above (KCM's refused flags are hidden)
 
 
 def test_run_help_wins_over_other_problems() -> None:

@@ -118,7 +118,7 @@ class FeatureGatesOptions:
             "In pycm it is the emulation version its LeaseCandidate publishes "
             "(--feature-gates=CoordinatedLeaderElection=true); feature gate defaults stay "
             f"{_show(BINARY_VERSION)}'s. Options are: kube={_show(MIN_EMULATED_VERSION)}.."
-            f"{_show(BINARY_VERSION)} (default: {_show(BINARY_VERSION)}).",
+            f"{_show(BINARY_VERSION)}; {_show(BINARY_VERSION)} when not given.",
         )
 
     def validate(self) -> list[str]:
