@@ -166,6 +166,7 @@ class LeaderCoordinator:
         self._leases = store.resource("leases", "coordination.k8s.io")
         self._candidates = store.resource("leasecandidates", "coordination.k8s.io")
         self._next_gc = clock.monotonic() + self.timings.gc_period
+        self._said: dict[str, str] = {}  # lease key -> the problem last logged for it
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -263,12 +264,13 @@ class LeaderCoordinator:
             if (renew := _time_ns(_spec(c).get("renewTime"))) is not None and renew + window > now
         ]
         if not acked:
-            log.info("leader election %s: no available candidates", key)
+            self._say(key, "no available candidates")
             return ""
         strategy, error = best_strategy(acked)
         if error:
-            log.info("leader election %s: %s", key, error)
+            self._say(key, error)
             return ""
+        self._said.pop(key, None)
         holder: str | None = None
         if strategy == OLDEST_EMULATION_VERSION:
             electee = best_leader(acked)
@@ -278,6 +280,13 @@ class LeaderCoordinator:
         if lease is None:
             return self._create(namespace, lease_name, strategy, holder, now)
         return self._update(lease, key, strategy, holder, now)
+
+    def _say(self, key: str, problem: str) -> None:
+        """Log why an election cannot proceed, once until it changes (steps repeat every
+        ``interval``; kube logs each failed step, but it steps only on events)."""
+        if self._said.get(key) != problem:
+            self._said[key] = problem
+            log.info("leader election %s: %s", key, problem)
 
     def _ping(self, candidate: Obj, now: int) -> None:
         old = self.store.peek(
