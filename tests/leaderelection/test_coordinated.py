@@ -18,6 +18,7 @@ from pycm.leaderelection import (
     LeaderElector,
 )
 from pycm.leaderelection.fake import FakeLock, FakeLockServer
+from pycm.leaderelection.resourcelock import LeaseLock
 from pycm.trace.bus import Bus
 from pycm.trace.kinds import AcquireResult, LeaseLost, LeaseRenewFailed, RenewFailureReason
 from pycm.util.clock import FakeClock
@@ -286,3 +287,61 @@ async def test_coordinated_leader_steps_down_for_the_preferred_holder() -> None:
     lost = [e for e in bus.recent() if isinstance(e, LeaseLost)]
     assert lost and lost[0].reason == "stepped down: the coordinator prefers bing"
     assert elector.lost_reason == "stepped down: the coordinator prefers bing"
+
+
+class _Leases:
+    """A LeaseClient that stores what it is sent (the LeaseLock's wire view)."""
+
+    def __init__(self, spec: dict[str, object]) -> None:
+        self.lease: dict[str, object] = {"metadata": {"name": "bar"}, "spec": spec}
+
+    async def get_lease(self, namespace: str, name: str) -> dict[str, object]:
+        return self.lease
+
+    async def create_lease(self, namespace: str, body: dict[str, object]) -> dict[str, object]:
+        raise AssertionError("not used")
+
+    async def update_lease(self, namespace: str, body: dict[str, object]) -> dict[str, object]:
+        self.lease = body
+        return body
+
+    async def create_event(self, namespace: str, body: dict[str, object]) -> dict[str, object]:
+        return body
+
+
+@pytest.mark.parametrize(
+    ("written", "expected"),
+    [
+        pytest.param(
+            LeaderElectionRecord(holder_identity="baz", lease_duration_seconds=10),
+            {},
+            id="uncoordinated write unsets both, as client-go's whole-spec update",
+        ),
+        pytest.param(
+            LeaderElectionRecord(
+                holder_identity="baz", lease_duration_seconds=10, strategy="OldestEmulationVersion"
+            ),
+            {"strategy": "OldestEmulationVersion"},
+            id="coordinated renew keeps the strategy, drops the preferred holder",
+        ),
+    ],
+)
+@pytest.mark.asyncio
+async def test_lease_lock_writes_strategy_and_preferred_holder_as_the_record_has_them(
+    written: LeaderElectionRecord, expected: dict[str, str]
+) -> None:
+    api = _Leases(
+        {
+            "holderIdentity": "baz",
+            "leaseDurationSeconds": 5,
+            "strategy": "OldestEmulationVersion",
+            "preferredHolder": "bing",
+        }
+    )
+    lock = LeaseLock(api, "foo", "bar", "baz")
+    record, _ = await lock.get()
+    assert (record.strategy, record.preferred_holder) == ("OldestEmulationVersion", "bing")
+    await lock.update(written)
+    spec = api.lease["spec"]
+    assert isinstance(spec, dict)
+    assert {k: spec[k] for k in ("strategy", "preferredHolder") if k in spec} == expected
