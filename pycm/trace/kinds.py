@@ -44,9 +44,7 @@ class AcquireResult(enum.StrEnum):
     CREATED = "created"  # the lease did not exist and was created with us as holder
     HELD_BY_OTHER = "held_by_other"  # another holder's term is still valid
     ERROR = "error"  # an API error (the message is in ``error``)
-    # Coordinated leader election: the lease is missing, free or expired, and this candidate
-    # waits for the API server's coordinator to name a holder (it never takes one itself).
-    NOT_ELECTED = "not_elected"
+    NOT_ELECTED = "not_elected"  # coordinated: waiting for the coordinator to name a holder
 
 
 class RenewFailureReason(enum.StrEnum):
@@ -56,9 +54,7 @@ class RenewFailureReason(enum.StrEnum):
     CONFLICT = "conflict"  # the update lost an optimistic-concurrency race
     API_ERROR = "api_error"  # the API server answered with an error or did not answer
     NOT_HOLDER = "not_holder"  # the lease names another holder
-    # Coordinated leader election: the lease names another preferredHolder, so the leader
-    # stops renewing and lets it expire (client-go's "end of term").
-    STEPPED_DOWN = "stepped_down"
+    STEPPED_DOWN = "stepped_down"  # coordinated: the lease names another preferredHolder
 
 
 # ---------------------------------------------------------------------------------------------
