@@ -45,7 +45,13 @@ from pycm.app.command import dashboard_mounter
 from pycm.app.config import CompletedConfig
 from pycm.app.context import ControllerContext, resync_period
 from pycm.app.controllers import build_registry
-from pycm.app.features import COMPONENT_FLAGZ, COMPONENT_STATUSZ, WATCH_LIST_CLIENT
+from pycm.app.features import (
+    BINARY_VERSION,
+    COMPONENT_FLAGZ,
+    COMPONENT_STATUSZ,
+    COORDINATED_LEADER_ELECTION,
+    WATCH_LIST_CLIENT,
+)
 from pycm.app.logs import configure_logging
 from pycm.app.manager_metrics import register_manager_metrics
 from pycm.app.options.leaderelection import lease_namespace
@@ -70,6 +76,7 @@ from pycm.leaderelection import (
     LeaderElector,
     LeaderHealthzAdaptor,
 )
+from pycm.leaderelection.candidate import LeaseCandidate, kube_version
 from pycm.leaderelection.elector import LeaderMetrics
 from pycm.leaderelection.resourcelock import LeaseLock
 from pycm.otel import start_otel_sink
@@ -496,12 +503,29 @@ class Manager:
     def _start_election(self, client: Client) -> None:
         le = self.config.leader_election
         pod_namespace = client.config.namespace if client.config.in_cluster else ""
+        namespace = lease_namespace(le.resource_namespace, pod_namespace)
         lock = LeaseLock(
             LeaseClientAdapter(client.with_user_agent("pycm/leader-election")),
-            lease_namespace(le.resource_namespace, pod_namespace),
+            namespace,
             le.resource_name,
             self.identity,
         )
+        # Coordinated leader election (KEP-4355): publish a LeaseCandidate and let the API
+        # server's coordinator name the holder (pycm.leaderelection.candidate).
+        gates = self.config.feature_gates
+        coordinated = gates.enabled(COORDINATED_LEADER_ELECTION)
+        if coordinated:
+            candidate = LeaseCandidate(
+                client.with_user_agent("pycm/leader-election"),
+                namespace,
+                self.identity,
+                le.resource_name,
+                kube_version(BINARY_VERSION),
+                kube_version(gates.emulated_version),
+                clock=self.clock,
+                bus=self.bus,
+            )
+            self.groups.add(Group.LEADER_ELECTION, "lease candidate", candidate.run)
         watchdog = LeaderHealthzAdaptor(clock=self.clock)
         self.health.add(watchdog.name, watchdog)
 
@@ -521,6 +545,7 @@ class Manager:
                 retry_period=le.retry_period,
                 release_on_cancel=True,
                 name=le.resource_name,
+                coordinated=coordinated,
             ),
             clock=self.clock,
             bus=self.bus,

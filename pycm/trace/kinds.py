@@ -44,6 +44,7 @@ class AcquireResult(enum.StrEnum):
     CREATED = "created"  # the lease did not exist and was created with us as holder
     HELD_BY_OTHER = "held_by_other"  # another holder's term is still valid
     ERROR = "error"  # an API error (the message is in ``error``)
+    NOT_ELECTED = "not_elected"  # coordinated: waiting for the coordinator to name a holder
 
 
 class RenewFailureReason(enum.StrEnum):
@@ -53,6 +54,7 @@ class RenewFailureReason(enum.StrEnum):
     CONFLICT = "conflict"  # the update lost an optimistic-concurrency race
     API_ERROR = "api_error"  # the API server answered with an error or did not answer
     NOT_HOLDER = "not_holder"  # the lease names another holder
+    STEPPED_DOWN = "stepped_down"  # coordinated: the lease names another preferredHolder
 
 
 # ---------------------------------------------------------------------------------------------
@@ -640,6 +642,30 @@ class LeaderObserved(Event):
     transitions: int = 0
     lease_duration_s: float = 0.0
     skew_ms: float = 0.0
+
+
+@kind("lease.candidate_renewed")
+class LeaseCandidateRenewed(Event):
+    """This instance's LeaseCandidate (coordinated leader election) was created or renewed;
+    ``pinged``: in answer to the coordinator's ping."""
+
+    candidate: str = ""  # namespace/name of the LeaseCandidate (the elector identity)
+    lease: str = ""  # namespace/name of the Lease it contends for
+    binary_version: str = ""
+    emulation_version: str = ""
+    strategy: str = ""
+    pinged: bool = False
+
+
+@kind("lease.coordination_observed")
+class LeaseCoordinationObserved(Event):
+    """The coordinator's fields on a Lease changed: its ``strategy``, and the
+    ``preferred_holder`` it asks the holder to hand over to ("" none)."""
+
+    lease: str = ""
+    holder: str = ""
+    preferred_holder: str = ""
+    strategy: str = ""
 
 
 # ---------------------------------------------------------------------------------------------

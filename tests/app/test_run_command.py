@@ -117,6 +117,9 @@ def _flag_block(out: str, left: str) -> str:
         pytest.param("      --kube-api-qps float32", "Generic", "20", id="qps"),
         pytest.param("      --kube-api-burst int32", "Generic", "30", id="burst"),
         pytest.param(
+            "      --emulated-version mapStringString", "Generic", None, id="emulated-version"
+        ),
+        pytest.param(
             "      --use-service-account-credentials", "Generic", None, id="sa-credentials"
         ),
         pytest.param("      --leader-elect", "Leader election", "true", id="leader-elect"),
