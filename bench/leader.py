@@ -20,12 +20,23 @@ release the next attempt wins — bound ``1.2 × retry_period``. Unlike most ben
 ratio is **measured / bound**: ≤ 1 is within the bound (a kill can beat it, because the last
 renewal the standbys saw was up to one retry period before the kill).
 
-Sizes: tiny — lease 1 s, renew 0.6 s, retry 0.25 s, one run each (< 20 s); full — the demo's
-4 s / 3 s / 1 s, the median of 5 runs each.
+``leader.failover_to_first_reconcile.warm`` and ``.cold``: with pods in the cluster (10k at full
+size, ``bench.informers.realistic_pod``: ~5 KB of JSON each) and one ReplicaSet, two replicas
+running the replicaset controller — both with ``--leader-elect-warm-standby``, or both without
+— the leader is sent SIGKILL once the standby is ready (``/readyz``: a warm one's caches are
+synced); the figure is the time from the signal to the first ``reconcile.begin`` in the
+standby's trace. Peer: the same kill bound; ratio measured / bound. Warm, the takeover starts
+its workers on caches it already holds; cold, it lists the pods first. Both pairs run at once,
+each on a Lease of its own, and their leaders are killed one after the other, warm first in
+every other run; a comment line lists every run.
+
+Sizes: tiny — lease 1 s, renew 0.6 s, retry 0.25 s, one run each, 60 pods (< 30 s); full —
+the demo's 4 s / 3 s / 1 s, the median of 5 runs each (3 of each reconcile figure, 10k pods).
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import shutil
@@ -41,9 +52,12 @@ from datetime import datetime
 from pathlib import Path
 
 import httpx
+import orjson
 import yaml
 
+from bench._kubehttp import HttpClient
 from bench.harness import Figure
+from bench.informers import TINY_WRITERS, WRITERS, seed
 
 _LINE = re.compile(r"pycm sim: serving (\S+) \(kubeconfig: (.+)\)")
 POLL = 0.01
@@ -56,6 +70,8 @@ class Timings:
     renew: float
     retry: float
     runs: int
+    pods: int  # in the cluster for the first-reconcile figures
+    reconcile_runs: int
 
     @property
     def kill_bound(self) -> float:
@@ -66,7 +82,14 @@ class Timings:
         return 1.2 * self.retry
 
 
-SIZES = {"tiny": Timings(1.0, 0.6, 0.25, 1), "full": Timings(4.0, 3.0, 1.0, 5)}
+SIZES = {
+    "tiny": Timings(1.0, 0.6, 0.25, 1, 60, 1),
+    "full": Timings(4.0, 3.0, 1.0, 5, 10_000, 3),
+}
+# The ReplicaSet the first-reconcile figures' replicas reconcile (its label matches no seeded
+# pod: the seeded ones belong to ReplicaSets that do not exist, as after a cleanup).
+PROBE_RS = "failover-probe"
+RECONCILE_BEGIN = b'"kind":"reconcile.begin"'
 
 
 def _free_port() -> int:
@@ -80,6 +103,7 @@ class Bench:
         self.t = timings
         self.tmp = tmp
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        self.ports: dict[str, int] = {}
         self.started = 0
         kubeconfig = tmp / "kubeconfig"
         argv = [sys.executable, "-m", "pycm", "sim", "--port", "0", "--tls=false", "--kubelet=off"]
@@ -96,33 +120,44 @@ class Bench:
             raise RuntimeError("the emulator did not start")
         self.kubeconfig = str(kubeconfig)
         doc = yaml.safe_load(kubeconfig.read_text())
-        token = doc["users"][0]["user"]["token"]
+        self.url, self.token = match.group(1), str(doc["users"][0]["user"]["token"])
         self.http = httpx.Client(
-            base_url=match.group(1), headers={"Authorization": f"Bearer {token}"}, timeout=5
+            base_url=self.url, headers={"Authorization": f"Bearer {self.token}"}, timeout=5
         )
+        self.lease = "pycm"  # the Lease of the failover figures
+        self.leases: dict[str, str] = {}  # identity -> the Lease it takes part in
 
-    def start(self) -> str:
+    def start(self, *extra: str, lease: str = "") -> str:
         self.started += 1
         identity = f"replica-{self.started}"
+        port = _free_port()
         argv = [sys.executable, "-m", "pycm", "run", "--kubeconfig", self.kubeconfig]
         argv += ["--leader-elect-lease-duration", f"{self.t.lease}s"]
         argv += ["--leader-elect-renew-deadline", f"{self.t.renew}s"]
         argv += ["--leader-elect-retry-period", f"{self.t.retry}s"]
-        argv += ["--secure-port", str(_free_port()), "--bind-address", "127.0.0.1"]
-        argv += ["--identity", identity, "--trace-file", str(self.tmp / f"{identity}.jsonl")]
+        self.leases[identity] = lease = lease or self.lease
+        argv += ["--leader-elect-resource-name", lease]
+        argv += ["--secure-port", str(port), "--bind-address", "127.0.0.1"]
+        argv += ["--identity", identity, "--trace-file", str(self.trace(identity)), *extra]
         self.procs[identity] = subprocess.Popen(
             argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
+        self.ports[identity] = port
         return identity
 
-    def lease_spec(self) -> dict[str, object]:
-        response = self.http.get("/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/pycm")
+    def trace(self, identity: str) -> Path:
+        return self.tmp / f"{identity}.jsonl"
+
+    def lease_spec(self, lease: str = "") -> dict[str, object]:
+        response = self.http.get(
+            f"/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/{lease or self.lease}"
+        )
         if response.status_code != 200:
             return {}
         return dict(response.json().get("spec") or {})
 
-    def holder(self) -> str:
-        return str(self.lease_spec().get("holderIdentity") or "")
+    def holder(self, lease: str = "") -> str:
+        return str(self.lease_spec(lease).get("holderIdentity") or "")
 
     def wait_ready(self) -> str:
         """Until a live replica leads and every live one has taken part in the election."""
@@ -161,6 +196,106 @@ class Bench:
             time.sleep(POLL)
         raise RuntimeError(f"no failover after {sig.name}")
 
+    def signal_replicas(self, sig: signal.Signals) -> None:
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                proc.send_signal(sig)
+
+    def stop_replicas(self, sig: signal.Signals = signal.SIGTERM) -> None:
+        """Signal every replica and wait for it (the next figures run replicas of their own)."""
+        self.signal_replicas(sig)
+        for proc in self.procs.values():
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        self.procs.clear()
+
+    def seed(self) -> None:
+        """The pods, and the one ReplicaSet the replicas reconcile."""
+        writers = TINY_WRITERS if self.t.pods < 1000 else WRITERS
+
+        async def main() -> None:
+            client = HttpClient(self.url, self.token)
+            try:
+                await seed(client, self.t.pods, writers)
+            finally:
+                await client.aclose()
+
+        asyncio.run(main())
+        labels = {"app": PROBE_RS}
+        rs = {
+            "apiVersion": "apps/v1",
+            "kind": "ReplicaSet",
+            "metadata": {"name": PROBE_RS, "namespace": "default"},
+            "spec": {
+                "replicas": 1,
+                "selector": {"matchLabels": labels},
+                "template": {
+                    "metadata": {"labels": labels},
+                    "spec": {"containers": [{"name": "c", "image": "nginx"}]},
+                },
+            },
+        }
+        response = self.http.post("/apis/apps/v1/namespaces/default/replicasets", json=rs)
+        if response.status_code != 201:
+            raise RuntimeError(f"creating the ReplicaSet failed: {response.text}")
+
+    def first_reconciles(self, run: int) -> dict[bool, float]:
+        """A warm pair and a cold pair of replicas, each on a Lease of its own; once each leader
+        has reconciled and each standby is ready, SIGKILL one leader, then the other (warm
+        first in even runs). Seconds from each signal to that standby's first reconcile, by
+        warmth."""
+        pairs: dict[bool, list[str]] = {}
+        for warm in (True, False):
+            lease = f"pycm-{'warm' if warm else 'cold'}-{run}"
+            extra = ["--controllers", "replicaset"]
+            if warm:
+                extra.append("--leader-elect-warm-standby")
+            pairs[warm] = [self.start(*extra, lease=lease), self.start(*extra, lease=lease)]
+        deadline = time.monotonic() + START_TIMEOUT + 60  # a warm list of 10k pods included
+        roles: dict[bool, tuple[str, str]] = {}
+        while len(roles) < 2:
+            for warm, pair in pairs.items():
+                leader = self.holder(self.leases[pair[0]])
+                if warm in roles or leader not in pair:
+                    continue
+                standby = pair[1 - pair.index(leader)]
+                if (
+                    RECONCILE_BEGIN in self.trace(leader).read_bytes()
+                    and self._in_election(standby)
+                    and self._ready(standby)
+                ):
+                    roles[warm] = (leader, standby)
+            if time.monotonic() > deadline:
+                raise RuntimeError("no leader reconciled, or a standby is not ready")
+            time.sleep(0.05)
+        time.sleep(2 * self.t.retry)  # each standby has observed its leader's current record
+        took: dict[bool, float] = {}
+        for warm in (run % 2 == 0, run % 2 == 1):
+            leader, standby = roles[warm]
+            killed_ns = time.time_ns()
+            self.procs[leader].send_signal(signal.SIGKILL)
+            self.procs[leader].wait(timeout=20)
+            deadline = time.monotonic() + self.t.kill_bound * 3 + 60
+            while (began := _first_after(self.trace(standby), RECONCILE_BEGIN, killed_ns)) is None:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"no reconcile after the failover (warm={warm})")
+                time.sleep(POLL)
+            took[warm] = (began - killed_ns) / 1e9
+        self.stop_replicas(signal.SIGKILL)  # nothing of theirs is measured any more
+        return took
+
+    def _ready(self, identity: str) -> bool:
+        try:
+            response = httpx.get(
+                f"https://127.0.0.1:{self.ports[identity]}/readyz", verify=False, timeout=2
+            )
+        except httpx.HTTPError:
+            return False
+        return response.status_code == 200
+
     def close(self) -> None:
         for proc in [*self.procs.values(), self.emu]:
             if proc.poll() is None:
@@ -172,6 +307,19 @@ class Bench:
                 proc.kill()
                 proc.wait()
         self.http.close()
+
+
+def _first_after(path: Path, kind: bytes, after_ns: int) -> int | None:
+    """The ``ts`` of the first event of ``kind`` in the trace file ``path`` later than
+    ``after_ns`` (unix ns), or None."""
+    if not path.exists():
+        return None
+    for line in path.read_bytes().splitlines():
+        if kind in line:
+            ts = int(orjson.loads(line)["ts"])
+            if ts > after_ns:
+                return ts
+    return None
 
 
 def _micro_time(value: object) -> float:
@@ -191,6 +339,15 @@ def run(size: str) -> list[Figure]:
             bench.start()
         killed = [bench.failover(signal.SIGKILL) for _ in range(timings.runs)]
         releases = [bench.failover(signal.SIGTERM)[0] for _ in range(timings.runs)]
+        bench.signal_replicas(signal.SIGTERM)  # they stop while the pods are written
+        bench.seed()
+        bench.stop_replicas()
+        warm_runs: list[float] = []
+        cold_runs: list[float] = []
+        for i in range(timings.reconcile_runs):
+            took = bench.first_reconciles(i)
+            warm_runs.append(took[True])
+            cold_runs.append(took[False])
     finally:
         bench.close()
         shutil.rmtree(tmp, ignore_errors=True)
@@ -203,6 +360,13 @@ def run(size: str) -> list[Figure]:
         + ", ".join(f"{x:.2f}" for x in from_renews)
         + f" (bound {timings.kill_bound:.2f}, worst case with jitter "
         f"{timings.lease + 4.4 * timings.retry:.2f})",
+        flush=True,
+    )
+    warm, cold = statistics.median(warm_runs), statistics.median(cold_runs)
+    print(
+        f"# SIGKILL to the standby's first reconcile at {timings.pods} pods (s), every run: "
+        f"warm {', '.join(f'{x:.2f}' for x in warm_runs)}; "
+        f"cold {', '.join(f'{x:.2f}' for x in cold_runs)} (bound {timings.kill_bound:.2f})",
         flush=True,
     )
     return [
@@ -232,6 +396,24 @@ def run(size: str) -> list[Figure]:
             timings.release_bound,
             "s",
             release / timings.release_bound,
+        ),
+        Figure(
+            "leader.failover_to_first_reconcile.warm",
+            warm,
+            "s",
+            "bound",
+            timings.kill_bound,
+            "s",
+            warm / timings.kill_bound,
+        ),
+        Figure(
+            "leader.failover_to_first_reconcile.cold",
+            cold,
+            "s",
+            "bound",
+            timings.kill_bound,
+            "s",
+            cold / timings.kill_bound,
         ),
     ]
 
