@@ -6,7 +6,8 @@ queue (a ReplicaSet created meanwhile too) — and nothing it sends is a write. 
 goes away it takes over: the workers reconcile what waits (each ReplicaSet gets its pods) with
 no new list of pods or ReplicaSets (initial lists counted in the emulator's request log: a
 collection GET that is no watch, or a watch with sendInitialEvents). Cold (the default), a
-standby reads neither resource, and the takeover lists both first.
+standby reads neither resource, and the takeover lists both first. The flag: a bool, off by
+default, whose help says it is pycm's own.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from pycm.app.options import ControllerManagerOptions
+from pycm.app.options.help import flag_usages
 from pycm.app.run import Manager
 from pycm.kube import LEASES, Client, load_config
 from pycm.kube.resources import PODS, REPLICASETS
@@ -30,8 +32,6 @@ from pycm.sim.server import Emulator, run_emulator
 from pycm.trace.bus import Bus, Subscription
 from pycm.trace.events import Event
 from pycm.trace.kinds import ControllersTookOver, InformersStarted, LeaseAcquireAttempted
-
-pytestmark = pytest.mark.asyncio
 
 NAMESPACE = "default"
 WATCHED = ("/api/v1/pods", "/apis/apps/v1/replicasets")
@@ -165,6 +165,29 @@ async def _pods(rig: Rig, count: int) -> None:
             await asyncio.sleep(0.05)
 
 
+@pytest.mark.parametrize(
+    ("argv", "warm"),
+    [
+        pytest.param([], False, id="default-off"),
+        pytest.param(["--leader-elect-warm-standby"], True, id="given"),
+        pytest.param(["--leader-elect-warm-standby=false"], False, id="false"),
+    ],
+)
+def test_warm_standby_flag_parses_as_a_bool_off_by_default(argv: list[str], warm: bool) -> None:
+    options = ControllerManagerOptions()
+    assert options.parse(argv) == [] and options.validate() == []
+    assert options.config().complete(identity="x").leader_election.warm_standby is warm
+
+
+def test_warm_standby_flag_help_says_kcm_has_none_and_names_controller_runtimes() -> None:
+    options = ControllerManagerOptions()
+    assert options.parse([]) == []
+    usage = flag_usages(options.flag_sets.flag_set("Leader election"), cols=1000)
+    (line,) = [line for line in usage.splitlines() if "--leader-elect-warm-standby" in line]
+    assert "KCM has no such flag" in line and "EnableWarmup" in line, line
+
+
+@pytest.mark.asyncio
 @pytest.mark.parametrize("warm", [True, False], ids=["warm", "cold"])
 async def test_standby_writes_nothing_then_takes_over_warm_without_a_list_cold_with_one(
     rig: Rig, warm: bool
