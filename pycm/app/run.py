@@ -694,7 +694,7 @@ class Manager:
         }
         descriptors = list(self.registry)
         random.shuffle(descriptors)  # KCM starts them in random order
-        prepared = _Prepared(ctx)
+        prepared = _Prepared(ctx, standby=standby)
         interval = self.config.controllers.controller_start_interval
         for descriptor in descriptors:
             if descriptor.name not in enabled:
@@ -717,7 +717,7 @@ class Manager:
                 continue
             if runnable is not None:
                 prepared.runnables.append((descriptor.name, runnable))
-        if self._token_sources:
+        if self._token_sources and not standby:
             await self._first_tokens()
         informers = _InformerFactories(ctx)
         await self.groups.add_service(Group.CACHES, "informer factories", informers)
@@ -731,6 +731,10 @@ class Manager:
         controllers' runs (their workers start once their caches sync), the controllers still
         waiting for their kinds, the background tasks. Returns how many controllers run."""
         ctx = prepared.ctx
+        if prepared.standby and self._token_sources:
+            # A standby asks for no service account or token (they are writes): its informers
+            # read with the root client, and its controllers' clients wait for the lease too.
+            await self._first_tokens()
         if self.elector is not None:
             # Before any worker runs: no reconcile starts on a stale lease (leaderelection/gate;
             # the controllers' clients fence each write with the same gate: _context).
@@ -912,6 +916,7 @@ class _Prepared:
     and the controllers waiting for their kinds (--wait-for-resources)."""
 
     ctx: ControllerContext
+    standby: bool = False  # built before leading (--leader-elect-warm-standby)
     runnables: list[tuple[str, Runnable]] = field(default_factory=list)
     waiting: list[tuple[ControllerDescriptor, NoKindMatchError]] = field(default_factory=list)
 

@@ -31,7 +31,13 @@ from pycm.kube.resources import PODS, REPLICASETS
 from pycm.sim.server import Emulator, run_emulator
 from pycm.trace.bus import Bus, Subscription
 from pycm.trace.events import Event
-from pycm.trace.kinds import ControllersTookOver, InformersStarted, LeaseAcquireAttempted
+from pycm.trace.kinds import (
+    ControllerStarted,
+    ControllersTookOver,
+    InformersStarted,
+    InformerSynced,
+    LeaseAcquireAttempted,
+)
 
 NAMESPACE = "default"
 WATCHED = ("/api/v1/pods", "/apis/apps/v1/replicasets")
@@ -251,3 +257,22 @@ async def test_standby_writes_nothing_then_takes_over_warm_without_a_list_cold_w
         assert lists_after == sorted(WATCHED)
     created = [s for s in after if s.write and s.path.endswith("/pods")]
     assert len(created) == 4
+
+
+@pytest.mark.asyncio
+async def test_warm_standby_stopped_before_leading_exits_0_having_written_nothing(
+    rig: Rig,
+) -> None:
+    await rig.api.create(LEASES, _lease_held_by_another(), namespace="kube-system")
+    bus = Bus()
+    events = Events(bus.subscribe(name="test", maxsize=4096, since=0, kinds=["informer.synced"]))
+    manager = _manager(str(rig.emu.kubeconfig_path), bus, warm=True)
+    run = asyncio.ensure_future(manager.run())
+    try:
+        await events.wait(InformerSynced, 2)  # pods and ReplicaSets, while standing by
+    finally:
+        manager.request_stop()
+        assert await asyncio.wait_for(run, 30) == 0
+    # Not even a lease release: it never held the lease.
+    assert [(s.method, s.path) for s in rig.requests if s.method not in ("GET", "HEAD")] == []
+    assert [e.controller for e in bus.recent() if isinstance(e, ControllerStarted)] == []
