@@ -38,6 +38,7 @@ from pycm.trace.kinds import (
     InformerSynced,
     LeaseAcquireAttempted,
 )
+from pycm.trace.state import State
 
 NAMESPACE = "default"
 WATCHED = ("/api/v1/pods", "/apis/apps/v1/replicasets")
@@ -224,6 +225,14 @@ async def test_standby_writes_nothing_then_takes_over_warm_without_a_list_cold_w
             async with asyncio.timeout(10):
                 while len(queue) < 2:
                     await asyncio.sleep(0.02)
+            # What pycm top and the dashboard fold from the trace: synced while a standby.
+            state = State()
+            for event in bus.recent():
+                state.apply(event)
+            snap = state.snapshot()
+            assert snap["instances"]["standby"]["role"] == "standby"
+            synced = [i["synced"] for i in snap["informers"].get("standby", {}).values()]
+            assert synced == [True, True], snap["informers"]
         else:
             assert manager.context is None  # nothing built, nothing watched
             assert await _readyz_informers(manager) is None
