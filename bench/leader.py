@@ -55,9 +55,9 @@ import httpx
 import orjson
 import yaml
 
-from bench._kubehttp import HttpClient
+from bench._kubehttp import PODS, HttpClient
 from bench.harness import Figure
-from bench.informers import TINY_WRITERS, WRITERS, seed
+from bench.informers import TINY_WRITERS, WRITERS, realistic_pod
 
 _LINE = re.compile(r"pycm sim: serving (\S+) \(kubeconfig: (.+)\)")
 POLL = 0.01
@@ -213,13 +213,21 @@ class Bench:
         self.procs.clear()
 
     def seed(self) -> None:
-        """The pods, and the one ReplicaSet the replicas reconcile."""
-        writers = TINY_WRITERS if self.t.pods < 1000 else WRITERS
+        """The pods (created once each: their managedFields are the emulator's own), and the
+        one ReplicaSet the replicas reconcile."""
+        writers = asyncio.Semaphore(TINY_WRITERS if self.t.pods < 1000 else WRITERS)
 
         async def main() -> None:
             client = HttpClient(self.url, self.token)
+
+            async def create(i: int) -> None:
+                pod = realistic_pod(i)
+                pod["metadata"].pop("managedFields", None)
+                async with writers:
+                    await client.create(PODS, pod, "default")
+
             try:
-                await seed(client, self.t.pods, writers)
+                await asyncio.gather(*(create(i) for i in range(self.t.pods)))
             finally:
                 await client.aclose()
 
@@ -244,33 +252,34 @@ class Bench:
 
     def first_reconciles(self, run: int) -> dict[bool, float]:
         """A warm pair and a cold pair of replicas, each on a Lease of its own; once each leader
-        has reconciled and each standby is ready, SIGKILL one leader, then the other (warm
-        first in even runs). Seconds from each signal to that standby's first reconcile, by
-        warmth."""
-        pairs: dict[bool, list[str]] = {}
+        has reconciled and each standby (started after it) is ready, SIGKILL one leader, then
+        the other (warm first in even runs). Seconds from each signal to that standby's first
+        reconcile, by warmth."""
+        extra: dict[bool, list[str]] = {}
+        leases: dict[bool, str] = {}
         for warm in (True, False):
-            lease = f"pycm-{'warm' if warm else 'cold'}-{run}"
-            extra = ["--controllers", "replicaset"]
+            leases[warm] = f"pycm-{'warm' if warm else 'cold'}-{run}"
+            extra[warm] = ["--controllers", "replicaset"]
             if warm:
-                extra.append("--leader-elect-warm-standby")
-            pairs[warm] = [self.start(*extra, lease=lease), self.start(*extra, lease=lease)]
-        deadline = time.monotonic() + START_TIMEOUT + 60  # a warm list of 10k pods included
-        roles: dict[bool, tuple[str, str]] = {}
-        while len(roles) < 2:
-            for warm, pair in pairs.items():
-                leader = self.holder(self.leases[pair[0]])
-                if warm in roles or leader not in pair:
-                    continue
-                standby = pair[1 - pair.index(leader)]
-                if (
-                    RECONCILE_BEGIN in self.trace(leader).read_bytes()
-                    and self._in_election(standby)
-                    and self._ready(standby)
-                ):
-                    roles[warm] = (leader, standby)
-            if time.monotonic() > deadline:
-                raise RuntimeError("no leader reconciled, or a standby is not ready")
+                extra[warm].append("--leader-elect-warm-standby")
+        # The leaders first, the standbys once the leaders have listed and reconciled: with
+        # 10k pods, four replicas listing at once on a 2-core machine starve the leaders'
+        # renewals (the emulator serves them on one event loop) past the renew deadline.
+        leaders = {warm: self.start(*extra[warm], lease=leases[warm]) for warm in extra}
+        deadline = time.monotonic() + START_TIMEOUT + 60  # a list of 10k pods included
+        while not all(
+            self.holder(leases[warm]) == leader
+            and RECONCILE_BEGIN in self.trace(leader).read_bytes()
+            for warm, leader in leaders.items()
+        ):
+            self._check_alive("a leader did not reconcile", deadline)
             time.sleep(0.05)
+        standbys = {warm: self.start(*extra[warm], lease=leases[warm]) for warm in extra}
+        deadline = time.monotonic() + START_TIMEOUT + 60
+        while not all(self._in_election(s) and self._ready(s) for s in standbys.values()):
+            self._check_alive("a standby is not ready", deadline)
+            time.sleep(0.05)
+        roles = {warm: (leaders[warm], standbys[warm]) for warm in extra}
         time.sleep(2 * self.t.retry)  # each standby has observed its leader's current record
         took: dict[bool, float] = {}
         for warm in (run % 2 == 0, run % 2 == 1):
@@ -286,6 +295,14 @@ class Bench:
             took[warm] = (began - killed_ns) / 1e9
         self.stop_replicas(signal.SIGKILL)  # nothing of theirs is measured any more
         return took
+
+    def _check_alive(self, waiting_for: str, deadline: float) -> None:
+        """Raise if a replica exited (a leader whose renewals starved exits 1) or time is up."""
+        for identity, proc in self.procs.items():
+            if proc.poll() is not None:
+                raise RuntimeError(f"{identity} exited with status {proc.returncode}")
+        if time.monotonic() > deadline:
+            raise RuntimeError(waiting_for)
 
     def _ready(self, identity: str) -> bool:
         try:
