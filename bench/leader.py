@@ -139,9 +139,8 @@ class Bench:
         argv += ["--leader-elect-resource-name", lease]
         argv += ["--secure-port", str(port), "--bind-address", "127.0.0.1"]
         argv += ["--identity", identity, "--trace-file", str(self.trace(identity)), *extra]
-        self.procs[identity] = subprocess.Popen(
-            argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-        )
+        with (self.tmp / f"{identity}.log").open("wb") as log:  # (the child keeps its own fd)
+            self.procs[identity] = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=log)
         self.ports[identity] = port
         return identity
 
@@ -300,7 +299,10 @@ class Bench:
         """Raise if a replica exited (a leader whose renewals starved exits 1) or time is up."""
         for identity, proc in self.procs.items():
             if proc.poll() is not None:
-                raise RuntimeError(f"{identity} exited with status {proc.returncode}")
+                lines = (self.tmp / f"{identity}.log").read_text(errors="replace").splitlines()
+                raise RuntimeError(
+                    f"{identity} exited with status {proc.returncode}: " + " | ".join(lines[-3:])
+                )
         if time.monotonic() > deadline:
             raise RuntimeError(waiting_for)
 

@@ -662,18 +662,17 @@ class Manager:
         prepared = await asyncio.shield(self._warmed)
         ctx = prepared.ctx
         informers = [informer for _, informer in self._informers()]
+        synced = sum(1 for informer in informers if informer.has_synced())
+        queued = sum(len(controller.queue) for controller in ctx.queues.values())
         self.bus.point(
-            ControllersTookOver(
-                warm=True,
-                informers=len(informers),
-                synced=sum(1 for informer in informers if informer.has_synced()),
-                queued=sum(len(controller.queue) for controller in ctx.queues.values()),
-            )
+            ControllersTookOver(warm=True, informers=len(informers), synced=synced, queued=queued)
         )
         log.info(
-            "leaderelection: taking over with warm caches (%d of %d informers synced)",
-            sum(1 for informer in informers if informer.has_synced()),
+            "leaderelection: taking over with warm caches (%d of %d informers synced, "
+            "%d keys queued)",
+            synced,
             len(informers),
+            queued,
         )
         await self._run_controllers(prepared)
 
@@ -723,7 +722,11 @@ class Manager:
         await self.groups.add_service(Group.CACHES, "informer factories", informers)
         await self.groups.start(Group.CACHES)
         ctx.informers_started.set()
-        self.bus.point(InformersStarted(informers=informers.started, standby=standby))
+        # (A warm start-up whose election was won meanwhile is no standby's any more.)
+        leading = self.elector is None or self.elector.is_leader()
+        self.bus.point(
+            InformersStarted(informers=informers.started, standby=standby and not leading)
+        )
         return prepared
 
     async def _run_controllers(self, prepared: _Prepared) -> int:
