@@ -64,6 +64,10 @@ POLL = 0.01
 START_TIMEOUT = 30.0
 
 
+class ReplicaExited(RuntimeError):
+    """A replica exited while a figure waited for it."""
+
+
 @dataclass(frozen=True, slots=True)
 class Timings:
     lease: float
@@ -300,7 +304,7 @@ class Bench:
         for identity, proc in self.procs.items():
             if proc.poll() is not None:
                 lines = (self.tmp / f"{identity}.log").read_text(errors="replace").splitlines()
-                raise RuntimeError(
+                raise ReplicaExited(
                     f"{identity} exited with status {proc.returncode}: " + " | ".join(lines[-3:])
                 )
         if time.monotonic() > deadline:
@@ -363,10 +367,21 @@ def run(size: str) -> list[Figure]:
         bench.stop_replicas()
         warm_runs: list[float] = []
         cold_runs: list[float] = []
-        for i in range(timings.reconcile_runs):
-            took = bench.first_reconciles(i)
-            warm_runs.append(took[True])
-            cold_runs.append(took[False])
+        attempt = 0
+        while len(warm_runs) < timings.reconcile_runs:
+            try:
+                took = bench.first_reconciles(attempt)
+            except ReplicaExited as exc:
+                # Said, not hidden: on a loaded 2-core machine a leader listing 10k pods has
+                # missed its renew deadline (3 s at full size) and exited, as it must.
+                print(f"# first-reconcile run {attempt}: {exc}; run again", flush=True)
+                bench.stop_replicas(signal.SIGKILL)
+                if attempt >= timings.reconcile_runs + 1:
+                    raise
+            else:
+                warm_runs.append(took[True])
+                cold_runs.append(took[False])
+            attempt += 1
     finally:
         bench.close()
         shutil.rmtree(tmp, ignore_errors=True)
