@@ -1,9 +1,9 @@
 """Warm standbys (--leader-elect-warm-standby) in-process against the emulator, over HTTP.
 
 A Lease held by another identity keeps the manager a standby. Warm, its replicaset controller's
-informers list and watch at once — /readyz's informers check follows them, the handlers fill the
-queue (a ReplicaSet created meanwhile too) — and nothing it sends is a write. When the Lease
-goes away it takes over: the workers reconcile what waits (each ReplicaSet gets its pods) with
+informers list and watch at once — /readyz's informers check fails until they sync, the
+handlers fill the queue (a ReplicaSet created meanwhile too) — and nothing it sends is a write.
+When the Lease goes away it takes over: the workers reconcile what waits (each ReplicaSet gets its pods) with
 no new list of pods or ReplicaSets (initial lists counted in the emulator's request log: a
 collection GET that is no watch, or a watch with sendInitialEvents). Cold (the default), a
 standby reads neither resource, and the takeover lists both first. The flag: a bool, off by
@@ -205,6 +205,8 @@ async def test_standby_writes_nothing_then_takes_over_warm_without_a_list_cold_w
     watched = ("informers.started", "lease.acquire_attempt", "controllers.took_over")
     events = Events(bus.subscribe(name="test", maxsize=4096, since=0, kinds=watched))
     manager = _manager(str(rig.emu.kubeconfig_path), bus, warm=warm)
+    # The pods' list answers late: a warm standby is unready until it is in.
+    rig.emu.faults.add(kind="latency", seconds=1.0, resource="pods", duration=3)
     run = asyncio.ensure_future(manager.run())
     try:
         # A standby: its acquire attempts fail while another holds the lease.
@@ -212,6 +214,7 @@ async def test_standby_writes_nothing_then_takes_over_warm_without_a_list_cold_w
         if warm:
             (started,) = await events.wait(InformersStarted, 1)
             assert started.standby and started.informers == 2
+            assert "pods" in str(await _readyz_informers(manager))
             ctx = manager.context
             assert ctx is not None
             informers = [i for _, i in ctx.informer_factory.informers.items()]
