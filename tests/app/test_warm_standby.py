@@ -3,11 +3,11 @@
 A Lease held by another identity keeps the manager a standby. Warm, its replicaset controller's
 informers list and watch at once — /readyz's informers check fails until they sync, the
 handlers fill the queue (a ReplicaSet created meanwhile too) — and nothing it sends is a write.
-When the Lease goes away it takes over: the workers reconcile what waits (each ReplicaSet gets its pods) with
-no new list of pods or ReplicaSets (initial lists counted in the emulator's request log: a
-collection GET that is no watch, or a watch with sendInitialEvents). Cold (the default), a
-standby reads neither resource, and the takeover lists both first. The flag: a bool, off by
-default, whose help says it is pycm's own.
+When the Lease goes away it takes over: the workers reconcile what waits (each ReplicaSet gets
+its pods) with no new list of pods or ReplicaSets (initial lists counted in the emulator's
+request log: a collection GET that is no watch, or a watch with sendInitialEvents). Cold (the
+default), a standby reads neither resource, and the takeover lists both first. The flag: a
+bool, off by default, whose help says it is pycm's own.
 """
 
 from __future__ import annotations
