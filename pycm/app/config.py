@@ -90,6 +90,8 @@ class LeaderElectionConfig:
     resource_namespace: str = "kube-system"
     # The holder identity; "" until completion, which fills in hostname_<uuid> (KCM's rule).
     identity: str = ""
+    # pycm's own (controller-runtime's EnableWarmup; KCM has none): informers run before leading.
+    warm_standby: bool = False
 
 
 @dataclass(frozen=True)

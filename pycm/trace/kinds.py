@@ -164,6 +164,19 @@ class ControllerDisabled(Event):
     reason: str = ""
 
 
+@kind("controllers.took_over")
+class ControllersTookOver(Event):
+    """This replica leads now and starts its controllers' workers. ``warm``: its informers ran
+    while it was a standby (--leader-elect-warm-standby): ``synced`` of ``informers`` had synced
+    and ``queued`` keys already waited in its controllers' queues, so the first reconciles need
+    no list. Cold (the default), the informers start only now and all three are 0."""
+
+    warm: bool = False
+    informers: int = 0
+    synced: int = 0
+    queued: int = 0
+
+
 @kind("controller.started")
 class ControllerStarted(Event):
     """A controller's workers started (after its caches synced)."""
@@ -447,9 +460,12 @@ class HandlerLagged(Event):
 
 @kind("informers.started")
 class InformersStarted(Event):
-    """Both informer factories were started after every controller registered its informers."""
+    """Both informer factories were started after every controller registered its informers.
+    ``standby``: started before this replica leads (--leader-elect-warm-standby), so its caches
+    sync while it is a standby and its controllers wait for the lease."""
 
     informers: int = 0
+    standby: bool = False
 
 
 # ---------------------------------------------------------------------------------------------

@@ -133,6 +133,9 @@ def _flag_block(out: str, left: str) -> str:
             "      --leader-elect-retry-period duration", "Leader election", "2s", id="retry"
         ),
         pytest.param(
+            "      --leader-elect-warm-standby", "Leader election", None, id="warm-standby"
+        ),
+        pytest.param(
             "      --leader-elect-resource-lock string", "Leader election", '"leases"', id="lock"
         ),
         pytest.param(
@@ -234,7 +237,7 @@ def test_run_help_lists_every_flag_once() -> None:
         for word in line.split()[:2]
         if word.startswith("--")
     ]
-    assert len(names) == len(set(names)) == 56  # the table above (KCM's refused flags are hidden)
+    assert len(names) == len(set(names)) == 58  # the table above (KCM's refused flags are hidden)
 
 
 def test_run_help_wins_over_other_problems() -> None:
