@@ -160,9 +160,7 @@ def _flag_block(out: str, left: str) -> str:
             "5",
             id="replicaset-syncs",
         ),
-        pytest.param(
-            "      --controller-priority-queue", "Controllers", None, id="priority-queue"
-        ),
+        pytest.param("      --controller-priority-queue", "Controllers", None, id="priority-queue"),
         pytest.param("      --secure-port int", "Secure serving", "10257", id="secure-port"),
         pytest.param("      --bind-address ip", "Secure serving", "0.0.0.0", id="bind-address"),
         pytest.param("      --cert-dir string", "Secure serving", None, id="cert-dir"),
