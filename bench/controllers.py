@@ -17,6 +17,14 @@
   records every event) against the bare ``sync`` calls of ``noop_syncs``, all in a worker's
   context (``root_context``): µs per sync; ratio traced / bare, the median over adjacent pairs of
   passes (a cost: aim ≤ 1.05).
+- ``controllers.priority_first_reconcile``: a controller starts with ``k`` keys (10k at full
+  size) queued by its informer's initial list and one key queued after them by a fresh change
+  (an update with a new resourceVersion): the time from the start of its workers (5, KCM's
+  ``--concurrent-deployment-syncs``) to the start of the fresh key's reconcile, with a priority
+  queue (``Controller(priority_queue=True)``: the initial keys wait at LOW_PRIORITY). The
+  syncs are ``DeploymentController.sync`` over settled deployments (as ``noop_syncs``). Peer:
+  the same with the FIFO queue (KCM's), where the fresh key waits for every initial key; ratio
+  peer / ours (a cost: higher is better). Median of repeats, the two orders alternated.
 """
 
 from __future__ import annotations
@@ -34,6 +42,7 @@ from bench.replicaset import cluster, wait_until, writes_between
 from pycm.cache.listwatch import FakeListWatch
 from pycm.cache.shared_informer import SharedIndexInformer
 from pycm.controller import Result
+from pycm.controller.worker import Controller
 from pycm.controllers.deployment import util
 from pycm.controllers.deployment.controller import DeploymentController
 from pycm.trace.bus import Bus
@@ -47,6 +56,9 @@ _SIZES = {
     # overhead aim's distance from its center (~1.05); five runs of 41 spread over 1.046-1.062.
     "full": (500, 2_000, 41),
 }
+# size: (initial keys queued ahead of the fresh change, repeats of each queue)
+_PRIORITY_SIZES = {"tiny": (500, 3), "full": (10_000, 5)}
+_WORKERS = 5  # KCM's --concurrent-deployment-syncs default
 _REPLICAS = 3
 _CONCURRENCY = 16
 _PER_NAMESPACE = 20
@@ -294,10 +306,99 @@ async def _noop(n: int, repeats: int) -> tuple[float, float, float, float]:
     return median(ours), median(peer), median(with_tracing), overhead
 
 
+# -- time to the first reconcile of a fresh change (in-process) -------------------------------
+
+
+async def _first_reconcile(n: int, repeats: int) -> tuple[float, float]:
+    """Median seconds from starting the workers to the fresh key's reconcile, (priority queue,
+    FIFO queue), with ``n`` initial keys queued ahead of it."""
+    deployments, client, keys, bus = settled_controller(n + 1)
+    await settle(deployments, client, keys)
+    initial, fresh = keys[:-1], keys[-1]
+    lister = deployments.d_lister
+
+    def obj(key: str) -> Obj:
+        namespace, _, name = key.partition("/")
+        found = lister.get(namespace, name)
+        assert found is not None
+        return found
+
+    async def once(priority_queue: bool) -> float:
+        ctrl = Controller(
+            "deployment",
+            deployments.sync,
+            resource="deployments",
+            bus=bus,
+            priority_queue=priority_queue,
+        )
+        for key in initial:
+            ctrl.enqueue(key, ctrl.trigger(obj(key), "add", initial=True))
+        current = obj(fresh)
+        previous = {**current, "metadata": {**current["metadata"], "resourceVersion": "0"}}
+        ctrl.enqueue(fresh, ctrl.trigger(current, "update", previous))
+        reached: list[float] = []
+        before = 0  # syncs that ran before the fresh key's
+        done = asyncio.Event()
+
+        async def sync(key: str) -> Result | None:
+            nonlocal before
+            if reached:
+                # Measured already: the rest of the queue drains without work (the syncs never
+                # yield, so the workers run on until the queue is empty).
+                return None
+            if key == fresh:
+                reached.append(time.perf_counter())
+                done.set()
+                return None
+            before += 1
+            return await deployments.sync(key)
+
+        ctrl.sync = sync
+        start = time.perf_counter()
+        task = asyncio.get_running_loop().create_task(ctrl.run(_WORKERS))
+        await done.wait()
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        # The figure's premise: the priority queue hands the fresh key out first, the FIFO
+        # queue after every initial key.
+        if before != (0 if priority_queue else len(initial)):
+            raise RuntimeError(f"{before} syncs before the fresh one (priority: {priority_queue})")
+        return reached[0] - start
+
+    await once(True)  # warm-up (first-touch costs)
+    gc.collect()
+    ours, peer = [], []
+    for i in range(repeats):
+        if i % 2:
+            peer.append(await once(False))
+            ours.append(await once(True))
+        else:
+            ours.append(await once(True))
+            peer.append(await once(False))
+    if deployments.stale_skips:
+        raise RuntimeError(f"syncs were skipped as stale, not synced: {deployments.stale_skips}")
+    return median_of(len(ours), iter(ours).__next__), median_of(len(peer), iter(peer).__next__)
+
+
+def priority_figure(size: str) -> Figure:
+    n, repeats = _PRIORITY_SIZES[size]
+    ours, peer = asyncio.run(in_worker_context(_first_reconcile(n, repeats)))
+    return Figure(
+        "controllers.priority_first_reconcile",
+        ours * 1e3,
+        "ms",
+        "fifo_queue",
+        peer * 1e3,
+        "ms",
+        peer / ours,
+    )
+
+
 def run(size: str) -> list[Figure]:
     rolled, settled, repeats = _SIZES[size]
     seconds, writes_per = _rollout(rolled)
     bare, trivial, traced, overhead = asyncio.run(in_worker_context(_noop(settled, repeats)))
+    priority = priority_figure(size)
     return [
         Figure(
             "controllers.rollout",
@@ -335,4 +436,5 @@ def run(size: str) -> list[Figure]:
             "µs/sync",
             overhead,
         ),
+        priority,
     ]

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
-from pycm.app.features import FEATURE_GATES
+from pycm.app.features import BINARY_VERSION, FEATURE_GATES
 from pycm.util.serving_limits import DEFAULT_LIMITS, ServingLimits
 
 __all__ = [
@@ -74,6 +74,9 @@ class ControllersConfig:
     # A controller whose kind is not served waits for it (/readyz names it) instead of
     # stopping the manager at start-up.
     wait_for_resources: bool = False
+    # The built-in controllers use a priority queue (--controller-priority-queue): initial-list
+    # adds and resyncs wait behind fresh changes.
+    priority_queue: bool = False
 
 
 @dataclass(frozen=True)
@@ -87,6 +90,8 @@ class LeaderElectionConfig:
     resource_namespace: str = "kube-system"
     # The holder identity; "" until completion, which fills in hostname_<uuid> (KCM's rule).
     identity: str = ""
+    # pycm's own (controller-runtime's EnableWarmup; KCM has none): informers run before leading.
+    warm_standby: bool = False
 
 
 @dataclass(frozen=True)
@@ -195,6 +200,8 @@ class FeatureGatesConfig:
     """--feature-gates: the value of every gate pycm knows (:mod:`pycm.app.features`)."""
 
     gates: Mapping[str, bool] = field(default_factory=_gate_defaults)
+    # --emulated-version (major, minor): what a LeaseCandidate publishes as emulationVersion.
+    emulated_version: tuple[int, int] = BINARY_VERSION
 
     def enabled(self, name: str) -> bool:
         """The gate's value (KeyError for a gate pycm does not know: a programming error)."""

@@ -18,6 +18,8 @@ from importlib import metadata
 from pycm.app.clients import DeploymentClientAdapter, ReplicaSetClientAdapter
 from pycm.app.config import CompletedConfig
 from pycm.app.features import (
+    DEPLOYMENT_REPLICASET_TERMINATING_REPLICAS,
+    POD_DELETION_COST,
     STALE_CONTROLLER_CONSISTENCY_DEPLOYMENT,
     STALE_CONTROLLER_CONSISTENCY_REPLICASET,
 )
@@ -48,7 +50,13 @@ async def start_replicaset_controller(ctx: ControllerContext) -> Runnable:
         rs_metrics=(
             replicaset_metrics(ctx.metrics.queue.registry) if ctx.metrics is not None else None
         ),
+        pod_deletion_cost=config.feature_gates.enabled(POD_DELETION_COST),
+        terminating_replicas=config.feature_gates.enabled(
+            DEPLOYMENT_REPLICASET_TERMINATING_REPLICAS
+        ),
     )
+    if config.controllers.priority_queue:
+        controller.controller.use_priority_queue()
     workers = config.replicaset_controller.concurrent_rs_syncs
     ctx.register_queue("replicaset", controller.controller)
     return lambda: controller.run(workers)
@@ -69,7 +77,12 @@ async def start_deployment_controller(ctx: ControllerContext) -> Runnable:
         bus=ctx.bus,
         metrics=ctx.metrics,
         staleness_guard=config.feature_gates.enabled(STALE_CONTROLLER_CONSISTENCY_DEPLOYMENT),
+        terminating_replicas=config.feature_gates.enabled(
+            DEPLOYMENT_REPLICASET_TERMINATING_REPLICAS
+        ),
     )
+    if config.controllers.priority_queue:
+        controller.controller.use_priority_queue()
     workers = config.deployment_controller.concurrent_deployment_syncs
     ctx.register_queue("deployment", controller.controller)
     return lambda: controller.run(workers)

@@ -14,9 +14,15 @@ from dataclasses import dataclass
 from typing import Final
 
 __all__ = [
+    "BINARY_VERSION",
     "COMPONENT_FLAGZ",
     "COMPONENT_STATUSZ",
+    "COORDINATED_LEADER_ELECTION",
+    "DEPLOYMENT_REPLICASET_TERMINATING_REPLICAS",
     "FEATURE_GATES",
+    "LOGARITHMIC_SCALE_DOWN",
+    "MIN_EMULATED_VERSION",
+    "POD_DELETION_COST",
     "STALE_CONTROLLER_CONSISTENCY_DEPLOYMENT",
     "STALE_CONTROLLER_CONSISTENCY_REPLICASET",
     "WATCH_LIST_CLIENT",
@@ -29,6 +35,15 @@ COMPONENT_STATUSZ: Final = "ComponentStatusz"
 COMPONENT_FLAGZ: Final = "ComponentFlagz"
 STALE_CONTROLLER_CONSISTENCY_REPLICASET: Final = "StaleControllerConsistencyReplicaSet"
 STALE_CONTROLLER_CONSISTENCY_DEPLOYMENT: Final = "StaleControllerConsistencyDeployment"
+POD_DELETION_COST: Final = "PodDeletionCost"
+LOGARITHMIC_SCALE_DOWN: Final = "LogarithmicScaleDown"
+DEPLOYMENT_REPLICASET_TERMINATING_REPLICAS: Final = "DeploymentReplicaSetTerminatingReplicas"
+COORDINATED_LEADER_ELECTION: Final = "CoordinatedLeaderElection"
+
+BINARY_VERSION: Final = (1, 36)
+"""The KCM release pycm follows (its binary version, as a LeaseCandidate publishes it: 1.36.0)."""
+MIN_EMULATED_VERSION: Final = (1, 33)
+"""The oldest --emulated-version KCM 1.36 accepts (component-base: the binary's minor - 3)."""
 
 
 @dataclass(frozen=True)
@@ -47,6 +62,13 @@ FEATURE_GATES: Final[dict[str, FeatureSpec]] = {
     COMPONENT_STATUSZ: FeatureSpec(
         True, "BETA", "the secure port serves /statusz (KEP-4827, beta and on by default in 1.36)"
     ),
+    COORDINATED_LEADER_ELECTION: FeatureSpec(
+        False,
+        "BETA",
+        "with --leader-elect, publish a LeaseCandidate (binary and emulation version) and follow "
+        "the API server's choice of leader: never take a free lease, step down when the Lease "
+        "names another preferredHolder (KEP-4355; beta and off by default since 1.33)",
+    ),
     WATCH_LIST_CLIENT: FeatureSpec(
         True,
         "BETA",
@@ -58,6 +80,25 @@ FEATURE_GATES: Final[dict[str, FeatureSpec]] = {
         "BETA",
         "the ReplicaSet controller skips a sync while its caches are older than its own last "
         "writes for that ReplicaSet (KEP-5647, on by default since 1.36)",
+    ),
+    POD_DELETION_COST: FeatureSpec(
+        True,
+        "BETA",
+        "the ReplicaSet controller deletes pods with a lower "
+        "controller.kubernetes.io/pod-deletion-cost annotation first (beta since 1.22)",
+    ),
+    LOGARITHMIC_SCALE_DOWN: FeatureSpec(
+        True,
+        "GA",
+        "the ReplicaSet controller compares ready and creation times of the pods it may delete "
+        "in log2 buckets, ties broken by UID (GA and locked since 1.31)",
+        locked=True,
+    ),
+    DEPLOYMENT_REPLICASET_TERMINATING_REPLICAS: FeatureSpec(
+        True,
+        "BETA",
+        "ReplicaSets and Deployments report status.terminatingReplicas, their pods being deleted "
+        "that are not yet Succeeded or Failed (alpha 1.33, beta and on by default since 1.35)",
     ),
     STALE_CONTROLLER_CONSISTENCY_DEPLOYMENT: FeatureSpec(
         True,

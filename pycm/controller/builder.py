@@ -27,6 +27,11 @@ says otherwise, checks that every resource it watches is served before it waits 
 caches (one that is not stops it with apimachinery's "no matches" message), registers the
 queue under the manager's ``workqueues`` health check, and returns the runnable the init
 function returns.
+The queue is a priority queue unless ``priority_queue=False`` (controller-runtime 0.22 turned
+``UsePriorityQueue`` on by default): the keys of the informers' initial-list adds and of resyncs
+wait behind keys whose objects just changed, so after a start or a failover a fresh change is
+reconciled first (:mod:`pycm.workqueue.priority_queue`; the enqueue rule is
+:meth:`~pycm.controller.worker.Controller.enqueue`'s).
 The worker loop is the built-ins' own, so the controller's reconciles are traced
 (``reconcile.begin``/``end`` linked to the triggering watch event) and counted in
 ``controller_runtime_*`` and ``workqueue_*`` metrics under its name, with no code of its own.
@@ -118,6 +123,7 @@ class ControllerBuilder:
         workers: int = 1,
         max_retries: int | _Unset | None = _UNSET,
         recorder: EventRecorder | None = None,
+        priority_queue: bool = True,
     ) -> None:
         if workers < 1:
             raise ValueError("a controller needs at least one worker")
@@ -130,6 +136,9 @@ class ControllerBuilder:
             raise ValueError(f"{name}: max_retries must not be negative")
         # Where a TerminalError's Warning event goes (made at complete() when not given).
         self._recorder = recorder
+        # A priority queue (initial-list adds and resyncs behind fresh changes), as
+        # controller-runtime's default since 0.22; False: a FIFO queue, as the built-ins'.
+        self._priority_queue = priority_queue
         self._for: Resource | None = None
         self._for_metadata_only = False
         self._watches: list[_Watch] = []
@@ -253,6 +262,7 @@ class ControllerBuilder:
             clock=ctx.clock,
             bus=ctx.bus,
             metrics=ctx.metrics,
+            priority_queue=self._priority_queue,
         )
         self.controller = controller
         informers: list[SharedIndexInformer] = []

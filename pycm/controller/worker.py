@@ -18,6 +18,12 @@ any other exception             ``add_rate_limited`` while retries < max_retries
 cancellation                    propagates (the controller is stopping)
 =============================== ==================================================== =========
 
+With a :class:`~pycm.workqueue.priority_queue.PriorityQueue` (``priority_queue=True``, or
+:meth:`Controller.use_priority_queue`), :meth:`Controller.enqueue` gives the keys of
+initial-list adds and resyncs ``LOW_PRIORITY`` and every other event the default priority, and
+the requeues above keep the priority the key was taken with (as controller-runtime's controller
+does), so a retry of a fresh change does not fall behind the initial list.
+
 Each sync is one traced step (``reconcile.begin`` / ``reconcile.end``), the root of a trace of its
 own: the key, the queue wait, the retries so far, the informer event that enqueued it
 (:class:`Trigger`, the span link), and the outcome.
@@ -55,6 +61,7 @@ from pycm.trace.kinds import (
 )
 from pycm.util.clock import REAL_CLOCK, Clock
 from pycm.util.tasks import cancel_and_wait
+from pycm.workqueue.priority_queue import DEFAULT_PRIORITY, LOW_PRIORITY, PriorityQueue
 from pycm.workqueue.queue import ShutDown
 from pycm.workqueue.rate_limiting_queue import RateLimitingQueue
 
@@ -63,6 +70,11 @@ __all__ = ["Controller", "ReconcileGate", "Result", "SyncHandler", "TerminalErro
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_RETRIES = 15  # KCM's deployment and replicaset controllers
+
+# The triggers a priority queue takes at LOW_PRIORITY: an add from the informer's initial list
+# and an update whose resourceVersion did not change (a resync). Nothing changed in either, so
+# a key that did change goes first (controller-runtime's WithLowPriorityWhenUnchanged).
+_LOW_PRIORITY_EVENTS = frozenset({"initial", "resync"})
 
 # The enum members process() uses, bound once: reading one off its class goes through
 # EnumType.__getattr__ in Python 3.11 (~0.9k instructions, a tenth of a no-op sync's tracing).
@@ -123,6 +135,7 @@ class Controller:
         bus: Bus | None = None,
         metrics: ControllerMetrics | None = None,
         stop_timeout: float = 10.0,
+        priority_queue: bool = False,
     ) -> None:
         self.name = name
         self.sync = sync
@@ -134,13 +147,20 @@ class Controller:
         # What every root reconcile record of this controller repeats (pycm.trace.bus).
         self._head = self._bus.reconcile_head(self, name, resource)
         # (Not `queue or ...`: an empty queue is falsy, and a given queue is always empty.)
+        # priority_queue: a PriorityQueue when no queue is given.
+        queue_class = PriorityQueue if priority_queue else RateLimitingQueue
         self.queue: RateLimitingQueue[str] = (
             queue
             if queue is not None
-            else RateLimitingQueue(
+            else queue_class(
                 name, clock=clock, bus=self._bus, metrics=metrics.queue if metrics else None
             )
         )
+        # The same queue when it is a priority queue (its adds take a priority), else None.
+        self._pq: PriorityQueue[str] | None = (
+            self.queue if isinstance(self.queue, PriorityQueue) else None
+        )
+        self._queue_metrics = metrics.queue if metrics is not None else None
         # None: retry for ever (capped backoff); else drop a key after this many retries.
         self.max_retries = max_retries
         self._metrics = metrics
@@ -162,6 +182,27 @@ class Controller:
         # Set when run() stops: a worker waiting at a closed gate gives up its key at once
         # (else stopping would wait stop_timeout for it).
         self._stopping = asyncio.Event()
+
+    def use_priority_queue(self) -> PriorityQueue[str]:
+        """Replace the queue with a :class:`~pycm.workqueue.priority_queue.PriorityQueue`
+        (same name, clock, bus, metrics and rate limiter) before anything was queued: initial
+        -list adds and resyncs then wait behind fresh changes. For a controller that builds
+        its own Controller (the built-ins, behind --controller-priority-queue)."""
+        if self._pq is not None:
+            return self._pq
+        old = self.queue
+        if old.started or len(old.dirty_items()) or old.waiting():
+            raise RuntimeError(f"{self.name}: the queue is in use; swap it before running")
+        if self._queue_metrics is not None:
+            self._queue_metrics.unbind_depth(self.name)
+        self.queue = self._pq = PriorityQueue(
+            old.name,
+            rate_limiter=old.rate_limiter,
+            clock=old.clock,
+            bus=self._bus,
+            metrics=self._queue_metrics,
+        )
+        return self._pq
 
     def renew_head(self) -> None:
         """Take a new reconcile head from the bus (its instance or id key changed)."""
@@ -217,9 +258,25 @@ class Controller:
             triggers = self._triggers
             waiting = triggers.get(key)
             triggers[key] = trigger if waiting is None else waiting.merge(trigger)
-        self.queue.add(key, reason or (trigger.event if trigger else "add"))
+        pq = self._pq
+        if pq is None:
+            self.queue.add(key, reason or (trigger.event if trigger else "add"))
+            return
+        # A priority queue: an unchanged object's key waits behind fresh changes (it moves up
+        # if a fresh change comes for it while it waits).
+        low = trigger is not None and trigger.event in _LOW_PRIORITY_EVENTS
+        pq.add(
+            key,
+            reason or (trigger.event if trigger else "add"),
+            LOW_PRIORITY if low else DEFAULT_PRIORITY,
+        )
 
     def enqueue_after(self, key: str, delay: float, reason: str = "after") -> None:
+        if self._pq is not None:
+            # A handler's delayed add (not a requeue): the default priority, whatever the
+            # priority the key is being processed with.
+            self._pq.add_after(key, delay, reason, DEFAULT_PRIORITY)
+            return
         self.queue.add_after(key, delay, reason)
 
     # -- running ------------------------------------------------------------------------------

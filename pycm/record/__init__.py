@@ -6,7 +6,7 @@
   non-blocking call that queues (bounded) for a writer task that correlates and writes.
 """
 
-from pycm.record.correlator import EventCorrelator
+from pycm.record.correlator import CorrelatorOptions, EventCorrelator
 from pycm.record.recorder import EventRecorder, EventSink
 
-__all__ = ["EventCorrelator", "EventRecorder", "EventSink"]
+__all__ = ["CorrelatorOptions", "EventCorrelator", "EventRecorder", "EventSink"]

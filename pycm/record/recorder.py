@@ -16,7 +16,7 @@ import logging
 from collections import deque
 from typing import Any, Protocol
 
-from pycm.record.correlator import EventCorrelator
+from pycm.record.correlator import CorrelatorOptions, EventCorrelator
 from pycm.trace.bus import Bus, default_bus
 from pycm.trace.kinds import EventAction, EventRecorded
 from pycm.util.clock import REAL_CLOCK, Clock
@@ -54,13 +54,18 @@ class EventRecorder:
         clock: Clock = REAL_CLOCK,
         bus: Bus | None = None,
         queue_length: int = QUEUE_LENGTH,
+        correlator_options: CorrelatorOptions | None = None,
     ) -> None:
         self._sink = sink
         self.component = component
         self.host = host
         self._clock = clock
         self._bus = bus or default_bus()
-        self._correlator = EventCorrelator(clock)
+        # client-go's broadcaster option WithCorrelatorOptions; its clock defaults to ours.
+        self._correlator = EventCorrelator(
+            correlator_options,
+            clock=None if correlator_options and correlator_options.clock else clock,
+        )
         self._queue: deque[dict[str, Any]] = deque()
         self._queue_length = queue_length
         self._wakeup = asyncio.Event()
@@ -137,27 +142,36 @@ class EventRecorder:
             await self._write(self._queue.popleft())
 
     async def _write(self, body: dict[str, Any]) -> None:
-        result = self._correlator.correlate(body, body["lastTimestamp"])
+        result = self._correlator.correlate(body)
         if result.skip:
             self._emit(body, EventAction.SPAM_FILTERED)
             return
         event = result.event
         namespace = event["metadata"]["namespace"]
+        # client-go's recordEvent: a count above 1 updates the Event first written.
+        patch = result.patch if int(event.get("count") or 0) > 1 else None
         for attempt in range(WRITE_ATTEMPTS):
             try:
-                if result.patch is not None:
+                written: Any = None
+                action = EventAction.PATCHED
+                if patch is not None:
                     try:
-                        await self._sink.patch_event(
-                            namespace, event["metadata"]["name"], result.patch
+                        written = await self._sink.patch_event(
+                            namespace, event["metadata"]["name"], patch
                         )
                     except Exception as exc:
                         if getattr(exc, "code", None) != 404:
                             raise
-                        # The repeated Event was deleted (TTL): write it anew, as client-go.
-                        await self._sink.create_event(namespace, event)
-                    action = EventAction.PATCHED
+                        # The repeated Event was deleted (TTL): write it anew, as client-go,
+                        # without the resourceVersion of the deleted one.
+                        meta = {
+                            k: v for k, v in event["metadata"].items() if k != "resourceVersion"
+                        }
+                        written = await self._sink.create_event(
+                            namespace, {**event, "metadata": meta}
+                        )
                 else:
-                    await self._sink.create_event(namespace, event)
+                    written = await self._sink.create_event(namespace, event)
                     action = EventAction.CREATED
             except asyncio.CancelledError:
                 raise
@@ -170,5 +184,8 @@ class EventRecorder:
                 await self._clock.sleep(RETRY_DELAY_S * (attempt + 1))
                 continue
             self.written += 1
+            if isinstance(written, dict) and "involvedObject" in written:
+                # The server's name, count and resourceVersion (client-go's UpdateState).
+                self._correlator.update_state(written)
             self._emit(event, EventAction.AGGREGATED if result.aggregated else action)
             return

@@ -14,6 +14,9 @@ first). Read live from the queues (:mod:`pycm.workqueue.inspect`), not from even
         "processing": [{"key": "default/api", "for_s": 1.5, "worker": 2,
                         "task": "deployment: worker 2"}]}}}
 
+A priority queue's entry also has ``depth_by_priority`` and a ``priority`` on each waiting and
+backing-off key, its waiting keys highest priority first (pycm.workqueue.inspect).
+
 Query parameters: ``controller=NAME`` (only that one; 404 when this instance runs no such
 controller), ``limit=N`` (keys per list, 1-10000, default 100). Anything else is a 400. The route
 sits behind the same authentication and authorization as ``/debug/pycm/state``.

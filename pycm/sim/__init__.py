@@ -47,12 +47,14 @@ either way, or one named in the module that makes it):
   over TLS) and the simulated kubelet; ``tls=False`` / ``kubelet=False`` (``--insecure-http``,
   ``--kubelet off``) turn them off, and tests state both.
 
-Module map: resources (the registry of kinds), store, managedfields, watch, gc, selectors,
-validation, defaults, shape, patch, scale, history, tables, discovery, negotiation, watchlist,
-watchlag,
-requestinfo, listoptions, writeoptions, gostrconv (Go's parsing and its messages), bodies,
-handlers, app, auth, reviews, kubeconfig, certs, seed, options, server, command; kubelet and
-faults.
+Module map: resources (the registry of kinds), store (table: one kind's objects in key order;
+servermeta: the metadata the server owns and write preconditions; deletion), managedfields
+(fieldset: the FieldsV1 set algebra; fieldcompare: the fields a write changes; listrules),
+watch, gc, selectors, validation, defaults, shape, patch, scale, history, tables, discovery,
+negotiation, watchlist, watchlag, requestinfo, listoptions, writeoptions, gostrconv (Go's
+parsing and its messages), bodies, handlers, app, auth, reviews, kubeconfig, certs, seed,
+options, server, command; the kubelet/ package (loop, podstatus, nodes, options) and the
+faults/ package (fault, kinds, active, endpoint).
 
 Exceptions::
 

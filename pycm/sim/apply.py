@@ -6,7 +6,7 @@ fields the manager wants to own, with those values. As structured-merge-diff's
 
 1. The configuration is merged into the live object: maps field by field, associative lists
    item by item by their keys (containers by ``name``, ports by ``containerPort`` and
-   ``protocol``: :data:`pycm.sim.managedfields.LIST_KEYS`), sets of scalars as unions, and
+   ``protocol``: :data:`pycm.sim.listrules.LIST_KEYS`), sets of scalars as unions, and
    everything else (scalars, atomic lists and maps such as label selectors) replaced.
 2. The manager's set becomes exactly the configuration's fields. Fields it owned before and no
    longer applies are removed from the object, unless another manager owns them (or something
@@ -25,9 +25,9 @@ An apply to an absent object creates it. An apply to the ``status`` subresource 
 only status; one to the main resource of a kind with a status subresource ignores status
 (kube's reset fields).
 
-Differs from kube-apiserver: list and map semantics come from field names (as in
-:mod:`pycm.sim.managedfields`; a custom resource's from its schema's markers,
-:mod:`pycm.sim.listrules`), not from each path of the schema; a merged associative list
+Differs from kube-apiserver: list and map semantics come from field names
+(:mod:`pycm.sim.listrules`: the built-in kinds' tables; a custom resource's from its schema's
+markers), not from each path of the schema; a merged associative list
 keeps the live items' order with new items appended (kube orders by the configuration); a
 ``null`` in a configuration removes the field; the fields the emulator's defaulting fills
 belong to no one (kube's do too, for apply); no conversion between versions (every kind is
@@ -40,10 +40,11 @@ from typing import Any
 
 import orjson
 
-from pycm.sim import errors, managedfields
+from pycm.sim import errors, fieldcompare, fieldset, listrules, managedfields
 from pycm.sim.errors import Cause
-from pycm.sim.listrules import ListRules
-from pycm.sim.managedfields import APPLY, BUILTIN_RULES, FIELDS_V1, FieldSet
+from pycm.sim.fieldset import FieldSet
+from pycm.sim.listrules import BUILTIN_RULES, ListRules
+from pycm.sim.managedfields import APPLY
 from pycm.sim.objects import Obj, deep_copy, rfc3339
 from pycm.sim.resources import Resource
 from pycm.sim.store import Store
@@ -89,12 +90,12 @@ def _merge_keyed(
     out = list(live)
     index: dict[str, int] = {}
     for i, item in enumerate(live):
-        key = managedfields.item_key(field, item, rules)
+        key = fieldcompare.item_key(field, item, rules)
         if key is None:
             return None
         index[key] = i
     for item in config:
-        key = managedfields.item_key(field, item, rules)
+        key = fieldcompare.item_key(field, item, rules)
         if key is None:
             return None
         if key in index:
@@ -132,7 +133,7 @@ def remove_fields(
             if field in rules.set_lists:
                 key: str | None = "v:" + _json(item)
             else:
-                key = managedfields.item_key(field, item, rules)
+                key = fieldcompare.item_key(field, item, rules)
             node = fields.get(key) if key is not None else None
             if node is None:
                 out_list.append(item)
@@ -259,14 +260,18 @@ def apply(
             config.pop(drop, None)
     config.setdefault("metadata", {})["name"] = name
     now = rfc3339(store.clock.wall_ns())
-    rules = managedfields.rules_of(res)
-    applied = managedfields.applied_fields(config, drop, rules)
+    rules = listrules.rules_of(res)
+    applied = fieldcompare.applied_fields(config, drop, rules)
     live = store.peek(res, namespace, name)
     ns_key = namespace if res.namespaced and namespace else ""
     if live is None:
         if subresource:
             raise errors.not_found(res.plural, name, res.group)
-        first = [_entry(manager, res, subresource, now, applied)] if applied else []
+        first = (
+            [managedfields.new_entry(manager, APPLY, res.api_version, subresource, now, applied)]
+            if applied
+            else []
+        )
         with managedfields.preset_entries(ns_key, name, first):
             return store.create(res, config, namespace, manager=manager), True
     entries: list[dict[str, Any]] = list(live["metadata"].get("managedFields") or [])
@@ -280,22 +285,22 @@ def apply(
         else:
             others.append(entry)
     merged = merge_applied(live, config, "", rules)
-    stale = managedfields.difference(last, applied)
+    stale = fieldset.difference(last, applied)
     if stale:
         owned: FieldSet = {}
         for entry in others:
-            owned = managedfields.union(owned, entry.get("fieldsV1") or {})
+            owned = fieldset.union(owned, entry.get("fieldsV1") or {})
         merged = remove_fields(merged, stale, owned, "", rules)
-    changed, removed = managedfields.changed_fields(live, merged, drop, rules)
+    changed, removed = fieldcompare.changed_fields(live, merged, drop, rules)
     conflicts: list[tuple[dict[str, Any], list[str]]] = []
     left: list[dict[str, Any]] = []
-    touched = managedfields.union(changed, removed)
+    touched = fieldset.union(changed, removed)
     for entry in others:
         fields = entry.get("fieldsV1") or {}
-        clash = managedfields.intersection(fields, changed)
+        clash = fieldset.intersection(fields, changed)
         if clash:
-            conflicts.append((entry, list(managedfields.paths(clash))))
-        rest = managedfields.difference(fields, touched)
+            conflicts.append((entry, list(fieldset.paths(clash))))
+        rest = fieldset.difference(fields, touched)
         if rest:
             left.append(entry if rest is fields else {**entry, "fieldsV1": rest})
     if conflicts and not force:
@@ -303,7 +308,9 @@ def apply(
     if not changed and not removed:
         now = last_time  # a no-op apply keeps its entry's time (kube renews it on a change)
     if applied:
-        left.append(_entry(manager, res, subresource, now, applied))
+        left.append(
+            managedfields.new_entry(manager, APPLY, res.api_version, subresource, now, applied)
+        )
     left.sort(key=managedfields.entry_order)
     # No resourceVersion in the configuration: no precondition (the live one is current).
     merged["metadata"].setdefault("resourceVersion", live["metadata"]["resourceVersion"])
@@ -312,19 +319,3 @@ def apply(
         if subresource == "status":
             return store.update_status(res, merged, namespace, manager=manager), False
         return store.update(res, merged, namespace, manager=manager), False
-
-
-def _entry(
-    manager: str, res: Resource, subresource: str, time: str, fields: FieldSet
-) -> dict[str, Any]:
-    entry = {
-        "manager": manager,
-        "operation": APPLY,
-        "apiVersion": res.api_version,
-        "time": time,
-        "fieldsType": FIELDS_V1,
-        "fieldsV1": fields,
-    }
-    if subresource:
-        entry["subresource"] = subresource
-    return entry

@@ -47,10 +47,19 @@ __all__ = [
     "Decision",
     "TokenAuthenticator",
     "UserInfo",
+    "bearer_token",
 ]
 
 ADMIN_GROUP = "system:masters"
 AUTHENTICATED = "system:authenticated"
+
+
+def bearer_token(authorization: str) -> str | None:
+    """The token of an ``Authorization: Bearer <token>`` header's value, or None."""
+    scheme, _, token = authorization.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        return None
+    return token.strip()
 
 
 class AuthError(ValueError):

@@ -23,7 +23,7 @@ from starlette.responses import PlainTextResponse, Response, StreamingResponse
 
 from pycm.sim import discovery, errors, managedfields
 from pycm.sim.apply import APPLY_PATCH, apply
-from pycm.sim.auth import Attributes, Authorizer, TokenAuthenticator, UserInfo
+from pycm.sim.auth import Attributes, Authorizer, TokenAuthenticator, UserInfo, bearer_token
 from pycm.sim.bodies import OBJECT_TYPES, PATCH_TYPES, decode_body, media_type
 from pycm.sim.crd.conversion import served_as, stored_versions
 from pycm.sim.crd.served import served_versions
@@ -96,14 +96,6 @@ def error_response(err: errors.APIError) -> Response:
     return _json(err.status(), err.code, headers)
 
 
-def _bearer(request: Request) -> str | None:
-    header = request.headers.get("authorization", "")
-    scheme, _, token = header.partition(" ")
-    if scheme.lower() != "bearer" or not token.strip():
-        return None
-    return token.strip()
-
-
 async def serve(request: Request) -> Response:
     ctx: APIContext = request.app.state.api
     try:
@@ -129,7 +121,7 @@ async def _serve(ctx: APIContext, request: Request) -> Response:
         return PlainTextResponse("ok")
     if path == "/version":
         return _json(discovery.version_info())
-    token = _bearer(request)
+    token = bearer_token(request.headers.get("authorization", ""))
     user = ctx.authenticator.authenticate(token) if token else None
     # Most requests have no query: parsing an empty one still costs a urllib call.
     query = dict(request.query_params) if request.scope["query_string"] else {}

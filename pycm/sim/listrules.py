@@ -3,7 +3,7 @@
 structured-merge-diff reads these from the kind's schema: ``x-kubernetes-list-type`` (``map``
 with ``x-kubernetes-list-map-keys``, ``set``, ``atomic``) and ``x-kubernetes-map-type``
 (``atomic`` or ``granular``). A :class:`ListRules` holds them by field name, which is exact for
-the built-in kinds (:data:`pycm.sim.managedfields.BUILTIN_RULES`, written from their Go types)
+the built-in kinds (:data:`BUILTIN_RULES`, written from their Go types)
 and for a custom resource whose schema does not give one name two meanings (the first met wins).
 
 A custom resource's rules come from its CRD's ``openAPIV3Schema``
@@ -21,7 +21,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["ListRules", "rules_for", "rules_from_schema"]
+__all__ = [
+    "ATOMIC_MAPS",
+    "BUILTIN_RULES",
+    "EMPTY_MAPS",
+    "KEY_DEFAULTS",
+    "LIST_KEYS",
+    "SET_LISTS",
+    "ZERO_PRESENT",
+    "ListRules",
+    "rules_for",
+    "rules_from_schema",
+    "rules_of",
+]
 
 _MAX_DEPTH = 64  # a CRD's schema is bounded deeper than this by its registry
 # A custom resource's metadata is still Go's ObjectMeta: a struct always present, whose maps
@@ -46,7 +58,7 @@ class ListRules:
     # Maps Go's ``omitempty`` drops when empty (and whether empty lists are dropped too).
     empty_maps: frozenset[str] = frozenset()
     empty_lists_absent: bool = False
-    # Paths whose Go zero value already holds a struct (see managedfields.ZERO_PRESENT).
+    # Paths whose Go zero value already holds a struct (see ZERO_PRESENT).
     zero_present: frozenset[tuple[str, ...]] = frozenset()
 
 
@@ -118,3 +130,84 @@ def rules_for(resource: Any, builtin: ListRules) -> ListRules:
         _CACHE.clear()
     _CACHE[id(schema)] = (schema, rules)
     return rules
+
+
+# ---------------------------------------------------------------- the built-in kinds
+
+# Associative lists (``+listType=map``): field name -> its key fields (alternatives, the first
+# whose first field an item has). Items are ``k:{...}`` with the key fields present, sorted.
+LIST_KEYS: dict[str, tuple[tuple[str, ...], ...]] = {
+    "containers": (("name",),),
+    "initContainers": (("name",),),
+    "ephemeralContainers": (("name",),),
+    "volumes": (("name",),),
+    "env": (("name",),),
+    "imagePullSecrets": (("name",),),
+    "resourceClaims": (("name",),),
+    "ports": (("containerPort", "protocol"), ("port", "protocol")),
+    "volumeMounts": (("mountPath",),),
+    "volumeDevices": (("devicePath",),),
+    "conditions": (("type",),),
+    "addresses": (("type",),),
+    "ownerReferences": (("uid",),),
+    "podIPs": (("ip",),),
+    "hostIPs": (("ip",),),
+    "hostAliases": (("ip",),),
+    "topologySpreadConstraints": (("topologyKey", "whenUnsatisfiable"),),
+}
+# Key fields with a default (``+default``): an item that leaves one out is keyed with the
+# default, as structured-merge-diff does — so an applied ``{containerPort: 80}`` is the stored
+# (defaulted) ``{containerPort: 80, protocol: TCP}``, not a second port.
+KEY_DEFAULTS: dict[str, dict[str, Any]] = {"ports": {"protocol": "TCP"}}
+# Sets of scalars (``+listType=set``): items are ``v:<json>``.
+SET_LISTS = frozenset({"finalizers"})
+# Maps owned whole (``+structType=atomic`` / ``+mapType=atomic``): LabelSelectors.
+ATOMIC_MAPS = frozenset({"selector", "labelSelector", "namespaceSelector"})
+# Maps of strings (Go ``map[string]...`` with ``omitempty``): empty, they are absent.
+EMPTY_MAPS = frozenset(
+    {
+        "labels",
+        "annotations",
+        "data",
+        "binaryData",
+        "nodeSelector",
+        "matchLabels",
+        "limits",
+        "requests",
+        "capacity",
+        "allocatable",
+    }
+)
+# Paths (from the object's root) whose value a Go zero value of the served kinds already holds —
+# non-pointer structs and non-omitempty lists: filling one does not make the struct a member.
+ZERO_PRESENT = frozenset(
+    {
+        ("metadata",),
+        ("spec",),
+        ("status",),
+        ("spec", "containers"),
+        ("spec", "strategy"),
+        ("spec", "template"),
+        ("spec", "template", "metadata"),
+        ("spec", "template", "spec"),
+        ("spec", "template", "spec", "containers"),
+        ("involvedObject",),
+        ("source",),
+    }
+)
+# The built-in kinds' rules, from the tables above.
+BUILTIN_RULES = ListRules(
+    LIST_KEYS,
+    SET_LISTS,
+    ATOMIC_MAPS,
+    KEY_DEFAULTS,
+    empty_maps=EMPTY_MAPS,
+    empty_lists_absent=True,
+    zero_present=ZERO_PRESENT,
+)
+
+
+def rules_of(resource: Any) -> ListRules:
+    """A resource's list and map rules: a custom resource's from its schema, else the
+    built-in kinds'."""
+    return rules_for(resource, BUILTIN_RULES)

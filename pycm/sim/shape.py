@@ -85,6 +85,8 @@ _WORKLOAD_STATUS = {
     "observedGeneration": INT,
     "conditions": _CONDITIONS,
 }
+# Deployments and ReplicaSets also report terminatingReplicas (an *int32, 1.33+).
+_RS_STATUS = {**_WORKLOAD_STATUS, "terminatingReplicas": INT}
 _KINDS: dict[str, dict[str, Schema]] = {
     "Pod": {
         "spec": _POD_SPEC,
@@ -95,8 +97,8 @@ _KINDS: dict[str, dict[str, Schema]] = {
             "containerStatuses": [{"name": STR, "ready": BOOL, "restartCount": INT}],
         },
     },
-    "Deployment": {"spec": _WORKLOAD_SPEC, "status": _WORKLOAD_STATUS},
-    "ReplicaSet": {"spec": _WORKLOAD_SPEC, "status": _WORKLOAD_STATUS},
+    "Deployment": {"spec": _WORKLOAD_SPEC, "status": _RS_STATUS},
+    "ReplicaSet": {"spec": _WORKLOAD_SPEC, "status": _RS_STATUS},
     "Node": {
         "spec": {"unschedulable": BOOL, "taints": [OBJ]},
         "status": {"conditions": _CONDITIONS, "addresses": [OBJ], "nodeInfo": MAP_STR},
@@ -129,6 +131,18 @@ _KINDS: dict[str, dict[str, Schema]] = {
             "leaseTransitions": INT,
             "acquireTime": STR,
             "renewTime": STR,
+            "strategy": STR,
+            "preferredHolder": STR,
+        }
+    },
+    "LeaseCandidate": {
+        "spec": {
+            "leaseName": STR,
+            "pingTime": STR,
+            "renewTime": STR,
+            "binaryVersion": STR,
+            "emulationVersion": STR,
+            "strategy": STR,
         }
     },
     "Event": {

@@ -1,3 +1,4 @@
+# Over 500 lines, one concept: kube's generic registry store (every verb over versioned tables).
 """The emulator's storage: every object, one global resourceVersion, the watch history.
 
 The store is synchronous and in memory; every public method runs to completion inside one event
@@ -9,9 +10,13 @@ tests: ``get / list / create / update / update_status / patch / delete / watch``
 
 The store is the same for every kind: what a kind does differently (defaults, status handling,
 validation, generation, grace periods) is asked of its strategy (``res.strategy``, see
-:mod:`pycm.sim.registry`). Its helpers own the rest: :mod:`pycm.sim.gc` (owner references),
-:mod:`pycm.sim.namespace_controller` (namespace admission and termination),
-:mod:`pycm.sim.event_ttl` (Events expire). ``serve`` / ``unserve`` change the kinds it serves.
+:mod:`pycm.sim.registry`). Its helpers own the rest: :mod:`pycm.sim.table` (one kind's objects
+in key order, lists and their pages), :mod:`pycm.sim.servermeta` (the metadata the server owns,
+preconditions), :mod:`pycm.sim.deletion` (a DELETE, graceful and pending deletions),
+:mod:`pycm.sim.gc` (owner references), :mod:`pycm.sim.namespace_controller` (namespace
+admission and termination), :mod:`pycm.sim.event_ttl` (Events expire),
+:mod:`pycm.sim.managedfields` (each write's managedFields). ``serve`` / ``unserve`` change the
+kinds it serves.
 
 Invariants:
 - ``_rv`` is the resourceVersion of the newest write; every stored object's
@@ -23,53 +28,34 @@ Invariants:
 from __future__ import annotations
 
 import builtins
-from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
-from pycm.sim import errors, managedfields, validation
+from pycm.sim import errors, managedfields, servermeta, validation
+from pycm.sim.deletion import Deleter
 from pycm.sim.event_ttl import EVENT_TTL, Expiry
 from pycm.sim.gc import (
-    BACKGROUND,
-    FOREGROUND,
-    FOREGROUND_FINALIZER,
-    ORPHAN,
     DeleteOptions,
     GarbageCollector,
     ObjectRef,
 )
 from pycm.sim.history import DEFAULT_HISTORY_BYTES, History, event_size
 from pycm.sim.namespace_controller import NamespaceController
-from pycm.sim.objects import Obj, deep_copy, generate_name, meta, new_uid, rfc3339
+from pycm.sim.objects import Obj, deep_copy, meta, rfc3339
 from pycm.sim.patch import apply_patch
 from pycm.sim.resources import REGISTRY, Registry, Resource, ResourceKey
 from pycm.sim.scale import scale_replicas
 from pycm.sim.selectors import FieldSelector, LabelSelector
-from pycm.sim.tokens import encode_continue
-from pycm.sim.versions import MAX_RESOURCE_VERSION, parse_resource_version
+from pycm.sim.table import ListPage, Table
+from pycm.sim.versions import parse_resource_version
 from pycm.sim.watch import ADDED, DELETED, MODIFIED, StoreEvent, Watcher
 from pycm.util.clock import REAL_CLOCK, Clock
 
 __all__ = ["EVENT_TTL", "DeleteOptions", "ListPage", "Store"]
 
 ObjList = list[Obj]  # `Store.list` shadows the builtin inside the class body
-
-
-@dataclass(frozen=True, slots=True)
-class ListPage:
-    items: list[Obj]
-    resource_version: int
-    continue_token: str  # "" on the last page
-    remaining: int | None
-
-
-def _typed(res: Resource, obj: Obj) -> Obj:
-    """``obj`` with apiVersion and kind set, first (as kube-apiserver prints them)."""
-    rest = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind")}
-    return {"apiVersion": res.api_version, "kind": res.kind, **rest}
 
 
 class Store:
@@ -93,12 +79,12 @@ class Store:
         # (finish_graceful_deletion)? Without a kubelet nothing would ever confirm.
         self.graceful_pod_deletion = graceful_pod_deletion
         # One table per stored kind, keyed (namespace, name); created when first used.
-        self._objects: dict[ResourceKey, dict[tuple[str, str], Obj]] = {
-            key: {} for key, r in self.registry.resources.items() if r.stored
+        self._objects: dict[ResourceKey, Table] = {
+            key: Table() for key, r in self.registry.resources.items() if r.stored
         }
         self._by_uid: dict[str, ObjectRef] = {}
-        self._sorted_keys_cache: dict[ResourceKey, list[tuple[str, str]]] = {}
         self._gc = GarbageCollector(self)
+        self._deleter = Deleter(self, self._gc)
         self.namespaces = NamespaceController(self)
         self._rv = 0
         self._history = History(watch_window, watch_history_bytes)
@@ -128,12 +114,12 @@ class Store:
     def event_ttl(self) -> float:
         return self._expiry.ttl
 
-    def _table(self, res: Resource) -> dict[tuple[str, str], Obj]:
+    def _table(self, res: Resource) -> Table:
         table = self._objects.get(res.key)
         if table is None:
             if not res.stored or self.registry.resources.get(res.key) is None:
                 raise errors.method_not_allowed("GET", res.plural)
-            table = self._objects[res.key] = {}
+            table = self._objects[res.key] = Table()
         return table
 
     # ---------------------------------------------------------------- kinds served
@@ -143,7 +129,7 @@ class Store:
         more version of a kind served (see :meth:`Registry.add`)."""
         self.registry.add(res)
         if res.stored:
-            self._objects.setdefault(res.key, {})
+            self._objects.setdefault(res.key, Table())
 
     def unserve(self, group: str, plural: str) -> list[Resource]:
         """Stop serving a kind: every object is removed at once (DELETED to its watchers,
@@ -153,13 +139,12 @@ class Store:
         storage = self.registry.resources.get((group, plural))
         if storage is None:
             return []
-        table = self._objects.get(storage.key) or {}
+        table = self._objects.get(storage.key) or Table()
         for key in sorted(table):
             obj = table.get(key)
             if obj is not None:
                 self.remove_now(storage, obj)
         self._objects.pop(storage.key, None)
-        self._sorted_keys_cache.pop(storage.key, None)
         return self.registry.remove(group, plural)
 
     def _ns(self, res: Resource, namespace: str | None) -> str:
@@ -178,53 +163,6 @@ class Store:
         """The stored object itself, or None (read-only: never mutate it)."""
         return self._table(res).get((self._ns(res, namespace), name))
 
-    def _sorted_keys(self, res: Resource) -> list[tuple[str, str]]:
-        """The table's keys in (namespace, name) order, kept until the table next changes (a
-        paged list then costs O(limit · log n) a page instead of a sort and a scan of all)."""
-        keys = self._sorted_keys_cache.get(res.key)
-        if keys is None:
-            keys = self._sorted_keys_cache[res.key] = sorted(self._table(res))
-        return keys
-
-    def _select(
-        self,
-        res: Resource,
-        namespace: str | None,
-        labels: LabelSelector,
-        fields: FieldSelector,
-        *,
-        after: tuple[str, str] | None = None,
-        limit: int | None = None,
-    ) -> list[tuple[tuple[str, str], Obj]]:
-        """Matching (key, object) pairs in key order, after ``after``; at most ``limit + 1`` of
-        them when ``limit`` is given (the extra one tells that more follow)."""
-        table = self._table(res)
-        keys = self._sorted_keys(res)
-        lo = bisect_left(keys, (namespace, "")) if namespace else 0
-        if after is not None:
-            lo = max(lo, bisect_right(keys, after))
-        out = []
-        for i in range(lo, len(keys)):
-            key = keys[i]
-            if namespace and key[0] != namespace:
-                break
-            obj = table[key]
-            meta_ = obj.get("metadata") or {}
-            if labels.requirements and not labels.matches(meta_.get("labels")):
-                continue
-            if fields.terms and not fields.matches(obj):
-                continue
-            out.append((key, obj))
-            if limit is not None and len(out) > limit:
-                break
-        return out
-
-    def _count_after(self, res: Resource, namespace: str | None, after: tuple[str, str]) -> int:
-        """How many keys (of ``namespace``, if given) sort after ``after``."""
-        keys = self._sorted_keys(res)
-        hi = bisect_left(keys, (namespace + "\x00", "")) if namespace else len(keys)
-        return max(0, hi - bisect_right(keys, after))
-
     def list(
         self,
         res: Resource,
@@ -233,8 +171,8 @@ class Store:
         fields: FieldSelector | None = None,
     ) -> tuple[list[Obj], int]:
         """Copies of the matching objects (ordered by namespace, name) and the current rv."""
-        selected = self._select(
-            res, namespace, labels or LabelSelector(), fields or FieldSelector()
+        selected = self._table(res).select(
+            namespace, labels or LabelSelector(), fields or FieldSelector()
         )
         return [deep_copy(obj) for _, obj in selected], self._rv
 
@@ -252,8 +190,6 @@ class Store:
         The items are the store's own dicts (the caller encodes them; never mutate). A continued
         page is read from the current state, not a snapshot at the token's rv, and carries the
         token's rv: a watch started from it replays anything that changed meanwhile.
-        ``remaining`` (remainingItemCount) is given only for a list without selectors, as
-        kube-apiserver does: with a selector the count of what follows would be a guess.
         """
         list_rv = self._rv
         after: tuple[str, str] | None = None
@@ -271,21 +207,7 @@ class Store:
             list_rv = token_rv
             after = (ns, name)
         labels, fields = labels or LabelSelector(), fields or FieldSelector()
-        page_size = limit if limit is not None and limit > 0 else None
-        selected = self._select(res, namespace, labels, fields, after=after, limit=page_size)
-        if page_size is None or len(selected) <= page_size:
-            return ListPage([o for _, o in selected], list_rv, "", None)
-        page = selected[:page_size]
-        last = page[-1][0]
-        remaining = None
-        if not labels.requirements and not fields.terms:
-            remaining = self._count_after(res, namespace, last)
-        return ListPage(
-            [o for _, o in page],
-            list_rv,
-            encode_continue(list_rv, last[0], last[1]),
-            remaining,
-        )
+        return self._table(res).page(namespace, labels, fields, limit, after, list_rv)
 
     def lookup_uid(self, uid: str) -> tuple[Resource, Obj] | None:
         ref = self._by_uid.get(uid)
@@ -312,14 +234,13 @@ class Store:
         m = obj["metadata"]
         ref: ObjectRef = (res.key, m.get("namespace", "") if res.namespaced else "", m["name"])
         table = self._objects[res.key]
-        self._sorted_keys_cache.pop(res.key, None)
         if old is not None:
             self._gc.index.remove(ref, old)
         if type_ == DELETED:
-            table.pop(ref[1:], None)
+            table.pop(ref[1:])
             self._by_uid.pop(str(m.get("uid")), None)
         else:
-            table[ref[1:]] = obj
+            table.put(ref[1:], obj)
             self._by_uid[str(m.get("uid"))] = ref
             self._gc.index.add(ref, obj)
         # Encoded once here: the history sizes the event by it and every typed watch serves
@@ -359,7 +280,8 @@ class Store:
             self._watchers.discard,
         )
         if resource_version in (None, "", "0"):
-            for _, obj in self._select(res, watcher.namespace, watcher.labels, watcher.fields):
+            selected = self._table(res).select(watcher.namespace, watcher.labels, watcher.fields)
+            for _, obj in selected:
                 watcher.add_initial(ADDED, obj)
         else:
             since = parse_resource_version(resource_version) or 0
@@ -408,7 +330,7 @@ class Store:
             raise errors.method_not_allowed("POST", res.plural)
         strategy = res.strategy
         strategy.check_shape(obj)
-        new = _typed(res, deep_copy(obj))
+        new = servermeta.typed(res, deep_copy(obj))
         strategy.decode(new)
         m = meta(new)
         ns = self._ns(res, namespace if namespace is not None else m.get("namespace"))
@@ -418,26 +340,8 @@ class Store:
             m.pop("namespace", None)
         self.namespaces.admit(res, ns)
         table = self._table(res)
-        if not m.get("name") and m.get("generateName"):
-            for _ in range(8):
-                candidate = generate_name(str(m["generateName"]))
-                if (ns, candidate) not in table:
-                    m["name"] = candidate
-                    break
-            else:
-                raise errors.APIError(500, "AlreadyExists", "could not generate a unique name")
-        for drop in (
-            "resourceVersion",
-            "uid",
-            "deletionTimestamp",
-            "deletionGracePeriodSeconds",
-            "selfLink",
-        ):
-            m.pop(drop, None)
-        # Set before the strategy runs, as kube fills them before validating (a Job's generated
-        # selector names its uid).
-        m["uid"] = new_uid()
-        m["creationTimestamp"] = now = self._now()
+        now = self._now()
+        servermeta.fill_for_create(m, taken=lambda name: (ns, name) in table, now=now)
         strategy.default(new)
         if not keep_status:
             strategy.prepare_for_create(new)
@@ -445,43 +349,16 @@ class Store:
         if causes:
             raise errors.invalid(res.kind, str(m.get("name") or ""), causes, res.group)
         sent_rv = (obj.get("metadata") or {}).get("resourceVersion")
-        if refuse_resource_version and _set_resource_version(sent_rv):
+        if refuse_resource_version and servermeta.resource_version_is_set(sent_rv):
             raise errors.resource_version_set_on_create()
         if (ns, m["name"]) in table:
             raise errors.already_exists(res.plural, m["name"], res.group)
         if strategy.generation_on_spec:
             m["generation"] = 1
-        self._record(res, None, new, manager, "", now, trust_sent=True)
+        managedfields.record(res, None, new, manager, "", now, trust_sent=True)
         _, encoded = self._commit_encoded(res, ADDED, new, None)
         created: Obj = orjson.loads(encoded)
         return created
-
-    def _record(
-        self,
-        res: Resource,
-        old: Obj | None,
-        new: Obj,
-        manager: str,
-        subresource: str,
-        now: str | None = None,
-        *,
-        trust_sent: bool,
-    ) -> None:
-        """Set ``new``'s managedFields for this write (422 for invalid ones a client sent)."""
-        causes = managedfields.record_write(
-            old,
-            new,
-            manager=manager,
-            api_version=res.api_version,
-            subresource=subresource,
-            time=now or self._now(),
-            status_reset=res.has_status,
-            trust_sent=trust_sent,
-            rules=managedfields.rules_of(res),
-        )
-        if causes:
-            name = str(new["metadata"].get("name") or "")
-            raise errors.invalid(res.kind, name, causes, res.group)
 
     def update(
         self, res: Resource, obj: Obj, namespace: str | None = None, *, manager: str = ""
@@ -510,59 +387,23 @@ class Store:
         ns = self._ns(res, namespace if namespace is not None else m_in.get("namespace"))
         old = self._stored(res, ns, name)
         old_m = old["metadata"]
-        rv = m_in.get("resourceVersion")
-        if rv and str(rv) != old_m["resourceVersion"]:
-            raise errors.conflict(
-                res.plural,
-                name,
-                res.group,
-                "the object has been modified; please apply your changes to the latest version "
-                "and try again",
-            )
-        if m_in.get("uid") and m_in["uid"] != old_m["uid"]:
-            raise errors.conflict(
-                res.plural,
-                name,
-                res.group,
-                f"Precondition failed: UID in precondition: {m_in['uid']}, "
-                f"UID in object meta: {old_m['uid']}",
-            )
+        servermeta.check_update_preconditions(res, name, m_in, old_m)
         new = deep_copy(obj)
         strategy.decode(new)
         if subresource == "status":
             strategy.prepare_for_status_update(new, old)
         else:
             strategy.prepare_for_update(new, old)
-        new = _typed(res, new)
+        new = servermeta.typed(res, new)
         m = meta(new)
-        for keep in (
-            "uid",
-            "creationTimestamp",
-            "deletionTimestamp",
-            "deletionGracePeriodSeconds",
-            "namespace",
-            "name",
-            "generation",
-        ):
-            if keep in old_m:
-                m[keep] = old_m[keep]
-            else:
-                m.pop(keep, None)
-        m.pop("selfLink", None)
-        m["resourceVersion"] = old_m["resourceVersion"]
-        if old_m.get("deletionTimestamp"):
-            # Finalizers may only be removed from an object being deleted (kube forbids adds).
-            old_finalizers = set(old_m.get("finalizers") or [])
-            m["finalizers"] = [f for f in m.get("finalizers") or [] if f in old_finalizers]
-            if not m["finalizers"]:
-                del m["finalizers"]
+        servermeta.keep_for_update(m, old_m)
         strategy.default(new)
         causes = strategy.validate_update(new, old)
         if causes:
             raise errors.invalid(res.kind, name, causes, res.group)
         if strategy.generation_changed(new, old):
             m["generation"] = int(old_m.get("generation") or 0) + 1
-        self._record(res, old, new, manager, subresource, trust_sent=True)
+        managedfields.record(res, old, new, manager, subresource, self._now(), trust_sent=True)
         if new == old:
             return deep_copy(old)  # a no-op write does not bump the resourceVersion
         stored = self._commit(res, MODIFIED, new, old)
@@ -645,74 +486,9 @@ class Store:
         options: DeleteOptions | None = None,
     ) -> tuple[Obj, bool]:
         """DELETE. Returns (the object, removed now?). Not removed now means pending: it has
-        a deletionTimestamp and waits for finalizers, dependents (Foreground) or the kubelet."""
-        options = options or DeleteOptions()
-        obj = self._stored(res, namespace, name)
-        m = obj["metadata"]
-        if options.precondition_uid and options.precondition_uid != m.get("uid"):
-            raise errors.conflict(
-                res.plural,
-                name,
-                res.group,
-                f"Precondition failed: UID in precondition: {options.precondition_uid}, "
-                f"UID in object meta: {m.get('uid')}",
-            )
-        if options.precondition_resource_version and options.precondition_resource_version != m.get(
-            "resourceVersion"
-        ):
-            raise errors.conflict(
-                res.plural,
-                name,
-                res.group,
-                "Precondition failed: ResourceVersion in precondition: "
-                f"{options.precondition_resource_version}, ResourceVersion in object meta: "
-                f"{m.get('resourceVersion')}",
-            )
-        policy = options.propagation_policy or BACKGROUND
-        if policy not in (ORPHAN, BACKGROUND, FOREGROUND):
-            raise errors.invalid(
-                "DeleteOptions",
-                "",
-                [validation.invalid_value("propagationPolicy", policy, "is not supported")],
-            )
-        uid = str(m.get("uid"))
-        if policy == ORPHAN:
-            self._gc.orphan(uid)
-        taken = res.strategy.delete(self, res, obj, options)
-        if taken is not None:
-            return taken
-        pending = bool(m.get("finalizers"))
-        grace = res.strategy.grace_period(obj, options) if self.graceful_pod_deletion else 0
-        pending = pending or grace > 0
-        if policy == FOREGROUND and self._gc.has_dependents(uid):
-            pending = True
-        if not pending:
-            self.remove_now(res, obj)
-            return deep_copy(obj), True
-        new = deep_copy(obj)
-        nm = new["metadata"]
-        if policy == FOREGROUND and self._gc.has_dependents(uid):
-            finalizers = list(nm.get("finalizers") or [])
-            if FOREGROUND_FINALIZER not in finalizers:
-                finalizers.append(FOREGROUND_FINALIZER)
-            nm["finalizers"] = finalizers
-        if not nm.get("deletionTimestamp") or grace < int(
-            nm.get("deletionGracePeriodSeconds") or 0
-        ):
-            wall = self.clock.wall_ns() + grace * 1_000_000_000
-            nm["deletionTimestamp"] = rfc3339(wall)
-            nm["deletionGracePeriodSeconds"] = grace
-        if new != obj:
-            obj = self._commit(res, MODIFIED, new, obj)
-        if policy == FOREGROUND:
-            self._gc.delete_dependents(uid, FOREGROUND)
-            current = self.lookup_uid(uid)
-            if current is not None:
-                self._gc.release_foreground(current[0], current[1])
-        current = self.lookup_uid(uid)
-        if current is None:
-            return deep_copy(obj), True
-        return deep_copy(current[1]), False
+        a deletionTimestamp and waits for finalizers, dependents (Foreground) or the kubelet
+        (see :mod:`pycm.sim.deletion`)."""
+        return self._deleter.delete(res, namespace, name, options or DeleteOptions())
 
     def finish_graceful_deletion(
         self, res: Resource, namespace: str | None, name: str, uid: str | None = None
@@ -720,22 +496,7 @@ class Store:
         """A kubelet's confirmation that an object in its grace period has stopped: it is
         removed (or, if it still has finalizers, waits only for them). Returns whether it is
         gone (also when it was already, or ``uid`` names an earlier object of that name)."""
-        obj = self.peek(res, namespace, name)
-        if obj is None or (uid and obj["metadata"].get("uid") != uid):
-            return True
-        m = obj["metadata"]
-        if not m.get("deletionTimestamp"):
-            raise errors.conflict(
-                res.plural, name, res.group, f"the {res.singular} is not being deleted"
-            )
-        if m.get("finalizers"):
-            if m.get("deletionGracePeriodSeconds"):
-                new = deep_copy(obj)
-                new["metadata"]["deletionGracePeriodSeconds"] = 0
-                self._commit(res, MODIFIED, new, obj)
-            return False
-        self.remove_now(res, obj)
-        return True
+        return self._deleter.finish_graceful(res, namespace, name, uid)
 
     def finalize_pod_deletion(self, namespace: str, name: str, uid: str | None = None) -> bool:
         """:meth:`finish_graceful_deletion` of a pod (the simulated kubelet's call)."""
@@ -751,7 +512,7 @@ class Store:
     ) -> ObjList:
         """DELETE on a collection: delete each match; returns what each delete returned."""
         out = []
-        for (ns, name), _ in self._select(res, self._ns(res, namespace), labels, fields):
+        for (ns, name), _ in self._table(res).select(self._ns(res, namespace), labels, fields):
             if self.peek(res, ns, name) is None:
                 continue  # collected as a dependent of an earlier match
             obj, _ = self.delete(res, ns, name, options)
@@ -808,7 +569,7 @@ class Store:
         defaults or validation — the in-process writes of the collector and the kubelet, as
         ``manager`` through ``subresource`` (the stored managedFields are the base).
         ``new`` becomes the stored object: do not mutate it afterwards."""
-        self._record(res, old, new, manager, subresource, trust_sent=False)
+        managedfields.record(res, old, new, manager, subresource, self._now(), trust_sent=False)
         stored = self._commit(res, MODIFIED, new, old)
         self._maybe_finish_deletion(res, stored)
         return stored
@@ -819,14 +580,3 @@ class Store:
         """Create ``objects`` keeping their status (a fresh cluster's namespaces and nodes)."""
         for obj in objects:
             self.create(res, obj, keep_status=True, manager=manager)
-
-
-def _set_resource_version(value: Any) -> bool:
-    """Whether a created object's resourceVersion counts as set for kube's storage: it parses
-    as a uint64 (strconv.ParseUint) and is not 0."""
-    return (
-        isinstance(value, str)
-        and value.isascii()
-        and value.isdigit()
-        and 0 < int(value) <= MAX_RESOURCE_VERSION
-    )

@@ -7,8 +7,12 @@ The queues, each adding one capability to the one above (client-go embeds the sa
      └── DelayingQueue[T]     delaying_queue.py: + add_after(item, delay), a heap and one
           │                   waiting-loop task on the injected clock (async with queue: …)
           └── RateLimitingQueue[T]
-                              rate_limiting_queue.py: + add_rate_limited, forget,
-                              num_requeues, drop (emits queue.drop)
+               │              rate_limiting_queue.py: + add_rate_limited, forget,
+               │              num_requeues, drop (emits queue.drop)
+               └── PriorityQueue[T]
+                              priority_queue.py: + a priority on every add (highest first,
+                              promoted on a higher re-add, kept across requeues);
+                              LOW_PRIORITY for initial-list adds and resyncs
 
 The rate limiters they take (rate_limiters.py), composed rather than inherited::
 
@@ -25,6 +29,7 @@ for ``GET /debug/pycm/queues`` and the stuck-worker watcher.
 
 Metrics (metrics.py): :class:`QueueMetrics` registers the ``workqueue_*`` families on a
 registry; pass it as ``metrics=`` (:func:`default_queue_metrics` for the process registry).
+``workqueue_depth`` has controller-runtime's ``priority`` label ("" on a plain queue).
 
 Exceptions::
 
@@ -34,6 +39,7 @@ Exceptions::
 
 from pycm.workqueue.delaying_queue import DelayingQueue
 from pycm.workqueue.metrics import QueueMetrics, QueueRecorder, default_queue_metrics
+from pycm.workqueue.priority_queue import DEFAULT_PRIORITY, LOW_PRIORITY, PriorityQueue
 from pycm.workqueue.queue import Queue, ShutDown
 from pycm.workqueue.rate_limiters import (
     BucketRateLimiter,
@@ -46,11 +52,14 @@ from pycm.workqueue.rate_limiters import (
 from pycm.workqueue.rate_limiting_queue import RateLimitingQueue
 
 __all__ = [
+    "DEFAULT_PRIORITY",
+    "LOW_PRIORITY",
     "BucketRateLimiter",
     "DelayingQueue",
     "ItemExponentialFailureRateLimiter",
     "ItemFastSlowRateLimiter",
     "MaxOfRateLimiter",
+    "PriorityQueue",
     "Queue",
     "QueueMetrics",
     "QueueRecorder",

@@ -86,6 +86,14 @@ class DelayingQueue(Queue[T]):
         """Add ``item`` after ``delay`` seconds (now, if ``delay <= 0``); the earliest time wins."""
         if self._shutting_down:
             return
+        self._count_retry(item, delay)
+        if delay <= 0:
+            self.add(item, reason)
+            return
+        self._schedule(item, delay, reason)
+
+    def _count_retry(self, item: T, delay: float) -> None:
+        """``workqueue_retries_total`` and ``queue.retry`` for one ``add_after``."""
         if self._metrics is not None:
             self._metrics.retried()
         self._point(
@@ -96,9 +104,10 @@ class DelayingQueue(Queue[T]):
                 retries=self._retries(item),
             )
         )
-        if delay <= 0:
-            self.add(item, reason)
-            return
+
+    def _schedule(self, item: T, delay: float, reason: str) -> None:
+        """Put ``item`` in the heap ``delay`` (> 0) seconds from now, unless it waits there for
+        an earlier time already; wake the loop when this is its new earliest time."""
         ready_ns = self._now_ns() + round(delay * 1e9)
         known = self._known.get(item)
         if known is not None:
@@ -113,6 +122,11 @@ class DelayingQueue(Queue[T]):
             self._wake = None
             if not wake.done():
                 wake.set_result(None)
+
+    def _add_due(self, item: T, reason: str) -> None:
+        """Add an item whose delay ended (the waiting loop's add; the priority queue gives it
+        the priority it was scheduled with)."""
+        self.add(item, reason)
 
     # -- the waiting loop --------------------------------------------------------------------
 
@@ -137,7 +151,7 @@ class DelayingQueue(Queue[T]):
                 entry = heapq.heappop(heap)
                 if entry.alive:
                     del self._known[entry.item]
-                    self.add(entry.item, entry.reason)
+                    self._add_due(entry.item, entry.reason)
             wake: asyncio.Future[None] = loop.create_future()
             self._wake = wake
             if not heap:

@@ -7,6 +7,11 @@ counts), and returns a :class:`QueueContents`: plain values, times relative to t
 clock. It never changes the queue and costs the queue nothing until it is called (the one
 hot-path addition is the taker's task, stored by ``get()``); a call is O(keys held).
 
+A priority queue (pycm.workqueue.priority_queue; :class:`PrioritizedQueue`, the optional part
+the inspector reads) also shows each waiting and backing-off key's priority and the depth by
+priority, and lists its waiting keys highest priority first (then oldest); a plain queue's
+contents have no priority fields at all.
+
 Used by ``GET /debug/pycm/queues`` (pycm.server.debug_queues) and the stuck-worker watcher
 (pycm.controller.stuck).
 """
@@ -25,6 +30,7 @@ __all__ = [
     "DEFAULT_LIMIT",
     "BackingOffKey",
     "InspectableQueue",
+    "PrioritizedQueue",
     "ProcessingKey",
     "QueueContents",
     "WaitingKey",
@@ -58,12 +64,23 @@ class InspectableQueue(Protocol):
     def num_requeues(self, item: Any) -> int: ...
 
 
+class PrioritizedQueue(Protocol):
+    """What a priority queue adds to :class:`InspectableQueue`."""
+
+    def priorities(self) -> Mapping[Any, int]: ...
+
+    def delayed_priorities(self) -> Mapping[Any, int]: ...
+
+    def depth_by_priority(self) -> Mapping[int, int]: ...
+
+
 @dataclass(frozen=True, slots=True)
 class WaitingKey:
     """A key added and not yet taken by a worker."""
 
     key: str
     age_s: float  # since the add that made it wait
+    priority: int | None = None  # the priority it waits with (None: not a priority queue)
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +92,7 @@ class BackingOffKey:
     next_retry_in_s: float  # until it is added again (<= 0: due now)
     next_retry_at_ns: int  # that time on the wall clock (Unix ns)
     last_error: str = ""  # its last failure, when known
+    priority: int | None = None  # the priority it comes back with (None: not a priority queue)
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,9 +118,18 @@ class QueueContents:
     waiting: list[WaitingKey] = field(default_factory=list)
     backing_off: list[BackingOffKey] = field(default_factory=list)
     processing: list[ProcessingKey] = field(default_factory=list)
+    # A priority queue's waiting keys by priority (workqueue_depth{priority}); None otherwise.
+    depth_by_priority: dict[str, int] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """Plain values; a plain queue's has no priority fields (they would all be null)."""
+        out = asdict(self)
+        if self.depth_by_priority is None:
+            del out["depth_by_priority"]
+            for section in ("waiting", "backing_off"):
+                for entry in out[section]:
+                    del entry["priority"]
+        return out
 
 
 def worker_index(task: asyncio.Task[Any] | None) -> int:
@@ -132,10 +159,29 @@ def inspect_queue(
     processing = queue.processing_items()
     takers = queue.takers()
     delayed = queue.delayed_items()
-    waiting = [
-        WaitingKey(_key(item), (now - since) / 1e9)
-        for item, since in sorted(dirty.items(), key=lambda kv: kv[1])[:limit]
-    ]
+    prioritized = _prioritized(queue)
+    priorities: Mapping[Any, int] = {}
+    delayed_priorities: Mapping[Any, int] = {}
+    depth_by_priority = None
+    if prioritized is None:
+        waiting = [
+            WaitingKey(_key(item), (now - since) / 1e9)
+            for item, since in sorted(dirty.items(), key=lambda kv: kv[1])[:limit]
+        ]
+    else:
+        priorities = prioritized.priorities()
+        delayed_priorities = prioritized.delayed_priorities()
+        depth_by_priority = {
+            str(p): n for p, n in sorted(prioritized.depth_by_priority().items(), reverse=True)
+        }
+        # Hand-out order: highest priority first, then oldest (a key re-added while it is
+        # processed waits in that order too, once its worker is done).
+        waiting = [
+            WaitingKey(_key(item), (now - since) / 1e9, priorities[item])
+            for item, since in sorted(dirty.items(), key=lambda kv: (-priorities[kv[0]], kv[1]))[
+                :limit
+            ]
+        ]
     backing_off = []
     for item, ready in sorted(delayed.items(), key=lambda kv: kv[1])[:limit]:
         key = _key(item)
@@ -146,6 +192,7 @@ def inspect_queue(
                 (ready - now) / 1e9,
                 wall + (ready - now),
                 last_error(key) if last_error is not None else "",
+                delayed_priorities.get(item) if prioritized is not None else None,
             )
         )
     held = []
@@ -168,4 +215,14 @@ def inspect_queue(
         waiting=waiting,
         backing_off=backing_off,
         processing=held,
+        depth_by_priority=depth_by_priority,
     )
+
+
+def _prioritized(queue: InspectableQueue) -> PrioritizedQueue | None:
+    """``queue`` as a priority queue, when it is one."""
+    if callable(getattr(queue, "priorities", None)) and callable(
+        getattr(queue, "depth_by_priority", None)
+    ):
+        return queue  # type: ignore[return-value]
+    return None

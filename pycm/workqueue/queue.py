@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import Hashable, Mapping
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from pycm.trace.bus import Bus, default_bus
 from pycm.trace.kinds import ItemAdded, ItemDone, ItemTaken, QueueShutDown
@@ -35,6 +35,17 @@ T = TypeVar("T", bound=Hashable)
 
 # Bound once: get() records which task took an item (the inspector's "by which worker").
 _current_task = asyncio.current_task
+
+
+class _Line(Protocol[T]):
+    """The order in which waiting items are handed out: a FIFO deque here; the priority queue
+    (pycm.workqueue.priority_queue) puts its own priority order behind the same three calls."""
+
+    def append(self, item: T, /) -> None: ...
+
+    def popleft(self) -> T: ...
+
+    def __len__(self) -> int: ...
 
 
 class ShutDown(Exception):
@@ -63,7 +74,7 @@ class Queue(Generic[T]):
         self._now_ns = clock.monotonic_ns
         # Items waiting for a worker, oldest first. An item is in _queue only if it is in _dirty
         # and not in _processing, and at most once.
-        self._queue: deque[T] = deque()
+        self._queue: _Line[T] = deque()
         # Items that need processing → monotonic ns of the add that made them dirty. A dirty
         # item not in _processing is in _queue; a dirty item in _processing goes back into
         # _queue when done() is called. Adding a dirty item again changes nothing.
@@ -92,8 +103,12 @@ class Queue(Generic[T]):
         # Resolved when processing becomes empty (or shut_down() ends a drain early).
         self._drained: asyncio.Future[None] | None = None
         self._metrics: QueueRecorder | None = (
-            metrics.bind(name, self._processing, clock) if metrics is not None else None
+            self._bind_metrics(metrics) if metrics is not None else None
         )
+
+    def _bind_metrics(self, metrics: QueueMetrics) -> QueueRecorder:
+        """This queue's recorder (the priority queue binds one that counts depth by priority)."""
+        return metrics.bind(self.name, self._processing, self.clock)
 
     # -- adding ------------------------------------------------------------------------------
 

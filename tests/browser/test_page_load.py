@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import statistics
 import time
 from collections.abc import AsyncIterator, Iterator
 
@@ -31,6 +32,13 @@ RATE = 5000  # events a second
 SECONDS = 6
 BATCHES_PER_S = 4
 TOTAL = RATE * SECONDS
+
+_RECORD_LONG_TASKS = """
+window.__longTasksMs = [];
+new PerformanceObserver((list) => {
+  for (const task of list.getEntries()) window.__longTasksMs.push(Math.round(task.duration));
+}).observe({ type: "longtask", buffered: true });
+"""
 
 
 def _hello() -> bytes:
@@ -171,6 +179,10 @@ def test_page_takes_5k_events_a_second_and_stays_responsive(
 ) -> None:
     served, auth = server
     context = browser.new_context(viewport={"width": 1280, "height": 720})
+    # The page's own record of every task that held its main thread over 50 ms (the Long Tasks
+    # API): what the page did, unlike a round trip from here, which also times this process and
+    # the DevTools pipe on a loaded machine.
+    context.add_init_script(_RECORD_LONG_TASKS)
     page = context.new_page()
     console = Console(page)
     base = f"http://127.0.0.1:{served.port}/dashboard"
@@ -178,16 +190,21 @@ def test_page_takes_5k_events_a_second_and_stays_responsive(
     assert page.url == f"{base}/"
     started = time.monotonic()
     frames_at_start = int(page.evaluate("Number(document.body.dataset.frames || 0)"))
-    slowest = 0.0
+    round_trips: list[float] = []
     while page.evaluate("window.pycmDashboard.model.logNext") < TOTAL:
         assert time.monotonic() - started < SECONDS * 4, "the page fell behind the stream"
         asked = time.monotonic()
         page.evaluate("1")  # a round trip through the page's main thread
-        slowest = max(slowest, time.monotonic() - asked)
+        round_trips.append(time.monotonic() - asked)
         time.sleep(0.1)
     elapsed = time.monotonic() - started
     frames = int(page.evaluate("Number(document.body.dataset.frames)")) - frames_at_start
-    assert slowest < 0.5, f"the main thread was busy {slowest:.2f}s at a time"
+    assert page.evaluate("PerformanceObserver.supportedEntryTypes.includes('longtask')")
+    long_tasks_ms = page.evaluate("window.__longTasksMs")
+    # Tasks of 50–150 ms on a loaded 2-core machine (batches of 1,250 events, the 4/s frames);
+    # a page that rendered per event would hold the thread for seconds.
+    assert max(long_tasks_ms, default=0) < 400, f"main-thread tasks of {long_tasks_ms} ms"
+    assert statistics.median(round_trips) < 0.25, f"answers took {sorted(round_trips)} s"
     # Frames come from the ≤4/s timer, not from events: thousands of events, a few dozen frames.
     assert 1.5 * elapsed <= frames <= 4.5 * elapsed + 4, (frames, elapsed)
     assert page.locator("#log-list li").count() == 300, "the log shows a bounded window"

@@ -364,7 +364,7 @@ def test_controller_metrics_queue_is_counted_on_the_same_registry() -> None:
     ctrl.enqueue("ns/a")
     ctrl.enqueue("ns/b")
     assert registry.get_sample_value("workqueue_adds_total", {"name": "replicaset"}) == 2
-    assert registry.get_sample_value("workqueue_depth", {"name": "replicaset"}) == 2
+    assert registry.get_sample_value("workqueue_depth", {"name": "replicaset", "priority": ""}) == 2
 
 
 @pytest.mark.asyncio

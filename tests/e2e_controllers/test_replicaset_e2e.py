@@ -118,6 +118,38 @@ async def test_replicaset_replaces_deleted_pods(cluster: Cluster) -> None:
     assert len(after - before) == 2
 
 
+@pytest.mark.parametrize(
+    "emulator_options",
+    [
+        {
+            "tls": False,
+            "kubelet": True,
+            "pod_ready_delay": 0.0,
+            "pod_terminate_delay": 3.0,  # a deleted pod stays terminating for 3 s
+            "nodes": 2,
+        }
+    ],
+)
+@pytest.mark.asyncio
+async def test_replicaset_reports_terminating_replicas(cluster: Cluster) -> None:
+    # KCM 1.36 (DeploymentReplicaSetTerminatingReplicas, on): a deleted pod is replaced at
+    # once and counted in status.terminatingReplicas until the kubelet confirms it gone.
+    await cluster.create(RS_PATH, replicaset("web", 3))
+    await poll(lambda: _settled(cluster, "web", 3))
+    rs = await cluster.get(f"{RS_PATH}/web")
+    assert rs["status"]["terminatingReplicas"] == 0
+    victim = sorted(p["metadata"]["name"] for p in await cluster.items(POD_PATH))[0]
+    r = await cluster.api.delete(f"{POD_PATH}/{victim}")
+    assert r.status_code == 200, r.text
+
+    async def terminating(count: int) -> bool:
+        status = (await cluster.get(f"{RS_PATH}/web")).get("status") or {}
+        return status.get("terminatingReplicas") == count and status.get("replicas") == 3
+
+    await poll(lambda: terminating(1))
+    await poll(lambda: terminating(0))
+
+
 # Error faults fail the first ``count`` matching requests (deterministic, unlike a rate);
 # latency holds for the whole test. Every fault lasts at most 30 s and is scoped to the
 # manager's user, so the test's own reads are undisturbed.

@@ -14,17 +14,29 @@ from pycm.util.clock import FakeClock
 
 
 class FakeSink:
+    """Records every write; keeps the Events as a server would (a resourceVersion per write)
+    and answers with the stored object."""
+
     def __init__(self) -> None:
         self.actions: list[tuple[str, str, dict[str, Any]]] = []
         self.fail_next = 0
         self.missing: set[str] = set()
+        self.stored: dict[str, dict[str, Any]] = {}
+        self.rename = ""  # a prefix the server puts on the names of created Events
+        self._rv = 0
+
+    def _store(self, event: dict[str, Any], name: str) -> dict[str, Any]:
+        self._rv += 1
+        meta = {**event["metadata"], "name": name, "resourceVersion": str(self._rv)}
+        stored = self.stored[name] = {**event, "metadata": meta}
+        return stored
 
     async def create_event(self, namespace: str, body: dict[str, Any]) -> dict[str, Any]:
         if self.fail_next:
             self.fail_next -= 1
             raise RuntimeError("server unavailable")
         self.actions.append(("create", namespace, body))
-        return body
+        return self._store(body, self.rename + body["metadata"]["name"])
 
     async def patch_event(self, namespace: str, name: str, patch: dict[str, Any]) -> dict[str, Any]:
         if name in self.missing:
@@ -32,7 +44,7 @@ class FakeSink:
             error.code = 404  # type: ignore[attr-defined]
             raise error
         self.actions.append(("patch", name, patch))
-        return patch
+        return self._store({**self.stored[name], **patch}, name)
 
 
 def _rs(name: str = "web-abc", uid: str = "u1") -> dict[str, Any]:
@@ -173,3 +185,20 @@ async def test_patch_of_a_deleted_event_creates_it_again() -> None:
     await recorder.flush()
     assert [a[0] for a in sink.actions] == ["create", "create"]
     assert sink.actions[1][2]["count"] == 2
+    # Written anew without the deleted Event's resourceVersion (client-go's recordEvent).
+    assert "resourceVersion" not in sink.actions[1][2]["metadata"]
+
+
+@pytest.mark.asyncio
+async def test_repeats_follow_the_servers_copy_of_the_event() -> None:
+    # After each write the correlator takes the server's answer (client-go's UpdateState):
+    # the repeats patch the Event by the name the server gave it.
+    recorder, sink, clock, _ = _setup()
+    sink.rename = "srv-"
+    for _ in range(3):
+        recorder.event(_rs(), "Warning", "FailedCreate", "quota exceeded")
+        await recorder.flush()
+        clock.advance(5)
+    sent = sink.actions[0][2]["metadata"]["name"]
+    assert [(verb, name) for verb, name, _ in sink.actions[1:]] == [("patch", "srv-" + sent)] * 2
+    assert sink.stored["srv-" + sent]["count"] == 3

@@ -14,7 +14,7 @@ import pytest
 import yaml
 from kubernetes import client
 
-from pycm.sim import managedfields
+from pycm.sim import fieldset
 from pycm.sim.apply import apply, merge_applied, remove_fields
 from pycm.sim.resources import REGISTRY
 from pycm.sim.seed import seed_cluster
@@ -274,7 +274,7 @@ async def test_apply_case(http: httpx.AsyncClient, case: Case) -> None:
 
 def _owners(obj: dict[str, Any]) -> dict[str, list[str]]:
     return {
-        e["manager"]: list(managedfields.paths(e["fieldsV1"]))
+        e["manager"]: list(fieldset.paths(e["fieldsV1"]))
         for e in obj["metadata"].get("managedFields") or []
     }
 
@@ -586,7 +586,7 @@ def test_apply_keys_ports_with_their_default_protocol() -> None:
     container = got["spec"]["template"]["spec"]["containers"][0]
     assert container["ports"] == [{"containerPort": 80, "protocol": "TCP"}]
     (entry,) = got["metadata"]["managedFields"]
-    owned = list(managedfields.paths(entry["fieldsV1"]))
+    owned = list(fieldset.paths(entry["fieldsV1"]))
     assert '.spec.template.spec.containers[name="app"].ports[containerPort=80,protocol="TCP"]' in (
         owned
     )

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from pycm.sim import managedfields
+from pycm.sim import fieldset
 from pycm.sim.apply import apply
 from pycm.sim.listrules import ListRules, rules_for, rules_from_schema
 from pycm.sim.registry.plain import PlainStrategy
@@ -82,7 +82,7 @@ def widget(**spec: Any) -> dict[str, Any]:
 
 def _owners(obj: dict[str, Any]) -> dict[str, list[str]]:
     return {
-        f"{e['manager']}/{e['operation']}": list(managedfields.paths(e["fieldsV1"]))
+        f"{e['manager']}/{e['operation']}": list(fieldset.paths(e["fieldsV1"]))
         for e in obj["metadata"].get("managedFields") or []
     }
 

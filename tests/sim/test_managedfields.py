@@ -14,7 +14,7 @@ import httpx
 import pytest
 from kubernetes import client
 
-from pycm.sim import managedfields
+from pycm.sim import fieldcompare, fieldset, managedfields
 from pycm.sim.objects import rfc3339
 from pycm.sim.seed import seed_cluster
 from pycm.sim.server import Emulator
@@ -509,8 +509,8 @@ def test_managedfields_the_kubelet_and_the_collector_write_under_their_cluster_n
 def test_managedfields_set_union_and_difference(
     a: dict[str, Any], b: dict[str, Any], union: dict[str, Any], difference: dict[str, Any]
 ) -> None:
-    assert managedfields.union(a, b) == union
-    assert managedfields.difference(a, b) == difference
+    assert fieldset.union(a, b) == union
+    assert fieldset.difference(a, b) == difference
 
 
 # ---------------------------------------------------------------- the set algebra apply uses
@@ -533,8 +533,8 @@ def test_managedfields_set_union_and_difference(
     ],
 )
 def test_managedfields_intersection(a: Any, b: Any, both: Any) -> None:
-    assert managedfields.intersection(a, b) == both
-    assert managedfields.intersection(b, a) == both
+    assert fieldset.intersection(a, b) == both
+    assert fieldset.intersection(b, a) == both
 
 
 def test_managedfields_paths_print_as_kube_does() -> None:
@@ -550,7 +550,7 @@ def test_managedfields_paths_print_as_kube_does() -> None:
         "f:metadata": {"f:finalizers": {'v:"a"': {}}},
     }
     # structured-merge-diff's Set.Iterate: a level's members, then its children's paths.
-    assert list(managedfields.paths(fields)) == [
+    assert list(fieldset.paths(fields)) == [
         '.metadata.finalizers[="a"]',
         ".spec.replicas",
         ".spec.strategy",
@@ -573,7 +573,7 @@ def test_managedfields_applied_fields_own_leaves_and_list_items_not_maps() -> No
         },
         "status": {"replicas": 9},
     }
-    assert managedfields.applied_fields(config, "status") == {
+    assert fieldcompare.applied_fields(config, "status") == {
         "f:metadata": {"f:labels": {"f:a": {}}},
         "f:spec": {
             "f:replicas": {},

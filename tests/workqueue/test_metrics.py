@@ -24,15 +24,15 @@ async def test_metrics_count_adds_depth_and_durations(
     clock: FakeClock, bus: Bus, registry: CollectorRegistry, metrics: QueueMetrics
 ) -> None:
     queue = Queue[str]("m", clock=clock, bus=bus, metrics=metrics)
-    assert _v(registry, "workqueue_depth") == 0.0
+    assert _v(registry, "workqueue_depth", priority="") == 0.0
     queue.add("a")
     queue.add("a")  # de-duplicated: not counted
     queue.add("b")
     assert _v(registry, "workqueue_adds_total") == 2.0
-    assert _v(registry, "workqueue_depth") == 2.0
+    assert _v(registry, "workqueue_depth", priority="") == 2.0
     clock.advance(0.5)
     assert await queue.get() == "a"
-    assert _v(registry, "workqueue_depth") == 1.0
+    assert _v(registry, "workqueue_depth", priority="") == 1.0
     assert _v(registry, "workqueue_queue_duration_seconds_count") == 1.0
     assert _v(registry, "workqueue_queue_duration_seconds_sum") == 0.5
     assert _v(registry, "workqueue_queue_duration_seconds_bucket", le="0.1") == 0.0
@@ -45,7 +45,7 @@ async def test_metrics_count_adds_depth_and_durations(
     assert _v(registry, "workqueue_unfinished_work_seconds") == 4.0  # 3 s + 1 s
     assert _v(registry, "workqueue_longest_running_processor_seconds") == 3.0
     queue.add("a")  # while processing: counted, and waiting (client-go depth)
-    assert _v(registry, "workqueue_depth") == 1.0
+    assert _v(registry, "workqueue_depth", priority="") == 1.0
     assert queue.len() == 0
     queue.done("a")
     queue.done("b")

@@ -35,6 +35,7 @@ from pycm.app.options.insecure_serving import InsecureServingOptions
 from pycm.app.options.leaderelection import LeaderElectionOptions
 from pycm.app.options.logs import LogsOptions
 from pycm.app.options.misc import MiscOptions
+from pycm.app.options.priority_queue import PriorityQueueOptions
 from pycm.app.options.refused import REFUSED, RefusedFlagsOptions
 from pycm.app.options.replicaset import ReplicaSetControllerOptions
 from pycm.app.options.secure_serving import SecureServingOptions
@@ -69,6 +70,7 @@ class ControllerManagerOptions:
         self.feature_gates = FeatureGatesOptions()
         self.debugging = DebuggingOptions()
         self.controllers = ControllersOptions(known=known)
+        self.priority_queue = PriorityQueueOptions()
         self.leader_election = LeaderElectionOptions()
         self.deployment_controller = DeploymentControllerOptions()
         self.replicaset_controller = ReplicaSetControllerOptions()
@@ -93,6 +95,7 @@ class ControllerManagerOptions:
             ("Generic", self.feature_gates),  # (KCM adds the gates to its generic section)
             ("Debugging", self.debugging),
             ("Controllers", self.controllers),
+            ("Controllers", self.priority_queue),  # (applied after the group above)
             ("Leader election", self.leader_election),
             ("Deployment controller", self.deployment_controller),
             ("ReplicaSet controller", self.replicaset_controller),

@@ -61,6 +61,8 @@ class SyncContext:
     # The ReplicaSet cache as it is now (not the list the sync started from); None: no cache,
     # so a taken name is never taken for ours (sync.py's _on_name_taken).
     rs_lister: ReplicaSetLister | None = None
+    # Gate DeploymentReplicaSetTerminatingReplicas: the status carries terminatingReplicas.
+    terminating_replicas: bool = True
     # What this sync did, in order (for the trace and for tests).
     scaled: list[ScaleAction] = field(default_factory=list)
     created: list[str] = field(default_factory=list)

@@ -104,8 +104,11 @@ class DeploymentController:
         bus: Bus | None = None,
         metrics: ControllerMetrics | None = None,
         staleness_guard: bool = True,
+        terminating_replicas: bool = True,
     ) -> None:
         self._bus = bus or default_bus()
+        # Gate DeploymentReplicaSetTerminatingReplicas (on in KCM 1.36).
+        self.terminating_replicas = terminating_replicas
         # The staleness guard (None: off), reading the two informers it writes through.
         self.consistency: ConsistencyStore | None = None
         if staleness_guard:
@@ -281,7 +284,13 @@ class DeploymentController:
         client: DeploymentClient = self.client
         if consistency is not None:
             client = RecordingClient(client, consistency, key, str(_meta(d).get("uid", "")))
-        ctx = SyncContext(client, self.recorder, self._clock, self.rs_lister)
+        ctx = SyncContext(
+            client,
+            self.recorder,
+            self._clock,
+            self.rs_lister,
+            terminating_replicas=self.terminating_replicas,
+        )
         await self.sync_deployment(ctx, d)
         uid = str(_meta(d).get("uid", ""))
         if ctx.requeue_after is not None:

@@ -112,12 +112,13 @@ async def sync_rollout_status(
     replica failures, and a requeue at the progress deadline."""
     now = ctx.now()
     old_status = deployment.get("status") or {}
-    counts = replica_counts(all_rss, new_rs, deployment)
+    terminating = ctx.terminating_replicas
+    counts = replica_counts(all_rss, new_rs, deployment, terminating=terminating)
     if rollout_status_unchanged(all_rss, new_rs, deployment, counts, now):
         # Compared first, nothing built: the old status is the one the build would equal.
         requeue_stuck_deployment(ctx, deployment, old_status)
         return
-    status = rollout_status(all_rss, new_rs, deployment, now)
+    status = rollout_status(all_rss, new_rs, deployment, now, terminating=terminating)
     if status_equal(old_status, status):
         requeue_stuck_deployment(ctx, deployment, status)
         return
@@ -125,11 +126,16 @@ async def sync_rollout_status(
 
 
 def rollout_status(
-    all_rss: Sequence[Obj | None], new_rs: Obj | None, deployment: Obj, now: float
+    all_rss: Sequence[Obj | None],
+    new_rs: Obj | None,
+    deployment: Obj,
+    now: float,
+    *,
+    terminating: bool = True,
 ) -> Obj:
     """The status a rollout sync builds (calculateStatus, then the Progressing condition by
     the progress deadline and the replica failures)."""
-    status = calculate_status(all_rss, new_rs, deployment, now)
+    status = calculate_status(all_rss, new_rs, deployment, now, terminating=terminating)
     if not util.has_progress_deadline(deployment):
         util.remove_condition(status, util.PROGRESSING)
     old_status = deployment.get("status") or {}

@@ -33,12 +33,20 @@ Obj = dict[str, Any]
 # The fields of a status that calculate_status copies from the old one or builds apart from
 # the counts: not compared as counts.
 _NOT_COUNTS = frozenset({"conditions", "collisionCount"})
+# A pointer in KCM's status (omitted when nil, written when 0): absent and 0 differ.
+TERMINATING = "terminatingReplicas"
 
 
 def replica_counts(
-    all_rss: Sequence[Obj | None], new_rs: Obj | None, deployment: Mapping[str, Any]
+    all_rss: Sequence[Obj | None],
+    new_rs: Obj | None,
+    deployment: Mapping[str, Any],
+    *,
+    terminating: bool = True,
 ) -> dict[str, int]:
-    """The numeric fields of the status (one pass over the ReplicaSets)."""
+    """The numeric fields of the status (one pass over the ReplicaSets). ``terminating`` (gate
+    ``DeploymentReplicaSetTerminatingReplicas``): add ``terminatingReplicas`` when the
+    ReplicaSets tell it (:func:`util.get_terminating_replica_count`)."""
     replicas = ready = available = total = 0
     for rs in all_rss:
         if rs is None:
@@ -49,7 +57,7 @@ def replica_counts(
         available += int(status.get("availableReplicas") or 0)
         total += util.replicas_of(rs)
     updated = 0 if new_rs is None else int((new_rs.get("status") or {}).get("replicas") or 0)
-    return {
+    counts = {
         "observedGeneration": int((deployment.get("metadata") or {}).get("generation") or 0),
         "replicas": replicas,
         "updatedReplicas": updated,
@@ -57,6 +65,11 @@ def replica_counts(
         "availableReplicas": available,
         "unavailableReplicas": max(0, total - available),
     }
+    if terminating:
+        count = util.get_terminating_replica_count(all_rss)
+        if count is not None:
+            counts[TERMINATING] = count
+    return counts
 
 
 def available_condition(
@@ -77,10 +90,15 @@ _AVAILABLE_MESSAGES = {
 
 
 def calculate_status(
-    all_rss: Sequence[Obj | None], new_rs: Obj | None, deployment: Obj, now: float
+    all_rss: Sequence[Obj | None],
+    new_rs: Obj | None,
+    deployment: Obj,
+    now: float,
+    *,
+    terminating: bool = True,
 ) -> Obj:
     old = deployment.get("status") or {}
-    counts = replica_counts(all_rss, new_rs, deployment)
+    counts = replica_counts(all_rss, new_rs, deployment, terminating=terminating)
     status: Obj = {
         **counts,
         # A new list of the same condition dicts: set_condition and remove_condition replace
@@ -98,11 +116,15 @@ def calculate_status(
 
 
 def status_equal(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
-    """Deep equality of two statuses, treating a missing field as its zero value."""
+    """Deep equality of two statuses, treating a missing field as its zero value (but for
+    ``terminatingReplicas``, a pointer: absent and 0 differ)."""
     keys = set(old) | set(new)
     for key in keys:
         a, b = old.get(key), new.get(key)
-        if key == "conditions":
+        if key == TERMINATING:
+            if a != b:
+                return False
+        elif key == "conditions":
             if (a or []) != (b or []):
                 return False
         elif (a or 0) != (b or 0):
@@ -115,10 +137,13 @@ def counts_unchanged(old: Mapping[str, Any], counts: Mapping[str, int]) -> bool:
     (which calculate_status copies): each count as the old status has it, and no other field
     of the old status set."""
     for key, value in counts.items():
-        if (old.get(key) or 0) != value:
+        if key == TERMINATING:
+            if old.get(key) != value:
+                return False
+        elif (old.get(key) or 0) != value:
             return False
     for key, value in old.items():
-        if value and key not in counts and key not in _NOT_COUNTS:
+        if key not in counts and key not in _NOT_COUNTS and (value or key == TERMINATING):
             return False
     return True
 

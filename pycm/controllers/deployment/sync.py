@@ -547,9 +547,11 @@ async def sync_deployment_status(
     ctx: SyncContext, all_rss: Sequence[Obj | None], new_rs: Obj | None, deployment: Obj
 ) -> None:
     old = deployment.get("status") or {}
-    if status_unchanged(old, replica_counts(all_rss, new_rs, deployment), deployment):
+    terminating = ctx.terminating_replicas
+    counts = replica_counts(all_rss, new_rs, deployment, terminating=terminating)
+    if status_unchanged(old, counts, deployment):
         return  # compared first: nothing to build (status.py)
-    status = calculate_status(all_rss, new_rs, deployment, ctx.now())
+    status = calculate_status(all_rss, new_rs, deployment, ctx.now(), terminating=terminating)
     if status_equal(old, status):
         return
     await update_status(ctx, deployment, status)

@@ -46,6 +46,7 @@ __all__ = [
     "get_replica_count",
     "get_replica_set_fraction",
     "get_status_replica_count",
+    "get_terminating_replica_count",
     "has_progress_deadline",
     "int_or_percent",
     "is_rolling_update",
@@ -272,6 +273,25 @@ def get_ready_replica_count(rss: Iterable[Obj | None]) -> int:
 
 def get_available_replica_count(rss: Iterable[Obj | None]) -> int:
     return _status_count(rss, "availableReplicas")
+
+
+def get_terminating_replica_count(rss: Iterable[Obj | None]) -> int | None:
+    """Sum of status.terminatingReplicas (GetTerminatingReplicaCountForReplicaSets), or None
+    when it is unknown: a ReplicaSet its controller has observed (observedGeneration > 0) that
+    reports no terminatingReplicas — its controller runs with the gate off. One not yet
+    observed and without the field counts as 0."""
+    total = 0
+    for rs in rss:
+        if rs is None:
+            continue
+        status = rs.get("status") or {}
+        terminating = status.get("terminatingReplicas")
+        if terminating is None:
+            if int(status.get("observedGeneration") or 0) == 0:
+                continue
+            return None
+        total += int(terminating)
+    return total
 
 
 def new_rs_new_replicas(deployment: Obj, all_rss: Sequence[Obj | None], new_rs: Obj) -> int:

@@ -48,9 +48,10 @@ from pycm.controllers.replicaset.metrics import ReplicaSetMetrics
 from pycm.controllers.replicaset.pods import (
     is_pod_active,
     is_pod_ready,
-    pods_to_delete,
+    is_pod_terminating,
     slow_start_batch,
 )
+from pycm.controllers.replicaset.ranking import deletion_age_ratios, pods_to_delete
 from pycm.controllers.replicaset.status import calculate_status, status_unchanged
 from pycm.trace.bus import Bus, default_bus
 from pycm.util.clock import REAL_CLOCK, Clock
@@ -113,12 +114,18 @@ class ReplicaSetController:
         staleness_guard: bool = True,
         rs_metrics: ReplicaSetMetrics | None = None,
         expectations_timeout: float = EXPECTATIONS_TIMEOUT,
+        pod_deletion_cost: bool = True,
+        terminating_replicas: bool = True,
     ) -> None:
         self._bus = bus or default_bus()
         self._clock = clock
         self.client = client
         self.recorder = recorder
         self.burst_replicas = burst_replicas
+        # Feature gates (KCM 1.36 defaults): PodDeletionCost ranks by the annotation;
+        # DeploymentReplicaSetTerminatingReplicas writes status.terminatingReplicas.
+        self.pod_deletion_cost = pod_deletion_cost
+        self.terminating_replicas = terminating_replicas
         self.rs_informer = rs_informer
         self.pod_informer = pod_informer
         self.rs_lister = rs_informer.lister
@@ -283,15 +290,28 @@ class ReplicaSetController:
         except ValueError as exc:
             log.error("replicaset %s has an invalid selector: %s", key, exc)
             return Result(action="invalid_selector")
-        active = [p for p in self.pod_lister.list(namespace) if is_pod_active(p)]
+        pods = self.pod_lister.list(namespace)
+        active = [p for p in pods if is_pod_active(p)]
         claimed = await self._claim_pods(rs, selector, active)
+        terminating: int | None = None
+        if self.terminating_replicas:
+            # FilterTerminatingPods then FilterClaimedPods: controlled by this ReplicaSet and
+            # still matching its selector (terminating pods are never adopted or released).
+            uid = _uid(rs)
+            terminating = sum(
+                1
+                for p in pods
+                if is_pod_terminating(p)
+                and (controller_ref(p) or {}).get("uid") == uid
+                and selector.matches(_labels(p))
+            )
         manage_error: BaseException | None = None
         diff = len(claimed) - int((rs.get("spec") or {}).get("replicas", 1))
         action = "noop"
         if needs_sync and not (rs.get("metadata") or {}).get("deletionTimestamp"):
             manage_error, action = await self._manage_replicas(claimed, rs, key)
         now = self._clock.wall_ns() / 1e9
-        status = calculate_status(rs, claimed, manage_error, diff, now)
+        status = calculate_status(rs, claimed, manage_error, diff, now, terminating)
         updated = await self._update_status(rs, status)
         if updated is not rs and action == "noop":
             action = "status_updated"
@@ -369,7 +389,13 @@ class ReplicaSetController:
         if diff > 0:
             count = min(diff, self.burst_replicas)
             related = self._related_pods(rs)
-            victims = pods_to_delete(pods, related, count)
+            now_ns = self._clock.wall_ns()
+            victims = pods_to_delete(
+                pods, related, count, now_ns=now_ns, pod_deletion_cost=self.pod_deletion_cost
+            )
+            if count < len(pods) and self.rs_metrics is not None:  # only a sorted choice
+                for ratio in deletion_age_ratios(pods, victims, now_ns):
+                    self.rs_metrics.sorting_deletion_age_ratio.observe(ratio)
             self.expectations.expect_deletions_of(key, [key_of(p) for p in victims])
             first_error: BaseException | None = None
             for pod in victims:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import weakref
 
-from prometheus_client import CollectorRegistry, Counter
+from prometheus_client import CollectorRegistry, Counter, Histogram
 
 __all__ = ["ReplicaSetMetrics", "replicaset_metrics"]
 
@@ -12,13 +12,26 @@ __all__ = ["ReplicaSetMetrics", "replicaset_metrics"]
 class ReplicaSetMetrics:
     """``replicaset_controller_stale_sync_skips_total{group,resource}``: syncs skipped because
     the cache of ``resource`` had not caught up with the controller's own writes (the
-    staleness guard, :mod:`pycm.controllers.consistency`)."""
+    staleness guard, :mod:`pycm.controllers.consistency`).
+    ``replicaset_controller_sorting_deletion_age_ratio``: for each Ready pod a scale-down chose,
+    its age over the youngest Ready pod's (:func:`~pycm.controllers.replicaset.ranking.
+    deletion_age_ratios`); KCM's buckets, 0.25 × 2ⁿ."""
 
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.stale_sync_skips_total = Counter(
             "replicaset_controller_stale_sync_skips_total",
             "Total number of ReplicaSet syncs skipped due to a stale watch cache.",
             ["group", "resource"],
+            registry=registry,
+        )
+        self.sorting_deletion_age_ratio = Histogram(
+            "replicaset_controller_sorting_deletion_age_ratio",
+            "The ratio of chosen deleted pod's ages to the current youngest pod's age (at the "
+            "time). Should be <2. The intent of this metric is to measure the rough efficacy of "
+            "the LogarithmicScaleDown feature gate's effect on the sorting (and deletion) of pods "
+            "when a replicaset scales down. This only considers Ready pods when calculating and "
+            "reporting.",
+            buckets=(0.25, 0.5, 1.0, 2.0, 4.0, 8.0),
             registry=registry,
         )
 

@@ -20,10 +20,18 @@ def _now_text(now: float) -> str:
 
 
 def calculate_status(
-    rs: Obj, pods: Sequence[Obj], manage_error: BaseException | None, diff: int, now: float
+    rs: Obj,
+    pods: Sequence[Obj],
+    manage_error: BaseException | None,
+    diff: int,
+    now: float,
+    terminating: int | None = None,
 ) -> dict[str, Any]:
     """KCM's calculateStatus: counts from the claimed active pods and the ReplicaFailure
-    condition (set on a create/delete error, removed once manageReplicas succeeds)."""
+    condition (set on a create/delete error, removed once manageReplicas succeeds).
+    ``terminating``: the pods of this ReplicaSet being deleted and not yet terminal, written as
+    ``terminatingReplicas`` (gate ``DeploymentReplicaSetTerminatingReplicas``); None — the
+    gate off — leaves the field out, so a write clears it, as KCM's nil pointer does."""
     spec = rs.get("spec") or {}
     template_labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels") or {}
     min_ready = int(spec.get("minReadySeconds") or 0)
@@ -58,6 +66,8 @@ def calculate_status(
         "availableReplicas": available,
         "observedGeneration": old.get("observedGeneration", 0),
     }
+    if terminating is not None:
+        status["terminatingReplicas"] = terminating
     if conditions:
         status["conditions"] = conditions
     return status
@@ -71,6 +81,8 @@ def status_unchanged(rs: Obj, status: Mapping[str, Any]) -> bool:
     generation = (rs.get("metadata") or {}).get("generation", 0)
     return (
         all(int(old.get(k) or 0) == int(status.get(k) or 0) for k in _COUNTS)
+        # A pointer in KCM: absent and 0 differ (ptr.Equal).
+        and old.get("terminatingReplicas") == status.get("terminatingReplicas")
         and int(old.get("observedGeneration") or 0) == int(generation or 0)
         and (old.get("conditions") or []) == (status.get("conditions") or [])
     )

@@ -19,7 +19,7 @@ One walk over :data:`pycm.sim.schemas.KINDS` (and each served custom resource's
 - lists carry their merge keys twice: ``x-kubernetes-patch-merge-key`` / ``-patch-strategy``
   (kubectl's client-side apply computes its strategic merge patch from them) and
   ``x-kubernetes-list-type`` / ``-list-map-keys`` (server-side apply's view, the one
-  :mod:`pycm.sim.managedfields` uses).
+  :mod:`pycm.sim.listrules` holds).
 
 Not described: field descriptions (kube's come from Go comments; ``kubectl explain`` prints the
 field's name and type and an empty description), ``required`` lists (the server's validation
@@ -36,7 +36,7 @@ from typing import Any, Protocol
 import orjson
 
 from pycm.sim import schemas
-from pycm.sim.managedfields import ATOMIC_MAPS, LIST_KEYS, SET_LISTS
+from pycm.sim.listrules import ATOMIC_MAPS, LIST_KEYS, SET_LISTS
 from pycm.sim.patch import MERGE_KEYS, MERGE_PRIMITIVES
 from pycm.sim.resources import Registry, Resource
 from pycm.sim.schemas import Kept, ListOf, Struct

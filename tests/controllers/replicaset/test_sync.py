@@ -138,7 +138,9 @@ def _pod(
     }
 
 
-def _fixture(rs: Obj, pods: list[Obj]) -> tuple[ReplicaSetController, FakeClient, Recorder]:
+def _fixture(
+    rs: Obj, pods: list[Obj], **gates: Any
+) -> tuple[ReplicaSetController, FakeClient, Recorder]:
     clock = FakeClock(wall_start_ns=int(NOW * 1e9))
     bus = Bus()
     rs_informer = SharedIndexInformer(FakeListWatch(), "replicasets", clock=clock, bus=bus)
@@ -154,6 +156,7 @@ def _fixture(rs: Obj, pods: list[Obj]) -> tuple[ReplicaSetController, FakeClient
         recorder=recorder,
         clock=clock,
         bus=bus,
+        **gates,
     )
     return controller, client, recorder
 
@@ -262,12 +265,71 @@ async def test_unchanged_status_is_not_written() -> None:
         "fullyLabeledReplicas": 1,
         "readyReplicas": 1,
         "availableReplicas": 1,
+        "terminatingReplicas": 0,
         "observedGeneration": 2,
     }
     controller, client, _ = _fixture(_rs(1, status=status), [_pod("a")])
     result = await controller.sync("prod/web")
     assert client.actions == []
     assert result.action == "noop"
+
+
+_COUNTS = {
+    "replicas": 1,
+    "fullyLabeledReplicas": 1,
+    "readyReplicas": 1,
+    "availableReplicas": 1,
+    "observedGeneration": 2,
+}
+
+
+@pytest.mark.parametrize(
+    ("gate", "old_status", "written"),
+    [
+        # KCM 1.36 (gate on): a status without the field gets terminatingReplicas: 0 — a
+        # pointer, so absent and 0 differ (updateReplicaSetStatus' ptr.Equal).
+        pytest.param(True, _COUNTS, {**_COUNTS, "terminatingReplicas": 0}, id="on-adds-0"),
+        # Gate off: the field is dropped (KCM's nil), and a status without it is left alone.
+        pytest.param(False, {**_COUNTS, "terminatingReplicas": 2}, _COUNTS, id="off-drops-it"),
+        pytest.param(False, _COUNTS, None, id="off-unchanged"),
+    ],
+)
+@pytest.mark.asyncio
+async def test_terminating_replicas_field_follows_the_gate(
+    gate: bool, old_status: Obj, written: Obj | None
+) -> None:
+    controller, client, _ = _fixture(
+        _rs(1, status=dict(old_status)), [_pod("a")], terminating_replicas=gate
+    )
+    await controller.sync("prod/web")
+    assert client.status_writes == ([] if written is None else [written])
+
+
+def _terminating(pod: Obj) -> Obj:
+    pod["metadata"]["deletionTimestamp"] = _ts(1)
+    return pod
+
+
+@pytest.mark.asyncio
+async def test_terminating_replicas_counts_own_matching_pods_being_deleted() -> None:
+    # Adapted from KCM's TestCalculateStatus ("1 fully labelled pod and 1 terminating pod …"):
+    # the count is the pods controlled by this ReplicaSet, matching its selector, with a
+    # deletionTimestamp and not yet Succeeded/Failed (FilterTerminatingPods +
+    # FilterClaimedPods); they are not active, so the ReplicaSet replaces them at once.
+    pods = [
+        _pod("a"),
+        _terminating(_pod("going-1")),
+        _terminating(_pod("going-2", phase="Pending", ready_for=None)),
+        _terminating(_pod("done", phase="Succeeded")),  # terminal: not counted
+        _terminating(_pod("failed", phase="Failed")),  # terminal: not counted
+        _terminating(_pod("orphan", owned=False)),  # not controlled by this ReplicaSet
+        _terminating(_pod("relabelled", app="other")),  # no longer matches the selector
+    ]
+    controller, client, _ = _fixture(_rs(2), pods)
+    await controller.sync("prod/web")
+    assert client.actions.count(("create", "pods")) == 1  # replaces the terminating ones
+    (status,) = client.status_writes
+    assert (status["replicas"], status["terminatingReplicas"]) == (1, 2)
 
 
 @pytest.mark.asyncio
@@ -278,3 +340,23 @@ async def test_deleted_replica_set_forgets_its_expectations() -> None:
     assert controller.expectations.get("prod/gone") is None
     assert client.actions == []
     assert result.action == "deleted"
+
+
+@pytest.mark.asyncio
+async def test_sorted_scale_down_observes_the_deletion_age_ratio() -> None:
+    from prometheus_client import CollectorRegistry
+
+    from pycm.controllers.replicaset.metrics import ReplicaSetMetrics
+
+    registry = CollectorRegistry()
+    pods = [
+        _pod("young", ready_for=50, created_ago=100),
+        _pod("old", ready_for=50, created_ago=250),
+        _pod("older", ready_for=50, created_ago=460),
+    ]
+    controller, client, _ = _fixture(_rs(2), pods, rs_metrics=ReplicaSetMetrics(registry))
+    await controller.sync("prod/web")
+    assert [name for verb, name in client.actions if verb == "delete"] == ["pods/young"]
+    name = "replicaset_controller_sorting_deletion_age_ratio"
+    assert registry.get_sample_value(f"{name}_count") == 1
+    assert registry.get_sample_value(f"{name}_sum") == 1.0  # the youngest over itself

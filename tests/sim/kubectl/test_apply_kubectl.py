@@ -12,7 +12,7 @@ import pytest
 import yaml
 from kubernetes import client
 
-from pycm.sim import managedfields
+from pycm.sim import fieldset
 from tests.sim.kubectl.conftest import Kubectl
 from tests.sim.kubectl.test_kubectl import manifest
 
@@ -31,7 +31,7 @@ def _owners(kube_api: client.ApiClient, ns: str, name: str) -> dict[tuple[str, s
         kube_api, client.AppsV1Api(kube_api).read_namespaced_deployment(name, ns)
     )
     return {
-        (e["manager"], e["operation"]): list(managedfields.paths(e["fieldsV1"]))
+        (e["manager"], e["operation"]): list(fieldset.paths(e["fieldsV1"]))
         for e in raw["metadata"]["managedFields"]
     }
 

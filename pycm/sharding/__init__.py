@@ -1,0 +1,10 @@
+"""Sharding: several active replicas, each reconciling its share of the keys (issue 42).
+
+- :mod:`pycm.sharding.ring` — the hash ring over the members; each member's share as hash
+  spans and as a KEP-5866 ``shardSelector``.
+- :mod:`pycm.sharding.claims` — the rules that keep a key on one member at a time, as a pure
+  state machine (the members' Leases carry their views).
+
+The wire form of shard selectors is :mod:`pycm.api.sharding`. Wiring into ``pycm run`` (the
+membership Leases, the worker's gate, the informers' selectors) is not built yet.
+"""

@@ -1,0 +1,163 @@
+"""Never two owners: when a member may take a key, as a pure state machine.
+
+Each member holds one Lease. Besides the renew fields of leader election it publishes its
+*view*: the member set whose ring it has adopted. A member's **claim** is its share of the ring
+of its published view. The rules:
+
+1. **Publish, then read.** A member adopts a new view by writing it to its Lease, and judges the
+   others only by a read made after that write (a quorum read: ``resourceVersion=""``, never a
+   cache). Of two members that both want a key, the one that read second sees the other's claim.
+2. **Take only what is yours and no one else's.** A member takes a key only if the key is in its
+   own claim, is its own under the ring of the members it sees live now (its *target*), and is
+   in no other live member's claim.
+3. **Drain before you let go.** When its target changes, a member stops taking the keys it no
+   longer owns at once, and publishes the new view only when none of those keys is in flight.
+   So a claim is dropped only after the last reconcile of the dropped keys has finished.
+4. **A silent member's claim dies with its lease.** Another member's claim counts while its
+   Lease is live: changed within ``lease_duration`` of the observer's own clock, as client-go's
+   elector judges a leader (never by the writer's timestamps). A member that cannot renew its
+   own Lease within ``renew_deadline`` takes nothing (``renew_deadline < lease_duration``, the
+   leader-election bound: it has stopped before anyone else can see it gone).
+5. **Leaving is a release.** A member that stops stops taking keys, drains, and then publishes
+   an empty view (or deletes its Lease): its keys move at once, without waiting out a lease.
+
+From 1–3, two live members never both hold a key: each took it after reading the other's
+latest claim, and claims only shrink after draining. From 4, a dead member's keys move after
+``lease_duration``, when the dead member has stopped by its own deadline. The table tests in
+``tests/sharding/test_claims.py`` walk joins, leaves, pauses and partitions on a fake clock.
+
+This module decides; it does no I/O. The member's runner writes and reads the Leases, and the
+worker asks :meth:`MemberClaims.may_take` before each key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from pycm.sharding.ring import Ring
+
+__all__ = ["MemberClaims", "PeerRecord"]
+
+
+@dataclass(frozen=True, slots=True)
+class PeerRecord:
+    """What one member's Lease says, as read: its identity, its published view, and a token
+    that changes on every write (the resourceVersion) so that renewals can be told apart."""
+
+    identity: str
+    view: frozenset[str]
+    version: str
+
+
+@dataclass
+class _Observed:
+    record: PeerRecord
+    observed_at: float  # this member's monotonic clock when the record last changed
+
+
+@dataclass
+class MemberClaims:
+    """One member's rules. ``now`` is this member's monotonic clock, in seconds."""
+
+    identity: str
+    lease_duration: float
+    renew_deadline: float
+    tokens_per_member: int = 64
+    published: frozenset[str] = frozenset()
+    """The view written to this member's Lease (empty: it claims nothing)."""
+    last_renew: float | None = None
+    """When this member's own Lease write last succeeded."""
+    _peers: dict[str, _Observed] = field(default_factory=dict)
+    _read_after_publish: bool = False
+    _rings: dict[frozenset[str], Ring] = field(default_factory=dict)
+    _stopping: bool = False
+
+    # -- inputs ------------------------------------------------------------------------------
+
+    def renewed(self, now: float, view: frozenset[str]) -> None:
+        """This member's Lease was written with ``view`` (a renew, or the publish of a view)."""
+        if view != self.published:
+            self._read_after_publish = False  # rule 1: the others must be read again
+        self.published = view
+        self.last_renew = now
+
+    def observed(self, now: float, records: Iterable[PeerRecord]) -> None:
+        """A quorum read of every member's Lease (this member's own included, or not)."""
+        seen: set[str] = set()
+        for record in records:
+            if record.identity == self.identity:
+                continue
+            seen.add(record.identity)
+            known = self._peers.get(record.identity)
+            if known is None or known.record.version != record.version:
+                self._peers[record.identity] = _Observed(record, now)
+        for gone in set(self._peers) - seen:  # a deleted Lease: released
+            del self._peers[gone]
+        self._read_after_publish = True
+
+    def stop(self) -> None:
+        """Rule 5: take nothing from now on; :meth:`view_to_publish` turns empty once drained."""
+        self._stopping = True
+
+    # -- judgements --------------------------------------------------------------------------
+
+    def live_peers(self, now: float) -> Mapping[str, PeerRecord]:
+        """The other members whose Leases are live and not released, by this member's clock."""
+        return {
+            name: seen.record
+            for name, seen in self._peers.items()
+            if seen.record.view and now < seen.observed_at + self.lease_duration
+        }
+
+    def target(self, now: float) -> frozenset[str]:
+        """The view this member should hold: itself (unless stopping) and the live others. A
+        member that joins writes its Lease with a view that includes itself, so an empty view
+        only ever means "released"."""
+        members = set(self.live_peers(now))
+        if not self._stopping:
+            members.add(self.identity)
+        return frozenset(members)
+
+    def fenced(self, now: float) -> bool:
+        """Rule 4, for this member: its own Lease is older than ``renew_deadline``."""
+        return self.last_renew is None or now >= self.last_renew + self.renew_deadline
+
+    def ring(self, view: frozenset[str]) -> Ring:
+        ring = self._rings.get(view)
+        if ring is None:
+            if len(self._rings) > 8:  # views change rarely; keep the last few rings
+                self._rings.clear()
+            ring = self._rings[view] = Ring(view, self.tokens_per_member)
+        return ring
+
+    def owns(self, now: float, hashed: int) -> bool:
+        """Whether the key is this member's under its target ring (whether to keep it queued)."""
+        return self.ring(self.target(now)).owner(hashed) == self.identity
+
+    def may_take(self, now: float, hashed: int) -> bool:
+        """Rules 1, 2 and 4: whether this member may start a reconcile of this key now."""
+        if self._stopping or self.fenced(now) or not self._read_after_publish:
+            return False
+        if self.ring(self.published).owner(hashed) != self.identity:
+            return False
+        if not self.owns(now, hashed):
+            return False
+        for name, record in self.live_peers(now).items():
+            if self.ring(record.view).owner(hashed) == name:
+                return False  # still claimed by a live other: wait for its drain or its lease
+        return True
+
+    def view_to_publish(self, now: float, in_flight: Iterable[int]) -> frozenset[str] | None:
+        """Rule 3 (and 5): the view to write now, or None to keep the published one.
+
+        ``in_flight`` are the hashes of the keys whose reconciles are running. The new view is
+        due once no running key is one this member would drop by adopting it."""
+        target = self.target(now)
+        if target == self.published:
+            return None
+        new_ring = self.ring(target) if self.identity in target else None
+        for hashed in in_flight:
+            if new_ring is None or new_ring.owner(hashed) != self.identity:
+                return None  # still draining a key that would be dropped
+        return target if new_ring is not None else frozenset()

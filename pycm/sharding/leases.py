@@ -1,0 +1,54 @@
+"""The members' Leases through pycm's client: create or update one, list a ring's, delete one."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pycm.kube.client import Client
+from pycm.kube.errors import ApiError
+from pycm.kube.resources import LEASES
+from pycm.sharding.membership import RING_LABEL
+
+__all__ = ["ClientLeaseStore"]
+
+
+class ClientLeaseStore:
+    """A :class:`~pycm.sharding.membership.LeaseStore` in one namespace. It keeps the last
+    Lease it wrote, so an update carries its resourceVersion (optimistic, as the leader lock)."""
+
+    def __init__(self, client: Client, namespace: str) -> None:
+        self._client = client
+        self.namespace = namespace
+        self._last: dict[str, Any] | None = None
+
+    async def write(self, name: str, body: dict[str, Any]) -> None:
+        if self._last is None:
+            try:
+                self._last = await self._client.create(LEASES, body, namespace=self.namespace)
+                return
+            except ApiError as exc:
+                if exc.code != 409:
+                    raise
+                self._last = await self._client.get(LEASES, name, namespace=self.namespace)
+        meta = {**self._last["metadata"], **body["metadata"]}
+        update = {**body, "metadata": meta}
+        try:
+            self._last = await self._client.update(LEASES, update, namespace=self.namespace)
+        except ApiError as exc:
+            if exc.code in (404, 409):
+                self._last = None  # deleted or written by someone else: start over next time
+            raise
+
+    async def read_ring(self, ring: str) -> list[dict[str, Any]]:
+        page = await self._client.list(
+            LEASES, namespace=self.namespace, label_selector=f"{RING_LABEL}={ring}"
+        )
+        return list(page.get("items") or [])
+
+    async def delete(self, name: str) -> None:
+        try:
+            await self._client.delete(LEASES, name, namespace=self.namespace)
+        except ApiError as exc:
+            if exc.code != 404:
+                raise
+        self._last = None

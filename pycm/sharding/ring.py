@@ -1,0 +1,122 @@
+"""The hash ring: which member owns which part of the 64-bit hash space.
+
+Each member places :data:`TOKENS_PER_MEMBER` tokens on the ring; a token owns the arc from the
+previous token (exclusive) up to itself (inclusive), as in a classic consistent-hash ring.
+Adding or removing one member of N therefore moves about 1/N of the space, and only between
+that member and the others. Objects are placed by the same hash the API server uses for
+``shardSelector`` (FNV-1a 64 of ``metadata.uid`` or ``metadata.namespace``), so a member's arcs
+become its server-side selector (:meth:`Ring.selector`), one ``shardRange`` per arc run.
+
+Tokens are placed with BLAKE2b of ``"<member>#<i>"``, not FNV-1a: member names differ in a last
+character or two, and FNV-1a spreads such near-identical inputs poorly. Token placement only
+has to agree between members (every member computes the same ring from the same member set);
+the object hash has to agree with the server.
+"""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+import itertools
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Final
+
+from pycm.api.sharding import HASH_SPACE, ShardSelector
+
+__all__ = ["TOKENS_PER_MEMBER", "Ring"]
+
+TOKENS_PER_MEMBER: Final = 64
+"""Enough that three members' shares stay within a few percent of a third (a spread check in the
+tests), few enough that a member's selector stays a short expression once adjacent arcs join."""
+
+
+def _token(member: str, index: int) -> int:
+    digest = hashlib.blake2b(f"{member}#{index}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big")
+
+
+@dataclass(frozen=True)
+class Ring:
+    """The ring of a set of members. Immutable: a membership change makes a new ring."""
+
+    members: frozenset[str]
+    tokens_per_member: int = TOKENS_PER_MEMBER
+    _points: tuple[int, ...] = field(init=False, repr=False, compare=False)
+    _owners: tuple[str, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        placed = sorted(
+            (_token(member, i), member)
+            for member in self.members
+            for i in range(self.tokens_per_member)
+        )
+        object.__setattr__(self, "_points", tuple(point for point, _ in placed))
+        object.__setattr__(self, "_owners", tuple(member for _, member in placed))
+
+    @classmethod
+    def of(cls, members: Iterable[str], tokens_per_member: int = TOKENS_PER_MEMBER) -> Ring:
+        return cls(frozenset(members), tokens_per_member)
+
+    def owner(self, hashed: int) -> str | None:
+        """The member that owns this hash; None on an empty ring."""
+        if not self._points:
+            return None
+        at = bisect.bisect_left(self._points, hashed)
+        return self._owners[at % len(self._owners)]  # past the last token: the first one's arc
+
+    def spans(self, member: str) -> list[tuple[int, int]]:
+        """``member``'s share as ``[start, end)`` spans in order, adjacent arcs joined."""
+        if member not in self.members:
+            return []
+        if len(self.members) == 1:
+            return [(0, HASH_SPACE)]
+        spans: list[tuple[int, int]] = []
+        previous = self._points[-1]  # the arc of the first token starts after the last one
+        for point, owner in zip(self._points, self._owners, strict=True):
+            if owner == member:
+                # (previous, point] in hashes is [previous + 1, point + 1) in spans.
+                if previous > point:  # the wrap-around arc: the top of the space, then the bottom
+                    spans.append((previous + 1, HASH_SPACE))
+                    spans.append((0, point + 1))
+                else:
+                    spans.append((previous + 1, point + 1))
+            previous = point
+        return _joined([(start, end) for start, end in spans if start < end])
+
+    def share(self, member: str) -> float:
+        """The fraction of the hash space ``member`` owns."""
+        return sum(end - start for start, end in self.spans(member)) / HASH_SPACE
+
+    def shares(self) -> Mapping[str, float]:
+        return {member: self.share(member) for member in sorted(self.members)}
+
+    def selector(self, member: str, field_path: str) -> ShardSelector | None:
+        """``member``'s ``shardSelector`` over ``field_path``; None when it owns nothing."""
+        spans = self.spans(member)
+        return ShardSelector.of(field_path, spans) if spans else None
+
+    def moved_fraction(self, other: Ring) -> float:
+        """The fraction of the hash space whose owner differs between the two rings."""
+        cuts = sorted({0, HASH_SPACE, *_cuts(self), *_cuts(other)})
+        moved = 0
+        for start, end in itertools.pairwise(cuts):
+            if self.owner(start) != other.owner(start):
+                moved += end - start
+        return moved / HASH_SPACE
+
+
+def _cuts(ring: Ring) -> list[int]:
+    # Ownership is constant on [point + 1, next point + 1): cut after every token.
+    return [point + 1 for point in ring._points if point + 1 < HASH_SPACE]
+
+
+def _joined(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    spans.sort()
+    out: list[tuple[int, int]] = []
+    for start, end in spans:
+        if out and out[-1][1] == start:
+            out[-1] = (out[-1][0], end)
+        else:
+            out.append((start, end))
+    return out

@@ -1,0 +1,127 @@
+"""One stored kind's objects by (namespace, name), kept in key order for lists and their pages.
+
+A list walks the keys in (namespace, name) order from a bisection: the sorted keys are kept
+until the set of keys next changes, so a paged list costs O(limit · log n) a page instead of a
+sort and a scan of all.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from pycm.sim.objects import Obj
+from pycm.sim.selectors import FieldSelector, LabelSelector
+from pycm.sim.tokens import encode_continue
+
+__all__ = ["Key", "ListPage", "Table"]
+
+Key = tuple[str, str]  # (namespace, name); namespace "" for a cluster-scoped kind
+
+
+@dataclass(frozen=True, slots=True)
+class ListPage:
+    items: list[Obj]
+    resource_version: int
+    continue_token: str  # "" on the last page
+    remaining: int | None
+
+
+class Table:
+    """The stored objects of one kind (the store's own dicts: never mutate them)."""
+
+    __slots__ = ("_objects", "_sorted")
+
+    def __init__(self) -> None:
+        self._objects: dict[Key, Obj] = {}
+        # Invariant: None, or the keys of `_objects` in order (dropped when a key comes or goes).
+        self._sorted: list[Key] | None = None
+
+    def __contains__(self, key: Key) -> bool:
+        return key in self._objects
+
+    def __iter__(self) -> Iterator[Key]:
+        return iter(self._objects)
+
+    def get(self, key: Key) -> Obj | None:
+        return self._objects.get(key)
+
+    def put(self, key: Key, obj: Obj) -> None:
+        if key not in self._objects:
+            self._sorted = None
+        self._objects[key] = obj
+
+    def pop(self, key: Key) -> None:
+        if self._objects.pop(key, None) is not None:
+            self._sorted = None
+
+    def sorted_keys(self) -> list[Key]:
+        if self._sorted is None:
+            self._sorted = sorted(self._objects)
+        return self._sorted
+
+    def select(
+        self,
+        namespace: str | None,
+        labels: LabelSelector,
+        fields: FieldSelector,
+        *,
+        after: Key | None = None,
+        limit: int | None = None,
+    ) -> list[tuple[Key, Obj]]:
+        """Matching (key, object) pairs in key order, after ``after``; at most ``limit + 1`` of
+        them when ``limit`` is given (the extra one tells that more follow)."""
+        keys = self.sorted_keys()
+        lo = bisect_left(keys, (namespace, "")) if namespace else 0
+        if after is not None:
+            lo = max(lo, bisect_right(keys, after))
+        out = []
+        for i in range(lo, len(keys)):
+            key = keys[i]
+            if namespace and key[0] != namespace:
+                break
+            obj = self._objects[key]
+            meta_ = obj.get("metadata") or {}
+            if labels.requirements and not labels.matches(meta_.get("labels")):
+                continue
+            if fields.terms and not fields.matches(obj):
+                continue
+            out.append((key, obj))
+            if limit is not None and len(out) > limit:
+                break
+        return out
+
+    def count_after(self, namespace: str | None, after: Key) -> int:
+        """How many keys (of ``namespace``, if given) sort after ``after``."""
+        keys = self.sorted_keys()
+        hi = bisect_left(keys, (namespace + "\x00", "")) if namespace else len(keys)
+        return max(0, hi - bisect_right(keys, after))
+
+    def page(
+        self,
+        namespace: str | None,
+        labels: LabelSelector,
+        fields: FieldSelector,
+        limit: int | None,
+        after: Key | None,
+        list_rv: int,
+    ) -> ListPage:
+        """The page after ``after`` of at most ``limit`` (None or 0: every) matching objects,
+        read at ``list_rv``. ``remaining`` (remainingItemCount) is given only for a list without
+        selectors, as kube-apiserver does: with a selector it would be a guess."""
+        page_size = limit if limit is not None and limit > 0 else None
+        selected = self.select(namespace, labels, fields, after=after, limit=page_size)
+        if page_size is None or len(selected) <= page_size:
+            return ListPage([o for _, o in selected], list_rv, "", None)
+        page = selected[:page_size]
+        last = page[-1][0]
+        remaining = None
+        if not labels.requirements and not fields.terms:
+            remaining = self.count_after(namespace, last)
+        return ListPage(
+            [o for _, o in page],
+            list_rv,
+            encode_continue(list_rv, last[0], last[1]),
+            remaining,
+        )
