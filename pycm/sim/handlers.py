@@ -468,7 +468,8 @@ def _list(
     list_meta: Obj = {"resourceVersion": str(page.resource_version)}
     if page.continue_token:
         list_meta["continue"] = page.continue_token
-        list_meta["remainingItemCount"] = page.remaining
+        if page.remaining is not None:  # omitted, not null, as kube's omitempty pointer
+            list_meta["remainingItemCount"] = page.remaining
     if options.shards is not None:  # KEP-5866: the selector applied, echoed as it was sent
         list_meta["shardInfo"] = {"selector": options.shards.text}
     if out.mode == TABLE:
