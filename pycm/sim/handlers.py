@@ -428,9 +428,11 @@ async def _resource(
         return _json(obj)
     if verb == "deletecollection":
         # kube decodes the list options before the delete options.
-        selection = list_options(query, False, res)
+        selection = list_options(query, False, res, sharded=ctx.sharded_list_and_watch)
         options = delete_options(await _body(request), query)
-        items = store.delete_collection(res, ns, selection.labels, selection.fields, options)
+        items = store.delete_collection(
+            res, ns, selection.labels, selection.fields, options, selection.shards
+        )
         return _json(
             {
                 "kind": f"{res.kind}List",

@@ -517,10 +517,12 @@ class Store:
         labels: LabelSelector,
         fields: FieldSelector,
         options: DeleteOptions | None = None,
+        shards: ShardSelector | None = None,
     ) -> ObjList:
         """DELETE on a collection: delete each match; returns what each delete returned."""
         out = []
-        for (ns, name), _ in self._table(res).select(self._ns(res, namespace), labels, fields):
+        selected = self._table(res).select(self._ns(res, namespace), labels, fields, shards=shards)
+        for (ns, name), _ in selected:
             if self.peek(res, ns, name) is None:
                 continue  # collected as a dependent of an earlier match
             obj, _ = self.delete(res, ns, name, options)

@@ -355,3 +355,17 @@ def test_sim_feature_gates_take_sharded_list_and_watch_off_by_default() -> None:
     on = options_from_args(parser.parse_args(["sim", "--feature-gates=ShardedListAndWatch=true"]))
     assert (default.sharded_list_and_watch, on.sharded_list_and_watch) == (False, True)
     assert on.watch_list is True  # the other gate keeps its default
+
+
+@pytest.mark.asyncio
+async def test_sharded_delete_collection_deletes_only_the_share(shttp: httpx.AsyncClient) -> None:
+    made = await _seed(shttp, per_namespace=8)
+    response = await shttp.delete(f"/api/v1/namespaces/team-a/configmaps?{_q(UPPER)}")
+    assert response.status_code == 200, response.text
+    left = (await shttp.get("/api/v1/namespaces/team-a/configmaps")).json()
+    assert _keys(left) == {
+        k for k, (uid, ns) in made.items() if ns == "team-a" and _in(uid, (0, HALF))
+    }
+    assert {f"team-a/{o['metadata']['name']}" for o in response.json()["items"]} == {
+        k for k, (uid, ns) in made.items() if ns == "team-a" and _in(uid, (HALF, 1 << 64))
+    }
