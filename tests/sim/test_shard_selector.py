@@ -15,6 +15,7 @@ import httpx
 import orjson
 import pytest
 import pytest_asyncio
+from kubernetes import client, config
 
 from pycm.kube import BadRequest, Client, load_config
 from pycm.sim import Emulator, run_emulator
@@ -369,3 +370,30 @@ async def test_sharded_delete_collection_deletes_only_the_share(shttp: httpx.Asy
     assert {f"team-a/{o['metadata']['name']}" for o in response.json()["items"]} == {
         k for k, (uid, ns) in made.items() if ns == "team-a" and _in(uid, (HALF, 1 << 64))
     }
+
+
+@pytest.mark.asyncio
+async def test_sharded_official_client_lists_its_share_and_reads_shard_info(
+    sharded: Emulator, shttp: httpx.AsyncClient
+) -> None:
+    made = await _seed(shttp, per_namespace=6)
+    api = config.new_client_from_config(config_file=str(sharded.kubeconfig_path))
+    core = client.CoreV1Api(api)
+    try:
+        listed = await asyncio.to_thread(
+            core.list_config_map_for_all_namespaces, shard_selector=UPPER
+        )
+        with pytest.raises(client.ApiException) as caught:
+            await asyncio.to_thread(
+                core.list_namespaced_config_map, "team-a", shard_selector="shardRange("
+            )
+    finally:
+        api.close()
+    assert listed.metadata.shard_info.selector == UPPER
+    assert {f"{o.metadata.namespace}/{o.metadata.name}" for o in listed.items} == {
+        k for k, (uid, _) in made.items() if _in(uid, (HALF, 1 << 64))
+    }
+    assert caught.value.status == 400
+    assert orjson.loads(caught.value.body)["message"].startswith(
+        "invalid shard selector: CEL parse error: Syntax error: "
+    )
