@@ -50,9 +50,10 @@ def fnv1a_64(value: str) -> int:
     return h
 
 
-# Every watcher with a selector hashes each object it is offered; the same uids and namespaces
-# come back again and again (one per watcher, every write), so the hashes are remembered.
-_hash: Final = functools.lru_cache(maxsize=1 << 16)(fnv1a_64)
+# Every watcher with a selector hashes each object it is offered, and one write is offered to
+# every watcher in a row: the recent hashes are remembered (8192 of them, about 2 MB at most,
+# and nothing at all until a selector is used).
+_hash: Final = functools.lru_cache(maxsize=1 << 13)(fnv1a_64)
 
 
 @dataclass(frozen=True, slots=True)
