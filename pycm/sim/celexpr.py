@@ -148,10 +148,13 @@ def _unescape(body: str) -> str:
         code = match.group(1)
         if code in _SIMPLE_ESCAPES:
             return _SIMPLE_ESCAPES[code]
-        if code[0] in "xuU":
-            return chr(int(code[1:], 16))
-        if code[0] in "0123" and len(code) == 3:
-            return chr(int(code, 8))
+        value = -1
+        if code[0] in "xuU" and len(code) > 1:
+            value = int(code[1:], 16)
+        elif code[0] in "0123" and len(code) == 3:
+            value = int(code, 8)
+        if 0 <= value <= 0x10FFFF and not 0xD800 <= value <= 0xDFFF:
+            return chr(value)
         raise SyntaxProblem(f"Syntax error: token recognition error at: '\\{code}'")
 
     return _ESCAPE.sub(one, body) if "\\" in body else body

@@ -281,3 +281,22 @@ def test_shard_selector_agrees_with_the_managers_on_corrupted_bounds() -> None:
         except APIError:
             ours = ("refused", _refusal(spoil))
         assert ours == theirs, spoil
+
+
+def test_shard_selector_any_text_is_an_answer_never_a_crash() -> None:
+    """Random text from CEL's alphabet: parsed, or refused with a 400 — never another error."""
+    rng = random.Random(400)
+    pieces = [
+        "shardRange(", UID, NS, ", ", "'0x0000000000000000'", "'0x10000000000000000'", ")",
+        "(", "||", "&&", "!", "-", "1", "1u", "2.5", "b'x'", "r'\\q'", "'\\x4", "[", "]", "{",
+        "}", ":", "?", ".", "in", "true", "null", "'", '"', "\\", "é", " ", "#", "\x00",
+    ]  # fmt: skip
+    codes = []
+    for _ in range(3000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 14)))
+        try:
+            parse_shard_selector(text)
+            codes.append(200)
+        except APIError as err:
+            codes.append(err.code)
+    assert set(codes) <= {200, 400} and 400 in codes
