@@ -88,6 +88,7 @@ class Emulator:
             self.authorizer,
             bookmark_interval=options.bookmark_interval,
             watch_list=options.watch_list,
+            sharded_list_and_watch=options.sharded_list_and_watch,
         )
         self.app: Starlette = build_app(self.api, options.middleware)
         seed_cluster(self.store, options.nodes)
