@@ -341,7 +341,7 @@ class Reflector:
         collection over everything the list allocated (60–80 ms per 10k pods, measured),
         which is why ``informers.list_gc`` read 0.89–0.96. Whatever cyclic garbage the list
         left is frozen with the cache, once per informer: it must not hold the pages (the
-        client frees a read response by reference counting, see ``pycm.kube.client._unbind``;
+        client frees a read response by reference counting, see ``pycm.kube.response.unbind``;
         before that, every page body was frozen: 9.4 KB held per pod instead of 3.6 KB). A
         relist re-enables the collector before ``after_list``, so its garbage is collected and
         not frozen again and again over a long run."""

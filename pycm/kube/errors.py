@@ -85,7 +85,7 @@ class TransportError(KubeError):
 
 class FencedError(KubeError):
     """A write was refused by the client before it was sent: the replica's last lease renew is
-    older than its renew deadline (:class:`pycm.kube.client.WriteFence`), so it may no longer
+    older than its renew deadline (:class:`pycm.kube.fence.WriteFence`), so it may no longer
     lead. Nothing reached the server; the reconcile that made it fails (and is retried once
     the lease is renewed, or never: the process exits on the loss)."""
 
