@@ -21,7 +21,7 @@ import ipaddress
 import os
 import ssl
 import sys
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 from urllib.parse import SplitResult, urlsplit
 
@@ -29,34 +29,13 @@ from pycm.trace.credentials import from_kubeconfig, read_token_file
 from pycm.trace.recorder import recording_problem
 from pycm.util.durations import duration_arg
 from web.hub import DashboardConfig
+from web.plan import DashboardPlan
 
-__all__ = [
-    "DashboardPlan",
-    "add_subcommand",
-    "plan_from",
-]
+__all__ = ["add_subcommand", "plan_from"]
 
 DEFAULT_LISTEN = "127.0.0.1:8080"
 # The page's defaults (KCM's lease timings: what a manager runs with unless told).
 _DEFAULTS = DashboardConfig()
-
-
-@dataclass
-class DashboardPlan:
-    """What the flags ask for, checked."""
-
-    mode: str  # "fanin" or "replay"
-    host: str
-    port: int
-    config: DashboardConfig
-    # (source name, URL, the CA file of that server's certificate or "" for ``verify``)
-    servers: list[tuple[str, str, str]] = field(default_factory=list)
-    token: str = ""
-    token_file: str = ""
-    client_cert: tuple[str, str] | None = None
-    verify: ssl.SSLContext | bool = True
-    replay: str = ""
-    speed: float = 1.0
 
 
 def add_subcommand(subparsers: Any) -> None:

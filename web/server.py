@@ -27,9 +27,9 @@ from starlette.routing import Mount, Route
 from pycm.trace.stream import StreamClient
 from web.app import build_dashboard
 from web.auth import DashboardAuth
-from web.command import DashboardPlan
 from web.hub import DashboardConfig, Hub
 from web.live import live_routes
+from web.plan import DashboardPlan
 from web.replay import ReplayPlayer
 from web.sessions import Viewer
 

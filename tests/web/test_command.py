@@ -21,8 +21,8 @@ from pycm.trace import kinds as k
 from pycm.trace.codec import encode
 from pycm.trace.events import Event
 from tests.web.streams import T0, S, added, parse_frames
-from web.command import DashboardPlan
 from web.hub import DashboardConfig
+from web.plan import DashboardPlan
 from web.replay import load_recording
 from web.server import serve
 
