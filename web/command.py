@@ -235,7 +235,8 @@ def _fail(message: str) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     # Here, not at the top: `pycm --help` and the other commands need not load the server.
-    from web.replay import load_recording, recorded_lease_timings
+    from pycm.trace.replay import load_recording
+    from web.replay import recorded_lease_timings
     from web.server import serve
 
     events = None

@@ -20,10 +20,10 @@ from pycm.cli import main
 from pycm.trace import kinds as k
 from pycm.trace.codec import encode
 from pycm.trace.events import Event
+from pycm.trace.replay import load_recording
 from tests.web.streams import T0, S, added, parse_frames
 from web.hub import DashboardConfig
 from web.plan import DashboardPlan
-from web.replay import load_recording
 from web.server import serve
 
 ROOT = Path(__file__).resolve().parents[2]
