@@ -59,7 +59,8 @@ def _two_replicas() -> list[Event]:
         ),
         pytest.param(
             ["--server", "https://127.0.0.1:1"],
-            "give --token-file FILE or --kubeconfig FILE",
+            # The viewers' one message (pycm.trace.credentials), which names every way in.
+            "no credentials for the managers: give --token, --token-file FILE, --kubeconfig FILE",
             id="no-creds",
         ),
         pytest.param(
@@ -85,9 +86,11 @@ def _two_replicas() -> list[Event]:
             id="empty-token",
         ),
         pytest.param(
-            ["--server", "https://127.0.0.1:1", "--token-file", "TOKEN", "--kubeconfig", "TOKEN"],
-            "mutually exclusive",
-            id="token-and-kubeconfig",
+            # Was --token-file with --kubeconfig: every viewer now lets its flags override the
+            # kubeconfig, as kubectl does; the two tokens are what exclude each other.
+            ["--server", "https://127.0.0.1:1", "--token", "x", "--token-file", "TOKEN"],
+            "--token and --token-file are mutually exclusive",
+            id="token-and-token-file",
         ),
         pytest.param(
             [
