@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
-from pycm.app.features import FEATURE_GATES
+from pycm.app.features import BINARY_VERSION, FEATURE_GATES
 from pycm.util.serving_limits import DEFAULT_LIMITS, ServingLimits
 
 __all__ = [
@@ -90,6 +90,8 @@ class LeaderElectionConfig:
     resource_namespace: str = "kube-system"
     # The holder identity; "" until completion, which fills in hostname_<uuid> (KCM's rule).
     identity: str = ""
+    # pycm's own (controller-runtime's EnableWarmup; KCM has none): informers run before leading.
+    warm_standby: bool = False
 
 
 @dataclass(frozen=True)
@@ -198,6 +200,8 @@ class FeatureGatesConfig:
     """--feature-gates: the value of every gate pycm knows (:mod:`pycm.app.features`)."""
 
     gates: Mapping[str, bool] = field(default_factory=_gate_defaults)
+    # --emulated-version (major, minor): what a LeaseCandidate publishes as emulationVersion.
+    emulated_version: tuple[int, int] = BINARY_VERSION
 
     def enabled(self, name: str) -> bool:
         """The gate's value (KeyError for a gate pycm does not know: a programming error)."""

@@ -14,11 +14,14 @@ from dataclasses import dataclass
 from typing import Final
 
 __all__ = [
+    "BINARY_VERSION",
     "COMPONENT_FLAGZ",
     "COMPONENT_STATUSZ",
+    "COORDINATED_LEADER_ELECTION",
     "DEPLOYMENT_REPLICASET_TERMINATING_REPLICAS",
     "FEATURE_GATES",
     "LOGARITHMIC_SCALE_DOWN",
+    "MIN_EMULATED_VERSION",
     "POD_DELETION_COST",
     "STALE_CONTROLLER_CONSISTENCY_DEPLOYMENT",
     "STALE_CONTROLLER_CONSISTENCY_REPLICASET",
@@ -35,6 +38,12 @@ STALE_CONTROLLER_CONSISTENCY_DEPLOYMENT: Final = "StaleControllerConsistencyDepl
 POD_DELETION_COST: Final = "PodDeletionCost"
 LOGARITHMIC_SCALE_DOWN: Final = "LogarithmicScaleDown"
 DEPLOYMENT_REPLICASET_TERMINATING_REPLICAS: Final = "DeploymentReplicaSetTerminatingReplicas"
+COORDINATED_LEADER_ELECTION: Final = "CoordinatedLeaderElection"
+
+BINARY_VERSION: Final = (1, 36)
+"""The KCM release pycm follows (its binary version, as a LeaseCandidate publishes it: 1.36.0)."""
+MIN_EMULATED_VERSION: Final = (1, 33)
+"""The oldest --emulated-version KCM 1.36 accepts (component-base: the binary's minor - 3)."""
 
 
 @dataclass(frozen=True)
@@ -52,6 +61,13 @@ FEATURE_GATES: Final[dict[str, FeatureSpec]] = {
     ),
     COMPONENT_STATUSZ: FeatureSpec(
         True, "BETA", "the secure port serves /statusz (KEP-4827, beta and on by default in 1.36)"
+    ),
+    COORDINATED_LEADER_ELECTION: FeatureSpec(
+        False,
+        "BETA",
+        "with --leader-elect, publish a LeaseCandidate (binary and emulation version) and follow "
+        "the API server's choice of leader: never take a free lease, step down when the Lease "
+        "names another preferredHolder (KEP-4355; beta and off by default since 1.33)",
     ),
     WATCH_LIST_CLIENT: FeatureSpec(
         True,

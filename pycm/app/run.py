@@ -13,6 +13,14 @@ Start order (KCM's, and controller-runtime's runnable groups):
    ``--controller-start-interval`` jitter), then both factories started, InformersStarted
    closed, and the controllers' workers run once their caches sync.
 
+With ``--leader-elect-warm-standby`` (controller-runtime's EnableWarmup; KCM has none) step 5 is
+split at the lease: everything up to InformersStarted runs right after the election starts,
+leading or not — the informers list and watch, their handlers fill the controllers' queues —
+and only the workers (and the controllers' background tasks) wait for OnStartedLeading. A
+standby writes nothing: no worker runs, and its controllers' clients are fenced by the
+elector's gate, closed while it does not lead. On taking over, the workers start on queues
+already filled from synced caches, with no list to wait for.
+
 Each part joins a typed runnable group (:mod:`pycm.app.runnables`: observers, servers, leader
 election, caches, controllers), which is where that order is written. Stop (SIGTERM / SIGINT)
 is the groups' reverse, bounded by ``SHUTDOWN_TIMEOUT``: controllers, informers and event
@@ -34,6 +42,7 @@ import random
 import signal
 import sys
 from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 from prometheus_client import CollectorRegistry
@@ -44,7 +53,13 @@ from pycm.app.clients import EventSinkAdapter, LeaseClientAdapter, ReviewPosterA
 from pycm.app.config import CompletedConfig
 from pycm.app.context import ControllerContext, resync_period
 from pycm.app.controllers import build_registry
-from pycm.app.features import COMPONENT_FLAGZ, COMPONENT_STATUSZ, WATCH_LIST_CLIENT
+from pycm.app.features import (
+    BINARY_VERSION,
+    COMPONENT_FLAGZ,
+    COMPONENT_STATUSZ,
+    COORDINATED_LEADER_ELECTION,
+    WATCH_LIST_CLIENT,
+)
 from pycm.app.logs import configure_logging
 from pycm.app.manager_metrics import register_manager_metrics
 from pycm.app.options.leaderelection import lease_namespace
@@ -69,6 +84,7 @@ from pycm.leaderelection import (
     LeaderElector,
     LeaderHealthzAdaptor,
 )
+from pycm.leaderelection.candidate import LeaseCandidate, kube_version
 from pycm.leaderelection.elector import LeaderMetrics
 from pycm.leaderelection.resourcelock import LeaseLock
 from pycm.otel import start_otel_sink
@@ -99,6 +115,7 @@ from pycm.trace.bus import Bus, default_bus
 from pycm.trace.kinds import (
     ControllerDisabled,
     ControllerInitBegan,
+    ControllersTookOver,
     InformersStarted,
     ManagerStopped,
     StartupBegan,
@@ -184,6 +201,10 @@ class Manager:
         self._last_error: LastError | None = None
         self._state: Any = None  # the reducer's State (object histories are read from it)
         self._dashboard: Any = None  # the web dashboard mounted on the secure port, if any
+        # --leader-elect-warm-standby: the controllers built and their informers started before
+        # leading; set once that is done (a takeover waits for it), never failed (a failure
+        # stops the manager instead). None without warm standby.
+        self._warmed: asyncio.Future[_Prepared] | None = None
 
     # -- lifetime -------------------------------------------------------------------------
 
@@ -246,8 +267,13 @@ class Manager:
             await self._start_serving(self.root)
             await self.groups.start(Group.SERVERS)
             if cfg.leader_election.leader_elect:
+                if cfg.leader_election.warm_standby:
+                    self._warmed = asyncio.get_running_loop().create_future()
                 self._start_election(self.root)
                 await self.groups.start(Group.LEADER_ELECTION)
+                if self._warmed is not None:
+                    # Leading or not: the takeover (OnStartedLeading) waits for this.
+                    self._warmed.set_result(await self._prepare_controllers(standby=True))
                 startup.finish(controllers_started=0)
             else:
                 await self.groups.start(Group.LEADER_ELECTION)  # none: we lead at once
@@ -328,15 +354,16 @@ class Manager:
             await self.clock.sleep(1.0)
 
     def _queues(self) -> dict[str, InspectableQueue]:
-        """The running controllers' work queues by controller name (none while not leading)."""
+        """The controllers' work queues by controller name (none before StartControllers: while
+        not leading, unless the replica is a warm standby, whose queues fill as it watches)."""
         ctx = self.context
         if ctx is None:
             return {}
         return {name: controller.queue for name, controller in ctx.queues.items()}
 
     def _informers(self) -> list[tuple[Any, Any]]:
-        """The running controllers' informers, of both factories (none while not leading): a
-        controller (a plugin's, say) may watch metadata only."""
+        """The controllers' informers, of both factories (none while not leading, unless the
+        replica is a warm standby): a controller (a plugin's, say) may watch metadata only."""
         ctx = self.context
         if ctx is None:
             return []
@@ -347,7 +374,7 @@ class Manager:
         async def informers_synced() -> str | None:
             ctx = self.context
             if ctx is None:
-                return None  # not leading (or not yet): nothing to sync
+                return None  # not leading (or not yet), and not warm: nothing to sync
             # Both factories: a controller (a plugin's, say) may watch metadata only.
             factories = (ctx.informer_factory, ctx.metadata_informer_factory)
             waiting = [
@@ -502,17 +529,34 @@ class Manager:
     def _start_election(self, client: Client) -> None:
         le = self.config.leader_election
         pod_namespace = client.config.namespace if client.config.in_cluster else ""
+        namespace = lease_namespace(le.resource_namespace, pod_namespace)
         lock = LeaseLock(
             LeaseClientAdapter(client.with_user_agent("pycm/leader-election")),
-            lease_namespace(le.resource_namespace, pod_namespace),
+            namespace,
             le.resource_name,
             self.identity,
         )
+        # Coordinated leader election (KEP-4355): publish a LeaseCandidate and let the API
+        # server's coordinator name the holder (pycm.leaderelection.candidate).
+        gates = self.config.feature_gates
+        coordinated = gates.enabled(COORDINATED_LEADER_ELECTION)
+        if coordinated:
+            candidate = LeaseCandidate(
+                client.with_user_agent("pycm/leader-election"),
+                namespace,
+                self.identity,
+                le.resource_name,
+                kube_version(BINARY_VERSION),
+                kube_version(gates.emulated_version),
+                clock=self.clock,
+                bus=self.bus,
+            )
+            self.groups.add(Group.LEADER_ELECTION, "lease candidate", candidate.run)
         watchdog = LeaderHealthzAdaptor(clock=self.clock)
         self.health.add(watchdog.name, watchdog)
 
         async def lead() -> None:
-            await self.start_controllers()
+            await self._take_over()
             await asyncio.Event().wait()  # lead until cancelled
 
         def stopped() -> None:
@@ -527,6 +571,7 @@ class Manager:
                 retry_period=le.retry_period,
                 release_on_cancel=True,
                 name=le.resource_name,
+                coordinated=coordinated,
             ),
             clock=self.clock,
             bus=self.bus,
@@ -635,6 +680,38 @@ class Manager:
 
     async def start_controllers(self) -> int:
         """Build every enabled controller, start the informers, run the controllers."""
+        return await self._run_controllers(await self._prepare_controllers(standby=False))
+
+    async def _take_over(self) -> None:
+        """OnStartedLeading: run the controllers — warm, on the informers started while this
+        replica was a standby (waiting for that start-up if it has not finished), or cold,
+        building and starting everything now."""
+        if self._warmed is None:
+            self.bus.point(ControllersTookOver(warm=False))
+            await self.start_controllers()
+            return
+        prepared = await asyncio.shield(self._warmed)
+        ctx = prepared.ctx
+        informers = [informer for _, informer in self._informers()]
+        synced = sum(1 for informer in informers if informer.has_synced())
+        queued = sum(len(controller.queue) for controller in ctx.queues.values())
+        self.bus.point(
+            ControllersTookOver(warm=True, informers=len(informers), synced=synced, queued=queued)
+        )
+        log.info(
+            "leaderelection: taking over with warm caches (%d of %d informers synced, "
+            "%d keys queued)",
+            synced,
+            len(informers),
+            queued,
+        )
+        await self._run_controllers(prepared)
+
+    async def _prepare_controllers(self, *, standby: bool) -> _Prepared:
+        """StartControllers up to InformersStarted: the context, each enabled controller's init
+        (its informers and event handlers registered), both factories started. ``standby``:
+        done before leading (--leader-elect-warm-standby); nothing here writes — an init's
+        client is fenced by the elector's gate, closed until this replica leads."""
         service_accounts = None
         if self.config.generic.use_service_account_credentials:
             service_accounts = await self._service_account_builder()
@@ -647,8 +724,7 @@ class Manager:
         }
         descriptors = list(self.registry)
         random.shuffle(descriptors)  # KCM starts them in random order
-        runnables: list[tuple[str, Runnable]] = []
-        waiting: list[tuple[ControllerDescriptor, NoKindMatchError]] = []
+        prepared = _Prepared(ctx, standby=standby)
         interval = self.config.controllers.controller_start_interval
         for descriptor in descriptors:
             if descriptor.name not in enabled:
@@ -667,25 +743,40 @@ class Manager:
                     self.config.controllers.wait_for_resources or descriptor.wait_for_resources
                 ):
                     raise ManagerError(f"{self._who(descriptor)} failed to start: {exc}") from None
-                waiting.append((descriptor, exc))
+                prepared.waiting.append((descriptor, exc))
                 continue
             if runnable is not None:
-                runnables.append((descriptor.name, runnable))
-        if self._token_sources:
+                prepared.runnables.append((descriptor.name, runnable))
+        if self._token_sources and not standby:
             await self._first_tokens()
         informers = _InformerFactories(ctx)
         await self.groups.add_service(Group.CACHES, "informer factories", informers)
         await self.groups.start(Group.CACHES)
         ctx.informers_started.set()
-        self.bus.point(InformersStarted(informers=informers.started))
+        # (A warm start-up whose election was won meanwhile is no standby's any more.)
+        leading = self.elector is None or self.elector.is_leader()
+        self.bus.point(
+            InformersStarted(informers=informers.started, standby=standby and not leading)
+        )
+        return prepared
+
+    async def _run_controllers(self, prepared: _Prepared) -> int:
+        """StartControllers from InformersStarted on: the reconcile gate on every queue, the
+        controllers' runs (their workers start once their caches sync), the controllers still
+        waiting for their kinds, the background tasks. Returns how many controllers run."""
+        ctx = prepared.ctx
+        if prepared.standby and self._token_sources:
+            # A standby asks for no service account or token (they are writes): its informers
+            # read with the root client, and its controllers' clients wait for the lease too.
+            await self._first_tokens()
         if self.elector is not None:
             # Before any worker runs: no reconcile starts on a stale lease (leaderelection/gate;
             # the controllers' clients fence each write with the same gate: _context).
             for controller in ctx.queues.values():
                 controller.gate = self.elector.gate
-        for name, runnable in runnables:
+        for name, runnable in prepared.runnables:
             self.groups.add(Group.CONTROLLERS, f"controller {name}", runnable)
-        for descriptor, missing in waiting:
+        for descriptor, missing in prepared.waiting:
             self._wait_for_resource(ctx, descriptor, missing)
 
         # Plugins' own background tasks run with the controllers, added now or later; their
@@ -703,7 +794,7 @@ class Manager:
             watcher = StuckWorkerWatcher(self._queues, threshold, bus=self.bus, clock=self.clock)
             self.groups.add(Group.CONTROLLERS, "stuck-worker watcher", watcher.run)
         await self.groups.start(Group.CONTROLLERS)
-        return len(runnables)
+        return len(prepared.runnables)
 
     def _who(self, descriptor: ControllerDescriptor) -> str:
         return f"controller {descriptor.name!r} ({self.registry.source(descriptor.name)})"
@@ -851,6 +942,17 @@ class Manager:
             await extra.aclose()
         if self.root is not None:
             await self.root.aclose()
+
+
+@dataclass
+class _Prepared:
+    """What StartControllers built before the workers run: the context, the controllers' runs
+    and the controllers waiting for their kinds (--wait-for-resources)."""
+
+    ctx: ControllerContext
+    standby: bool = False  # built before leading (--leader-elect-warm-standby)
+    runnables: list[tuple[str, Runnable]] = field(default_factory=list)
+    waiting: list[tuple[ControllerDescriptor, NoKindMatchError]] = field(default_factory=list)
 
 
 class _Serving:

@@ -21,11 +21,14 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import logging
 from collections import deque
 from collections.abc import AsyncIterator, Coroutine, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+from pycm.api.sharding import ShardSelector
 
 __all__ = [
     "INITIAL_EVENTS_END",
@@ -54,6 +57,8 @@ Obj = dict[str, Any]
 
 WatchEventPair = tuple[str, Obj]
 """One watch event: its type and its object."""
+
+log = logging.getLogger(__name__)
 
 _SEND_TURNS = 8
 """Loop turns given to a prefetch so that it writes its request (connection checkout, headers)
@@ -154,6 +159,7 @@ class ClientListWatch:
         field_selector: str | None = None,
         metadata_only: bool = False,
         decoder: Decoder | None = None,
+        shard_selector: ShardSelector | None = None,
     ) -> None:
         self.client = client
         # The decoder applies only with a client that hands out raw bytes. Asked of the class:
@@ -166,6 +172,13 @@ class ClientListWatch:
         self.label_selector = label_selector
         self.field_selector = field_selector
         self.metadata_only = metadata_only
+        # KEP-5866: this member's share. Sent as ``shardSelector`` and also applied here, so
+        # the cache holds exactly the share whether the server filtered or not (uid and
+        # namespace never change, so an object never moves between shards). May be replaced
+        # between lists (a sharded member's ring changed): the next list uses the new one.
+        self.shard_selector = shard_selector
+        self.server_filters: bool | None = None
+        """Whether the last list came back filtered (``metadata.shardInfo``); None: not known."""
 
     def _scope(self) -> dict[str, Any]:
         scope: dict[str, Any] = {"namespace": self.namespace, "metadata_only": self.metadata_only}
@@ -173,7 +186,25 @@ class ClientListWatch:
             scope["label_selector"] = self.label_selector
         if self.field_selector:
             scope["field_selector"] = self.field_selector
+        if self.shard_selector is not None:
+            scope["shard_selector"] = str(self.shard_selector)
         return scope
+
+    def _share(self, items: list[Obj], meta: Mapping[str, Any]) -> list[Obj]:
+        """``items`` without those outside the shard; notes whether the server filtered."""
+        selector = self.shard_selector
+        if selector is None:
+            return items
+        filtered = bool(meta.get("shardInfo"))
+        if self.server_filters is None and not filtered:
+            log.warning(
+                "%s: the server does not filter by shardSelector (KEP-5866's "
+                "ShardedListAndWatch gate is off): this member filters on its side, so it "
+                "receives and decodes every object, and only its cache holds its share",
+                getattr(self.resource, "resource", self.resource),
+            )
+        self.server_filters = filtered
+        return [obj for obj in items if selector.matches(obj)]
 
     async def list(
         self, *, resource_version: str, limit: int | None, continue_: str | None
@@ -189,7 +220,7 @@ class ClientListWatch:
         )
         meta = raw.get("metadata") or {}
         return ListPage(
-            items=list(raw.get("items") or ()),
+            items=self._share(list(raw.get("items") or ()), meta),
             resource_version=str(meta.get("resourceVersion") or ""),
             continue_=meta.get("continue") or None,
             size_bytes=int(getattr(raw, "size_bytes", 0) or 0),
@@ -240,7 +271,7 @@ class ClientListWatch:
                 self._prefetch = None
             raise
         return ListPage(
-            items=items,
+            items=self._share(items, meta),
             resource_version=str(meta.get("resourceVersion") or ""),
             continue_=meta.get("continue") or None,
             size_bytes=len(body),
@@ -273,10 +304,26 @@ class ClientListWatch:
     ) -> AsyncIterator[AsyncIterator[WatchEventPair]]:
         async with self.client.watch(self.resource, **options, **self._scope()) as stream:
             decoder = self.decoder
+            selector = self.shard_selector
             if decoder is not None and _has(stream, "line_batches"):
-                yield _Decoded(stream.line_batches(), decoder, listing=listing)
-            else:
+                yield _Decoded(stream.line_batches(), decoder, listing=listing, shard=selector)
+            elif selector is None:
                 yield _pairs(stream)
+            else:
+                yield _in_shard(_pairs(stream), selector)
+
+
+async def _in_shard(
+    pairs: AsyncIterator[WatchEventPair], selector: ShardSelector
+) -> AsyncIterator[WatchEventPair]:
+    """The events of objects in the shard (bookmarks and errors pass: they carry no object of
+    the resource)."""
+    async for kind, obj in pairs:
+        if kind in _OBJECTLESS or selector.matches(obj):
+            yield kind, obj
+
+
+_OBJECTLESS = frozenset({"BOOKMARK", "ERROR"})
 
 
 def _has(obj: object, method: str) -> bool:
@@ -291,13 +338,19 @@ class _Decoded:
     per event (a read of a backlog holds tens of events).
     """
 
-    __slots__ = ("_batches", "_decoder", "_listing", "_one_by_one")
+    __slots__ = ("_batches", "_decoder", "_listing", "_one_by_one", "_shard")
 
     def __init__(
-        self, batches: AsyncIterator[list[bytes]], decoder: Decoder, *, listing: bool = False
+        self,
+        batches: AsyncIterator[list[bytes]],
+        decoder: Decoder,
+        *,
+        listing: bool = False,
+        shard: ShardSelector | None = None,
     ) -> None:
         self._batches = batches
         self._decoder = decoder
+        self._shard = shard  # events of objects outside it are dropped (see _in_shard)
         # A streaming list's initial events, until its bookmark: decoded as a list's items
         # are, their managedFields left out. Why: the decoder hands a watched object's
         # managedFields on as bytes (~2.7 KB a pod) for the informer to note its writers, which
@@ -308,8 +361,11 @@ class _Decoded:
 
     async def pair_batches(self) -> AsyncIterator[list[WatchEventPair]]:
         decode_events = self._decoder.decode_events
+        shard = self._shard
         async for lines in self._batches:
             pairs = decode_events(lines)
+            if shard is not None:
+                pairs = [p for p in pairs if p[0] in _OBJECTLESS or shard.matches(p[1])]
             yield self._as_listed(pairs) if self._listing else pairs
 
     def _as_listed(self, pairs: list[WatchEventPair]) -> list[WatchEventPair]:

@@ -368,8 +368,13 @@ class Client:
         resource_version: str | None = None,
         resource_version_match: str | None = None,
         metadata_only: bool = False,
+        shard_selector: str | None = None,
     ) -> Obj:
-        """One page: the List object as sent (``items``, ``metadata.continue``, ...)."""
+        """One page: the List object as sent (``items``, ``metadata.continue``, ...).
+
+        ``shard_selector`` is KEP-5866's (``pycm.api.sharding``): a server with the
+        ShardedListAndWatch gate filters by it and says so in ``metadata.shardInfo``; one
+        without it ignores the parameter and sends everything."""
         call, path, params, accept = self._list_request(
             res,
             namespace,
@@ -380,6 +385,7 @@ class Client:
             resource_version,
             resource_version_match,
             metadata_only,
+            shard_selector,
         )
         return await self._json(call, "GET", path, params=params, accept=accept)
 
@@ -395,6 +401,7 @@ class Client:
         resource_version: str | None = None,
         resource_version_match: str | None = None,
         metadata_only: bool = False,
+        shard_selector: str | None = None,
     ) -> bytes:
         """One page as the bytes the server sent, for a caller with its own decoder (the
         informers' :class:`~pycm.cache.sharing_decoder.SharingDecoder`): same request, same
@@ -409,6 +416,7 @@ class Client:
             resource_version,
             resource_version_match,
             metadata_only,
+            shard_selector,
         )
         resp = await self._send(call, "GET", path, params, None, accept, None, None, False)
         return resp.content
@@ -424,10 +432,12 @@ class Client:
         resource_version: str | None,
         resource_version_match: str | None,
         metadata_only: bool,
+        shard_selector: str | None = None,
     ) -> tuple[_Call, str, dict[str, str], str]:
         params: dict[str, str] = {}
         _put(params, "labelSelector", _selector(label_selector))
         _put(params, "fieldSelector", field_selector)
+        _put(params, "shardSelector", shard_selector)
         _put(params, "limit", str(limit) if limit else None)
         _put(params, "continue", continue_)
         _put(params, "resourceVersion", resource_version)
@@ -449,6 +459,7 @@ class Client:
         resource_version: str | None = None,
         page_size: int = DEFAULT_PAGE_SIZE,
         metadata_only: bool = False,
+        shard_selector: str | None = None,
     ) -> ListResult:
         """Every item, following ``continue`` (client-go's pager). If a continue token expires
         mid-way (410), the list is redone in one unpaged request, as the pager's
@@ -461,6 +472,7 @@ class Client:
             "label_selector": label_selector,
             "field_selector": field_selector,
             "metadata_only": metadata_only,
+            "shard_selector": shard_selector,
         }
         while True:
             try:
@@ -497,6 +509,7 @@ class Client:
         send_initial_events: bool | None = None,
         resource_version_match: str | None = None,
         metadata_only: bool = False,
+        shard_selector: str | None = None,
     ) -> Watch:
         """``async with client.watch(PODS, resource_version=rv) as w: async for ev in w: ...``
 
@@ -505,6 +518,7 @@ class Client:
         params: dict[str, str] = {"watch": "true"}
         _put(params, "labelSelector", _selector(label_selector))
         _put(params, "fieldSelector", field_selector)
+        _put(params, "shardSelector", shard_selector)
         _put(params, "resourceVersion", resource_version)
         _put(params, "resourceVersionMatch", resource_version_match)
         if allow_watch_bookmarks:

@@ -43,6 +43,10 @@ class LeaderElectionConfig:
     name: str = ""  # the metrics label
     # Bound on stopping the leading work before a release (nothing may reconcile after it).
     stop_timeout: float = field(default=10.0)
+    # client-go's Coordinated (KEP-4355): the API server's coordinator picks the holder; the
+    # elector never takes a free or expired lease and stops renewing once the Lease names a
+    # preferredHolder (tryCoordinatedRenew).
+    coordinated: bool = False
 
     def validate(self) -> list[str]:
         errors = []

@@ -17,6 +17,13 @@ The algorithm, as client-go has it (tools/leaderelection/leaderelection.go):
      transitions + 1;
   5. update (optimistic: a concurrent writer makes it conflict); on success store the record.
 - **release** (ReleaseOnCancel): get; if still the holder, write holder "" with a 1 s duration.
+- **coordinated** (``config.coordinated``, KEP-4355; client-go's tryCoordinatedRenew replaces
+  tryAcquireOrRenew in both loops): get (not found → fail: the API server's coordinator
+  creates the Lease); observe a change; an expired record → fail; a record naming another
+  holder → fail; a record naming this elector but with a ``preferredHolder`` → fail (the
+  "end of term": the leader stops renewing and the coordinator hands the Lease over once it
+  expires); otherwise update, keeping acquireTime, transitions and strategy. The elector never
+  creates the Lease nor takes a free or expired one: the coordinator writes it as holder.
 
 pycm's additions: the reconcile gate (``elector.gate``, :mod:`pycm.leaderelection.gate`), open
 only while the last successful renew is younger than RenewDeadline by the local clock; every
@@ -48,6 +55,7 @@ from pycm.trace.kinds import (
     LeaderObserved,
     LeaseAcquireAttempted,
     LeaseAcquired,
+    LeaseCoordinationObserved,
     LeaseLost,
     LeaseReleased,
     LeaseRenewed,
@@ -148,6 +156,7 @@ class LeaderElector:
         self._observed_raw = b""
         self._observed_time = 0.0
         self._reported_leader = ""
+        self._reported_coordination = ("", "")  # (strategy, preferred holder) last reported
         self._lock_timeout = max(1.0, config.renew_deadline / 2)
         self.lost_reason = ""
         # Open while the last successful acquire/renew is younger than RenewDeadline by the
@@ -274,6 +283,77 @@ class LeaderElector:
         self._set_observed(record, None, now)
         return _Attempt(True, AcquireResult.ACQUIRED)
 
+    async def try_coordinated_renew(self, bound: float | None = None) -> _Attempt:
+        """client-go's tryCoordinatedRenew (see the module docstring)."""
+        clock = self._clock
+        now = clock.monotonic()
+        now_wall = clock.wall_ns()
+        limit = self._lock_timeout if bound is None else min(self._lock_timeout, bound)
+        record = LeaderElectionRecord(
+            holder_identity=self._lock.identity,
+            lease_duration_seconds=int(self.config.lease_duration),
+            acquire_time_ns=now_wall,
+            renew_time_ns=now_wall,
+        )
+        # 1. Get (never create: the coordinator does).
+        try:
+            old, raw = await self._bounded(self._lock.get(), limit)
+        except LockNotFound:
+            log.info("lease lock %s not found: waiting for the coordinator", self._lease)
+            return _Attempt(
+                False,
+                AcquireResult.NOT_ELECTED,
+                RenewFailureReason.NOT_HOLDER,
+                f"lease {self._lease} not found",
+            )
+        except (LockError, _Timeout) as exc:
+            return self._failed(exc, f"error retrieving resource lock {self._lease}")
+        # 2. Observe a change; an expired record or another holder's is not ours to take.
+        if raw != self._observed_raw:
+            self._set_observed(old, raw, now)
+        if self._observed_time + self._observed.lease_duration_seconds < now:
+            return _Attempt(
+                False,
+                AcquireResult.NOT_ELECTED,
+                RenewFailureReason.NOT_HOLDER,
+                f"lease {self._lease} has expired",
+            )
+        if not self.is_leader():
+            return _Attempt(
+                False,
+                AcquireResult.HELD_BY_OTHER if old.holder_identity else AcquireResult.NOT_ELECTED,
+                RenewFailureReason.NOT_HOLDER,
+                f"lease is held by {old.holder_identity or 'nobody'} and has not yet expired",
+            )
+        # 2b. The coordinator named a successor: do not renew ("end of term").
+        if old.preferred_holder:
+            return _Attempt(
+                False,
+                AcquireResult.HELD_BY_OTHER,
+                RenewFailureReason.STEPPED_DOWN,
+                f"lease is marked as 'end of term' (preferred holder {old.preferred_holder})",
+            )
+        # 3. Keep our history (the record names us) and the coordinator's strategy.
+        record = dataclasses.replace(
+            record,
+            acquire_time_ns=old.acquire_time_ns,
+            leader_transitions=old.leader_transitions,
+            strategy=old.strategy,
+        )
+        if self._metrics is not None:
+            self._metrics.slowpath_total.labels(self._name).inc()
+        try:
+            await self._bounded(self._lock.update(record), limit)
+        except (LockError, _Timeout) as exc:
+            return self._failed(exc, "failed to update lock")
+        self._set_observed(record, None, now)
+        return _Attempt(True, AcquireResult.ACQUIRED)
+
+    async def _try(self, bound: float | None = None) -> _Attempt:
+        if self.config.coordinated:
+            return await self.try_coordinated_renew(bound)
+        return await self.try_acquire_or_renew(bound)
+
     @staticmethod
     def _failed(exc: Exception, what: str) -> _Attempt:
         """A failed lock call, logged as client-go logs it (an error each attempt): without the
@@ -292,7 +372,23 @@ class LeaderElector:
         log.error("%s: %s", what, attempt.error)
         return attempt
 
+    def _maybe_report_coordination(self) -> None:
+        """A change of the coordinator's fields (strategy, preferredHolder) on the lease."""
+        seen = (self._observed.strategy, self._observed.preferred_holder)
+        if seen == self._reported_coordination:
+            return
+        self._reported_coordination = seen
+        self._bus.point(
+            LeaseCoordinationObserved(
+                lease=self._lease,
+                holder=self._observed.holder_identity,
+                preferred_holder=self._observed.preferred_holder,
+                strategy=self._observed.strategy,
+            )
+        )
+
     def _maybe_report_transition(self) -> None:
+        self._maybe_report_coordination()
         holder = self._observed.holder_identity
         if holder == self._reported_leader:
             return
@@ -322,7 +418,7 @@ class LeaderElector:
         log.info("attempting to acquire leader lease %s...", self._lease)
         while True:
             t0 = self._clock.monotonic()
-            attempt = await self.try_acquire_or_renew()
+            attempt = await self._try()
             self._maybe_report_transition()
             self._bus.point(
                 LeaseAcquireAttempted(
@@ -365,7 +461,7 @@ class LeaderElector:
                 if remaining <= 0:
                     break
                 t0 = clock.monotonic()
-                attempt = await self.try_acquire_or_renew(bound=remaining)
+                attempt = await self._try(bound=remaining)
                 self._maybe_report_transition()
                 latency_ms = (clock.monotonic() - t0) * 1000
                 if attempt.ok:
@@ -412,6 +508,11 @@ class LeaderElector:
                         error=last.error if last else "",
                     )
                 )
+                if last is not None and last.reason is RenewFailureReason.STEPPED_DOWN:
+                    return (
+                        "stepped down: the coordinator prefers "
+                        f"{self._observed.preferred_holder or 'another candidate'}"
+                    )
                 return "failed to renew lease within the renew deadline"
             await clock.sleep(cfg.retry_period)
 

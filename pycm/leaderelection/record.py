@@ -20,7 +20,11 @@ from typing import Any
 
 import orjson
 
-__all__ = ["LeaderElectionRecord", "format_micro_time", "parse_micro_time"]
+__all__ = ["UNSET_WHEN_EMPTY", "LeaderElectionRecord", "format_micro_time", "parse_micro_time"]
+
+UNSET_WHEN_EMPTY = ("strategy", "preferredHolder")
+"""Lease spec fields a record leaves out when empty: a write of it unsets them (client-go
+replaces the whole spec)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,17 +36,28 @@ class LeaderElectionRecord:
     acquire_time_ns: int = 0
     renew_time_ns: int = 0
     leader_transitions: int = 0
+    # Coordinated leader election (KEP-4355), written by the API server's coordinator: the
+    # strategy it elects by and the candidate it wants to lead next ("" when unset).
+    strategy: str = ""
+    preferred_holder: str = ""
 
     def to_lease_spec(self) -> dict[str, Any]:
         # Unset times are written as null, not left out: the lock merges this spec over the
         # one it read, and a left-out field would keep whatever the previous writer put there.
-        return {
+        # strategy and preferredHolder appear only when set (client-go's
+        # LeaderElectionRecordToLeaseSpec); the lock drops them otherwise (UNSET_WHEN_EMPTY).
+        spec: dict[str, Any] = {
             "holderIdentity": self.holder_identity,
             "leaseDurationSeconds": self.lease_duration_seconds,
             "acquireTime": format_micro_time(self.acquire_time_ns),
             "renewTime": format_micro_time(self.renew_time_ns),
             "leaseTransitions": self.leader_transitions,
         }
+        if self.strategy:
+            spec["strategy"] = self.strategy
+        if self.preferred_holder:
+            spec["preferredHolder"] = self.preferred_holder
+        return spec
 
     @classmethod
     def from_lease_spec(cls, spec: dict[str, Any] | None) -> LeaderElectionRecord:
@@ -53,6 +68,8 @@ class LeaderElectionRecord:
             acquire_time_ns=parse_micro_time(spec.get("acquireTime")),
             renew_time_ns=parse_micro_time(spec.get("renewTime")),
             leader_transitions=int(spec.get("leaseTransitions") or 0),
+            strategy=str(spec.get("strategy") or ""),
+            preferred_holder=str(spec.get("preferredHolder") or ""),
         )
 
     def raw(self) -> bytes:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Protocol
 
-from pycm.leaderelection.record import LeaderElectionRecord
+from pycm.leaderelection.record import UNSET_WHEN_EMPTY, LeaderElectionRecord
 
 __all__ = ["LeaseClient", "LeaseLock", "LockConflict", "LockError", "LockNotFound", "ResourceLock"]
 
@@ -94,7 +94,11 @@ class LeaseLock:
     async def update(self, record: LeaderElectionRecord) -> None:
         if self._lease is None:
             raise LockError("lease not initialized, call get or create first")
-        body = {**self._lease, "spec": {**self._lease.get("spec", {}), **record.to_lease_spec()}}
+        spec = {**self._lease.get("spec", {}), **record.to_lease_spec()}
+        for key in UNSET_WHEN_EMPTY:  # client-go writes the record's whole spec
+            if key not in record.to_lease_spec():
+                spec.pop(key, None)
+        body = {**self._lease, "spec": spec}
         try:
             self._lease = await self._client.update_lease(self.namespace, body)
         except Exception as exc:

@@ -13,6 +13,14 @@ The loop: list the one Lease (field selector ``metadata.name``) → print its st
 it to be created) → watch from the list's resourceVersion → on a normal end, re-watch from the
 last version seen; on 410 Expired, re-list; on API or transport errors, back off and re-list.
 Each holder change is also a :class:`~pycm.trace.kinds.LeaderObserved` event on the default bus.
+
+Coordinated leader election (KEP-4355): a line also shows the coordinator's ``strategy`` and
+``preferred=`` holder when the Lease has them (a change of either is a line and a
+:class:`~pycm.trace.kinds.LeaseCoordinationObserved` event), and the Lease's LeaseCandidates
+(``coordination.k8s.io/v1beta1``, those whose ``spec.leaseName`` is the Lease) are listed, oldest
+emulation version first, after the first state and after each change of the preferred holder —
+one line each. A cluster that does not serve them (404) shows none; another error reading them
+is one line, never fatal (``list`` on leasecandidates is optional).
 ``--once`` prints the current state and exits: 0 when the Lease exists, 1 when it does not or
 the API fails (one line saying which, no retry: a one-shot check must not hang).
 Exit statuses: 0 on Ctrl-C, SIGTERM or after ``--once``'s state; 1 as above; 2 for bad input (one
@@ -32,9 +40,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from pycm.kube import LEASES, Client, ConfigError, Expired, KubeError, load_config
-from pycm.leaderelection.record import LeaderElectionRecord
+from pycm.kube.errors import NotFound
+from pycm.leaderelection.candidate import LEASE_CANDIDATES
+from pycm.leaderelection.record import LeaderElectionRecord, parse_micro_time
 from pycm.trace.bus import Bus, default_bus
-from pycm.trace.kinds import LeaderObserved
+from pycm.trace.kinds import LeaderObserved, LeaseCoordinationObserved
 from pycm.util.clock import REAL_CLOCK, Clock
 from pycm.util.durations import duration_arg, format_duration
 
@@ -43,6 +53,7 @@ __all__ = [
     "LeaseChange",
     "LeaseTracker",
     "add_subcommand",
+    "candidate_lines",
     "format_change",
     "parse_lease_ref",
     "watch_lease",
@@ -68,6 +79,9 @@ class LeaseChange:
     renew_time_ns: int
     renew_interval_s: float | None  # None for the first observation or a missing renewTime
     skew_ms: float | None  # renewTime − local clock; None without a renewTime
+    strategy: str = ""  # the coordinator's, with coordinated leader election
+    preferred_holder: str = ""  # the candidate the coordinator asks the holder to hand over to
+    coordination_changed: bool = False  # strategy or preferred holder differ from the last
 
     @property
     def holder_changed(self) -> bool:
@@ -134,6 +148,10 @@ class LeaseTracker:
             renew_time_ns=record.renew_time_ns,
             renew_interval_s=interval,
             skew_ms=skew,
+            strategy=record.strategy,
+            preferred_holder=record.preferred_holder,
+            coordination_changed=(record.strategy, record.preferred_holder)
+            != ((last.strategy, last.preferred_holder) if last is not None else ("", "")),
         )
         flap = None
         if last is not None and self.flaps is not None:
@@ -143,6 +161,15 @@ class LeaseTracker:
             flap = self.flaps.add(now, count)
         if last is None or change.holder_changed:
             self._emit(change)
+        if change.coordination_changed:
+            (self._bus or default_bus()).point(
+                LeaseCoordinationObserved(
+                    lease=self.lease,
+                    holder=change.holder,
+                    preferred_holder=change.preferred_holder,
+                    strategy=change.strategy,
+                )
+            )
         return change, flap
 
     def _emit(self, change: LeaseChange) -> None:
@@ -175,9 +202,51 @@ def format_change(change: LeaseChange) -> str:
         f"renew-interval={interval}",
         f"skew={skew}",
     ]
+    if change.strategy:
+        parts.append(f"strategy={change.strategy}")
+    if change.preferred_holder:
+        parts.append(f"preferred={change.preferred_holder}")
     if change.holder_changed:
         parts.append(f"(leader changed from {change.previous_holder or '<none>'})")
     return " ".join(parts)
+
+
+def _version_key(text: str) -> tuple[int, ...]:
+    return tuple(int(p) if p.isdigit() else 0 for p in text.split("-")[0].split("."))
+
+
+async def candidate_lines(client: Client, namespace: str, name: str) -> list[str]:
+    """One line per LeaseCandidate of the Lease, oldest emulation version first (the
+    OldestEmulationVersion pick); none when the cluster does not serve LeaseCandidates."""
+    try:
+        listed = await client.list(LEASE_CANDIDATES, namespace=namespace)
+    except NotFound:
+        return []
+    except KubeError as err:
+        return [f"candidates of {namespace}/{name}: {err}"]
+    mine = [
+        item
+        for item in listed.get("items") or []
+        if isinstance(item, dict) and (item.get("spec") or {}).get("leaseName") == name
+    ]
+
+    def order(item: dict[str, Any]) -> tuple[tuple[int, ...], str]:
+        spec = item.get("spec") or {}
+        return _version_key(str(spec.get("emulationVersion") or "")), item["metadata"]["name"]
+
+    lines = []
+    for item in sorted(mine, key=order):
+        spec = item.get("spec") or {}
+        renewed = parse_micro_time(spec.get("renewTime"))
+        lines.append(
+            f"  candidate {item['metadata']['name']} "
+            f"emulation={spec.get('emulationVersion') or '-'} "
+            f"binary={spec.get('binaryVersion') or '-'} "
+            f"strategy={spec.get('strategy') or '-'} "
+            f"renewed={_local_time(renewed) if renewed else '-'}"
+            + (" (pinged)" if spec.get("pingTime") else "")
+        )
+    return lines
 
 
 def parse_lease_ref(text: str) -> tuple[str, str]:
@@ -207,10 +276,17 @@ async def watch_lease(
     failures = 0
     waiting_said = False
 
-    def show(obj: dict[str, Any]) -> bool:
+    candidates_shown = False
+
+    async def show(obj: dict[str, Any]) -> bool:
+        nonlocal candidates_shown
         change, flap = tracker.observe(obj, clock.wall_ns(), clock.monotonic())
         if change is not None:
             out(format_change(change))
+            if not candidates_shown or change.coordination_changed:
+                candidates_shown = True
+                for line in await candidate_lines(client, namespace, name):
+                    out(line)
         if flap is not None and flaps is not None:
             out(f"WARNING flap: {flap} transitions in {format_duration(flaps.window)}")
         return change is not None
@@ -221,7 +297,7 @@ async def watch_lease(
             rv = str((listed.get("metadata") or {}).get("resourceVersion") or "")
             items = [i for i in listed.get("items") or [] if isinstance(i, dict)]
             if items:
-                show(items[0])
+                await show(items[0])
                 if once:
                     return 0
             elif once:
@@ -243,7 +319,7 @@ async def watch_lease(
                         meta = event.object.get("metadata") or {}
                         rv = str(meta.get("resourceVersion") or rv)
                         if event.type in ("ADDED", "MODIFIED"):
-                            show(event.object)
+                            await show(event.object)
                         elif event.type == "DELETED":
                             out(f"{_local_time(clock.wall_ns())} lease {lease} deleted; waiting")
                             tracker.forget()

@@ -75,7 +75,11 @@ def _fraction(text: str) -> float:
     return value
 
 
-SIM_FEATURE_GATES = {"WatchList": True}
+SIM_FEATURE_GATES = {
+    "WatchList": True,
+    "CoordinatedLeaderElection": False,
+    "ShardedListAndWatch": False,
+}
 """The kube-apiserver feature gates ``pycm sim --feature-gates`` takes, with their defaults."""
 
 
@@ -222,7 +226,11 @@ def add_subcommand(subparsers: Any) -> None:
         default={},
         metavar="GATE=BOOL,...",
         help="kube-apiserver feature gates: WatchList (default true: watches may stream their "
-        "initial events, sendInitialEvents; false refuses them as an older apiserver does)",
+        "initial events, sendInitialEvents; false refuses them as an older apiserver does), "
+        "CoordinatedLeaderElection (default false, as kube's beta: true runs the coordinator "
+        "that elects leaders among LeaseCandidates), "
+        "ShardedListAndWatch (default false, alpha as in kube 1.36: true filters lists and "
+        "watches by shardSelector)",
     )
     security = parser.add_argument_group("security")
     security.add_argument(
@@ -273,6 +281,12 @@ def options_from_args(args: argparse.Namespace) -> EmulatorOptions:
         authz_policy_file=args.authz_policy_file,
         kubeconfig_out=args.kubeconfig_out,
         watch_list=args.feature_gates.get("WatchList", SIM_FEATURE_GATES["WatchList"]),
+        coordinated_leader_election=args.feature_gates.get(
+            "CoordinatedLeaderElection", SIM_FEATURE_GATES["CoordinatedLeaderElection"]
+        ),
+        sharded_list_and_watch=args.feature_gates.get(
+            "ShardedListAndWatch", SIM_FEATURE_GATES["ShardedListAndWatch"]
+        ),
         **stated,
     )
 

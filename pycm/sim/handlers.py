@@ -70,6 +70,8 @@ class APIContext:
     authorizer: Authorizer
     bookmark_interval: float = 10.0
     watch_list: bool = True  # kube's WatchList gate: watches may stream initial events
+    # kube's ShardedListAndWatch gate (alpha, off): lists and watches honour shardSelector.
+    sharded_list_and_watch: bool = False
     server_address: str = "127.0.0.1:0"
     # Run in order before anything else; see BeforeRequest.
     before_request: list[BeforeRequest] = field(default_factory=list)
@@ -353,7 +355,13 @@ async def _resource(
             return _json(
                 _render_one(ctx, res, store.peek(res, ns, name) or _missing(res, name), out, query)
             )
-        listing = list_options(query, verb == "watch", res, watch_list=ctx.watch_list)
+        listing = list_options(
+            query,
+            verb == "watch",
+            res,
+            watch_list=ctx.watch_list,
+            sharded=ctx.sharded_list_and_watch,
+        )
         include = _include_object(query) if out.mode == TABLE else "Metadata"
         if verb == "watch":
             lag_s = request.scope.get(WATCH_LAG_SCOPE_KEY, 0.0)  # a watch-lag fault's
@@ -420,9 +428,11 @@ async def _resource(
         return _json(obj)
     if verb == "deletecollection":
         # kube decodes the list options before the delete options.
-        selection = list_options(query, False, res)
+        selection = list_options(query, False, res, sharded=ctx.sharded_list_and_watch)
         options = delete_options(await _body(request), query)
-        items = store.delete_collection(res, ns, selection.labels, selection.fields, options)
+        items = store.delete_collection(
+            res, ns, selection.labels, selection.fields, options, selection.shards
+        )
         return _json(
             {
                 "kind": f"{res.kind}List",
@@ -449,12 +459,21 @@ def _list(
     token = options.continue_token
     continue_from = decode_continue(token) if token else None
     page = ctx.store.list_page(
-        res, ns, options.labels, options.fields, options.limit or None, continue_from
+        res,
+        ns,
+        options.labels,
+        options.fields,
+        options.limit or None,
+        continue_from,
+        options.shards,
     )
     list_meta: Obj = {"resourceVersion": str(page.resource_version)}
     if page.continue_token:
         list_meta["continue"] = page.continue_token
-        list_meta["remainingItemCount"] = page.remaining
+        if page.remaining is not None:  # omitted, not null, as kube's omitempty pointer
+            list_meta["remainingItemCount"] = page.remaining
+    if options.shards is not None:  # KEP-5866: the selector applied, echoed as it was sent
+        list_meta["shardInfo"] = {"selector": options.shards.text}
     if out.mode == TABLE:
         now = ctx.store.clock.wall_ns() / 1e9
         printer = res.strategy.printer
@@ -497,7 +516,12 @@ def _watch(
             )
         else:
             watcher = ctx.store.watch(
-                res, ns, options.labels, options.fields, options.resource_version or None
+                res,
+                ns,
+                options.labels,
+                options.fields,
+                options.resource_version or None,
+                shards=options.shards,
             )
     except errors.APIError as err:
         if err.code != 410:

@@ -19,6 +19,13 @@ the same first answer:
    watch on that answer, as against such a server.
 3. **Field labels** the kind does not support (400, in :mod:`pycm.sim.selectors`).
 
+``shardSelector`` (KEP-5866, :mod:`pycm.sim.shardselector`) is parsed with the other selectors —
+kube converts it while decoding the parameters, before any feature gate is read — so one that
+does not parse is a 400 ``invalid shard selector: …`` whatever the gate. Only with the
+``ShardedListAndWatch`` gate on (``sharded``; off by default, alpha in kube 1.36) does it select:
+off, kube's storage ignores it, and so does the emulator (the full collection, no
+``metadata.shardInfo``), the answer a client gets from a server without the feature.
+
 Then the storage's checks: the ``resourceVersion`` (:mod:`pycm.sim.versions`), and a
 ``continue`` token (:mod:`pycm.sim.tokens`), which takes no ``resourceVersion`` but "0" (400
 ``specifying resource version is not allowed when using continue``, etcd3's ``GetList``).
@@ -44,6 +51,7 @@ from pycm.sim.selectors import (
     parse_field_selector,
     parse_label_selector,
 )
+from pycm.sim.shardselector import ShardSelector, parse_shard_selector
 
 __all__ = ["ListOptions", "list_options", "watch_timeout"]
 
@@ -64,6 +72,8 @@ class ListOptions:
     continue_token: str = ""
     allow_watch_bookmarks: bool = False
     send_initial_events: bool | None = None  # None: not given
+    # The shardSelector that applies: None without one, or with the ShardedListAndWatch gate off.
+    shards: ShardSelector | None = None
 
 
 def _int64(query: dict[str, str], key: str) -> int | None:
@@ -144,13 +154,20 @@ def _validate(
 
 
 def list_options(
-    query: dict[str, str], watch: bool, res: Resource, *, watch_list: bool = True
+    query: dict[str, str],
+    watch: bool,
+    res: Resource,
+    *,
+    watch_list: bool = True,
+    sharded: bool = False,
 ) -> ListOptions:
     """The options of a list (``watch`` False) or watch of ``res``; 400 or 422 as the module
-    says (``watch_list``: the WatchList gate)."""
+    says (``watch_list``: the WatchList gate; ``sharded``: ShardedListAndWatch)."""
     timeout = _int64(query, "timeoutSeconds")
     limit = _int64(query, "limit")
     labels = parse_label_selector(query.get("labelSelector"))
+    shard_text = query.get("shardSelector")  # "" is the field left out, as kube reads it
+    shards = parse_shard_selector(shard_text) if shard_text else None
     fields_text = query.get("fieldSelector")
     rv = query.get("resourceVersion", "")
     match = query.get("resourceVersionMatch", "")
@@ -175,6 +192,7 @@ def list_options(
         continue_token,
         bookmarks is not None and parse_bool(bookmarks),
         send_initial if watch else None,
+        shards if sharded else None,
     )
 
 

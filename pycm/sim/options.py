@@ -52,6 +52,13 @@ class EmulatorOptions:
     # kube's WatchList gate (on since 1.34): watches may stream their initial events
     # (sendInitialEvents, pycm.sim.watchlist); off, such a watch is refused (422).
     watch_list: bool = True
+    # kube's CoordinatedLeaderElection gate (beta, off by default since 1.33): the coordinator
+    # (pycm.sim.leader_coordinator) elects leaders among LeaseCandidates. The kind is served
+    # either way; off, nothing acts on it.
+    coordinated_leader_election: bool = False
+    # kube's ShardedListAndWatch gate (KEP-5866, alpha in 1.36, off by default as there): lists
+    # and watches honour shardSelector (pycm.sim.shardselector); off, the parameter is ignored.
+    sharded_list_and_watch: bool = False
     token_auth_file: str | None = None
     authz_policy_file: str | None = None
     # Where the kubeconfig is written; None: a file in the emulator's temporary directory.

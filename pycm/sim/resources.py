@@ -24,6 +24,7 @@ from pycm.sim.registry import (
     horizontalpodautoscalers,
     ingresses,
     jobs,
+    leasecandidates,
     persistentvolumeclaims,
     poddisruptionbudgets,
     secrets,
@@ -242,6 +243,17 @@ def _build() -> Registry:
         )
     )
     add(Resource("coordination.k8s.io", "v1", "leases", "Lease", "lease", True, LEASE))
+    add(
+        Resource(
+            "coordination.k8s.io",
+            "v1beta1",
+            "leasecandidates",
+            "LeaseCandidate",
+            "leasecandidate",
+            True,
+            leasecandidates.STRATEGY,
+        )
+    )
     add(
         Resource(
             "",

@@ -7,10 +7,10 @@ In tests::
 
 Start order: build the store and seed the fresh cluster → bind the socket (a port in use fails
 here, as :class:`EmulatorError`) → uvicorn serves in a named task → wait until it is started →
-write the kubeconfig → start the runnables (the kubelet). Stop order: cancel the runnables →
-mark stopping and end every open watch (so no stream holds the server open) → ask uvicorn to
-exit and await its task (forced after a timeout) → remove the temporary directory
-(certificates, the default kubeconfig).
+write the kubeconfig → start the runnables (the kubelet, the leader-election coordinator).
+Stop order: cancel the runnables → mark stopping and end every open watch (so no stream holds
+the server open) → ask uvicorn to exit and await its task (forced after a timeout) → remove the
+temporary directory (certificates, the default kubeconfig).
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from pycm.sim.faults import Faults
 from pycm.sim.handlers import APIContext, BeforeRequest
 from pycm.sim.kubeconfig import write_kubeconfig
 from pycm.sim.kubelet import Kubelet, kubelet_options
+from pycm.sim.leader_coordinator import LeaderCoordinator
 from pycm.sim.options import EmulatorOptions
 from pycm.sim.seed import seed_cluster
 from pycm.sim.serving import SHUTDOWN_TIMEOUT, AppServer, ServingError, tls_context
@@ -87,6 +88,7 @@ class Emulator:
             self.authorizer,
             bookmark_interval=options.bookmark_interval,
             watch_list=options.watch_list,
+            sharded_list_and_watch=options.sharded_list_and_watch,
         )
         self.app: Starlette = build_app(self.api, options.middleware)
         seed_cluster(self.store, options.nodes)
@@ -102,6 +104,9 @@ class Emulator:
         if options.kubelet:
             self.kubelet = kubelet = Kubelet(self.store, kubelet_options(options), options.clock)
             self._runnables.append(("kubelet", lambda _: kubelet.run()))
+        if options.coordinated_leader_election:
+            coordinator = LeaderCoordinator(self.store, options.clock)
+            self._runnables.append(("leader-coordinator", lambda _: coordinator.run()))
         # Faults: a request hook (and the /sim/v1/faults endpoint) plus their expiry ticker.
         self.faults = Faults(self.store, self.authenticator, options.clock, lambda: self.kubelet)
         self.api.before_request.append(self.faults.before_request)

@@ -131,6 +131,18 @@ _KINDS: dict[str, dict[str, Schema]] = {
             "leaseTransitions": INT,
             "acquireTime": STR,
             "renewTime": STR,
+            "strategy": STR,
+            "preferredHolder": STR,
+        }
+    },
+    "LeaseCandidate": {
+        "spec": {
+            "leaseName": STR,
+            "pingTime": STR,
+            "renewTime": STR,
+            "binaryVersion": STR,
+            "emulationVersion": STR,
+            "strategy": STR,
         }
     },
     "Event": {

@@ -48,6 +48,7 @@ from pycm.sim.patch import apply_patch
 from pycm.sim.resources import REGISTRY, Registry, Resource, ResourceKey
 from pycm.sim.scale import scale_replicas
 from pycm.sim.selectors import FieldSelector, LabelSelector
+from pycm.sim.shardselector import ShardSelector
 from pycm.sim.table import ListPage, Table
 from pycm.sim.versions import parse_resource_version
 from pycm.sim.watch import ADDED, DELETED, MODIFIED, StoreEvent, Watcher
@@ -169,10 +170,11 @@ class Store:
         namespace: str | None = None,
         labels: LabelSelector | None = None,
         fields: FieldSelector | None = None,
+        shards: ShardSelector | None = None,
     ) -> tuple[list[Obj], int]:
         """Copies of the matching objects (ordered by namespace, name) and the current rv."""
         selected = self._table(res).select(
-            namespace, labels or LabelSelector(), fields or FieldSelector()
+            namespace, labels or LabelSelector(), fields or FieldSelector(), shards=shards
         )
         return [deep_copy(obj) for _, obj in selected], self._rv
 
@@ -184,6 +186,7 @@ class Store:
         fields: FieldSelector | None = None,
         limit: int | None = None,
         continue_from: tuple[int, str, str] | None = None,
+        shards: ShardSelector | None = None,
     ) -> ListPage:
         """One page of a chunked list; ``continue_from`` is a decoded (rv, ns, name) token.
 
@@ -207,7 +210,7 @@ class Store:
             list_rv = token_rv
             after = (ns, name)
         labels, fields = labels or LabelSelector(), fields or FieldSelector()
-        return self._table(res).page(namespace, labels, fields, limit, after, list_rv)
+        return self._table(res).page(namespace, labels, fields, limit, after, list_rv, shards)
 
     def lookup_uid(self, uid: str) -> tuple[Resource, Obj] | None:
         ref = self._by_uid.get(uid)
@@ -264,9 +267,11 @@ class Store:
         fields: FieldSelector | None = None,
         resource_version: str | None = None,
         capacity: int | None = None,
+        shards: ShardSelector | None = None,
     ) -> Watcher:
         """Start a watch. ``resource_version`` "" / "0" / None: ADDED for the current state,
         then live events; otherwise every event after it (410 Expired if compacted).
+        ``shards``: only objects a shardSelector keeps.
 
         The caller must ``stop()`` the watcher when done with it.
         """
@@ -278,9 +283,12 @@ class Store:
             fields or FieldSelector(),
             capacity or self.watch_queue_size,
             self._watchers.discard,
+            shards,
         )
         if resource_version in (None, "", "0"):
-            selected = self._table(res).select(watcher.namespace, watcher.labels, watcher.fields)
+            selected = self._table(res).select(
+                watcher.namespace, watcher.labels, watcher.fields, shards=shards
+            )
             for _, obj in selected:
                 watcher.add_initial(ADDED, obj)
         else:
@@ -509,10 +517,12 @@ class Store:
         labels: LabelSelector,
         fields: FieldSelector,
         options: DeleteOptions | None = None,
+        shards: ShardSelector | None = None,
     ) -> ObjList:
         """DELETE on a collection: delete each match; returns what each delete returned."""
         out = []
-        for (ns, name), _ in self._table(res).select(self._ns(res, namespace), labels, fields):
+        selected = self._table(res).select(self._ns(res, namespace), labels, fields, shards=shards)
+        for (ns, name), _ in selected:
             if self.peek(res, ns, name) is None:
                 continue  # collected as a dependent of an earlier match
             obj, _ = self.delete(res, ns, name, options)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from pycm.sim.objects import Obj
 from pycm.sim.selectors import FieldSelector, LabelSelector
+from pycm.sim.shardselector import ShardSelector
 from pycm.sim.tokens import encode_continue
 
 __all__ = ["Key", "ListPage", "Table"]
@@ -69,9 +70,11 @@ class Table:
         *,
         after: Key | None = None,
         limit: int | None = None,
+        shards: ShardSelector | None = None,
     ) -> list[tuple[Key, Obj]]:
         """Matching (key, object) pairs in key order, after ``after``; at most ``limit + 1`` of
-        them when ``limit`` is given (the extra one tells that more follow)."""
+        them when ``limit`` is given (the extra one tells that more follow). ``shards``: a
+        shardSelector's ranges, as one more selector."""
         keys = self.sorted_keys()
         lo = bisect_left(keys, (namespace, "")) if namespace else 0
         if after is not None:
@@ -86,6 +89,8 @@ class Table:
             if labels.requirements and not labels.matches(meta_.get("labels")):
                 continue
             if fields.terms and not fields.matches(obj):
+                continue
+            if shards is not None and not shards.matches(obj):
                 continue
             out.append((key, obj))
             if limit is not None and len(out) > limit:
@@ -106,18 +111,22 @@ class Table:
         limit: int | None,
         after: Key | None,
         list_rv: int,
+        shards: ShardSelector | None = None,
     ) -> ListPage:
         """The page after ``after`` of at most ``limit`` (None or 0: every) matching objects,
         read at ``list_rv``. ``remaining`` (remainingItemCount) is given only for a list without
-        selectors, as kube-apiserver does: with a selector it would be a guess."""
+        selectors (a shardSelector included), as kube-apiserver does: with a selector it would
+        be a guess."""
         page_size = limit if limit is not None and limit > 0 else None
-        selected = self.select(namespace, labels, fields, after=after, limit=page_size)
+        selected = self.select(
+            namespace, labels, fields, after=after, limit=page_size, shards=shards
+        )
         if page_size is None or len(selected) <= page_size:
             return ListPage([o for _, o in selected], list_rv, "", None)
         page = selected[:page_size]
         last = page[-1][0]
         remaining = None
-        if not labels.requirements and not fields.terms:
+        if not labels.requirements and not fields.terms and shards is None:
             remaining = self.count_after(namespace, last)
         return ListPage(
             [o for _, o in page],

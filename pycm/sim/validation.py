@@ -424,11 +424,32 @@ def _rolling_update_causes(stype: Any, rolling: Any) -> list[Cause]:
 
 
 def lease_causes(obj: Mapping[str, Any]) -> list[Cause]:
+    """kube's ValidateLeaseSpec: a positive duration, non-negative transitions, a known
+    ``strategy``, and a ``preferredHolder`` only beside a strategy (KEP-4355)."""
+    from pycm.sim.registry.leasecandidates import strategy_causes
+
     spec = obj.get("spec") or {}
+    causes: list[Cause] = []
     duration = spec.get("leaseDurationSeconds")
     if duration is not None and (not isinstance(duration, int) or duration <= 0):
-        return [invalid_value("spec.leaseDurationSeconds", duration, "must be greater than 0")]
-    return []
+        causes.append(
+            invalid_value("spec.leaseDurationSeconds", duration, "must be greater than 0")
+        )
+    transitions = spec.get("leaseTransitions")
+    if isinstance(transitions, int) and transitions < 0:
+        causes.append(
+            invalid_value(
+                "spec.leaseTransitions", transitions, "must be greater than or equal to 0"
+            )
+        )
+    strategy = spec.get("strategy")
+    if isinstance(strategy, str):
+        causes += strategy_causes(strategy, "spec.strategy")
+    if spec.get("preferredHolder") and not strategy:
+        causes.append(
+            forbidden("spec.preferredHolder", "may only be specified if `strategy` is defined")
+        )
+    return causes
 
 
 def configmap_causes(obj: Mapping[str, Any]) -> list[Cause]:

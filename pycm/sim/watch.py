@@ -4,6 +4,8 @@ The store offers every change to every watcher synchronously (``offer`` is O(1) 
 blocks); a watcher filters by namespace, label and field selector and translates selector
 transitions the way kube-apiserver's watch cache does: a MODIFIED that brings an object into
 the selection is delivered as ADDED, one that takes it out as DELETED (carrying the new object).
+A shardSelector (:mod:`pycm.sim.shardselector`) filters too; it reads only uid or namespace,
+which never change, so it never causes a transition.
 
 A watcher that falls more than ``capacity`` live events behind is ended (``overflowed``), never
 buffered without bound: its client relists and rewatches, as client-go's reflector does when
@@ -25,6 +27,7 @@ from dataclasses import dataclass
 from pycm.sim.objects import Obj
 from pycm.sim.resources import ResourceKey
 from pycm.sim.selectors import FieldSelector, LabelSelector
+from pycm.sim.shardselector import ShardSelector
 
 __all__ = ["ADDED", "BOOKMARK", "DELETED", "ERROR", "MODIFIED", "Entry", "StoreEvent", "Watcher"]
 
@@ -66,13 +69,15 @@ class Watcher:
         fields: FieldSelector,
         capacity: int,
         on_stop: Callable[[Watcher], None],
+        shards: ShardSelector | None = None,
     ) -> None:
         self.resource = resource
         self.namespace = namespace
         self.labels = labels
         self.fields = fields
+        self.shards = shards
         # Without selectors only the namespace decides what this watcher sees.
-        self._unselective = labels.empty and fields.empty
+        self._unselective = labels.empty and fields.empty and shards is None
         self.capacity = capacity
         self._on_stop = on_stop
         # Invariant: len(_live) <= capacity; nothing is added once `closed`.
@@ -86,6 +91,8 @@ class Watcher:
     def matches(self, obj: Obj) -> bool:
         meta = obj.get("metadata") or {}
         if self.namespace is not None and meta.get("namespace", "") != self.namespace:
+            return False
+        if self.shards is not None and not self.shards.matches(obj):
             return False
         return self.labels.matches(meta.get("labels")) and self.fields.matches(obj)
 

@@ -6,9 +6,11 @@ come with ``resourceVersionMatch=NotOlderThan`` (:mod:`pycm.sim.listoptions` ref
 else with kube's 422) — by streaming the collection's current state as ADDED events, then, when
 the client allows bookmarks, one BOOKMARK whose ``metadata.annotations`` carry
 ``k8s.io/initial-events-end: "true"`` and whose ``resourceVersion`` is the state's; after it the
-stream goes on as any watch from that version. The version named by the request sets how fresh
-the state must be: none means a consistent read (the state as the request is served), a given
-one "at least as new" — the emulator's state is always the latest, so both are served from it;
+stream goes on as any watch from that version. A shardSelector (KEP-5866) keeps the initial
+events and the stream after them to its shard, as it does a plain watch's. The version named
+by the request sets how fresh the state must be: none means a consistent read (the state as
+the request is served), a given one "at least as new" — the emulator's state is always the
+latest, so both are served from it;
 one newer than anything the emulator has written is kube's 504 "Too large resource version"
 (kube waits up to 3 s for its cache to catch up first; the emulator, which has no cache to wait
 for, answers at once). ``sendInitialEvents=false`` asks for no initial events: the watch starts
@@ -70,12 +72,16 @@ def watch_with_initial_events(
     if not send:
         # No initial events: from the given version as any watch, or from now.
         since = options.resource_version if requested else str(current)
-        return store.watch(res, namespace, options.labels, options.fields, since)
+        return store.watch(
+            res, namespace, options.labels, options.fields, since, shards=options.shards
+        )
     if requested > current:
         raise _too_large(requested, current)
     # The store queues an ADDED for every matching object and registers the watcher in one
     # synchronous step, so the version read just after is exactly the state they show.
-    watcher = store.watch(res, namespace, options.labels, options.fields, None)
+    watcher = store.watch(
+        res, namespace, options.labels, options.fields, None, shards=options.shards
+    )
     if options.allow_watch_bookmarks:
         watcher.add_initial(BOOKMARK, initial_events_bookmark(res, store.resource_version))
     return watcher

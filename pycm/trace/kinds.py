@@ -44,6 +44,7 @@ class AcquireResult(enum.StrEnum):
     CREATED = "created"  # the lease did not exist and was created with us as holder
     HELD_BY_OTHER = "held_by_other"  # another holder's term is still valid
     ERROR = "error"  # an API error (the message is in ``error``)
+    NOT_ELECTED = "not_elected"  # coordinated: waiting for the coordinator to name a holder
 
 
 class RenewFailureReason(enum.StrEnum):
@@ -53,6 +54,7 @@ class RenewFailureReason(enum.StrEnum):
     CONFLICT = "conflict"  # the update lost an optimistic-concurrency race
     API_ERROR = "api_error"  # the API server answered with an error or did not answer
     NOT_HOLDER = "not_holder"  # the lease names another holder
+    STEPPED_DOWN = "stepped_down"  # coordinated: the lease names another preferredHolder
 
 
 # ---------------------------------------------------------------------------------------------
@@ -160,6 +162,19 @@ class ControllerDisabled(Event):
 
     controller: str = ""
     reason: str = ""
+
+
+@kind("controllers.took_over")
+class ControllersTookOver(Event):
+    """This replica leads now and starts its controllers' workers. ``warm``: its informers ran
+    while it was a standby (--leader-elect-warm-standby): ``synced`` of ``informers`` had synced
+    and ``queued`` keys already waited in its controllers' queues, so the first reconciles need
+    no list. Cold (the default), the informers start only now and all three are 0."""
+
+    warm: bool = False
+    informers: int = 0
+    synced: int = 0
+    queued: int = 0
 
 
 @kind("controller.started")
@@ -445,9 +460,12 @@ class HandlerLagged(Event):
 
 @kind("informers.started")
 class InformersStarted(Event):
-    """Both informer factories were started after every controller registered its informers."""
+    """Both informer factories were started after every controller registered its informers.
+    ``standby``: started before this replica leads (--leader-elect-warm-standby), so its caches
+    sync while it is a standby and its controllers wait for the lease."""
 
     informers: int = 0
+    standby: bool = False
 
 
 # ---------------------------------------------------------------------------------------------
@@ -640,6 +658,30 @@ class LeaderObserved(Event):
     transitions: int = 0
     lease_duration_s: float = 0.0
     skew_ms: float = 0.0
+
+
+@kind("lease.candidate_renewed")
+class LeaseCandidateRenewed(Event):
+    """This instance's LeaseCandidate (coordinated leader election) was created or renewed;
+    ``pinged``: in answer to the coordinator's ping."""
+
+    candidate: str = ""  # namespace/name of the LeaseCandidate (the elector identity)
+    lease: str = ""  # namespace/name of the Lease it contends for
+    binary_version: str = ""
+    emulation_version: str = ""
+    strategy: str = ""
+    pinged: bool = False
+
+
+@kind("lease.coordination_observed")
+class LeaseCoordinationObserved(Event):
+    """The coordinator's fields on a Lease changed: its ``strategy``, and the
+    ``preferred_holder`` it asks the holder to hand over to ("" none)."""
+
+    lease: str = ""
+    holder: str = ""
+    preferred_holder: str = ""
+    strategy: str = ""
 
 
 # ---------------------------------------------------------------------------------------------

@@ -115,6 +115,9 @@ def _flag_block(out: str, left: str) -> str:
         pytest.param("      --kube-api-qps float32", "Generic", "20", id="qps"),
         pytest.param("      --kube-api-burst int32", "Generic", "30", id="burst"),
         pytest.param(
+            "      --emulated-version mapStringString", "Generic", None, id="emulated-version"
+        ),
+        pytest.param(
             "      --use-service-account-credentials", "Generic", None, id="sa-credentials"
         ),
         pytest.param("      --leader-elect", "Leader election", "true", id="leader-elect"),
@@ -126,6 +129,9 @@ def _flag_block(out: str, left: str) -> str:
         ),
         pytest.param(
             "      --leader-elect-retry-period duration", "Leader election", "2s", id="retry"
+        ),
+        pytest.param(
+            "      --leader-elect-warm-standby", "Leader election", None, id="warm-standby"
         ),
         pytest.param(
             "      --leader-elect-resource-lock string", "Leader election", '"leases"', id="lock"
@@ -227,7 +233,7 @@ def test_run_help_lists_every_flag_once() -> None:
         for word in line.split()[:2]
         if word.startswith("--")
     ]
-    assert len(names) == len(set(names)) == 56  # the table above (KCM's refused flags are hidden)
+    assert len(names) == len(set(names)) == 58  # the table above (KCM's refused flags are hidden)
 
 
 def test_run_help_wins_over_other_problems() -> None:

@@ -247,6 +247,29 @@ async def test_process_begin_carries_how_long_the_key_waited_in_the_queue() -> N
     await ctrl.queue.aclose()
 
 
+@pytest.mark.asyncio
+async def test_process_end_reaches_a_reader_whose_subscription_grew_the_log_mid_sync() -> None:
+    # A log reader opened during the sync with a maxsize past the ring's replaces the bus's log
+    # (a deque with a new maxlen): the end must go to the new log, not the one the begin went
+    # to, or that reader (and recent()) never sees the reconcile end.
+    clock = FakeClock(wall_start_ns=1_700_000_000_000_000_000)
+    bus = Bus(instance="pycm-0", clock=clock, ring_size=4)
+    readers = []
+
+    async def sync(key: str) -> None:
+        readers.append(bus.subscribe(name="late", maxsize=16, since=0))
+
+    ctrl = Controller("replicaset", sync, resource="replicasets", clock=clock, bus=bus)
+    await ctrl.process("ns/a")
+    (late,) = readers
+    read = late.drain()
+    assert [e.KIND for e in read] == [ReconcileStarted.KIND, ReconcileFinished.KIND]
+    assert [e.KIND for e in bus.recent()] == [ReconcileStarted.KIND, ReconcileFinished.KIND]
+    assert read[1].seq == read[0].seq + 1 == bus.last_seq
+    late.close()
+    await ctrl.queue.aclose()
+
+
 class _QueueBroke(RuntimeError):
     pass
 

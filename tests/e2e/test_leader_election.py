@@ -182,6 +182,8 @@ async def test_lease_watch_prints_scripted_transitions_and_warns_on_flap(
         "1h",
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
+        # On a stuck exit the test sends SIGABRT: faulthandler then prints every thread's stack.
+        env={**os.environ, "PYTHONFAULTHANDLER": "1"},
     )
     try:
         assert proc.stdout is not None
@@ -220,7 +222,13 @@ async def test_lease_watch_prints_scripted_transitions_and_warns_on_flap(
         assert out[-1].strip() == "WARNING flap: 3 transitions in 1h0m0s"
     finally:
         proc.send_signal(signal.SIGINT)
-        code = await asyncio.wait_for(proc.wait(), 10)
+        try:
+            code = await asyncio.wait_for(proc.wait(), 20)
+        except TimeoutError:
+            proc.send_signal(signal.SIGABRT)
+            assert proc.stderr is not None
+            stacks = (await asyncio.wait_for(proc.stderr.read(), 10)).decode(errors="replace")
+            raise AssertionError(f"pycm lease watch did not exit on SIGINT:\n{stacks}") from None
     assert code == 0
 
 

@@ -1,5 +1,6 @@
 """Leader: per lease, the holder timeline across replicas, the renew latency sparkline, why
-renews failed, the observed clock skew, and a flap alert."""
+renews failed, the observed clock skew, and a flap alert; with coordinated leader election the
+preferred holder the coordinator asked for and the candidates with their versions."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from tui.feed import Feed
 from tui.views.base import View
 from tui.views.overview import lease_gauge
 
-__all__ = ["FLAP_THRESHOLD", "LeaderView", "timeline"]
+__all__ = ["FLAP_THRESHOLD", "LeaderView", "candidates_table", "timeline"]
 
 FLAP_THRESHOLD = 3  # holder changes in the last hour beyond which the lease is flapping
 TIMELINE_WIDTH = 60
@@ -58,6 +59,38 @@ def timeline(lease: LeaseSnapshot, now_ts: int, width: int = TIMELINE_WIDTH) -> 
     table.add_row(
         Text(f"{span / 1e9:.0f}s window", style="dim"), Text("now".rjust(width), style="dim")
     )
+    return table
+
+
+def candidates_table(lease: LeaseSnapshot) -> Table | None:
+    """The lease's LeaseCandidates, oldest emulation version first (the one the coordinator's
+    OldestEmulationVersion picks); None when the lease has none (not coordinated)."""
+    candidates = lease["candidates"]
+    if not candidates:
+        return None
+    table = Table(title="candidates", title_justify="left", box=None)
+    for column in ("identity", "emulation", "binary", "renews", "pings", ""):
+        table.add_column(column, justify="left" if column in ("identity", "") else "right")
+
+    def order(item: tuple[str, Any]) -> tuple[tuple[int, ...], str]:
+        version = item[1]["emulation_version"]
+        parts = tuple(int(p) if p.isdigit() else 0 for p in version.split("-")[0].split("."))
+        return parts, item[0]
+
+    for identity, c in sorted(candidates.items(), key=order):
+        role = ""
+        if identity == lease["holder"]:
+            role = "holder"
+        if identity == lease["preferred_holder"]:
+            role = "preferred"
+        table.add_row(
+            identity,
+            c["emulation_version"],
+            c["binary_version"],
+            str(c["renews"]),
+            str(c["pings"]),
+            Text(role, style="bold yellow" if role == "preferred" else "green"),
+        )
     return table
 
 
@@ -110,6 +143,13 @@ class LeaderView(View):
         head.append(f"   transitions {lease['transitions']}")
         head.append(f"   changes seen {lease['changes']} ({changes} in the last hour)")
         parts: list[Any] = [head]
+        if lease["strategy"] or lease["preferred_holder"]:
+            coordinated = Text(f" coordinated ({lease['strategy'] or 'no strategy'})")
+            if lease["preferred_holder"]:
+                coordinated.append("   preferred holder ")
+                coordinated.append(lease["preferred_holder"], style="bold yellow")
+                coordinated.append(": the holder is stepping down", style="yellow")
+            parts.append(coordinated)
         if changes > FLAP_THRESHOLD:
             parts.append(
                 Text(
@@ -149,4 +189,7 @@ class LeaderView(View):
                 fmt.ms(h["last_latency_ms"]),
                 fmt.ms(h["max_latency_ms"]),
             )
-        return Group(stats, Text(""), failures, Text(""), holders)
+        candidates = candidates_table(lease)
+        if candidates is None:
+            return Group(stats, Text(""), failures, Text(""), holders)
+        return Group(stats, Text(""), failures, Text(""), holders, Text(""), candidates)

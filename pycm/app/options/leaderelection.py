@@ -40,6 +40,7 @@ class LeaderElectionOptions:
     # "": decided when the client configuration is known (lease_namespace).
     resource_namespace: str = ""
     identity: str = _D.identity
+    warm_standby: bool = _D.warm_standby
 
     def add_flags(self, fs: FlagSet) -> None:
         fs.add(
@@ -103,6 +104,16 @@ class LeaderElectionOptions:
             "The holder identity written into the Lease; empty means the host name, '_' and a "
             "random UUID.",
         )
+        fs.add(
+            self,
+            "warm_standby",
+            "leader-elect-warm-standby",
+            BOOL,
+            "Start the informers before leading, so a standby's caches are synced when it takes "
+            "over and its controllers reconcile at once instead of listing everything first; "
+            "its workers start, and its controllers write, only once it leads. pycm's own flag: "
+            "KCM has no such flag (controller-runtime calls it EnableWarmup).",
+        )
 
     def validate(self) -> list[str]:
         if not self.leader_elect:
@@ -149,4 +160,5 @@ class LeaderElectionOptions:
             resource_name=self.resource_name,
             resource_namespace=self.resource_namespace,
             identity=self.identity,
+            warm_standby=self.warm_standby,
         )

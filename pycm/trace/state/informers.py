@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, TypedDict
 
 from pycm.trace.events import Outcome
 from pycm.trace.kinds import (
+    ControllersTookOver,
     HandlerLagged,
     InformerBackedOff,
     InformerListBegan,
@@ -282,3 +283,9 @@ def _handler_lagged(state: State, ev: HandlerLagged, inst: InstanceRecord) -> No
 @handles(InformersStarted)
 def _informers_started(state: State, ev: InformersStarted, inst: InstanceRecord) -> None:
     bar_point(inst, "informers.started", ev.ts, 0)
+
+
+@handles(ControllersTookOver)
+def _controllers_took_over(state: State, ev: ControllersTookOver, inst: InstanceRecord) -> None:
+    # On the start-up bar: a warm standby's informers started long before it took over.
+    bar_point(inst, "controllers.took_over", ev.ts, 0)

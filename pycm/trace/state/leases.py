@@ -1,4 +1,7 @@
-"""Leases and roles: each Lease's holder timeline, renew latency and failures, per holder.
+"""Leases and roles: each Lease's holder timeline, renew latency and failures, per holder;
+with coordinated leader election (KEP-4355) its candidates (``lease.candidate_renewed``), the
+coordinator's strategy and the preferred holder it asked the leader to hand over to
+(``lease.coordination_observed``).
 
 A holder change, whoever reports it (the new leader, a standby's acquire attempt, an observer's
 ``lease.leader_observed``), also sets the roles of the instances campaigning for that lease, so
@@ -19,6 +22,8 @@ from pycm.trace.kinds import (
     LeaderObserved,
     LeaseAcquireAttempted,
     LeaseAcquired,
+    LeaseCandidateRenewed,
+    LeaseCoordinationObserved,
     LeaseLost,
     LeaseReleased,
     LeaseRenewed,
@@ -43,9 +48,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "HOLDER_HISTORY",
+    "MAX_CANDIDATES",
     "MAX_HOLDERS",
     "MAX_LEASES",
     "RENEW_HISTORY",
+    "CandidateRecord",
+    "CandidateSnapshot",
     "HolderChange",
     "HolderRecord",
     "HolderSnapshot",
@@ -59,6 +67,7 @@ __all__ = [
 
 MAX_LEASES = 256  # `pycm lease watch` may observe every lease of a cluster
 MAX_HOLDERS = 16
+MAX_CANDIDATES = 16  # LeaseCandidates kept per lease (one per replica)
 HOLDER_HISTORY = 64  # holder changes kept per lease (days of normal operation)
 RENEW_HISTORY = 120  # renew attempts kept per lease (4 min at the default 2 s retry period)
 _HOUR_NS = 3600 * 1_000_000_000
@@ -94,6 +103,18 @@ class RenewAttempt(TypedDict):
     reason: Annotated[str, "why it failed (timeout, conflict, api_error, not_holder)"]
 
 
+class CandidateSnapshot(TypedDict):
+    """One LeaseCandidate of a lease (coordinated leader election)."""
+
+    binary_version: Annotated[str, "its binaryVersion"]
+    emulation_version: Annotated[str, "its emulationVersion (the oldest is elected)"]
+    strategy: Annotated[str, "the strategy it asks for"]
+    renews: Annotated[int, "creations and renewals seen"]
+    pings: Annotated[int, "renewals in answer to the coordinator's ping"]
+    last_renew_ts: Annotated[int, "the last renewal (Unix ns)"]
+    touched: Annotated[int, "recency for eviction"]
+
+
 class LeaseSnapshot(TypedDict):
     """One Lease (namespace/name)."""
 
@@ -113,6 +134,9 @@ class LeaseSnapshot(TypedDict):
     history: Annotated[list[HolderChange], "holder changes, oldest first (bounded)"]
     renew_history: Annotated[list[RenewAttempt], "renew attempts, oldest first (bounded)"]
     renew_latency: Annotated[HistogramSnapshot, "renew latency (ms)"]
+    strategy: Annotated[str, 'the coordinator\'s strategy on the lease ("" uncoordinated)']
+    preferred_holder: Annotated[str, 'the candidate the coordinator wants to lead next ("" none)']
+    candidates: Annotated[dict[str, CandidateSnapshot], "candidate identity -> its versions"]
     touched: Annotated[int, "recency for eviction"]
     changes_last_hour: Annotated[int, "holder changes in the hour before now_ts (derived)"]
 
@@ -131,6 +155,23 @@ class HolderRecord(Record):
 
 def _holders() -> BoundedTable[str, HolderRecord]:
     return BoundedTable(MAX_HOLDERS, lambda _: HolderRecord())
+
+
+@dataclass(slots=True)
+class CandidateRecord(Record):
+    """One LeaseCandidate of a lease."""
+
+    binary_version: str = ""
+    emulation_version: str = ""
+    strategy: str = ""
+    renews: int = 0
+    pings: int = 0
+    last_renew_ts: int = 0
+    touched: int = 0
+
+
+def _candidates() -> BoundedTable[str, CandidateRecord]:
+    return BoundedTable(MAX_CANDIDATES, lambda _: CandidateRecord())
 
 
 @dataclass(slots=True)
@@ -155,10 +196,14 @@ class LeaseRecord(Record):
         default_factory=lambda: deque(maxlen=RENEW_HISTORY)
     )
     renew_latency: Histogram = field(default_factory=Histogram)
+    strategy: str = ""  # the coordinator's (KEP-4355); "" when the lease is not coordinated
+    preferred_holder: str = ""  # whom the coordinator wants to lead next; "" none
+    candidates: BoundedTable[str, CandidateRecord] = field(default_factory=_candidates)
     touched: int = 0
 
     _LOAD: ClassVar[dict[str, Callable[[Any], Any]]] = {
         "holders": records(HolderRecord, MAX_HOLDERS),
+        "candidates": records(CandidateRecord, MAX_CANDIDATES),
         "history": ring(HOLDER_HISTORY),
         "renew_history": ring(RENEW_HISTORY),
         "renew_latency": Histogram.from_dict,
@@ -316,3 +361,33 @@ def _leader_observed(state: State, ev: LeaderObserved, inst: InstanceRecord) -> 
     if abs(ev.skew_ms) > lease.max_abs_skew_ms:
         lease.max_abs_skew_ms = abs(ev.skew_ms)
     _set_holder(state, lease, ev.new_holder, ev, old=ev.old_holder)
+
+
+@handles(LeaseCandidateRenewed)
+def _candidate_renewed(state: State, ev: LeaseCandidateRenewed, inst: InstanceRecord) -> None:
+    lease = state.leases[ev.lease]
+    lease.touched = state.applied
+    name = text_key(ev.candidate.rpartition("/")[2] or ev.instance)
+    candidate = lease.candidates[name]
+    candidate.touched = state.applied
+    candidate.binary_version = ev.binary_version
+    candidate.emulation_version = ev.emulation_version
+    candidate.strategy = ev.strategy
+    candidate.renews += 1
+    if ev.pinged:
+        candidate.pings += 1
+    candidate.last_renew_ts = ev.ts
+    if not inst.lease:
+        inst.lease = ev.lease
+
+
+@handles(LeaseCoordinationObserved)
+def _coordination_observed(
+    state: State, ev: LeaseCoordinationObserved, inst: InstanceRecord
+) -> None:
+    lease = state.leases[ev.lease]
+    lease.touched = state.applied
+    lease.strategy = ev.strategy
+    lease.preferred_holder = ev.preferred_holder
+    if ev.holder:
+        _set_holder(state, lease, ev.holder, ev)

@@ -1,6 +1,8 @@
 // Lease timeline: one swimlane per replica over the window, the holder's time as bars, each
 // holder change marked, each failed renew marked with its reason; renew latency against the
-// renew-deadline line; a flap alert when changes in the window pass a threshold.
+// renew-deadline line; a flap alert when changes in the window pass a threshold. With
+// coordinated leader election: the coordinator's strategy and preferred holder, and the
+// candidates with their versions, oldest emulation version (the coordinator's pick) first.
 import { LineChart } from "../charts.js";
 import { el, fmtClock, fmtNum, pct } from "../dom.js";
 
@@ -41,6 +43,43 @@ export function leaseHistory(model) {
   return { name, changes, renews: uniqueRenews };
 }
 
+// "1.35.0" → [1, 35, 0] (a pre-release sorts with its release: enough to order the table).
+function versionKey(v) {
+  return String(v || "").split("-")[0].split(".").map((p) => Number(p) || 0);
+}
+
+function compareVersions(a, b) {
+  const x = versionKey(a), y = versionKey(b);
+  for (let i = 0; i < Math.max(x.length, y.length); i++) {
+    const d = (x[i] || 0) - (y[i] || 0);
+    if (d) return d;
+  }
+  return 0;
+}
+
+// Every source's view of the candidates, merged (the latest renewal of each wins); the
+// preferred holder is one some source saw that is not already the holder (a source that has
+// not seen the hand-over yet still names it).
+export function leaseCoordination(model, holder) {
+  const candidates = new Map();
+  let strategy = "";
+  let preferred = "";
+  for (const s of model.sources.values()) {
+    for (const lease of Object.values(s.snapshot.leases || {})) {
+      for (const [id, c] of Object.entries(lease.candidates || {})) {
+        const seen = candidates.get(id);
+        if (!seen || (c.last_renew_ts || 0) > (seen.last_renew_ts || 0)) candidates.set(id, c);
+      }
+      strategy = strategy || lease.strategy || "";
+      if (lease.preferred_holder && lease.preferred_holder !== holder) preferred = lease.preferred_holder;
+    }
+  }
+  const rows = [...candidates.entries()].sort(
+    (a, b) => compareVersions(a[1].emulation_version, b[1].emulation_version) || a[0].localeCompare(b[0]),
+  );
+  return { strategy, preferred, candidates: rows };
+}
+
 export function axis(startNs, endNs) {
   const host = el("div", { class: "axis" });
   for (let i = 0; i <= 4; i++) {
@@ -60,6 +99,33 @@ export class LeasePanel {
     this.alert = root.querySelector("#flap-alert");
     this.name = root.querySelector("#lease-name");
     this.chart = new LineChart(root.querySelector("#renew-chart"), { unit: "renew ms (log)", log: true });
+    this.coordination = root.querySelector("#lease-coordination");
+    this.candidates = root.querySelector("#lease-candidates");
+  }
+
+  renderCoordination(model, holder) {
+    const { strategy, preferred, candidates } = leaseCoordination(model, holder);
+    const coordinated = Boolean(strategy || preferred || candidates.length);
+    this.coordination.hidden = !coordinated;
+    this.candidates.hidden = !candidates.length;
+    if (!coordinated) return;
+    this.coordination.textContent =
+      `coordinated (${strategy || "no strategy"})` +
+      (preferred ? ` — preferred holder ${preferred}: ${holder || "the holder"} is stepping down` : "");
+    const rows = candidates.map(([id, c]) => {
+      const role = id === preferred ? "preferred" : id === holder ? "holder" : "";
+      return el(
+        "tr",
+        { "data-candidate": id, class: role },
+        el("td", { text: id }),
+        el("td", { text: c.emulation_version || "" }),
+        el("td", { text: c.binary_version || "" }),
+        el("td", { text: String(c.renews || 0) }),
+        el("td", { text: String(c.pings || 0) }),
+        el("td", { text: role }),
+      );
+    });
+    this.candidates.querySelector("tbody").replaceChildren(...rows);
   }
 
   render(model, nowNs, windowNs) {
@@ -124,6 +190,7 @@ export class LeasePanel {
     }
     this.list.replaceChildren(...items);
     this.list.scrollTop = this.list.scrollHeight;
+    this.renderCoordination(model, changes.length ? changes[changes.length - 1].new : "");
 
     const inWindow = changes.filter((c) => c.ts >= start && c.old).length;
     this.alert.hidden = inWindow < FLAP_THRESHOLD;
