@@ -41,6 +41,7 @@ from typing import Any, Protocol
 from pycm.api.diff import changed_paths
 from pycm.controller.metrics import ControllerMetrics
 from pycm.kube.errors import Conflict, FencedError
+from pycm.sharding.gate import KeyAdmission
 from pycm.trace.bus import RECONCILE_BEGIN, RECONCILE_END, RECONCILE_FAILED, Bus, default_bus
 from pycm.trace.causes import Trigger, cause_of_record
 from pycm.trace.context import (
@@ -57,6 +58,7 @@ from pycm.trace.events import Outcome
 from pycm.trace.kinds import (
     ControllerStarted,
     ControllerStopped,
+    ItemDropped,
     ReconcileResult,
 )
 from pycm.util.clock import REAL_CLOCK, Clock
@@ -65,7 +67,15 @@ from pycm.workqueue.priority_queue import DEFAULT_PRIORITY, LOW_PRIORITY, Priori
 from pycm.workqueue.queue import ShutDown
 from pycm.workqueue.rate_limiting_queue import RateLimitingQueue
 
-__all__ = ["Controller", "ReconcileGate", "Result", "SyncHandler", "TerminalError", "Trigger"]
+__all__ = [
+    "Controller",
+    "KeyGate",
+    "ReconcileGate",
+    "Result",
+    "SyncHandler",
+    "TerminalError",
+    "Trigger",
+]
 
 log = logging.getLogger(__name__)
 
@@ -101,6 +111,15 @@ class Result:
     action: str = ""  # what the sync did, for the trace: "noop", "scaled_up", ...
     uid: str = ""
     api_calls: int = 0
+
+
+class KeyGate(Protocol):
+    """A sharded member's say over each key (pycm.sharding.gate.ShardKeyGate): take it, drop
+    it (another member's) or retry it after ``retry_after`` seconds (claimed elsewhere)."""
+
+    retry_after: float
+
+    def admit(self, key: str) -> tuple[KeyAdmission, str]: ...
 
 
 class ReconcileGate(Protocol):
@@ -179,6 +198,8 @@ class Controller:
         self.running = False
         # Leader-elected: set before the workers start; None runs ungated.
         self.gate: ReconcileGate | None = None
+        # Sharded: asked before each key (after the gate); None takes every key.
+        self.key_gate: KeyGate | None = None
         # Set when run() stops: a worker waiting at a closed gate gives up its key at once
         # (else stopping would wait stop_timeout for it).
         self._stopping = asyncio.Event()
@@ -328,10 +349,27 @@ class Controller:
             try:
                 gate = self.gate
                 if gate is None or gate.is_open() or await self._wait_gate(gate):
-                    await self.process(key)
+                    keys = self.key_gate
+                    if keys is None:
+                        await self.process(key)
+                    else:
+                        await self._process_admitted(keys, key)
             finally:
                 queue.done(key)
                 self.last_progress = self._clock.monotonic()
+
+    async def _process_admitted(self, keys: KeyGate, key: str) -> None:
+        """A sharded worker's key: reconciled, forgotten (another member's: said in the trace
+        as ``queue.drop`` with the owner), or retried once another member has let go of it."""
+        admission, why = keys.admit(key)
+        if admission is KeyAdmission.TAKE:
+            await self.process(key)
+        elif admission is KeyAdmission.DROP:
+            self._triggers.pop(key, None)
+            self.queue.forget(key)
+            self._bus.point(ItemDropped(queue=self.name, key=key, retries=0, reason=why))
+        else:  # WAIT: its trigger stays for the reconcile that will run
+            self.queue.add_after(key, keys.retry_after)
 
     async def _wait_gate(self, gate: ReconcileGate) -> bool:
         """Wait for the gate to open (True) or the controller to stop (False)."""

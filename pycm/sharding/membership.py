@@ -129,6 +129,11 @@ class Membership:
     def owns(self, hashed: int) -> bool:
         return self.claims.owns(self._clock.monotonic(), hashed)
 
+    def owner(self, hashed: int) -> str | None:
+        """Who owns the hash under the ring of the members this one sees live now."""
+        claims = self.claims
+        return claims.ring(claims.target(self._clock.monotonic())).owner(hashed)
+
     def _body(self, view: frozenset[str], now_ns: int) -> dict[str, Any]:
         stamp = _micro_time(now_ns)
         return {
