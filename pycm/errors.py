@@ -41,11 +41,12 @@ configuration that cannot work, whether it is met at start-up or when a token fi
 
 Rightly local, and why (each stays a plain ``Exception`` or ``ValueError``):
 
-- **Bad input to a parser** (``ValueError`` subclasses: ``SelectorError``, ``ShardSelectorError``,
+- **Bad arguments** (``ValueError`` subclasses: ``SelectorError``, ``ShardSelectorError``,
   ``DurationError``, ``FlagValueError``, ``RegistryError``, ``LeaderElectionError``,
   ``CodecError``, ``CredentialsError``, ``RefError``, ``IndexerError``, ``KeyError_``,
-  ``AlreadyOwnedError``): argparse and the option groups turn a ``ValueError`` into a usage
-  error with its message; they describe a string the user wrote, not a failure of the manager.
+  ``AlreadyOwnedError``): a value the caller passed is wrong (a flag, a selector, a duration,
+  an index name, an object without a name); callers catch ``ValueError`` for those as for any
+  bad argument, and the option groups turn them into usage errors with their message.
 - **Signals between a module and its own caller** (``ShutDown``, ``StaleCache``,
   ``AdoptionRefused``, ``Unknown``, ``CheckFailed``, and the private ``_NoWatchList``,
   ``_NoEventYet``, ``_Restarted``, ``_ConfigError``, ``_Timeout``, ``_BadInput``, ``_Mismatch``,
