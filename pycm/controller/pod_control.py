@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from pycm.api.meta import name
+from pycm.kube.errors import is_not_found
 
 __all__ = ["PodClient", "PodControl", "pod_from_template"]
 
@@ -80,7 +81,7 @@ class PodControl:
         try:
             await self._client.delete_pod(namespace, pod_name)
         except Exception as exc:
-            if getattr(exc, "code", None) == 404:
+            if is_not_found(exc):
                 raise  # already gone: the caller lowers its expectations, no Event
             self._recorder.event(controller, "Warning", "FailedDelete", f"Error deleting: {exc}")
             raise

@@ -31,6 +31,7 @@ from typing import Any, Protocol
 from pycm.api.labels import Selector
 from pycm.api.meta import controller_ref, deletion_timestamp, labels, namespace, uid
 from pycm.api.owner import new_controller_ref
+from pycm.kube.errors import is_not_found
 
 __all__ = [
     "CLAIM_INDEX",
@@ -151,7 +152,7 @@ def _owner(controller: Mapping[str, Any]) -> tuple[str, bool]:
 
 
 def _is_not_found(exc: Exception) -> bool:
-    return getattr(exc, "code", None) == 404
+    return is_not_found(exc)
 
 
 class ControllerRefManager:

@@ -16,6 +16,7 @@ import logging
 from collections import deque
 from typing import Any, Protocol
 
+from pycm.kube.errors import is_not_found
 from pycm.record.correlator import CorrelatorOptions, EventCorrelator
 from pycm.trace.bus import Bus, default_bus
 from pycm.trace.kinds import EventAction, EventRecorded
@@ -160,7 +161,7 @@ class EventRecorder:
                             namespace, event["metadata"]["name"], patch
                         )
                     except Exception as exc:
-                        if getattr(exc, "code", None) != 404:
+                        if not is_not_found(exc):
                             raise
                         # The repeated Event was deleted (TTL): write it anew, as client-go,
                         # without the resourceVersion of the deleted one.

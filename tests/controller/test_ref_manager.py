@@ -16,6 +16,7 @@ from pycm.controller.ref_manager import (
     claim_candidates,
     controller_of,
 )
+from pycm.kube.errors import NotFound
 
 OWNER = {
     "apiVersion": "apps/v1",
@@ -179,8 +180,9 @@ async def test_orphan_being_deleted_or_in_another_namespace_is_not_adopted() -> 
 
 @pytest.mark.asyncio
 async def test_not_found_during_adoption_is_not_an_error() -> None:
-    class Gone(Exception):
-        code = 404
+    class Gone(NotFound):
+        def __init__(self, message: str) -> None:
+            super().__init__(message, code=404)
 
     async def patch(obj: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
         raise Gone("pod gone")

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from pycm.kube.errors import NotFound
 from pycm.record import EventRecorder
 from pycm.trace.bus import Bus
 from pycm.trace.kinds import EventAction, EventRecorded
@@ -40,9 +41,7 @@ class FakeSink:
 
     async def patch_event(self, namespace: str, name: str, patch: dict[str, Any]) -> dict[str, Any]:
         if name in self.missing:
-            error = RuntimeError("not found")
-            error.code = 404  # type: ignore[attr-defined]
-            raise error
+            raise NotFound("not found", code=404)
         self.actions.append(("patch", name, patch))
         return self._store({**self.stored[name], **patch}, name)
 

@@ -18,7 +18,7 @@ from pycm.controllers.deployment.status import (
     status_equal,
     status_unchanged,
 )
-from pycm.kube.errors import NotFound
+from pycm.kube.errors import NotFound, is_already_exists, is_not_found
 
 __all__ = [
     "cleanup_deployment",
@@ -251,7 +251,7 @@ async def get_new_replica_set(
     try:
         created = await ctx.client.create_replica_set(_ns(deployment), new_rs)
     except Exception as exc:
-        if getattr(exc, "code", None) == 409 and getattr(exc, "reason", "") == "AlreadyExists":
+        if is_already_exists(exc):
             taken = await _on_name_taken(ctx, deployment, name, exc)
             # KCM goes on with the RS it found as if created, minus the event and the
             # NewReplicaSetCreated condition: only the deployment's revision is synced.
@@ -538,7 +538,7 @@ async def cleanup_deployment(ctx: SyncContext, old_rss: Sequence[Obj], deploymen
         try:
             await ctx.client.delete_replica_set(_ns(rs), _name(rs), str(meta.get("uid", "")))
         except Exception as exc:
-            if getattr(exc, "code", None) != 404:
+            if not is_not_found(exc):
                 raise
         ctx.deleted.append(_name(rs))
 

@@ -53,6 +53,7 @@ from pycm.controllers.replicaset.pods import (
 )
 from pycm.controllers.replicaset.ranking import deletion_age_ratios, pods_to_delete
 from pycm.controllers.replicaset.status import calculate_status, status_unchanged
+from pycm.kube.errors import is_not_found
 from pycm.trace.bus import Bus, default_bus
 from pycm.util.clock import REAL_CLOCK, Clock
 
@@ -405,7 +406,7 @@ class ReplicaSetController:
                 except Exception as exc:
                     # The deletion will not be observed: stop expecting it.
                     self.expectations.deletion_observed_uid(key, pod_key)
-                    if getattr(exc, "code", None) != 404 and first_error is None:
+                    if not is_not_found(exc) and first_error is None:
                         first_error = exc
             return first_error, "deleted_pods"
         return None, "noop"
