@@ -1,3 +1,4 @@
+# Over 500 lines: one step-tuple layout, written by these handlers, read by this store and dump.
 """Each object's history: the last steps that touched it, folded from the events that name it.
 
 Keyed by (resource, namespace, name) across instances (a viewer of three replicas folds one
