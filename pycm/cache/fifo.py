@@ -32,7 +32,6 @@ been popped — so it never runs ahead of what the indexer holds.
 
 from __future__ import annotations
 
-import asyncio
 import enum
 from collections import deque
 from collections.abc import Callable, Iterable
@@ -40,6 +39,7 @@ from typing import Any
 
 from pycm.cache.listwatch import Obj
 from pycm.cache.store import DeletedFinalStateUnknown, KeyFunc, KeyListerGetter, meta_namespace_key
+from pycm.util.wakeup import Wakeup
 
 __all__ = ["Delta", "DeltaType", "RealFIFO", "TransformFunc"]
 
@@ -81,7 +81,7 @@ class RealFIFO:
         self._key = key_func
         self._transform = transform
         self._queue: deque[Delta] = deque()
-        self._waiter: asyncio.Future[None] | None = None
+        self._wakeup = Wakeup()  # the consumer parked in pop_batch
         self._enqueued = 0
         self._popped = 0
         self._initial_target: int | None = None
@@ -94,14 +94,9 @@ class RealFIFO:
     def _push(self, delta: Delta) -> None:
         self._queue.append(delta)
         self._enqueued += 1
-        if self._waiter is not None:
-            self._wake()
-
-    def _wake(self) -> None:
-        waiter = self._waiter
-        self._waiter = None
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
+        wakeup = self._wakeup
+        if wakeup.waiter is not None:
+            wakeup.wake()
 
     def _populated(self) -> None:
         if self._initial_target is None:
@@ -114,8 +109,9 @@ class RealFIFO:
         t = self._transform
         self._queue.append((_ADDED, t(obj) if t is not None else obj))
         self._enqueued += 1
-        if self._waiter is not None:
-            self._wake()
+        wakeup = self._wakeup
+        if wakeup.waiter is not None:
+            wakeup.wake()
         if self._initial_target is None:
             self._initial_target = self._enqueued
 
@@ -123,8 +119,9 @@ class RealFIFO:
         t = self._transform
         self._queue.append((_UPDATED, t(obj) if t is not None else obj))
         self._enqueued += 1
-        if self._waiter is not None:
-            self._wake()
+        wakeup = self._wakeup
+        if wakeup.waiter is not None:
+            wakeup.wake()
         if self._initial_target is None:
             self._initial_target = self._enqueued
 
@@ -200,13 +197,7 @@ class RealFIFO:
         soon as the last initial delta is popped) is never observed ahead of the indexer.
         """
         while not self._queue:
-            waiter = asyncio.get_running_loop().create_future()
-            self._waiter = waiter
-            try:
-                await waiter
-            finally:
-                if self._waiter is waiter:
-                    self._waiter = None
+            await self._wakeup.wait()
         queue = self._queue
         n = min(max_items, len(queue))
         popleft = queue.popleft

@@ -21,6 +21,12 @@ handler's task replays these keys against the current cache: known and still cac
 event reports the count lost. Since the newest notification for a key is never the one dropped,
 the handler ends up having seen each key's latest state.
 
+A registration sees its informer only through what it is handed (as client-go hands its
+``processorListener`` one ``hasSynced`` function): the informer's resource name and bus, whether
+the informer has synced, a read of the cache by key (the replay's), and a function to call after
+each round of deliveries (the informer's "has everyone synced?" check). It never holds the
+informer itself.
+
 Handler exceptions are logged and counted (``errors``), and delivery goes on — except a
 :class:`~pycm.cache.mutation.CacheMutationError`, which crashes the informer, loudly.
 """
@@ -32,14 +38,13 @@ import logging
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from pycm.cache.mutation import CacheMutationError
 from pycm.cache.store import DeletedFinalStateUnknown, meta_namespace_key
+from pycm.trace.bus import Bus
 from pycm.trace.kinds import HandlerLagged
-
-if TYPE_CHECKING:
-    from pycm.cache.shared_informer import SharedIndexInformer
+from pycm.util.wakeup import Wakeup
 
 __all__ = [
     "DEFAULT_BUFFER_SIZE",
@@ -108,28 +113,41 @@ class Registration:
 
     def __init__(
         self,
-        informer: SharedIndexInformer,
         handler: ResourceEventHandler,
         *,
         name: str,
+        resource: str,
+        bus: Bus,
+        informer_synced: Callable[[], bool],
+        cached: Callable[[str], Any],
+        after_delivery: Callable[[], None],
+        now: float,
         resync_period: float,
         buffer_size: int = DEFAULT_BUFFER_SIZE,
         quantum: float = DEFAULT_QUANTUM,
     ) -> None:
+        """``informer_synced``: whether the informer's initial list is stored; ``cached``: the
+        cache's object under a key (None: none); ``after_delivery``: called after each round of
+        deliveries; ``now``: the informer clock's monotonic time (the first resync is one
+        period after it)."""
         if buffer_size < 1:
             raise ValueError("a handler buffer holds at least one notification")
-        self.informer = informer
         self.handler = handler
         self.name = name
+        self.resource = resource
+        self._bus = bus
+        self._informer_synced = informer_synced
+        self._cached = cached
+        self._after_delivery = after_delivery
         self.resync_period = resync_period
-        self.next_resync = informer.clock.monotonic() + resync_period
+        self.next_resync = now + resync_period
         self.buffer_size = buffer_size
         self.quantum = quantum
         self._buffer: deque[Notification] = deque()
         self._dropped: dict[str, Any] = {}
         self._lost = 0
         self._initial_left = 0
-        self._waiter: asyncio.Future[None] | None = None
+        self._wakeup = Wakeup()  # the handler's task, parked for notifications
         self._run_size = 1  # notifications per clock reading (adapted by _deliver_for)
         self._task: asyncio.Task[None] | None = None
         self._removed = False
@@ -141,7 +159,7 @@ class Registration:
 
     def has_synced(self) -> bool:
         """The informer synced and this handler got (or replayed) all its initial adds."""
-        return self.informer.has_synced() and self._initial_left == 0 and not self._dropped
+        return self._informer_synced() and self._initial_left == 0 and not self._dropped
 
     @property
     def pending(self) -> int:
@@ -162,7 +180,7 @@ class Registration:
         buffer.append(note)
         if note[3]:
             self._initial_left += 1
-        self._wake()
+        self._wakeup.wake()
 
     def push_many(self, notes: list[Notification], initial: int) -> None:
         """Append ``notes`` in order, of which ``initial`` are marked initial: the same as
@@ -176,15 +194,7 @@ class Registration:
             drop, popleft = self._drop, buffer.popleft
             for _ in range(over):
                 drop(popleft())
-        self._wake()
-
-    def _wake(self) -> None:
-        """Wake the delivery task if it waits for notifications."""
-        waiter = self._waiter
-        if waiter is not None:
-            self._waiter = None
-            if not waiter.done():
-                waiter.set_result(None)
+        self._wakeup.wake()
 
     def _drop(self, note: Notification) -> None:
         kind, a, _, initial = note
@@ -205,7 +215,7 @@ class Registration:
     def start(self, tg: asyncio.TaskGroup) -> None:
         if self._task is None:
             self._task = tg.create_task(
-                self._run(), name=f"informer:{self.informer.resource}:handler:{self.name}"
+                self._run(), name=f"informer:{self.resource}:handler:{self.name}"
             )
 
     def stop(self) -> None:
@@ -215,17 +225,13 @@ class Registration:
 
     async def _run(self) -> None:
         buffer = self._buffer
+        wait = self._wakeup.wait
+        after_delivery = self._after_delivery
         while True:
             while not buffer and not self._dropped:
-                waiter = asyncio.get_running_loop().create_future()
-                self._waiter = waiter
-                try:
-                    await waiter
-                finally:
-                    if self._waiter is waiter:
-                        self._waiter = None
+                await wait()
             self._deliver_for(self.quantum)
-            self.informer._maybe_synced()
+            after_delivery()
             await asyncio.sleep(0)
 
     def _deliver_for(self, quantum: float) -> None:
@@ -302,7 +308,7 @@ class Registration:
                 if initial:
                     self._initial_left -= 1
                 self.delivered += 1
-                _log.exception("informer %s: handler %s failed", self.informer.resource, self.name)
+                _log.exception("informer %s: handler %s failed", self.resource, self.name)
 
     def _deliver(self, note: Notification) -> None:
         """Deliver one notification (the replay's path)."""
@@ -312,9 +318,8 @@ class Registration:
     def _replay(self) -> None:
         dropped, self._dropped = self._dropped, {}
         lost, self._lost = self._lost, 0
-        informer = self.informer
-        informer.bus.point(HandlerLagged(resource=informer.resource, handler=self.name, lost=lost))
-        get = informer.indexer.get_by_key
+        self._bus.point(HandlerLagged(resource=self.resource, handler=self.name, lost=lost))
+        get = self._cached
         for key, known in dropped.items():
             cached = get(key)
             if cached is not None:

@@ -202,9 +202,14 @@ class SharedIndexInformer:
         ):
             self.reflector.resync_period = period
         reg = Registration(
-            self,
             handler,
             name=name or f"{type(handler).__name__}-{len(self._registrations)}",
+            resource=self.resource,
+            bus=self.bus,
+            informer_synced=self.has_synced,
+            cached=self.indexer.get_by_key,
+            after_delivery=self._maybe_synced,
+            now=self.clock.monotonic(),
             resync_period=period,
             buffer_size=self.buffer_size,
         )

@@ -263,10 +263,26 @@ def _note(i: int, kind: int = UPDATE, initial: bool = False) -> Notification:
     return (kind, obj, obj, initial) if kind == UPDATE else (kind, obj, None, initial)
 
 
+def _registration(inf: SharedIndexInformer, name: str) -> Registration:
+    """A registration on ``inf``, handed what the informer hands its own."""
+    return Registration(
+        Calls(),
+        name=name,
+        resource=inf.resource,
+        bus=inf.bus,
+        informer_synced=inf.has_synced,
+        cached=inf.indexer.get_by_key,
+        after_delivery=lambda: None,
+        now=inf.clock.monotonic(),
+        resync_period=0,
+        buffer_size=7,
+    )
+
+
 def test_push_many_equals_pushing_one_by_one_with_overflow() -> None:
     inf = _informer()
-    one = Registration(inf, Calls(), name="one", resync_period=0, buffer_size=7)
-    many = Registration(inf, Calls(), name="many", resync_period=0, buffer_size=7)
+    one = _registration(inf, "one")
+    many = _registration(inf, "many")
     rng = random.Random(3)
     for round_ in range(6):
         notes = [

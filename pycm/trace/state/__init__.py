@@ -22,12 +22,14 @@ and tolerates anything:
 Memory is bounded: every keyed collection is a :class:`~pycm.trace.state.record.BoundedTable`
 (least recently touched evicted) and every history a bounded ring.
 
-Modules: :mod:`~pycm.trace.state.core` (``State``), :mod:`~pycm.trace.state.registry` (which
-handler folds which kind), :mod:`~pycm.trace.state.record` (records, tables, rate windows),
+Modules: :mod:`~pycm.trace.state.core` (the engine), :mod:`~pycm.trace.state.domain` (what a
+domain is), :mod:`~pycm.trace.state.domains` (the one tuple of domains, and ``State`` over
+them), :mod:`~pycm.trace.state.registry` (which handler folds which kind),
+:mod:`~pycm.trace.state.record` (records, tables, rate windows),
 :mod:`~pycm.trace.state.schema` (the snapshot), and the domains: ``startup`` (instances, the
 start-up waterfall, health), ``leases``, ``informers``, ``controllers``, ``queues`` (with
 ``queue_contents``: the keys each queue holds), ``api``,
-``steps`` (in flight).
+``steps`` (in flight), ``errors`` (the ring of recent errors), ``objects`` (object histories).
 """
 
 from pycm.trace.state.api import ApiSnapshot
@@ -37,7 +39,9 @@ from pycm.trace.state.controllers import (
     ControllerSnapshot,
     KeySnapshot,
 )
-from pycm.trace.state.core import MAX_ERRORS, RATE_WINDOW_S, State
+from pycm.trace.state.core import RATE_WINDOW_S
+from pycm.trace.state.domains import State
+from pycm.trace.state.errors import MAX_ERRORS
 from pycm.trace.state.informers import InformerSnapshot
 from pycm.trace.state.leases import HolderChange, HolderSnapshot, LeaseSnapshot, RenewAttempt
 from pycm.trace.state.queues import QueueSnapshot

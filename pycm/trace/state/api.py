@@ -4,19 +4,28 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, TypedDict
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Protocol, TypedDict
 
 from pycm.trace.histogram import Histogram
 from pycm.trace.kinds import ApiRequestCompleted
+from pycm.trace.state.domain import Moment, Stream
 from pycm.trace.state.record import BoundedTable, HistogramSnapshot, RateWindow, Record, bump
 from pycm.trace.state.registry import handles
 from pycm.trace.state.startup import MAX_INSTANCES
 
 if TYPE_CHECKING:
-    from pycm.trace.state.core import State
     from pycm.trace.state.startup import InstanceRecord
 
-__all__ = ["ApiRecord", "ApiSnapshot", "dump", "load", "new_table"]
+__all__ = [
+    "SECTION",
+    "ApiRecord",
+    "ApiSnapshot",
+    "StateView",
+    "attach",
+    "dump",
+    "load",
+    "new_table",
+]
 
 _MS = 1e-6
 _CODE_CLASS = {1: "1xx", 2: "2xx", 3: "3xx", 4: "4xx", 5: "5xx"}
@@ -64,11 +73,25 @@ class ApiRecord(Record):
     }
 
 
+SECTION = "api"
+
+
+class StateView(Stream, Protocol):
+    """The state as this domain sees it."""
+
+    api: BoundedTable[str, ApiRecord]
+
+
 def new_table() -> BoundedTable[str, ApiRecord]:
     return BoundedTable(MAX_INSTANCES, lambda instance: ApiRecord(instance=instance))
 
 
-def dump(state: State, now: int, window_s: int) -> dict[str, ApiSnapshot]:
+def attach(state: StateView) -> None:
+    state.api = new_table()
+
+
+def dump(state: StateView, at: Moment) -> dict[str, ApiSnapshot]:
+    now, window_s = at.now, at.window_s
     out: dict[str, ApiSnapshot] = {}
     for name, a in state.api.items():
         d = a.dump()
@@ -77,12 +100,12 @@ def dump(state: State, now: int, window_s: int) -> dict[str, ApiSnapshot]:
     return out
 
 
-def load(state: State, data: Any) -> None:
+def load(state: StateView, data: Any) -> None:
     state.api.fill((k, ApiRecord.load(v)) for k, v in (data or {}).items())
 
 
 @handles(ApiRequestCompleted)
-def _request(state: State, ev: ApiRequestCompleted, inst: InstanceRecord) -> None:
+def _request(state: StateView, ev: ApiRequestCompleted, inst: InstanceRecord) -> None:
     rec = state.api[ev.instance]
     rec.touched = state.applied
     rec.requests += 1

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, TypedDict
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Protocol, TypedDict
 
 from pycm.trace.events import Outcome
 from pycm.trace.histogram import Histogram
@@ -28,6 +28,8 @@ from pycm.trace.kinds import (
     ReconcileResult,
     ReconcileStarted,
 )
+from pycm.trace.state import steps
+from pycm.trace.state.domain import Moment
 from pycm.trace.state.record import (
     BoundedTable,
     HistogramSnapshot,
@@ -42,16 +44,18 @@ from pycm.trace.state.startup import bar_begin, bar_end
 from pycm.trace.state.steps import close_step, open_step
 
 if TYPE_CHECKING:
-    from pycm.trace.state.core import State
     from pycm.trace.state.startup import InstanceRecord
 
 __all__ = [
     "FAILING_KEYS",
+    "SECTION",
     "SLOWEST_KEYS",
     "ControllerRecord",
     "ControllerSnapshot",
     "KeyRecord",
     "KeySnapshot",
+    "StateView",
+    "attach",
     "dump",
     "load",
     "new_table",
@@ -185,11 +189,25 @@ def _new(key: tuple[str, str]) -> ControllerRecord:
     )
 
 
+SECTION = "controllers"
+
+
+class StateView(steps.StateView, Protocol):
+    """The state as this domain sees it."""
+
+    controllers: BoundedTable[tuple[str, str], ControllerRecord]
+
+
 def new_table() -> BoundedTable[tuple[str, str], ControllerRecord]:
     return BoundedTable(MAX_CONTROLLERS, _new)
 
 
-def dump(state: State, now: int, window_s: int) -> dict[str, dict[str, ControllerSnapshot]]:
+def attach(state: StateView) -> None:
+    state.controllers = new_table()
+
+
+def dump(state: StateView, at: Moment) -> dict[str, dict[str, ControllerSnapshot]]:
+    now, window_s = at.now, at.window_s
     flight: dict[tuple[str, str], list[int]] = {}  # (instance, controller) -> [n, oldest]
     for begin in state.open.values():
         if isinstance(begin, ReconcileStarted):
@@ -207,7 +225,7 @@ def dump(state: State, now: int, window_s: int) -> dict[str, dict[str, Controlle
     return out
 
 
-def load(state: State, data: Any) -> None:
+def load(state: StateView, data: Any) -> None:
     state.controllers.fill(
         ((instance, name), ControllerRecord.load(d))
         for instance, table in (data or {}).items()
@@ -221,7 +239,7 @@ def load(state: State, data: Any) -> None:
 
 
 @handles(ControllerInitBegan)
-def _init_began(state: State, ev: ControllerInitBegan, inst: InstanceRecord) -> None:
+def _init_began(state: StateView, ev: ControllerInitBegan, inst: InstanceRecord) -> None:
     open_step(state, ev)
     rec = state.controllers[ev.instance, ev.controller]
     rec.touched = state.applied
@@ -230,7 +248,7 @@ def _init_began(state: State, ev: ControllerInitBegan, inst: InstanceRecord) -> 
 
 
 @handles(ControllerInitFinished)
-def _init_finished(state: State, ev: ControllerInitFinished, inst: InstanceRecord) -> None:
+def _init_finished(state: StateView, ev: ControllerInitFinished, inst: InstanceRecord) -> None:
     close_step(state, ev)
     rec = state.controllers[ev.instance, ev.controller]
     rec.touched = state.applied
@@ -244,7 +262,7 @@ def _init_finished(state: State, ev: ControllerInitFinished, inst: InstanceRecor
 
 
 @handles(ControllerDisabled)
-def _disabled(state: State, ev: ControllerDisabled, inst: InstanceRecord) -> None:
+def _disabled(state: StateView, ev: ControllerDisabled, inst: InstanceRecord) -> None:
     rec = state.controllers[ev.instance, ev.controller]
     rec.touched = state.applied
     rec.disabled = True
@@ -252,7 +270,7 @@ def _disabled(state: State, ev: ControllerDisabled, inst: InstanceRecord) -> Non
 
 
 @handles(ControllerStarted)
-def _started(state: State, ev: ControllerStarted, inst: InstanceRecord) -> None:
+def _started(state: StateView, ev: ControllerStarted, inst: InstanceRecord) -> None:
     rec = state.controllers[ev.instance, ev.controller]
     rec.touched = state.applied
     rec.started = True
@@ -261,7 +279,7 @@ def _started(state: State, ev: ControllerStarted, inst: InstanceRecord) -> None:
 
 
 @handles(ControllerStopped)
-def _stopped(state: State, ev: ControllerStopped, inst: InstanceRecord) -> None:
+def _stopped(state: StateView, ev: ControllerStopped, inst: InstanceRecord) -> None:
     rec = state.controllers[ev.instance, ev.controller]
     rec.touched = state.applied
     rec.stopped = True
@@ -276,14 +294,14 @@ not_folded(ObjectEnsured, "its write (if any) is in the object's history as an a
 
 
 @handles(ReconcileStarted)
-def _reconcile_started(state: State, ev: ReconcileStarted, inst: InstanceRecord) -> None:
+def _reconcile_started(state: StateView, ev: ReconcileStarted, inst: InstanceRecord) -> None:
     open_step(state, ev)
     # in flight is counted per controller: the record must exist
     state.controllers[ev.instance, ev.controller].touched = state.applied
 
 
 @handles(ReconcileFinished)
-def _reconcile_finished(state: State, ev: ReconcileFinished, inst: InstanceRecord) -> None:
+def _reconcile_finished(state: StateView, ev: ReconcileFinished, inst: InstanceRecord) -> None:
     close_step(state, ev)
     rec = state.controllers[ev.instance, ev.controller]
     rec.touched = state.applied

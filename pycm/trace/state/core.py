@@ -1,45 +1,55 @@
-"""The state: ``state.apply(event)`` folds any event stream into one typed snapshot.
+"""The state's engine: ``state.apply(event)`` folds any event stream into one typed snapshot.
 
-:class:`State` holds every domain's tables (their records, handlers and snapshot sections live
-in the domain modules: :mod:`~pycm.trace.state.startup`, :mod:`~pycm.trace.state.leases`,
-:mod:`~pycm.trace.state.informers`, :mod:`~pycm.trace.state.controllers`,
-:mod:`~pycm.trace.state.queues`, :mod:`~pycm.trace.state.api`,
-:mod:`~pycm.trace.state.steps`), the counters of the stream itself and the ring of recent
-errors. :meth:`State.apply` is the single entry point: it stamps the instance record and calls
-the one handler registered for the event's class.
+:class:`StateCore` holds the counters of the stream itself and folds, snapshots and restores
+through its domains: the :class:`~pycm.trace.state.domain.Domain` tuple its class names
+(:data:`~pycm.trace.state.domains.DOMAINS`, on :class:`~pycm.trace.state.domains.State`), each of
+which attaches its tables, dumps its snapshot section and loads it back. This module names no
+domain. :meth:`StateCore.apply` is the single entry point: it stamps the instance record and
+calls the one handler registered for the event's class.
 """
 
 from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Self, cast
 
 from pycm.trace import codec
-from pycm.trace.events import Event, StepBegin, StepEnd
+from pycm.trace.events import Event
 from pycm.trace.kinds import SpansExported, SubscriberLagged
-from pycm.trace.state import api, controllers, informers, leases, objects, queues, startup, steps
-from pycm.trace.state.registry import Handler, dispatch_table, handles, not_folded
+from pycm.trace.state.domain import Domain, Moment
+from pycm.trace.state.record import BoundedTable
+from pycm.trace.state.registry import (
+    Handler,
+    dispatch_table,
+    handler_of_rest,
+    handles,
+    not_folded,
+)
 from pycm.trace.state.schema import SNAPSHOT_VERSION, CountersSnapshot, ErrorEntry, Snapshot
-from pycm.trace.state.startup import InstanceRecord
 
 if TYPE_CHECKING:
     from pycm.trace.objref import ObjectRef
 
-__all__ = ["MAX_ERRORS", "MAX_UNKNOWN_KINDS", "RATE_WINDOW_S", "State"]
+__all__ = ["MAX_UNKNOWN_KINDS", "RATE_WINDOW_S", "StateCore"]
 
-MAX_ERRORS = 200
 MAX_UNKNOWN_KINDS = 64
 RATE_WINDOW_S = 10  # the window of the rates in the snapshot
 
 
-class State:
+class StateCore:
     """The folded state of an event stream. Feed with :meth:`apply`; read with :meth:`snapshot`.
 
     Invariants: every table is within its cap; ``open`` maps the span id of each begin whose end
     was not seen (at most :data:`~pycm.trace.state.steps.MAX_IN_FLIGHT`, oldest first) to that
     begin; ``ended_early`` holds span ids of ends seen without their begin (oldest first).
     """
+
+    domains: ClassVar[tuple[Domain, ...]] = ()  # in snapshot order
+    # Two domains' tables the engine itself uses: the instance records it stamps (startup's)
+    # and the ring ``error`` appends to.
+    instances: BoundedTable[str, Any]
+    errors: deque[ErrorEntry]
 
     def __init__(self, *, histories: bool = True) -> None:
         """``histories=False``: no object histories are folded (``pycm run
@@ -53,16 +63,8 @@ class State:
         self.malformed = 0
         self.unknown: dict[str, int] = {}
         self.now_ts = 0  # the newest event ts seen
-        self.instances = startup.new_table()
-        self.leases = leases.new_table()
-        self.informers = informers.new_table()
-        self.controllers = controllers.new_table()
-        self.queues = queues.new_table()
-        self.api = api.new_table()
-        self.open: dict[str, StepBegin] = {}
-        self.ended_early: dict[str, None] = {}
-        self.errors: deque[ErrorEntry] = deque(maxlen=MAX_ERRORS)
-        self.objects = objects.ObjectHistories()  # each object's history (not in snapshots)
+        for domain in self.domains:
+            domain.attach(self)
         self._dispatch: dict[type, Handler] = dispatch_table(histories=histories)
 
     # -----------------------------------------------------------------------------------------
@@ -118,15 +120,11 @@ class State:
     def _resolve(self, cls: type) -> Handler:
         """The handler of a kind without its own (a kind added after this state's handlers,
         or declared not folded)."""
-        handler: Handler
+        handler: Handler | None
         if issubclass(cls, codec.UnknownEvent):
             handler = _unknown
-        elif issubclass(cls, StepBegin):
-            handler = steps.generic_begin
-        elif issubclass(cls, StepEnd):
-            handler = steps.generic_end
         else:
-            handler = _ignore
+            handler = handler_of_rest(cls) or _ignore
         self._dispatch[cls] = handler
         return handler
 
@@ -151,7 +149,7 @@ class State:
         and the histories of ``objects`` (the others are not carried: see
         :mod:`~pycm.trace.state.objects`)."""
         now = self.now_ts
-        return {
+        out: dict[str, Any] = {
             "v": SNAPSHOT_VERSION,
             "now_ts": now,
             "counters": {
@@ -163,19 +161,14 @@ class State:
                 "malformed": self.malformed,
                 "unknown": dict(self.unknown),
             },
-            "instances": startup.dump(self),
-            "leases": leases.dump(self, now),
-            "informers": informers.dump(self, now, RATE_WINDOW_S),
-            "controllers": controllers.dump(self, now, RATE_WINDOW_S),
-            "queues": queues.dump(self, now, RATE_WINDOW_S),
-            "api": api.dump(self, now, RATE_WINDOW_S),
-            "in_flight": steps.dump(self),
-            "errors": [cast(ErrorEntry, dict(e)) for e in self.errors],
-            "objects": _objects_dump(self, objects),
         }
+        at = Moment(now, RATE_WINDOW_S, objects)
+        for domain in self.domains:
+            out[domain.SECTION] = domain.dump(self, at)
+        return cast(Snapshot, out)
 
     @classmethod
-    def restore(cls, snapshot: Snapshot | dict[str, Any]) -> State:
+    def restore(cls, snapshot: Snapshot | dict[str, Any]) -> Self:
         """A state that continues exactly where the one that took ``snapshot`` was.
 
         Reads any version-1 snapshot, including one from before ``v`` was declared: missing
@@ -191,19 +184,9 @@ class State:
         state.malformed = int(counters.get("malformed", 0))
         state.unknown = dict(counters.get("unknown", {}))
         state.now_ts = int(data.get("now_ts", 0))
-        startup.load(state, data.get("instances"))
-        leases.load(state, data.get("leases"))
-        informers.load(state, data.get("informers"))
-        controllers.load(state, data.get("controllers"))
-        queues.load(state, data.get("queues"))
-        api.load(state, data.get("api"))
-        steps.load(state, data.get("in_flight", {}))
-        state.errors.extend(cast(ErrorEntry, dict(e)) for e in data.get("errors", ()))
-        objects.load(state, data.get("objects"))
+        for domain in state.domains:
+            domain.load(state, data.get(domain.SECTION))
         return state
-
-
-_objects_dump = objects.dump  # (State.snapshot's parameter shadows the module)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -211,11 +194,11 @@ _objects_dump = objects.dump  # (State.snapshot's parameter shadows the module)
 # ---------------------------------------------------------------------------------------------
 
 
-def _ignore(state: State, ev: Event, inst: InstanceRecord) -> None:
+def _ignore(state: StateCore, ev: Event, inst: object) -> None:
     pass
 
 
-def _unknown(state: State, ev: codec.UnknownEvent, inst: InstanceRecord) -> None:
+def _unknown(state: StateCore, ev: codec.UnknownEvent, inst: object) -> None:
     name = ev.kind
     unknown = state.unknown
     if name in unknown or len(unknown) < MAX_UNKNOWN_KINDS:
@@ -225,7 +208,7 @@ def _unknown(state: State, ev: codec.UnknownEvent, inst: InstanceRecord) -> None
 
 
 @handles(SubscriberLagged)
-def _lagged(state: State, ev: SubscriberLagged, inst: InstanceRecord) -> None:
+def _lagged(state: StateCore, ev: SubscriberLagged, inst: object) -> None:
     state.lag_events += 1
     state.lost += ev.lost
 

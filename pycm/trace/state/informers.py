@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, TypedDict
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Protocol, TypedDict
 
 from pycm.trace.events import Outcome
 from pycm.trace.kinds import (
@@ -23,6 +23,8 @@ from pycm.trace.kinds import (
     WatchCloseReason,
     WatchOpened,
 )
+from pycm.trace.state import steps
+from pycm.trace.state.domain import Moment
 from pycm.trace.state.record import (
     BoundedTable,
     RateWindow,
@@ -36,10 +38,18 @@ from pycm.trace.state.startup import bar_begin, bar_end, bar_point
 from pycm.trace.state.steps import close_step, open_step
 
 if TYPE_CHECKING:
-    from pycm.trace.state.core import State
     from pycm.trace.state.startup import InstanceRecord
 
-__all__ = ["InformerRecord", "InformerSnapshot", "dump", "load", "new_table"]
+__all__ = [
+    "SECTION",
+    "InformerRecord",
+    "InformerSnapshot",
+    "StateView",
+    "attach",
+    "dump",
+    "load",
+    "new_table",
+]
 
 MAX_INFORMERS = 1024  # (instance, resource) pairs
 _MS = 1e-6
@@ -121,13 +131,27 @@ class InformerRecord(Record):
     _LOAD: ClassVar[dict[str, Callable[[Any], Any]]] = {"watch_rate": RateWindow.load}
 
 
+SECTION = "informers"
+
+
+class StateView(steps.StateView, Protocol):
+    """The state as this domain sees it."""
+
+    informers: BoundedTable[tuple[str, str], InformerRecord]
+
+
 def new_table() -> BoundedTable[tuple[str, str], InformerRecord]:
     return BoundedTable(
         MAX_INFORMERS, lambda key: InformerRecord(instance=key[0], resource=text_key(key[1]))
     )
 
 
-def dump(state: State, now: int, window_s: int) -> dict[str, dict[str, InformerSnapshot]]:
+def attach(state: StateView) -> None:
+    state.informers = new_table()
+
+
+def dump(state: StateView, at: Moment) -> dict[str, dict[str, InformerSnapshot]]:
+    now, window_s = at.now, at.window_s
     out: dict[str, dict[str, InformerSnapshot]] = {}
     for (instance, name), i in state.informers.items():
         d = i.dump()
@@ -136,7 +160,7 @@ def dump(state: State, now: int, window_s: int) -> dict[str, dict[str, InformerS
     return out
 
 
-def load(state: State, data: Any) -> None:
+def load(state: StateView, data: Any) -> None:
     state.informers.fill(
         ((instance, name), InformerRecord.load(d))
         for instance, table in (data or {}).items()
@@ -150,7 +174,7 @@ def load(state: State, data: Any) -> None:
 
 
 @handles(InformerStarted)
-def _started(state: State, ev: InformerStarted, inst: InstanceRecord) -> None:
+def _started(state: StateView, ev: InformerStarted, inst: InstanceRecord) -> None:
     rec = state.informers[ev.instance, ev.resource]
     rec.touched = state.applied
     rec.started = True
@@ -159,14 +183,14 @@ def _started(state: State, ev: InformerStarted, inst: InstanceRecord) -> None:
 
 
 @handles(InformerListBegan)
-def _list_began(state: State, ev: InformerListBegan, inst: InstanceRecord) -> None:
+def _list_began(state: StateView, ev: InformerListBegan, inst: InstanceRecord) -> None:
     open_step(state, ev)
     state.informers[ev.instance, ev.resource].touched = state.applied
     bar_begin(inst, f"informer.list/{ev.resource}", ev.ts)
 
 
 @handles(InformerListFinished)
-def _list_finished(state: State, ev: InformerListFinished, inst: InstanceRecord) -> None:
+def _list_finished(state: StateView, ev: InformerListFinished, inst: InstanceRecord) -> None:
     close_step(state, ev)
     rec = state.informers[ev.instance, ev.resource]
     rec.touched = state.applied
@@ -197,7 +221,7 @@ def _count_watch_events(rec: InformerRecord, open_watch_events: int, ts: int) ->
 
 
 @handles(InformerProgress)
-def _progress(state: State, ev: InformerProgress, inst: InstanceRecord) -> None:
+def _progress(state: StateView, ev: InformerProgress, inst: InstanceRecord) -> None:
     rec = state.informers[ev.instance, ev.resource]
     rec.touched = state.applied
     rec.objects = ev.objects
@@ -210,7 +234,7 @@ def _progress(state: State, ev: InformerProgress, inst: InstanceRecord) -> None:
 
 
 @handles(WatchOpened)
-def _watch_opened(state: State, ev: WatchOpened, inst: InstanceRecord) -> None:
+def _watch_opened(state: StateView, ev: WatchOpened, inst: InstanceRecord) -> None:
     rec = state.informers[ev.instance, ev.resource]
     rec.touched = state.applied
     rec.watch_opens += 1
@@ -220,7 +244,7 @@ def _watch_opened(state: State, ev: WatchOpened, inst: InstanceRecord) -> None:
 
 
 @handles(WatchClosed)
-def _watch_closed(state: State, ev: WatchClosed, inst: InstanceRecord) -> None:
+def _watch_closed(state: StateView, ev: WatchClosed, inst: InstanceRecord) -> None:
     rec = state.informers[ev.instance, ev.resource]
     rec.touched = state.applied
     bump(rec.watch_closes, ev.reason)
@@ -235,7 +259,7 @@ def _watch_closed(state: State, ev: WatchClosed, inst: InstanceRecord) -> None:
 
 
 @handles(InformerRelisted)
-def _relisted(state: State, ev: InformerRelisted, inst: InstanceRecord) -> None:
+def _relisted(state: StateView, ev: InformerRelisted, inst: InstanceRecord) -> None:
     rec = state.informers[ev.instance, ev.resource]
     rec.touched = state.applied
     rec.relists += 1
@@ -244,7 +268,7 @@ def _relisted(state: State, ev: InformerRelisted, inst: InstanceRecord) -> None:
 
 @handles(InformerWatchListFellBack)
 def _watch_list_fell_back(
-    state: State, ev: InformerWatchListFellBack, inst: InstanceRecord
+    state: StateView, ev: InformerWatchListFellBack, inst: InstanceRecord
 ) -> None:
     # Once per informer: worth the recent-errors list (the TUI's and the dashboard's).
     state.informers[ev.instance, ev.resource].touched = state.applied
@@ -253,7 +277,7 @@ def _watch_list_fell_back(
 
 
 @handles(InformerBackedOff)
-def _backed_off(state: State, ev: InformerBackedOff, inst: InstanceRecord) -> None:
+def _backed_off(state: StateView, ev: InformerBackedOff, inst: InstanceRecord) -> None:
     rec = state.informers[ev.instance, ev.resource]
     rec.touched = state.applied
     rec.backoffs += 1
@@ -261,7 +285,7 @@ def _backed_off(state: State, ev: InformerBackedOff, inst: InstanceRecord) -> No
 
 
 @handles(InformerSynced)
-def _synced(state: State, ev: InformerSynced, inst: InstanceRecord) -> None:
+def _synced(state: StateView, ev: InformerSynced, inst: InstanceRecord) -> None:
     rec = state.informers[ev.instance, ev.resource]
     rec.touched = state.applied
     rec.synced = True
@@ -273,7 +297,7 @@ def _synced(state: State, ev: InformerSynced, inst: InstanceRecord) -> None:
 
 
 @handles(HandlerLagged)
-def _handler_lagged(state: State, ev: HandlerLagged, inst: InstanceRecord) -> None:
+def _handler_lagged(state: StateView, ev: HandlerLagged, inst: InstanceRecord) -> None:
     rec = state.informers[ev.instance, ev.resource]
     rec.touched = state.applied
     rec.handler_lost += ev.lost
@@ -281,11 +305,11 @@ def _handler_lagged(state: State, ev: HandlerLagged, inst: InstanceRecord) -> No
 
 
 @handles(InformersStarted)
-def _informers_started(state: State, ev: InformersStarted, inst: InstanceRecord) -> None:
+def _informers_started(state: StateView, ev: InformersStarted, inst: InstanceRecord) -> None:
     bar_point(inst, "informers.started", ev.ts, 0)
 
 
 @handles(ControllersTookOver)
-def _controllers_took_over(state: State, ev: ControllersTookOver, inst: InstanceRecord) -> None:
+def _controllers_took_over(state: StateView, ev: ControllersTookOver, inst: InstanceRecord) -> None:
     # On the start-up bar: a warm standby's informers started long before it took over.
     bar_point(inst, "controllers.took_over", ev.ts, 0)

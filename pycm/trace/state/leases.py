@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, TypedDict
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Protocol, TypedDict
 
 from pycm.trace.events import Event
 from pycm.trace.histogram import Histogram
@@ -29,6 +29,7 @@ from pycm.trace.kinds import (
     LeaseRenewed,
     LeaseRenewFailed,
 )
+from pycm.trace.state.domain import Moment, Stream
 from pycm.trace.state.record import (
     BoundedTable,
     HistogramSnapshot,
@@ -43,7 +44,6 @@ from pycm.trace.state.registry import handles
 from pycm.trace.state.startup import bar_point
 
 if TYPE_CHECKING:
-    from pycm.trace.state.core import State
     from pycm.trace.state.startup import InstanceRecord
 
 __all__ = [
@@ -52,6 +52,7 @@ __all__ = [
     "MAX_HOLDERS",
     "MAX_LEASES",
     "RENEW_HISTORY",
+    "SECTION",
     "CandidateRecord",
     "CandidateSnapshot",
     "HolderChange",
@@ -60,6 +61,8 @@ __all__ = [
     "LeaseRecord",
     "LeaseSnapshot",
     "RenewAttempt",
+    "StateView",
+    "attach",
     "dump",
     "load",
     "new_table",
@@ -210,11 +213,26 @@ class LeaseRecord(Record):
     }
 
 
+SECTION = "leases"
+
+
+class StateView(Stream, Protocol):
+    """The state as this domain sees it."""
+
+    leases: BoundedTable[str, LeaseRecord]
+    instances: BoundedTable[str, InstanceRecord]
+
+
 def new_table() -> BoundedTable[str, LeaseRecord]:
     return BoundedTable(MAX_LEASES, lambda name: LeaseRecord(name=text_key(name)))
 
 
-def dump(state: State, now: int) -> dict[str, LeaseSnapshot]:
+def attach(state: StateView) -> None:
+    state.leases = new_table()
+
+
+def dump(state: StateView, at: Moment) -> dict[str, LeaseSnapshot]:
+    now = at.now
     out: dict[str, LeaseSnapshot] = {}
     for name, lease in state.leases.items():
         d = lease.dump()
@@ -223,7 +241,7 @@ def dump(state: State, now: int) -> dict[str, LeaseSnapshot]:
     return out
 
 
-def load(state: State, data: Any) -> None:
+def load(state: StateView, data: Any) -> None:
     state.leases.fill((k, LeaseRecord.load(v)) for k, v in (data or {}).items())
 
 
@@ -233,7 +251,7 @@ def load(state: State, data: Any) -> None:
 
 
 def _set_holder(
-    state: State, lease: LeaseRecord, new: str, ev: Event, old: str | None = None
+    state: StateView, lease: LeaseRecord, new: str, ev: Event, old: str | None = None
 ) -> None:
     """Record a holder change of ``lease`` (a no-op when ``new`` already holds it)."""
     if new == lease.holder:
@@ -254,7 +272,7 @@ def _set_holder(
 
 
 @handles(LeaseAcquireAttempted)
-def _acquire_attempted(state: State, ev: LeaseAcquireAttempted, inst: InstanceRecord) -> None:
+def _acquire_attempted(state: StateView, ev: LeaseAcquireAttempted, inst: InstanceRecord) -> None:
     lease = state.leases[ev.lease]
     lease.touched = state.applied
     inst.lease = ev.lease
@@ -272,7 +290,7 @@ def _acquire_attempted(state: State, ev: LeaseAcquireAttempted, inst: InstanceRe
 
 
 @handles(LeaseAcquired)
-def _acquired(state: State, ev: LeaseAcquired, inst: InstanceRecord) -> None:
+def _acquired(state: StateView, ev: LeaseAcquired, inst: InstanceRecord) -> None:
     lease = state.leases[ev.lease]
     lease.touched = state.applied
     inst.lease = ev.lease
@@ -286,7 +304,7 @@ def _acquired(state: State, ev: LeaseAcquired, inst: InstanceRecord) -> None:
 
 
 @handles(LeaseRenewed)
-def _renewed(state: State, ev: LeaseRenewed, inst: InstanceRecord) -> None:
+def _renewed(state: StateView, ev: LeaseRenewed, inst: InstanceRecord) -> None:
     lease = state.leases[ev.lease]
     lease.touched = state.applied
     identity = ev.identity or ev.instance
@@ -308,7 +326,7 @@ def _renewed(state: State, ev: LeaseRenewed, inst: InstanceRecord) -> None:
 
 
 @handles(LeaseRenewFailed)
-def _renew_failed(state: State, ev: LeaseRenewFailed, inst: InstanceRecord) -> None:
+def _renew_failed(state: StateView, ev: LeaseRenewFailed, inst: InstanceRecord) -> None:
     lease = state.leases[ev.lease]
     lease.touched = state.applied
     identity = ev.identity or ev.instance
@@ -329,7 +347,7 @@ def _renew_failed(state: State, ev: LeaseRenewFailed, inst: InstanceRecord) -> N
 
 
 @handles(LeaseReleased)
-def _released(state: State, ev: LeaseReleased, inst: InstanceRecord) -> None:
+def _released(state: StateView, ev: LeaseReleased, inst: InstanceRecord) -> None:
     lease = state.leases[ev.lease]
     lease.touched = state.applied
     lease.released += 1
@@ -340,7 +358,7 @@ def _released(state: State, ev: LeaseReleased, inst: InstanceRecord) -> None:
 
 
 @handles(LeaseLost)
-def _lost(state: State, ev: LeaseLost, inst: InstanceRecord) -> None:
+def _lost(state: StateView, ev: LeaseLost, inst: InstanceRecord) -> None:
     lease = state.leases[ev.lease]
     lease.touched = state.applied
     lease.lost += 1
@@ -350,7 +368,7 @@ def _lost(state: State, ev: LeaseLost, inst: InstanceRecord) -> None:
 
 
 @handles(LeaderObserved)
-def _leader_observed(state: State, ev: LeaderObserved, inst: InstanceRecord) -> None:
+def _leader_observed(state: StateView, ev: LeaderObserved, inst: InstanceRecord) -> None:
     lease = state.leases[ev.lease]
     lease.touched = state.applied
     if ev.transitions > lease.transitions:
@@ -364,7 +382,7 @@ def _leader_observed(state: State, ev: LeaderObserved, inst: InstanceRecord) -> 
 
 
 @handles(LeaseCandidateRenewed)
-def _candidate_renewed(state: State, ev: LeaseCandidateRenewed, inst: InstanceRecord) -> None:
+def _candidate_renewed(state: StateView, ev: LeaseCandidateRenewed, inst: InstanceRecord) -> None:
     lease = state.leases[ev.lease]
     lease.touched = state.applied
     name = text_key(ev.candidate.rpartition("/")[2] or ev.instance)
@@ -383,7 +401,7 @@ def _candidate_renewed(state: State, ev: LeaseCandidateRenewed, inst: InstanceRe
 
 @handles(LeaseCoordinationObserved)
 def _coordination_observed(
-    state: State, ev: LeaseCoordinationObserved, inst: InstanceRecord
+    state: StateView, ev: LeaseCoordinationObserved, inst: InstanceRecord
 ) -> None:
     lease = state.leases[ev.lease]
     lease.touched = state.applied

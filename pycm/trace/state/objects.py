@@ -1,3 +1,4 @@
+# Over 500 lines: one step-tuple layout, written by these handlers, read by this store and dump.
 """Each object's history: the last steps that touched it, folded from the events that name it.
 
 Keyed by (resource, namespace, name) across instances (a viewer of three replicas folds one
@@ -43,8 +44,7 @@ snapshot carries the histories it is asked for (``State.snapshot(objects=...)``,
 from __future__ import annotations
 
 from collections import OrderedDict, deque
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Annotated, Any, TypedDict
+from typing import TYPE_CHECKING, Annotated, Any, Protocol, TypedDict
 
 from pycm.trace.events import Outcome
 from pycm.trace.kinds import (
@@ -55,11 +55,11 @@ from pycm.trace.kinds import (
     ReconcileStarted,
 )
 from pycm.trace.objref import ObjectRef, resource_of_kind
+from pycm.trace.state.domain import Moment, Stream
 from pycm.trace.state.record import ms_to_ns
 from pycm.trace.state.registry import also_handles, handles
 
 if TYPE_CHECKING:
-    from pycm.trace.state.core import State
     from pycm.trace.state.startup import InstanceRecord
 
 __all__ = [
@@ -69,9 +69,12 @@ __all__ = [
     "MAX_OBJECT_BYTES",
     "MAX_SPANS",
     "MAX_STEPS",
+    "SECTION",
     "ObjectHistories",
     "ObjectHistorySnapshot",
     "ObjectStepSnapshot",
+    "StateView",
+    "attach",
     "dump",
     "load",
     "step_bytes",
@@ -509,17 +512,30 @@ def _step_from(data: Any, okey: ObjectKey) -> Step:
 _INT_FIELDS = ("ts", "code", "dur_ns", "merged")
 
 
-def dump(state: State, refs: Iterable[ObjectRef]) -> dict[str, ObjectHistorySnapshot]:
-    """The histories of ``refs`` (those with one), by ``resource/namespace/name``."""
+SECTION = "objects"
+
+
+class StateView(Stream, Protocol):
+    """The state as this domain sees it."""
+
+    objects: ObjectHistories
+
+
+def attach(state: StateView) -> None:
+    state.objects = ObjectHistories()
+
+
+def dump(state: StateView, at: Moment) -> dict[str, ObjectHistorySnapshot]:
+    """The histories of ``at.objects`` (those with one), by ``resource/namespace/name``."""
     out: dict[str, ObjectHistorySnapshot] = {}
-    for ref in refs:
+    for ref in at.objects:
         hist = state.objects.history(ref)
         if hist is not None:
             out[ref.path] = hist
     return out
 
 
-def load(state: State, data: Any) -> None:
+def load(state: StateView, data: Any) -> None:
     """Adopt the histories a snapshot carries (their reconciles indexed by span id too)."""
     objs = state.objects
     for hist in (data or {}).values():
@@ -547,7 +563,7 @@ def _split(key: str) -> tuple[str, str]:
 
 
 @also_handles(ReconcileStarted)
-def _reconcile_began(state: State, ev: ReconcileStarted, inst: InstanceRecord) -> None:
+def _reconcile_began(state: StateView, ev: ReconcileStarted, inst: InstanceRecord) -> None:
     objs = state.objects
     key = ev.key
     name = ev.name
@@ -619,7 +635,7 @@ def _reconcile_began(state: State, ev: ReconcileStarted, inst: InstanceRecord) -
 
 
 @also_handles(ReconcileFinished)
-def _reconcile_finished(state: State, ev: ReconcileFinished, inst: InstanceRecord) -> None:
+def _reconcile_finished(state: StateView, ev: ReconcileFinished, inst: InstanceRecord) -> None:
     objs = state.objects
     step = objs.spans.get(ev.span_id)
     if step is None or step[TAG] != RECONCILE or len(step) > RESULT_:
@@ -635,7 +651,7 @@ def _reconcile_finished(state: State, ev: ReconcileFinished, inst: InstanceRecor
 
 
 @also_handles(ApiRequestCompleted)
-def _request(state: State, ev: ApiRequestCompleted, inst: InstanceRecord) -> None:
+def _request(state: StateView, ev: ApiRequestCompleted, inst: InstanceRecord) -> None:
     name = ev.name
     verb = ev.verb
     if not name or verb not in _WRITE_VERBS:
@@ -670,7 +686,7 @@ def _request(state: State, ev: ApiRequestCompleted, inst: InstanceRecord) -> Non
 
 
 @handles(EventRecorded)
-def _event(state: State, ev: EventRecorded, inst: InstanceRecord) -> None:
+def _event(state: StateView, ev: EventRecorded, inst: InstanceRecord) -> None:
     name = ev.name
     if not name:
         return

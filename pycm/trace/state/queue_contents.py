@@ -32,14 +32,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, TypedDict
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Protocol, TypedDict
 
 from pycm.trace.kinds import WorkerStuck, WorkerUnstuck
-from pycm.trace.state.record import Record, ms_to_ns
+from pycm.trace.state.domain import Stream
+from pycm.trace.state.record import BoundedTable, Record, ms_to_ns
 from pycm.trace.state.registry import handles
 
 if TYPE_CHECKING:
-    from pycm.trace.state.core import State
+    from pycm.trace.state.controllers import ControllerRecord
     from pycm.trace.state.startup import InstanceRecord
 
 __all__ = [
@@ -49,6 +50,7 @@ __all__ = [
     "ProcessingKeySnapshot",
     "QueueContents",
     "QueueContentsSnapshot",
+    "StateView",
     "WaitingKeySnapshot",
     "last_error",
     "view",
@@ -173,7 +175,15 @@ def view(
     return d  # type: ignore[no-any-return]
 
 
-def last_error(state: State, instance: str, controller: str, key: str) -> str:
+class StateView(Stream, Protocol):
+    """The state as the queues' contents see it: the queues (their records are the queues
+    domain's, which builds on this module: typed there) and the controllers' failures."""
+
+    queues: BoundedTable[tuple[str, str], Any]
+    controllers: BoundedTable[tuple[str, str], ControllerRecord]
+
+
+def last_error(state: StateView, instance: str, controller: str, key: str) -> str:
     """The last failure of ``key`` while it backs off in ``controller``'s queue ("" when it
     does not back off, backs off without a failure, or its failure left the table)."""
     queue = state.queues.get((instance, controller))
@@ -185,7 +195,7 @@ def last_error(state: State, instance: str, controller: str, key: str) -> str:
     return failure_since(state, instance, controller, key, entry[0])
 
 
-def failure_since(state: State, instance: str, controller: str, key: str, since: int) -> str:
+def failure_since(state: StateView, instance: str, controller: str, key: str, since: int) -> str:
     """The error of ``key``'s newest failed reconcile if it ended after ``since`` (the retry),
     or at most :data:`FAILURE_SLACK_NS` before it."""
     rec = state.controllers.get((instance, controller))
@@ -275,7 +285,7 @@ def shut_down(c: QueueContents) -> None:
 
 
 @handles(WorkerStuck)
-def _stuck(state: State, ev: WorkerStuck, inst: InstanceRecord) -> None:
+def _stuck(state: StateView, ev: WorkerStuck, inst: InstanceRecord) -> None:
     rec = state.queues[ev.instance, ev.controller]
     rec.touched = state.applied
     stuck = rec.contents.stuck
@@ -290,7 +300,7 @@ def _stuck(state: State, ev: WorkerStuck, inst: InstanceRecord) -> None:
 
 
 @handles(WorkerUnstuck)
-def _unstuck(state: State, ev: WorkerUnstuck, inst: InstanceRecord) -> None:
+def _unstuck(state: StateView, ev: WorkerUnstuck, inst: InstanceRecord) -> None:
     rec = state.queues[ev.instance, ev.controller]
     rec.touched = state.applied
     rec.contents.stuck.pop(_bounded(ev.key), None)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, TypedDict
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Protocol, TypedDict
 
 from pycm.trace.histogram import Histogram
 from pycm.trace.kinds import (
@@ -23,6 +23,7 @@ from pycm.trace.kinds import (
     QueueShutDown,
 )
 from pycm.trace.state import queue_contents
+from pycm.trace.state.domain import Moment
 from pycm.trace.state.queue_contents import QueueContents, QueueContentsSnapshot
 from pycm.trace.state.record import (
     BoundedTable,
@@ -35,10 +36,18 @@ from pycm.trace.state.record import (
 from pycm.trace.state.registry import handles
 
 if TYPE_CHECKING:
-    from pycm.trace.state.core import State
     from pycm.trace.state.startup import InstanceRecord
 
-__all__ = ["QueueRecord", "QueueSnapshot", "dump", "load", "new_table"]
+__all__ = [
+    "SECTION",
+    "QueueRecord",
+    "QueueSnapshot",
+    "StateView",
+    "attach",
+    "dump",
+    "load",
+    "new_table",
+]
 
 MAX_QUEUES = 1024  # (instance, queue) pairs
 
@@ -98,13 +107,27 @@ class QueueRecord(Record):
     }
 
 
+SECTION = "queues"
+
+
+class StateView(queue_contents.StateView, Protocol):
+    """The state as this domain sees it."""
+
+    queues: BoundedTable[tuple[str, str], QueueRecord]
+
+
 def new_table() -> BoundedTable[tuple[str, str], QueueRecord]:
     return BoundedTable(
         MAX_QUEUES, lambda key: QueueRecord(instance=key[0], queue=text_key(key[1]))
     )
 
 
-def dump(state: State, now: int, window_s: int) -> dict[str, dict[str, QueueSnapshot]]:
+def attach(state: StateView) -> None:
+    state.queues = new_table()
+
+
+def dump(state: StateView, at: Moment) -> dict[str, dict[str, QueueSnapshot]]:
+    now, window_s = at.now, at.window_s
     out: dict[str, dict[str, QueueSnapshot]] = {}
     for (instance, name), q in state.queues.items():
         d = q.dump()
@@ -115,7 +138,7 @@ def dump(state: State, now: int, window_s: int) -> dict[str, dict[str, QueueSnap
     return out
 
 
-def load(state: State, data: Any) -> None:
+def load(state: StateView, data: Any) -> None:
     state.queues.fill(
         ((instance, name), QueueRecord.load(d))
         for instance, table in (data or {}).items()
@@ -137,7 +160,7 @@ def _depth(rec: QueueRecord, ts: int, depth: int) -> None:
 
 
 @handles(ItemAdded)
-def _added(state: State, ev: ItemAdded, inst: InstanceRecord) -> None:
+def _added(state: StateView, ev: ItemAdded, inst: InstanceRecord) -> None:
     rec = state.queues[ev.instance, ev.queue]
     rec.touched = state.applied
     rec.adds += 1
@@ -149,7 +172,7 @@ def _added(state: State, ev: ItemAdded, inst: InstanceRecord) -> None:
 
 
 @handles(ItemTaken)
-def _taken(state: State, ev: ItemTaken, inst: InstanceRecord) -> None:
+def _taken(state: StateView, ev: ItemTaken, inst: InstanceRecord) -> None:
     rec = state.queues[ev.instance, ev.queue]
     rec.touched = state.applied
     rec.gets += 1
@@ -159,7 +182,7 @@ def _taken(state: State, ev: ItemTaken, inst: InstanceRecord) -> None:
 
 
 @handles(ItemDone)
-def _done(state: State, ev: ItemDone, inst: InstanceRecord) -> None:
+def _done(state: StateView, ev: ItemDone, inst: InstanceRecord) -> None:
     rec = state.queues[ev.instance, ev.queue]
     rec.touched = state.applied
     rec.dones += 1
@@ -169,7 +192,7 @@ def _done(state: State, ev: ItemDone, inst: InstanceRecord) -> None:
 
 
 @handles(ItemRequeued)
-def _requeued(state: State, ev: ItemRequeued, inst: InstanceRecord) -> None:
+def _requeued(state: StateView, ev: ItemRequeued, inst: InstanceRecord) -> None:
     rec = state.queues[ev.instance, ev.queue]
     rec.touched = state.applied
     rec.retries += 1
@@ -177,7 +200,7 @@ def _requeued(state: State, ev: ItemRequeued, inst: InstanceRecord) -> None:
 
 
 @handles(ItemDropped)
-def _dropped(state: State, ev: ItemDropped, inst: InstanceRecord) -> None:
+def _dropped(state: StateView, ev: ItemDropped, inst: InstanceRecord) -> None:
     rec = state.queues[ev.instance, ev.queue]
     rec.touched = state.applied
     rec.drops += 1
@@ -187,7 +210,7 @@ def _dropped(state: State, ev: ItemDropped, inst: InstanceRecord) -> None:
 
 
 @handles(QueueShutDown)
-def _shut_down(state: State, ev: QueueShutDown, inst: InstanceRecord) -> None:
+def _shut_down(state: StateView, ev: QueueShutDown, inst: InstanceRecord) -> None:
     rec = state.queues[ev.instance, ev.queue]
     rec.touched = state.applied
     rec.shut_down = True

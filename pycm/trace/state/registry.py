@@ -5,28 +5,33 @@ adding a kind touches that one module; a kind the state deliberately does not fo
 with :func:`not_folded` (a test checks that every registered kind is one or the other).
 A second domain that also reads a kind another one folds (the object histories read reconciles
 and API calls) registers with :func:`also_handles`: it runs after the kind's handler.
-:class:`~pycm.trace.state.core.State` builds its dispatch table with :func:`dispatch_table`.
+A kind with no handler of its own takes the one registered with :func:`handles_rest` for its
+nearest such base (a step kind added after the state: the steps in flight).
+The state's engine (:mod:`~pycm.trace.state.core`) builds its dispatch table with
+:func:`dispatch_table`.
+
+Handlers are typed here by the event only: each takes the state as its own domain's view of it
+(a protocol of that domain module), which this module, below every domain, does not name.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from pycm.trace.events import Event
-
-if TYPE_CHECKING:
-    from pycm.trace.state.core import State
-    from pycm.trace.state.startup import InstanceRecord
 
 __all__ = [
     "ALSO",
     "HANDLERS",
+    "HANDLERS_OF_REST",
     "NOT_FOLDED",
     "Handler",
     "also_handles",
     "dispatch_table",
+    "handler_of_rest",
     "handles",
+    "handles_rest",
     "not_folded",
 ]
 
@@ -35,12 +40,13 @@ _E = TypeVar("_E", bound=Event)
 # (state, event, the record of the event's instance) -> None. Handlers raise TypeError,
 # ValueError or AttributeError on attributes of the wrong type; the state counts those events
 # as malformed.
-Handler = Callable[["State", Any, "InstanceRecord"], None]
-TypedHandler = Callable[["State", _E, "InstanceRecord"], None]
+Handler = Callable[[Any, Any, Any], None]
+TypedHandler = Callable[[Any, _E, Any], None]
 
 HANDLERS: dict[type[Event], Handler] = {}
 NOT_FOLDED: dict[type[Event], str] = {}  # kind -> why the state ignores it
 ALSO: dict[type[Event], list[Handler]] = {}  # kind -> handlers run after its own
+HANDLERS_OF_REST: dict[type[Event], Handler] = {}  # base -> the handler of its other subclasses
 
 
 def handles(kind: type[_E]) -> Callable[[TypedHandler[_E]], TypedHandler[_E]]:
@@ -53,6 +59,28 @@ def handles(kind: type[_E]) -> Callable[[TypedHandler[_E]], TypedHandler[_E]]:
         return fn
 
     return register
+
+
+def handles_rest(base: type[_E]) -> Callable[[TypedHandler[_E]], TypedHandler[_E]]:
+    """Register the decorated function as the handler of every subclass of ``base`` that has
+    none of its own (nor is declared not folded)."""
+
+    def register(fn: TypedHandler[_E]) -> TypedHandler[_E]:
+        if base in HANDLERS_OF_REST:
+            raise TypeError(f"the rest of {base.__name__} already has a handler")
+        HANDLERS_OF_REST[base] = fn
+        return fn
+
+    return register
+
+
+def handler_of_rest(kind: type) -> Handler | None:
+    """The :func:`handles_rest` handler for ``kind`` (None: no base of it registered one)."""
+    for base in kind.__mro__:
+        fn = HANDLERS_OF_REST.get(base)
+        if fn is not None:
+            return fn
+    return None
 
 
 def not_folded(kind: type[Event], reason: str) -> None:
@@ -77,13 +105,13 @@ def _chain(first: Handler, rest: list[Handler]) -> Handler:
     if len(rest) == 1:
         second = rest[0]
 
-        def both(state: State, ev: Any, inst: InstanceRecord) -> None:
+        def both(state: Any, ev: Any, inst: Any) -> None:
             first(state, ev, inst)
             second(state, ev, inst)
 
         return both
 
-    def every(state: State, ev: Any, inst: InstanceRecord) -> None:
+    def every(state: Any, ev: Any, inst: Any) -> None:
         first(state, ev, inst)
         for fn in rest:
             fn(state, ev, inst)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, TypedDict
+from typing import Annotated, Any, ClassVar, Protocol, TypedDict
 
 from pycm.trace.events import StepEnd
 from pycm.trace.kinds import (
@@ -24,22 +24,24 @@ from pycm.trace.kinds import (
     StartupBegan,
     StartupFinished,
 )
+from pycm.trace.state import steps
+from pycm.trace.state.domain import Moment
 from pycm.trace.state.record import BoundedTable, Record, text_key
 from pycm.trace.state.registry import handles, not_folded
 from pycm.trace.state.steps import close_step, open_step
-
-if TYPE_CHECKING:
-    from pycm.trace.state.core import State
 
 __all__ = [
     "MAX_HEALTH",
     "MAX_INSTANCES",
     "MAX_STEPS",
+    "SECTION",
     "HealthSnapshot",
     "InstanceRecord",
     "InstanceSnapshot",
+    "StateView",
     "StepBarSnapshot",
     "StepRecord",
+    "attach",
     "bar_begin",
     "bar_end",
     "bar_point",
@@ -128,16 +130,29 @@ class InstanceRecord(Record):
     _LOAD: ClassVar[dict[str, Callable[[Any], Any]]] = {"steps": _step_records}
 
 
+SECTION = "instances"
+
+
+class StateView(steps.StateView, Protocol):
+    """The state as this domain sees it."""
+
+    instances: BoundedTable[str, InstanceRecord]
+
+
 def new_table() -> BoundedTable[str, InstanceRecord]:
     # The instance name's type is checked by State.apply before the table is reached.
     return BoundedTable(MAX_INSTANCES, lambda name: InstanceRecord(name=name))
 
 
-def dump(state: State) -> dict[str, InstanceSnapshot]:
+def attach(state: StateView) -> None:
+    state.instances = new_table()
+
+
+def dump(state: StateView, at: Moment) -> dict[str, InstanceSnapshot]:
     return {name: i.dump() for name, i in state.instances.items()}  # type: ignore[misc]
 
 
-def load(state: State, data: Any) -> None:
+def load(state: StateView, data: Any) -> None:
     state.instances.fill((k, InstanceRecord.load(v)) for k, v in (data or {}).items())
 
 
@@ -181,7 +196,7 @@ def bar_point(inst: InstanceRecord, name: str, start_ts: int, dur_ns: int) -> No
 
 
 @handles(StartupBegan)
-def _startup_began(state: State, ev: StartupBegan, inst: InstanceRecord) -> None:
+def _startup_began(state: StateView, ev: StartupBegan, inst: InstanceRecord) -> None:
     open_step(state, ev)
     previous = inst.steps.get("startup")
     if previous is not None and previous.outcome:
@@ -195,23 +210,23 @@ def _startup_began(state: State, ev: StartupBegan, inst: InstanceRecord) -> None
 
 
 @handles(StartupFinished)
-def _startup_finished(state: State, ev: StartupFinished, inst: InstanceRecord) -> None:
+def _startup_finished(state: StateView, ev: StartupFinished, inst: InstanceRecord) -> None:
     close_step(state, ev)
     bar_end(inst, "startup", ev)
 
 
 @handles(FlagsParsed)
-def _flags_parsed(state: State, ev: FlagsParsed, inst: InstanceRecord) -> None:
+def _flags_parsed(state: StateView, ev: FlagsParsed, inst: InstanceRecord) -> None:
     bar_point(inst, "flags.parsed", ev.ts - ev.dur_ns, ev.dur_ns)
 
 
 @handles(HandlerChainBuilt)
-def _handler_chain_built(state: State, ev: HandlerChainBuilt, inst: InstanceRecord) -> None:
+def _handler_chain_built(state: StateView, ev: HandlerChainBuilt, inst: InstanceRecord) -> None:
     bar_point(inst, "server.handler_chain_built", ev.ts - ev.dur_ns, ev.dur_ns)
 
 
 @handles(ServingStarted)
-def _serving_started(state: State, ev: ServingStarted, inst: InstanceRecord) -> None:
+def _serving_started(state: StateView, ev: ServingStarted, inst: InstanceRecord) -> None:
     name = f"server.serving_started/{ev.address}:{ev.port}"
     bar_point(inst, name, ev.ts - ev.dur_ns, ev.dur_ns)
 
@@ -220,7 +235,7 @@ not_folded(ServingStopped, "the manager's stop is folded from manager.stopped")
 
 
 @handles(HealthCheckChanged)
-def _health_changed(state: State, ev: HealthCheckChanged, inst: InstanceRecord) -> None:
+def _health_changed(state: StateView, ev: HealthCheckChanged, inst: InstanceRecord) -> None:
     health = inst.health
     check = text_key(ev.check)
     if check in health or len(health) < MAX_HEALTH:
@@ -228,7 +243,7 @@ def _health_changed(state: State, ev: HealthCheckChanged, inst: InstanceRecord) 
 
 
 @handles(ManagerStopped)
-def _manager_stopped(state: State, ev: ManagerStopped, inst: InstanceRecord) -> None:
+def _manager_stopped(state: StateView, ev: ManagerStopped, inst: InstanceRecord) -> None:
     inst.role = "stopped"
     inst.exit_code = ev.exit_code
     inst.stop_reason = ev.reason

@@ -10,19 +10,20 @@ counted in flight. Both collections are bounded, oldest first.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any, TypedDict
+from typing import Annotated, Any, Protocol, TypedDict
 
 from pycm.trace import codec
 from pycm.trace.events import Outcome, StepBegin, StepEnd
-
-if TYPE_CHECKING:
-    from pycm.trace.state.core import State
-    from pycm.trace.state.startup import InstanceRecord
+from pycm.trace.state.domain import Moment, Stream
+from pycm.trace.state.registry import handles_rest
 
 __all__ = [
     "MAX_ENDED_EARLY",
     "MAX_IN_FLIGHT",
+    "SECTION",
     "InFlightSnapshot",
+    "StateView",
+    "attach",
     "close_step",
     "dump",
     "generic_begin",
@@ -36,6 +37,17 @@ MAX_ENDED_EARLY = 1024  # ends seen before their begin (out-of-order merges)
 _ERROR = Outcome.ERROR
 
 
+SECTION = "in_flight"
+
+
+class StateView(Stream, Protocol):
+    """The state as the steps in flight see it (and every domain that opens steps)."""
+
+    open: dict[str, StepBegin]  # span id -> its begin, oldest first
+    ended_early: dict[str, None]  # span ids, oldest first
+    in_flight_evicted: int
+
+
 class InFlightSnapshot(TypedDict):
     """Steps begun and not ended."""
 
@@ -47,7 +59,7 @@ class InFlightSnapshot(TypedDict):
     ended_early: Annotated[list[str], "span ids of ends seen before their begin, oldest first"]
 
 
-def open_step(state: State, begin: StepBegin) -> None:
+def open_step(state: StateView, begin: StepBegin) -> None:
     sid = begin.span_id
     if not sid:
         return  # not pairable: a hand-made begin without a span
@@ -63,7 +75,7 @@ def open_step(state: State, begin: StepBegin) -> None:
     open_[sid] = begin
 
 
-def close_step(state: State, end: StepEnd) -> StepBegin | None:
+def close_step(state: StateView, end: StepEnd) -> StepBegin | None:
     """Pair ``end`` with its begin (returned, if it was seen); an error end goes to the ring."""
     sid = end.span_id
     if not sid:
@@ -79,15 +91,22 @@ def close_step(state: State, end: StepEnd) -> StepBegin | None:
     return begin
 
 
-def generic_begin(state: State, ev: StepBegin, inst: InstanceRecord) -> None:
+@handles_rest(StepBegin)
+def generic_begin(state: StateView, ev: StepBegin, inst: object) -> None:
     open_step(state, ev)
 
 
-def generic_end(state: State, ev: StepEnd, inst: InstanceRecord) -> None:
+@handles_rest(StepEnd)
+def generic_end(state: StateView, ev: StepEnd, inst: object) -> None:
     close_step(state, ev)
 
 
-def dump(state: State) -> InFlightSnapshot:
+def attach(state: StateView) -> None:
+    state.open = {}
+    state.ended_early = {}
+
+
+def dump(state: StateView, at: Moment) -> InFlightSnapshot:
     by_step: dict[str, int] = {}
     for begin in state.open.values():
         by_step[begin.STEP] = by_step.get(begin.STEP, 0) + 1
@@ -99,7 +118,8 @@ def dump(state: State) -> InFlightSnapshot:
     }
 
 
-def load(state: State, data: Any) -> None:
+def load(state: StateView, data: Any) -> None:
+    data = data or {}
     for d in data.get("open", ()):
         try:
             begin = codec.from_dict(d)

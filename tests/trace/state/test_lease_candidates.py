@@ -4,7 +4,7 @@ answered pings) and the coordinator's strategy and preferred holder; a dump load
 from __future__ import annotations
 
 from pycm.trace import kinds as k
-from pycm.trace.state.core import State
+from pycm.trace.state.domains import State
 from tests.trace.state.script import LEASE, T0, Feed, S
 
 
