@@ -50,12 +50,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
-from functools import partial
-from itertools import compress
-from typing import Any, Protocol, runtime_checkable
+from collections.abc import Callable, Iterable
+from typing import Any, Protocol
 
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan
@@ -69,10 +66,12 @@ from pycm.otel.causes import (
     CauseWindow,
     Held,
 )
+from pycm.otel.decisions import DecisionMemory
 from pycm.otel.export import RecordProcessor
-from pycm.otel.lanes import RootRatio
+from pycm.otel.fastpath import FastPath
 from pycm.otel.metrics import SinkMetrics
 from pycm.otel.sampling import Decision, TailSampler
+from pycm.otel.shutdown import SHUTDOWN_TIMEOUT, stop_processor
 from pycm.otel.spans import (
     SpanRecord,
     api_span,
@@ -82,18 +81,10 @@ from pycm.otel.spans import (
     step_span,
     to_readable,
 )
-from pycm.otel.wire import encode_ok_reconcile, encode_ok_record, encode_span
-from pycm.trace.bus import (
-    RECONCILE_BEGIN,
-    RECONCILE_END,
-    Bus,
-    Record,
-    Subscription,
-    materialize,
-    record_ids,
-)
+from pycm.otel.wire import encode_span
+from pycm.trace.bus import Bus, Record, Subscription
 from pycm.trace.causes import Trigger
-from pycm.trace.context import IdKey, new_span_id, new_trace_id, root_low
+from pycm.trace.context import new_span_id, new_trace_id
 from pycm.trace.events import Event, Outcome, StepBegin, StepEnd
 from pycm.trace.kinds import (
     ApiRequestCompleted,
@@ -125,12 +116,6 @@ SCOPE_NAME = "pycm.otel"  # the instrumentation scope of every span
 MAX_OPEN_STEPS = 8192
 MAX_PENDING_TRACES = 2048
 MAX_SPANS_PER_TRACE = 256
-# Traces whose decision is remembered for children that end after the root: two generations of
-# about this many (a dict per generation: the newest is filled — past this size by at most one
-# drained batch — and the older one dropped whole).
-MAX_DECIDED = 8192
-# Pairs a call of OtelSink._root_run takes at most (the run's slices and lanes are this long).
-RUN_WINDOW = 256
 MAX_ACQUIRE_ATTEMPTS = 16
 MAX_SPAN_EVENTS = 32
 REPORT_INTERVAL = 10.0
@@ -174,13 +159,6 @@ class SpanProcessorLike(Protocol):
     def shutdown(self) -> None: ...
 
 
-@runtime_checkable
-class _BoundedShutdown(Protocol):
-    """A processor whose shutdown takes a bound (pycm.otel.export.RecordBatchProcessor)."""
-
-    def shutdown_within(self, limit_s: float) -> None: ...
-
-
 class _Labelled(dict[str, Any]):
     """A labelled metric's children by label value, made on first use."""
 
@@ -205,11 +183,10 @@ class _Startup:
 class OtelSink:
     """Invariants: a span id is in ``_open`` iff its begin was seen and its end was not (bounded
     by ``max_open``); a trace id is in ``_pending`` only while its root has not ended and no
-    decision is known for it; ``_decided``, ``_decided_old`` and ``_startup`` hold the decisions
-    of ended roots, and ``_dropped``, ``_dropped_old`` the trace ids of fast ok reconcile roots
-    the ratio dropped, in the generation of the same age (a list until a decision is looked up:
-    :meth:`_settle`). ``_pending`` holds a child as the API request point it came from until its
-    trace is kept: nothing is built for a trace that is dropped. A sampled-out root reconcile
+    decision is known for it; ``_memory`` (:class:`~pycm.otel.decisions.DecisionMemory`) and
+    ``_startup`` hold the decisions of ended roots. ``_pending`` holds a child as the API
+    request point it came from until its trace is kept: nothing is built for a trace that is
+    dropped. A sampled-out root reconcile
     that wrote leaves ``_pending`` for ``_causes`` (:class:`~pycm.otel.causes.CauseWindow`),
     remembered as sampled out, until a kept reconcile takes it (then remembered as ``cause``) or
     the window passes."""
@@ -249,37 +226,29 @@ class OtelSink:
         self._open: dict[str, StepBegin] = {}
         self._open_events: dict[str, list[Event]] = {}
         self._pending: OrderedDict[str, list[_Child]] = OrderedDict()
-        self._decided: dict[str, Decision] = {}
-        self._decided_old: dict[str, Decision] = {}
-        # Nine in ten reconciles are dropped, and a decision is looked up only for a child that
-        # ends after its root (or one in flight): their ids are appended here, not hashed into
-        # ``_decided`` one by one, and folded in when a lookup comes (or never: a generation of
-        # a no-op resync's ids is dropped whole). A dropped trace id as its text, or, for a
-        # root reconcile whose begin holds ``_root_key`` (the bus's id key, the first seen: the
-        # same for all of them), its begin's seq, an int, for a dropped one, and the seq
-        # negated for one the ratio kept in a run (:meth:`_root_run`): the ids are derived and
-        # their text made when folded in. Not the begin record: records kept here past the
-        # bus's ring are tracked objects the young collections keep walking (measured: 2.5
-        # collections and ~1.4 ms a pass of 2000 no-op reconciles, ~0.7 µs a reconcile), where
-        # an int is not tracked.
-        self._lazy: list[str | int] = []
-        self._lazy_old: list[str | int] = []
-        self._root_key: IdKey | None = None
-        self._ratio: RootRatio | None = None  # the ratio rule for that key's runs
-        self._trace_head = b""  # Span.trace_id's tag and length, and the key's high half
+        # Decisions of ended roots, for children that end after them.
+        self._memory = memory = DecisionMemory()
         # Kept spans go to the processor encoded when it takes them so (our OTLP pipeline),
         # otherwise as the SDK's ReadableSpan (any SDK span processor; the tests' in-memory one).
-        self._takes_records = isinstance(processor, RecordProcessor)
+        # (Its on_span and on_end are looked up as each span is handed over.)
+        records: RecordProcessor | None = None
+        if isinstance(processor, RecordProcessor):
+            records = processor
+            self._emit: Callable[[SpanRecord], None] = lambda record: records.on_span(
+                encode_span(record)
+            )
+        else:
+            sdk, scope = processor, self._scope
+            self._emit = lambda record: sdk.on_end(to_readable(record, resource, scope))
         # Several encoded spans at once, where the processor takes them so.
         on_spans = getattr(processor, "on_spans", None)
-        if on_spans is None and self._takes_records:
-            on_span = processor.on_span  # type: ignore[union-attr]
+        if on_spans is None and records is not None:
+            one = records.on_span
 
             def on_spans(spans: list[bytes]) -> None:
                 for span in spans:
-                    on_span(span)
+                    one(span)
 
-        self._on_spans: Callable[[list[bytes]], None] = on_spans or (lambda spans: None)
         self._startup: dict[str, _Startup] = {}
         # Sampled-out reconciles that wrote, held in case a kept one links to them; ``_links``:
         # whether any are (a window of 0 turns the lookups off too).
@@ -290,6 +259,20 @@ class OtelSink:
             max_depth=max_cause_depth,
         )
         self._links = causes.active
+        self._fast = FastPath(
+            sampler=sampler,
+            memory=memory,
+            open_steps=self._open,
+            open_events=self._open_events,
+            pending=self._pending,
+            causes=causes,
+            records=records,
+            on_spans=on_spans or (lambda spans: None),
+            emit=self._emit,
+            follow=self._follow,
+            follow_trigger=self._follow_trigger,
+            handle=self.handle,
+        )
         self._clock: Clock = clock or (bus.clock if bus is not None else REAL_CLOCK)
         metrics.held_traces.set_function(lambda: len(causes.held))
         self._flags: FlagsParsed | None = None
@@ -322,7 +305,7 @@ class OtelSink:
         """Fold in what one wake-up drained (events, or a subscription's entries: a reconcile's
         compact records, see ``Subscription.drain_entries``), then bring the metrics up to date.
 
-        The common case is decided inline (:meth:`_pairs`, then :meth:`_each`): at its end, a
+        The common case is decided inline (:class:`~pycm.otel.fastpath.FastPath`): at its end, a
         fast, successful reconcile root with nothing buffered is decided on the spot (the
         decision :meth:`TailSampler.decide` makes): outside the ratio it is dropped before
         anything is built for it, inside it its span goes straight to the processor. Every
@@ -332,9 +315,8 @@ class OtelSink:
         if causes.held or causes.wanted:
             # Before the batch: a cause the window has passed for is not kept by it.
             self._drop_held(causes.expire(self._clock.monotonic_ns()))
-        dropped, kept = self._pairs(batch)
-        if len(self._decided) + len(self._lazy) >= MAX_DECIDED:
-            self._new_generation()
+        dropped, kept = self._fast.pairs(batch)
+        self._memory.rotate_if_full()
         open_steps = self._open
         while len(open_steps) > self.max_open:
             oldest = next(iter(open_steps))
@@ -352,301 +334,6 @@ class OtelSink:
             self._counts["spans_exported"] += kept
         self.flush_metrics()
 
-    def _pairs(self, events: list[Event | Record]) -> tuple[int, int]:
-        """Fold in a batch two events at a time where two are a reconcile's begin and its end
-        (a resync's batches, where a sync that does not wait ends before the next begins): the
-        begin is never held, and a fast, ok root is decided inline (a run of them under the
-        bus's id key at once: :meth:`_root_run`). An entry that does not start such a pair
-        (another kind, a begin whose end is not next, the end of a begin held earlier) goes to
-        :meth:`_each` with the run of misfits it starts, in order, and the pairs resume after
-        the run. Returns (dropped, kept) of the reconciles decided inline
-        here or in _each (counted by the caller)."""
-        open_events = self._open_events
-        pending = self._pending
-        decided = self._decided
-        sampler = self.sampler
-        slow_ns = sampler.slow_ns if sampler.slow_ns > 0 else 1 << 63  # 0: no slow rule
-        # "g" sorts after every 16 hex digits: ratio 1 keeps every id.
-        bound = sampler.ratio_bound_hex or "g"
-        bound_int = sampler.ratio_bound
-        started, finished = ReconcileStarted, ReconcileFinished
-        ok, result_error, sampled = _OK, _RESULT_ERROR, _SAMPLED
-        drop = self._lazy.append
-        takes_records = self._takes_records
-        on_span = self.processor.on_span if takes_records else None  # type: ignore[union-attr]
-        # Nothing buffered for any trace or open step: no lookups a reconcile (redone after
-        # everything that takes the event-by-event path, which may buffer).
-        clear = not pending and not open_events
-        root_key = self._root_key
-        dropped = kept = 0
-        n = len(events)
-        last = n - 1  # the last index a pair can start at
-        i = 0
-        misfits = -1  # the index the run of entries waiting for _each starts at (-1: none)
-        begin_tag, end_tag = RECONCILE_BEGIN, RECONCILE_END
-        # A kept reconcile's cause can be exported only if something is held, or its root is
-        # still running (an open step): checked here before a call is made for it.
-        links, held, open_steps = self._links, self._causes.held, self._open
-        while i < n:
-            begin = events[i]
-            end = events[i + 1] if i < last else None
-            if type(begin) is tuple:
-                # The bus's compact records (see pycm.trace.bus for their layouts): decided on
-                # their values, and built into events only when kept or sent on.
-                if (
-                    type(end) is not tuple
-                    or begin[0] != begin_tag
-                    or end[0] != end_tag
-                    or end[2] is not begin  # not this begin's own end
-                ):
-                    if misfits < 0:
-                        misfits = i
-                    i += 1
-                    continue
-            elif (
-                type(begin) is not started
-                or type(end) is not finished
-                or end.span_id != begin.span_id
-            ):
-                if misfits < 0:
-                    misfits = i
-                i += 1
-                continue
-            if misfits >= 0:
-                # The run before this pair first, in order: it may buffer for the pair's trace.
-                more_dropped, more_kept = self._each([materialize(e) for e in events[misfits:i]])
-                dropped += more_dropped
-                kept += more_kept
-                misfits = -1
-                decided, drop = self._decided, self._lazy.append  # a new generation?
-                clear = not pending and not open_events
-            if type(begin) is tuple:
-                ids = begin[2][1]  # in the begin's head (pycm.trace.bus)
-                if root_key is None and len(ids) == 3:  # the bus's key, first seen
-                    self._root_key = root_key = ids
-                if clear and ids is root_key:
-                    # A run of pairs under the bus's key, decided in one loop; then on here
-                    # with the first pair it did not take, if any.
-                    done, more_kept = self._root_run(events, i)
-                    if done > i:
-                        dropped += (done - i) // 2 - more_kept
-                        kept += more_kept
-                        i = done
-                        continue
-                i += 2
-                # (An end tagged RECONCILE_END ended ok, with a result other than error.)
-                fast = end[3] - begin[3] <= slow_ns and not begin[2][2]  # type: ignore[index]
-                if fast and not clear:
-                    trace_id, span_id = record_ids(begin)
-                    fast = not (trace_id in pending or span_id in open_events)
-                if fast:
-                    # A root's ids are derived from the bus's id key and the seq (pycm.trace.bus):
-                    # the ratio rule compares the trace id's low half as the number it is, with
-                    # no text made for it; a dropped one's trace id is made only if a decision
-                    # is ever looked up (_settle).
-                    low = root_low(ids, begin[1]) if len(ids) == 3 else int(ids[0][16:], 16)
-                    if low >= bound_int:
-                        if ids is root_key:
-                            drop(begin[1])
-                        else:  # a redrawn key (after a fork), or a nested reconcile's ids
-                            drop(record_ids(begin)[0])
-                        dropped += 1
-                        continue
-                begin, end = materialize(begin), materialize(end)
-                trace_id = end.trace_id
-            else:
-                i += 2
-                trace_id = end.trace_id  # type: ignore[union-attr]
-                fast = (
-                    end.outcome is ok  # type: ignore[union-attr]
-                    and end.result is not result_error  # type: ignore[union-attr]
-                    and end.dur_ns <= slow_ns  # type: ignore[union-attr]
-                    and not end.parent_id  # type: ignore[union-attr]
-                    and len(trace_id) == 32
-                    and (clear or not (trace_id in pending or end.span_id in open_events))  # type: ignore[union-attr]
-                )
-                if fast and trace_id[16:] >= bound:
-                    drop(trace_id)
-                    dropped += 1
-                    continue
-            if fast:  # kept by the ratio
-                decided[trace_id] = sampled
-                if on_span is not None:
-                    on_span(encode_ok_reconcile(begin, end))  # type: ignore[arg-type]
-                else:
-                    self._emit(step_span(begin, end))  # type: ignore[arg-type]
-                kept += 1
-                if (
-                    links
-                    and begin.trigger_trace_id  # type: ignore[union-attr]
-                    and (held or begin.trigger_span_id in open_steps)  # type: ignore[union-attr]
-                ):
-                    self._follow(begin.trigger_trace_id, begin.trigger_span_id)  # type: ignore[union-attr]
-                continue
-            # Failed, slow, a child, something buffered for it...
-            more_dropped, more_kept = self._each((begin, end))  # type: ignore[arg-type]
-            dropped += more_dropped
-            kept += more_kept
-            # handle may have started a new generation
-            decided, drop = self._decided, self._lazy.append
-            clear = not pending and not open_events
-        if misfits >= 0:
-            more_dropped, more_kept = self._each([materialize(e) for e in events[misfits:]])
-            dropped += more_dropped
-            kept += more_kept
-        return dropped, kept
-
-    def _root_run(self, events: list[Event | Record], i: int) -> tuple[int, int]:
-        """Decide the run of pairs from ``events[i]`` on that are a root reconcile's begin
-        record (under ``_root_key``) and its end, fast and ok, while nothing is buffered for
-        any trace or open step (the caller's ``clear``): a resync's common case. The ratio
-        rule is applied to the whole run at once (:class:`~pycm.otel.lanes.RootRatio`); a
-        dropped one is remembered as its seq, with no text made for it. Returns the index of
-        the first entry not taken and how many of the pairs taken were kept (the rest were
-        dropped).
-
-        ``events`` are in the log's order (as a subscription drains them), so a run's records
-        have rising seqs and clock readings (the bus's monotonic clock, read as each record
-        is appended). When its last begin's seq is its first's plus two a pair, the run is
-        seqs in a row, and when its last end is within the slow threshold of its first begin,
-        so is each reconcile in it: then neither is read pair by pair (those ints are objects
-        of their own, and a drain finds them long out of the CPU's caches; measured in
-        bench.otel's loop: the batches ~0.2 µs a reconcile less, and otel.overhead 0.964,
-        0.954, 0.957 before against 0.989, 0.980, 0.971 after, runs interleaved)."""
-        key = self._root_key
-        assert key is not None
-        slow_ns = self.sampler.slow_ns if self.sampler.slow_ns > 0 else 1 << 63  # 0: none
-        end_tag = RECONCILE_END
-        # At most RUN_WINDOW pairs a call (the caller calls again where a run goes on): the
-        # slices copy no more than that, however often misfits break the runs.
-        stop = i + 2 * RUN_WINDOW
-        begins: list[Any] = events[i:stop:2]
-        ends: list[Any] = events[i + 1 : stop : 2]
-        n = 0
-        try:
-            for begin, end in zip(begins, ends, strict=False):
-                # (A begin holding the bus's key is a root's: its parent_id is empty.)
-                if (
-                    end[2] is not begin  # not this begin's own end (an end holds its begin)
-                    or end[0] != end_tag  # failed
-                    or begin[2][1] is not key
-                ):
-                    break
-                n += 1
-        except TypeError:  # ``end`` is an event, not a record: not subscriptable
-            pass
-        if not n:
-            return i, 0
-        ratio = self._ratio
-        if ratio is None:
-            ratio = self._ratio = RootRatio(key, self.sampler.ratio_bound)
-            self._trace_head = b"\x0a\x10" + bytes.fromhex(key[0])
-        first = begins[0][1]
-        seqs: Sequence[int]
-        if begins[n - 1][1] - first == 2 * (n - 1) and ends[n - 1][3] - begins[0][3] <= slow_ns:
-            seqs = range(first, first + 2 * n, 2)
-            drops, lanes = ratio.decide_run(first, n)
-        else:  # a gap in the seqs (a filtered or lossy read), or a slow one in the run
-            listed: list[int] = []
-            take = listed.append
-            for begin, end in zip(begins[:n], ends, strict=False):
-                if end[3] - begin[3] > slow_ns:
-                    break
-                take(begin[1])
-            if not listed:
-                return i, 0
-            seqs = listed
-            drops, lanes = ratio.decide(listed)
-        lazy = self._lazy
-        lazy.extend(compress(seqs, drops))
-        kept = 0
-        j = drops.find(0)
-        if j >= 0:
-            head = self._trace_head
-            takes_records = self._takes_records
-            spans: list[bytes] = []
-            links, held, open_steps = self._links, self._causes.held, self._open
-            while j >= 0:
-                begin, end = begins[j], ends[j]
-                lazy.append(-seqs[j])
-                if takes_records:
-                    span_id = lanes[16 * j : 16 * j + 8][::-1]
-                    ids = b"".join((head, span_id, b"\x12\x08", span_id))
-                    spans.append(encode_ok_record(begin, end, ids))
-                else:
-                    self._emit(step_span(materialize(begin), materialize(end)))  # type: ignore[arg-type]
-                kept += 1
-                if links and begin[8] is not None and (held or open_steps):  # its trigger
-                    self._follow_trigger(begin[8])
-                j = drops.find(0, j + 1)
-            if spans:
-                self._on_spans(spans)
-        return i + 2 * len(seqs), kept
-
-    def _keep_reconcile(self, begin: ReconcileStarted, end: ReconcileFinished) -> None:
-        """Export a fast, ok reconcile root kept by the ratio (not counted here)."""
-        self._decided[end.trace_id] = _SAMPLED
-        if self._takes_records and type(begin) is ReconcileStarted:
-            # Encoded straight from the two events.
-            self.processor.on_span(encode_ok_reconcile(begin, end))  # type: ignore[union-attr]
-        else:
-            self._emit(step_span(begin, end))
-        if (
-            self._links
-            and begin.trigger_trace_id
-            and (self._causes.held or begin.trigger_span_id in self._open)
-        ):
-            self._follow(begin.trigger_trace_id, begin.trigger_span_id)
-
-    def _each(self, events: Iterable[Event]) -> tuple[int, int]:
-        """Fold in events one by one: a reconcile root's begin is held until its end, which is
-        decided inline as in :meth:`_pairs`; every other event takes :meth:`handle`. Returns
-        (dropped, kept) of the reconciles decided inline (counted by the caller)."""
-        handle = self.handle
-        open_steps = self._open
-        open_pop = open_steps.pop
-        open_events = self._open_events
-        pending = self._pending
-        sampler = self.sampler
-        slow_ns = sampler.slow_ns if sampler.slow_ns > 0 else 1 << 63
-        bound = sampler.ratio_bound_hex or "g"
-        by_ratio = sampler.by_ratio
-        started, finished = ReconcileStarted, ReconcileFinished
-        ok, result_error = _OK, _RESULT_ERROR
-        drop = self._lazy.append
-        dropped = kept = 0
-        for event in events:
-            cls = type(event)
-            if cls is started:
-                # Held until its end; the bound on open steps is kept after the batch.
-                open_steps[event.span_id] = event  # type: ignore[assignment]
-                continue
-            if cls is finished:
-                end: ReconcileFinished = event  # type: ignore[assignment]
-                begin = open_pop(end.span_id, None)
-                if (
-                    begin is not None
-                    and end.outcome is ok
-                    and end.result is not result_error
-                    and end.dur_ns <= slow_ns
-                    and not end.parent_id
-                    and not (pending and end.trace_id in pending)
-                    and not (open_events and end.span_id in open_events)
-                ):
-                    trace_id = end.trace_id
-                    if trace_id[16:] < bound if len(trace_id) == 32 else by_ratio(trace_id):
-                        self._keep_reconcile(begin, end)  # type: ignore[arg-type]
-                        kept += 1
-                    else:
-                        drop(trace_id)
-                        dropped += 1
-                    continue
-                if begin is not None:
-                    open_steps[end.span_id] = begin  # _end takes it from there
-            handle(event)
-            drop = self._lazy.append  # handle may have started a new generation
-        return dropped, kept
-
     def flush_metrics(self) -> None:
         """Add the counts gathered since the last call to the Prometheus counters."""
         unflushed = self._unflushed
@@ -662,12 +349,7 @@ class OtelSink:
     def handle(self, event: Event) -> None:
         """Fold one trace event in (synchronous and cheap; the subscriber loop calls it through
         ``handle_batch``, which brings the Prometheus counters up to date)."""
-        cls = type(event)
-        if cls is ReconcileStarted:  # the hot kinds first
-            self._begin(event)  # type: ignore[arg-type]
-        elif cls is ReconcileFinished:
-            self._end(event)  # type: ignore[arg-type]
-        elif isinstance(event, StepBegin):
+        if isinstance(event, StepBegin):
             self._begin(event)
         elif isinstance(event, StepEnd):
             self._end(event)
@@ -828,36 +510,7 @@ class OtelSink:
     def _decision(self, trace_id: str) -> Decision | None:
         if trace_id in self._startup:
             return Decision.ALWAYS
-        if self._lazy or self._lazy_old:
-            self._settle()
-        decision = self._decided.get(trace_id)
-        return self._decided_old.get(trace_id) if decision is None else decision
-
-    def _settle(self) -> None:
-        """Fold the lazy decisions into their generations' (see ``_lazy``)."""
-        key = self._root_key
-        for lazy, decided in (
-            (self._lazy, self._decided),
-            (self._lazy_old, self._decided_old),
-        ):
-            for d in lazy:
-                if isinstance(d, str):
-                    decided[d] = _SAMPLED_OUT
-                else:
-                    assert key is not None  # an int is a seq under the key
-                    trace_id = f"{key[0]}{root_low(key, abs(d)):016x}"
-                    decided[trace_id] = _SAMPLED_OUT if d > 0 else _SAMPLED
-            lazy.clear()
-
-    def _remember(self, trace_id: str, decision: Decision) -> None:
-        self._decided[trace_id] = decision
-        if len(self._decided) + len(self._lazy) >= MAX_DECIDED:
-            self._new_generation()
-
-    def _new_generation(self) -> None:
-        """Start the decisions' new generation; the older one is forgotten."""
-        self._decided_old, self._decided = self._decided, {}
-        self._lazy_old, self._lazy = self._lazy, []
+        return self._memory.get(trace_id)
 
     def _child(self, record: _Child) -> None:
         trace_id = record.trace_id
@@ -903,7 +556,7 @@ class OtelSink:
         if children:
             self.metrics.pending_traces.set(len(self._pending))
         if trace_id not in self._startup:
-            self._remember(trace_id, decision)
+            self._memory.remember(trace_id, decision)
         if decision.keep:
             for child in children:
                 self._export(child)
@@ -921,7 +574,7 @@ class OtelSink:
             children = self._pending.pop(trace_id, None) or []
             if children:
                 self.metrics.pending_traces.set(len(self._pending))
-            self._remember(trace_id, decision)
+            self._memory.remember(trace_id, decision)
         self._count(self._traces_dropped[decision])
         self._counts["traces_dropped"] += 1
         self._drop_spans(len(children) + 1, decision)
@@ -955,7 +608,7 @@ class OtelSink:
             if begin.trigger_trace_id:
                 self._follow(begin.trigger_trace_id, begin.trigger_span_id, depth + 1)
         else:
-            self._remember(trace_id, _SAMPLED_OUT)  # late children: see _child
+            self._memory.remember(trace_id, _SAMPLED_OUT)  # late children: see _child
             pushed = causes.hold(trace_id, held)
             if pushed is not None:
                 self._drop_trace(pushed.end.trace_id, _SAMPLED_OUT, pushed.children)
@@ -996,9 +649,9 @@ class OtelSink:
         record = step_span(begin, end)
         if held.events:
             record.events = [(e.KIND, e.ts, event_attributes(e)) for e in held.events]
-        # Not _remember: no new generation in the middle of _pairs' or _root_run's loops
-        # (their locals hold the current one); handle_batch starts one when it is due.
-        self._decided[end.trace_id] = _CAUSE
+        # Not remember: no new generation in the middle of the fast path's loops (their
+        # locals hold the current one); handle_batch starts one when it is due.
+        self._memory.decided[end.trace_id] = _CAUSE
         for child in held.children:
             self._export(child)
         self._export(record)
@@ -1016,13 +669,6 @@ class OtelSink:
         self._emit(api_span(child) if isinstance(child, ApiRequestCompleted) else child)
         self._count(self.metrics.spans_exported)
         self._counts["spans_exported"] += 1
-
-    def _emit(self, record: SpanRecord) -> None:
-        """Hand one kept span to the processor (not counted here)."""
-        if self._takes_records:
-            self.processor.on_span(encode_span(record))  # type: ignore[union-attr]
-        else:
-            self.processor.on_end(to_readable(record, self.resource, self._scope))  # type: ignore[union-attr]
 
     def _drop_spans(self, n: int, reason: str) -> None:
         self._count(self._spans_dropped[reason], n)
@@ -1082,47 +728,3 @@ class OtelSink:
             if sub.pending >= enough or sub.closed:
                 return
             await asyncio.sleep(0)
-
-
-SHUTDOWN_TIMEOUT = 3.0
-
-
-async def stop_processor(processor: SpanProcessorLike | RecordProcessor, *, limit_s: float) -> bool:
-    """Flush and shut ``processor`` down in a daemon thread, waiting at most ``limit_s`` seconds.
-
-    The SDK's shutdown joins its worker thread, which may be stuck on an unreachable collector
-    for the export timeout; a daemon thread keeps that from holding the loop (or the process
-    exit: asyncio.run would wait for a default-executor thread). Returns whether it finished.
-    """
-    loop = asyncio.get_running_loop()
-    done: asyncio.Future[None] = loop.create_future()
-
-    def resolve() -> None:
-        if not done.done():
-            done.set_result(None)
-
-    def call(fn: Callable[[], object]) -> None:
-        try:
-            fn()
-        except Exception:
-            log.exception("OpenTelemetry span processor shutdown failed")
-        finally:
-            try:
-                loop.call_soon_threadsafe(resolve)
-            except RuntimeError:  # the loop closed meanwhile
-                pass
-
-    # A processor that takes the bound stops its exporter when it passes (else its worker may
-    # go on retrying a stalled collector, in the background, for a minute).
-    shutdown: Callable[[], object] = (
-        partial(processor.shutdown_within, limit_s)
-        if isinstance(processor, _BoundedShutdown)
-        else processor.shutdown
-    )
-    threading.Thread(target=call, args=(shutdown,), name="pycm-otel-shutdown", daemon=True).start()
-    try:
-        await asyncio.wait_for(done, limit_s)
-    except TimeoutError:
-        log.warning("OpenTelemetry export did not finish within %.1fs; spans dropped", limit_s)
-        return False
-    return True
