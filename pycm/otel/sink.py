@@ -9,19 +9,8 @@ lists outside start-up) are always exported.
 
 How each trace is shaped:
 
-- start-up: the root ``pycm.startup`` step and everything that carries its trace id — flags
-  parsed (emitted before the step, adopted into it), handler chain built, serving started,
-  each controller's init step, each informer's list step and synced point, InformersStarted, the
-  lease acquisition and the API requests made on the way. Start-up ends (the root step) before
-  leader-only work does, so its trace is decided (kept) when it begins and late children are
-  exported as they come, up to ``max_spans_per_trace``. After InformersStarted, API requests made
-  directly under the start-up root (the elector's renew calls, watches) are no longer start-up's
-  and are not exported.
-- leader election: ``lease.acquire`` (a child of start-up when it happened during start-up, with
-  the attempts as span events), and each renew (``lease.renew``: latency, outcome, reason),
-  release and loss as a span of its own trace — trace id = 16 zeros + the point's span id,
-  linked to the acquisition. (The renewer runs outside any step, so its lock calls are API
-  requests outside any step: traces of their own, sampled as below.)
+- start-up and leader election: :mod:`pycm.otel.lifecycle`.
+- an API request outside any step: a trace of its own, sampled like a reconcile.
 - reconcile: the root of its own trace (workers start with no current span), ``reconcile
   <controller>`` with its API calls as CLIENT children and a link to the event that enqueued
   the key (the informer's context: start-up's span when the informers started in it).
@@ -34,9 +23,14 @@ then opens in Jaeger. The cost is on the paths that already handle such a reconc
 event (it has API calls waiting for its decision); a kept reconcile looks up its trigger's trace
 id, one dict lookup.
 
+Where the work is: the common case, a fast ok root reconcile, is decided before anything is
+built for it (:mod:`pycm.otel.fastpath`); decisions are remembered for late children in
+:mod:`pycm.otel.decisions`; spans are built by :mod:`pycm.otel.spans` and encoded by
+:mod:`pycm.otel.wire`; the processor is stopped by :mod:`pycm.otel.shutdown`.
+
 Buffers are bounded (open steps, pending traces, spans per trace, the decided-trace memory, the
-held causes);
-what they shed is counted in :class:`~pycm.otel.metrics.SinkMetrics` and reported on the bus as
+held causes); what they shed is counted (:mod:`pycm.otel.counts`) in
+:class:`~pycm.otel.metrics.SinkMetrics` and reported on the bus as
 :class:`~pycm.trace.kinds.SpansExported` at most every ``report_interval`` seconds.
 
 Nothing here blocks the event loop: handing a kept span to the processor only appends it to the
@@ -66,9 +60,11 @@ from pycm.otel.causes import (
     CauseWindow,
     Held,
 )
+from pycm.otel.counts import SinkTally
 from pycm.otel.decisions import DecisionMemory
 from pycm.otel.export import RecordProcessor
 from pycm.otel.fastpath import FastPath
+from pycm.otel.lifecycle import LEASE_TERM_POINTS, STARTUP_POINTS, LifecycleSpans
 from pycm.otel.metrics import SinkMetrics
 from pycm.otel.sampling import Decision, TailSampler
 from pycm.otel.shutdown import SHUTDOWN_TIMEOUT, stop_processor
@@ -76,7 +72,6 @@ from pycm.otel.spans import (
     SpanRecord,
     api_span,
     event_attributes,
-    point_span,
     reconcile_failed,
     step_span,
     to_readable,
@@ -84,24 +79,15 @@ from pycm.otel.spans import (
 from pycm.otel.wire import encode_span
 from pycm.trace.bus import Bus, Record, Subscription
 from pycm.trace.causes import Trigger
-from pycm.trace.context import new_span_id, new_trace_id
 from pycm.trace.events import Event, Outcome, StepBegin, StepEnd
 from pycm.trace.kinds import (
     ApiRequestCompleted,
     FlagsParsed,
-    HandlerChainBuilt,
-    InformersStarted,
-    InformerSynced,
     LeaseAcquireAttempted,
     LeaseAcquired,
-    LeaseLost,
-    LeaseReleased,
-    LeaseRenewed,
-    LeaseRenewFailed,
     ReconcileFinished,
     ReconcileResult,
     ReconcileStarted,
-    ServingStarted,
     SpansExported,
     StartupBegan,
     SubscriberLagged,
@@ -116,35 +102,23 @@ SCOPE_NAME = "pycm.otel"  # the instrumentation scope of every span
 MAX_OPEN_STEPS = 8192
 MAX_PENDING_TRACES = 2048
 MAX_SPANS_PER_TRACE = 256
-MAX_ACQUIRE_ATTEMPTS = 16
 MAX_SPAN_EVENTS = 32
 REPORT_INTERVAL = 10.0
 # After a wake-up the sink lets the event loop run up to this many more turns before it drains,
 # while fewer than LINGER_ENTRIES entries (at most an eighth of its queue) wait: a busy loop's
-# reconciles then reach it in batches of hundreds, not of what one turn made. Each batch has a
-# fixed cost (the task's wake-up, the drain, the batch's constant work) and runs on caches the
-# reconciles in between have filled with their own data: the same batch of 100 no-op
-# reconciles took 0.52 µs a reconcile replayed alone and ~1.0 µs in bench.otel's loop, and
-# lingering 8 turns there moved otel.overhead from ~0.945 to ~0.96. An idle loop's turns are
+# reconciles then reach it in batches of hundreds, not of what one turn made (each batch has a
+# fixed cost; measured in docs/operations.md, "OpenTelemetry export"). An idle loop's turns are
 # microseconds, so a lone event still reaches the processor at once (whose batches wait up to
 # a second anyway).
 LINGER_TURNS = 8
 LINGER_ENTRIES = 2048
 
-# Points that are spans of the start-up trace when they carry its trace id.
 _ALWAYS, _SAMPLED, _SAMPLED_OUT = Decision.ALWAYS, Decision.SAMPLED, Decision.SAMPLED_OUT
 _CAUSE = Decision.CAUSE
 # A reconcile is a cause only through a write: the cause table is filled from writes' responses
 # (and writes in flight) only (pycm.trace.causes), so one that only read is never held.
 _WRITES = frozenset(("create", "update", "patch", "delete", "deletecollection"))
 _OK, _RESULT_ERROR = Outcome.OK, ReconcileResult.ERROR
-_STARTUP_POINTS = (HandlerChainBuilt, ServingStarted, InformerSynced, InformersStarted)
-_LEASE_TERM_POINTS = {
-    LeaseRenewed: "lease.renew",
-    LeaseRenewFailed: "lease.renew",
-    LeaseReleased: "lease.release",
-    LeaseLost: "lease.lost",
-}
 
 
 # A child span waiting for its trace's decision: API requests stay the point they came from.
@@ -157,27 +131,6 @@ class SpanProcessorLike(Protocol):
     def on_end(self, span: ReadableSpan) -> None: ...
 
     def shutdown(self) -> None: ...
-
-
-class _Labelled(dict[str, Any]):
-    """A labelled metric's children by label value, made on first use."""
-
-    def __init__(self, metric: Any) -> None:
-        super().__init__()
-        self._metric = metric
-
-    def __missing__(self, value: str) -> Any:
-        child = self[value] = self._metric.labels(value)
-        return child
-
-
-class _Startup:
-    __slots__ = ("informers_started", "root_span_id", "spans")
-
-    def __init__(self, root_span_id: str) -> None:
-        self.root_span_id = root_span_id
-        self.spans = 0
-        self.informers_started = False
 
 
 class OtelSink:
@@ -249,7 +202,9 @@ class OtelSink:
                 for span in spans:
                     one(span)
 
-        self._startup: dict[str, _Startup] = {}
+        # The start-up traces (always kept) and the lease term's spans.
+        self._lifecycle = lifecycle = LifecycleSpans()
+        self._startup = lifecycle.startup
         # Sampled-out reconciles that wrote, held in case a kept one links to them; ``_links``:
         # whether any are (a window of 0 turns the lookups off too).
         self._causes = causes = CauseWindow(
@@ -275,29 +230,8 @@ class OtelSink:
         )
         self._clock: Clock = clock or (bus.clock if bus is not None else REAL_CLOCK)
         metrics.held_traces.set_function(lambda: len(causes.held))
-        self._flags: FlagsParsed | None = None
-        self._attempts: list[LeaseAcquireAttempted] = []
-        self._term: tuple[str, str] | None = None
-        # Counts since the last SpansExported report.
-        self._counts = dict.fromkeys(
-            (
-                "spans_exported",
-                "traces_exported",
-                "traces_dropped",
-                "spans_dropped",
-                "evicted",
-            ),
-            0,
-        )
+        self._tally = SinkTally(metrics)
         self._last_report_ns = 0
-        # Labelled children resolved once (labels() takes a lock and builds a tuple each call).
-        self._spans_dropped = _Labelled(metrics.spans_dropped)
-        self._traces_dropped = _Labelled(metrics.traces_dropped)
-        self._traces_exported = _Labelled(metrics.traces_exported)
-        # Counter increments not yet added (counter child -> amount): a Prometheus counter's
-        # inc takes a lock, and nine in ten reconciles drop a trace, so every count is
-        # gathered here and added once per drained batch (flush_metrics).
-        self._unflushed: dict[Any, float] = {}
 
     # -- events ---------------------------------------------------------------------------
 
@@ -322,29 +256,19 @@ class OtelSink:
             oldest = next(iter(open_steps))
             del open_steps[oldest]
             self._open_events.pop(oldest, None)
-            self._drop_spans(1, "unmatched")
+            self._tally.spans_dropped(1, "unmatched")
+        tally = self._tally
         if dropped:
-            self._count(self._traces_dropped[_SAMPLED_OUT], dropped)
-            self._counts["traces_dropped"] += dropped
-            self._drop_spans(dropped, _SAMPLED_OUT)
+            tally.traces_dropped(_SAMPLED_OUT, dropped)
+            tally.spans_dropped(dropped, _SAMPLED_OUT)
         if kept:
-            self._count(self._traces_exported[_SAMPLED], kept)
-            self._counts["traces_exported"] += kept
-            self._count(self.metrics.spans_exported, kept)
-            self._counts["spans_exported"] += kept
-        self.flush_metrics()
+            tally.traces_exported(_SAMPLED, kept)
+            tally.spans_exported(kept)
+        tally.flush()
 
     def flush_metrics(self) -> None:
         """Add the counts gathered since the last call to the Prometheus counters."""
-        unflushed = self._unflushed
-        if unflushed:
-            for counter, amount in unflushed.items():
-                counter.inc(amount)
-            unflushed.clear()
-
-    def _count(self, counter: Any, amount: float = 1) -> None:
-        unflushed = self._unflushed
-        unflushed[counter] = unflushed.get(counter, 0) + amount
+        self._tally.flush()
 
     def handle(self, event: Event) -> None:
         """Fold one trace event in (synchronous and cheap; the subscriber loop calls it through
@@ -355,18 +279,22 @@ class OtelSink:
             self._end(event)
         elif type(event) is ApiRequestCompleted:
             self._api(event)
-        elif isinstance(event, _STARTUP_POINTS):
-            self._startup_point(event)
+        elif isinstance(event, STARTUP_POINTS):
+            record = self._lifecycle.startup_point(event)
+            if record is not None:
+                self._child(record)
         elif type(event) is FlagsParsed:
-            if not event.trace_id:
-                self._flags = event  # emitted before start-up began; adopted by it
+            self._lifecycle.flags_parsed(event)
         elif type(event) is LeaseAcquireAttempted:
-            if len(self._attempts) < MAX_ACQUIRE_ATTEMPTS:
-                self._attempts.append(event)
+            self._lifecycle.attempted(event)
         elif type(event) is LeaseAcquired:
-            self._acquired(event)
-        elif type(event) in _LEASE_TERM_POINTS:
-            self._lease_point(event)
+            record = self._lifecycle.acquired(event)
+            if record.parent_id:
+                self._child(record)
+            else:
+                self._finish(record, _ALWAYS)
+        elif type(event) in LEASE_TERM_POINTS:
+            self._finish(self._lifecycle.lease_point(event), _ALWAYS)
         elif type(event) is SubscriberLagged:
             self.metrics.events_lost.inc(event.lost)
         elif type(event) is SpansExported:
@@ -387,22 +315,17 @@ class OtelSink:
             oldest = next(iter(open_steps))
             del open_steps[oldest]
             self._open_events.pop(oldest, None)
-            self._drop_spans(1, "unmatched")
+            self._tally.spans_dropped(1, "unmatched")
         open_steps[begin.span_id] = begin
         if type(begin) is StartupBegan:
-            self._startup[begin.trace_id] = _Startup(begin.span_id)
-            flags, self._flags = self._flags, None
+            flags = self._lifecycle.startup_began(begin)
             if flags is not None:
-                record = point_span(flags, name="flags.parsed")
-                record.trace_id, record.parent_id = begin.trace_id, begin.span_id
-                record.span_id = new_span_id()
-                record.start_ns = record.end_ns = begin.ts
-                self._child(record)
+                self._child(flags)
 
     def _end(self, end: StepEnd) -> None:
         begin = self._open.pop(end.span_id, None)
         if begin is None:
-            self._drop_spans(1, "unmatched")
+            self._tally.spans_dropped(1, "unmatched")
             return
         self._ended(begin, end)
 
@@ -452,58 +375,9 @@ class OtelSink:
             and startup.informers_started
             and point.parent_id == startup.root_span_id
         ):
-            self._drop_spans(1, "outside_step")
+            self._tally.spans_dropped(1, "outside_step")
             return
         self._child(point)  # built only if its trace is kept
-
-    def _startup_point(self, point: Event) -> None:
-        startup = self._startup.get(point.trace_id)
-        if startup is None:
-            return
-        dur_ns = 0
-        if type(point) is InformerSynced:
-            dur_ns = int(point.duration_ms * 1e6)
-        elif type(point) is InformersStarted:
-            startup.informers_started = True
-        self._child(point_span(point, dur_ns=dur_ns))
-
-    def _acquired(self, point: LeaseAcquired) -> None:
-        record = point_span(point, name="lease.acquire", dur_ns=int(point.waited_ms * 1e6))
-        if not record.trace_id:  # an untimed point outside any step carries no ids
-            record.trace_id, record.span_id = new_trace_id(), new_span_id()
-        for attempt in self._attempts:
-            record.add_event(attempt.KIND, attempt.ts, event_attributes(attempt))
-        self._attempts = []
-        self._term = (record.trace_id, record.span_id)
-        if record.parent_id:
-            self._child(record)
-        else:
-            self._finish(record, Decision.ALWAYS)
-
-    def _lease_point(self, point: Event) -> None:
-        latency_ms = getattr(point, "latency_ms", 0.0)
-        record = point_span(
-            point, name=_LEASE_TERM_POINTS[type(point)], dur_ns=int(latency_ms * 1e6)
-        )
-        # Its own trace (see the module docstring); the span id stays the point's (a point
-        # outside any step has none: it gets one here).
-        if not record.span_id:
-            record.span_id = new_span_id()
-        record.trace_id = "0" * 16 + record.span_id
-        record.parent_id = ""
-        record.attributes["pycm.lease.outcome"] = (
-            "renewed" if type(point) is LeaseRenewed else point.KIND.rsplit(".", 1)[1]
-        )
-        record.add_event(point.KIND, point.ts, event_attributes(point))
-        if type(point) is LeaseRenewFailed:
-            record.error = point.error or point.reason.value
-        elif type(point) is LeaseLost:
-            record.error = point.reason or "lease lost"
-        if self._term is not None:
-            record.links.append((*self._term, {"pycm.link": "lease.acquire"}))
-        if type(point) in (LeaseReleased, LeaseLost):
-            self._term = None
-        self._finish(record, Decision.ALWAYS)
 
     # -- traces ---------------------------------------------------------------------------
 
@@ -519,7 +393,7 @@ class OtelSink:
             startup = self._startup.get(trace_id)
             if startup is not None:
                 if startup.spans >= self.max_spans_per_trace:
-                    self._drop_spans(1, "trace_full")
+                    self._tally.spans_dropped(1, "trace_full")
                     return
                 startup.spans += 1
             if decision.keep:
@@ -532,21 +406,18 @@ class OtelSink:
                 self._causes.add_child(held, record)  # exported with it, if it is kept
                 self._drop_held(self._causes.trim())
             else:
-                self._drop_spans(1, decision.value)
+                self._tally.spans_dropped(1, decision.value)
             return
         pending = self._pending
         buffer = pending.get(trace_id)
         if buffer is None:
             if len(pending) >= self.max_traces:
                 _, evicted = pending.popitem(last=False)
-                self._count(self._traces_dropped["evicted"])
-                self._counts["traces_dropped"] += 1
-                self._counts["evicted"] += 1
-                self._drop_spans(len(evicted), "evicted")
+                self._tally.evicted(len(evicted))
             buffer = pending[trace_id] = []
             self.metrics.pending_traces.set(len(pending))
         if len(buffer) >= self.max_spans_per_trace:
-            self._drop_spans(1, "trace_full")
+            self._tally.spans_dropped(1, "trace_full")
             return
         buffer.append(record)
 
@@ -561,8 +432,7 @@ class OtelSink:
             for child in children:
                 self._export(child)
             self._export(root)
-            self._count(self._traces_exported[decision])
-            self._counts["traces_exported"] += 1
+            self._tally.traces_exported(decision)
         else:
             self._drop_trace(trace_id, decision, children)
 
@@ -575,9 +445,8 @@ class OtelSink:
             if children:
                 self.metrics.pending_traces.set(len(self._pending))
             self._memory.remember(trace_id, decision)
-        self._count(self._traces_dropped[decision])
-        self._counts["traces_dropped"] += 1
-        self._drop_spans(len(children) + 1, decision)
+        self._tally.traces_dropped(decision)
+        self._tally.spans_dropped(len(children) + 1, decision)
 
     # -- causes (pycm.otel.causes) --------------------------------------------------------
 
@@ -655,8 +524,7 @@ class OtelSink:
         for child in held.children:
             self._export(child)
         self._export(record)
-        self._count(self._traces_exported[_CAUSE])
-        self._counts["traces_exported"] += 1
+        self._tally.traces_exported(_CAUSE)
         return begin
 
     def _drop_held(self, dropped: list[Held]) -> None:
@@ -667,12 +535,7 @@ class OtelSink:
 
     def _export(self, child: _Child) -> None:
         self._emit(api_span(child) if isinstance(child, ApiRequestCompleted) else child)
-        self._count(self.metrics.spans_exported)
-        self._counts["spans_exported"] += 1
-
-    def _drop_spans(self, n: int, reason: str) -> None:
-        self._count(self._spans_dropped[reason], n)
-        self._counts["spans_dropped"] += n
+        self._tally.spans_exported()
 
     # -- reporting and the subscriber loop --------------------------------------------------
 
@@ -685,20 +548,10 @@ class OtelSink:
         now = bus.clock.monotonic_ns()
         if not force and now - self._last_report_ns < self.report_interval * 1e9:
             return None
-        counts = self._counts
-        if not any(counts.values()):
+        event = self._tally.report(len(self._pending))
+        if event is None:
             return None
         self._last_report_ns = now
-        event = SpansExported(
-            spans_exported=counts["spans_exported"],
-            traces_exported=counts["traces_exported"],
-            traces_dropped=counts["traces_dropped"],
-            spans_dropped=counts["spans_dropped"],
-            evicted=counts["evicted"],
-            pending_traces=len(self._pending),
-        )
-        for name in counts:
-            counts[name] = 0
         bus.point(event)
         return event
 
@@ -716,7 +569,7 @@ class OtelSink:
             self.handle_batch(sub.drain_entries())
             sub.close()
             self._drop_held(self._causes.clear())  # no kept reconcile will come for them now
-            self.flush_metrics()
+            self._tally.flush()
             self.report(force=True)
             await asyncio.shield(stop_processor(self.processor, limit_s=SHUTDOWN_TIMEOUT))
 

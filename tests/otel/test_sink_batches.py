@@ -111,7 +111,7 @@ def _outcome(batches: list[list[Event]], records: bool) -> tuple[Any, ...]:
         if not s.name.endswith("_created")
     )
     sink._memory.settle()  # the dropped ids into the decisions, as a lookup would
-    return exported, samples, sink._memory.decided, list(sink._open), sink._counts
+    return exported, samples, sink._memory.decided, list(sink._open), sink._tally.since_report
 
 
 def _splits(events: list[Event], seed: int) -> list[list[Event]]:

@@ -105,13 +105,13 @@ def test_a_dropped_fast_reconcile_is_never_built(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(fastpath_module, "materialize", counting)
     sink = _sink(_Records(), CollectorRegistry(), ratio=0.0)
     sink.handle_batch(entries)
-    assert sink._counts["traces_dropped"] == 400 and built == []
+    assert sink._tally.since_report["traces_dropped"] == 400 and built == []
     # At ratio 1 the same batch is kept whole, encoded from the records: still none built,
     # and the spans are the events' own encoding.
     records = _Records()
     kept = _sink(records, CollectorRegistry(), ratio=1.0)
     kept.handle_batch(entries)
-    assert kept._counts["traces_exported"] == 400 and built == []
+    assert kept._tally.since_report["traces_exported"] == 400 and built == []
     events = [materialize(e) for e in entries[:800]]  # (then the queue's shutdown)
     pairs = zip(events[::2], events[1::2], strict=True)
     assert records.spans == [encode_ok_reconcile(b, e) for b, e in pairs]  # type: ignore[arg-type]
@@ -185,5 +185,8 @@ def test_a_resyncs_runs_are_decided_without_reading_their_seqs(
     monkeypatch.setattr(RootRatio, "decide", counting)
     sink = _sink(_Records(), CollectorRegistry(), ratio=0.1)
     sink.handle_batch(entries)
-    assert sink._counts["traces_exported"] + sink._counts["traces_dropped"] == 600
+    assert (
+        sink._tally.since_report["traces_exported"] + sink._tally.since_report["traces_dropped"]
+        == 600
+    )
     assert listed == []  # every run (256 pairs at most) by decide_run
