@@ -292,7 +292,7 @@ def _encode_ok(
         _WAIT_HEAD + _pack_d(wait),
         middle,
     ]
-    if names is not None:
+    if names is not None and uids is not None:  # (a kind with both head tables, or neither)
         resource = shape_key[1]
         if name:
             encoded = name.encode()
@@ -302,7 +302,7 @@ def _encode_ok(
             encoded = uid.encode()
             n = len(encoded)
             if n < _HEADED:
-                parts.append(uids[n] + encoded)  # type: ignore[index]
+                parts.append(uids[n] + encoded)
             else:
                 parts.append(_kind_text(resource, "uid", uid))
     parts.append(action_attr)

@@ -17,11 +17,8 @@ How each trace is shaped:
 - other points inside an open step become span events of that step.
 
 Links to causes: a reconcile sampled out that wrote is held for the cause window instead of
-dropped at once, and exported after all (decision ``cause``) when a kept reconcile links to it,
-with that one's own cause, a few links deep (:mod:`pycm.otel.causes`): the kept reconcile's link
-then opens in Jaeger. The cost is on the paths that already handle such a reconcile event by
-event (it has API calls waiting for its decision); a kept reconcile looks up its trigger's trace
-id, one dict lookup.
+dropped at once, and exported after all (decision ``cause``) when a kept reconcile links to it
+(:mod:`pycm.otel.cause_links`).
 
 Where the work is: the common case, a fast ok root reconcile, is decided before anything is
 built for it (:mod:`pycm.otel.fastpath`); decisions are remembered for late children in
@@ -46,19 +43,19 @@ import asyncio
 import logging
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
-from typing import Any, Protocol
+from typing import Protocol
 
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 
+from pycm.otel.cause_links import CauseLinks, Child
 from pycm.otel.causes import (
     CAUSE_WINDOW,
     MAX_CAUSE_DEPTH,
     MAX_HELD_BYTES,
     MAX_HELD_TRACES,
     CauseWindow,
-    Held,
 )
 from pycm.otel.counts import SinkTally
 from pycm.otel.decisions import DecisionMemory
@@ -78,15 +75,13 @@ from pycm.otel.spans import (
 )
 from pycm.otel.wire import encode_span
 from pycm.trace.bus import Bus, Record, Subscription
-from pycm.trace.causes import Trigger
-from pycm.trace.events import Event, Outcome, StepBegin, StepEnd
+from pycm.trace.events import Event, StepBegin, StepEnd
 from pycm.trace.kinds import (
     ApiRequestCompleted,
     FlagsParsed,
     LeaseAcquireAttempted,
     LeaseAcquired,
     ReconcileFinished,
-    ReconcileResult,
     ReconcileStarted,
     SpansExported,
     StartupBegan,
@@ -114,15 +109,6 @@ LINGER_TURNS = 8
 LINGER_ENTRIES = 2048
 
 _ALWAYS, _SAMPLED, _SAMPLED_OUT = Decision.ALWAYS, Decision.SAMPLED, Decision.SAMPLED_OUT
-_CAUSE = Decision.CAUSE
-# A reconcile is a cause only through a write: the cause table is filled from writes' responses
-# (and writes in flight) only (pycm.trace.causes), so one that only read is never held.
-_WRITES = frozenset(("create", "update", "patch", "delete", "deletecollection"))
-_OK, _RESULT_ERROR = Outcome.OK, ReconcileResult.ERROR
-
-
-# A child span waiting for its trace's decision: API requests stay the point they came from.
-_Child = SpanRecord | ApiRequestCompleted
 
 
 class SpanProcessorLike(Protocol):
@@ -139,10 +125,9 @@ class OtelSink:
     decision is known for it; ``_memory`` (:class:`~pycm.otel.decisions.DecisionMemory`) and
     ``_startup`` hold the decisions of ended roots. ``_pending`` holds a child as the API
     request point it came from until its trace is kept: nothing is built for a trace that is
-    dropped. A sampled-out root reconcile
-    that wrote leaves ``_pending`` for ``_causes`` (:class:`~pycm.otel.causes.CauseWindow`),
-    remembered as sampled out, until a kept reconcile takes it (then remembered as ``cause``) or
-    the window passes."""
+    dropped. A sampled-out root reconcile that wrote leaves ``_pending`` for ``_causes``
+    (:class:`~pycm.otel.causes.CauseWindow`, through ``_cause_links``), remembered as sampled
+    out, until a kept reconcile takes it (then remembered as ``cause``) or the window passes."""
 
     def __init__(
         self,
@@ -178,7 +163,7 @@ class OtelSink:
         )
         self._open: dict[str, StepBegin] = {}
         self._open_events: dict[str, list[Event]] = {}
-        self._pending: OrderedDict[str, list[_Child]] = OrderedDict()
+        self._pending: OrderedDict[str, list[Child]] = OrderedDict()
         # Decisions of ended roots, for children that end after them.
         self._memory = memory = DecisionMemory()
         # Kept spans go to the processor encoded when it takes them so (our OTLP pipeline),
@@ -214,6 +199,19 @@ class OtelSink:
             max_depth=max_cause_depth,
         )
         self._links = causes.active
+        self._clock: Clock = clock or (bus.clock if bus is not None else REAL_CLOCK)
+        self._tally = tally = SinkTally(metrics)
+        self._last_report_ns = 0
+        self._cause_links = links = CauseLinks(
+            causes,
+            memory=memory,
+            pending=self._pending,
+            pending_gauge=metrics.pending_traces,
+            open_steps=self._open,
+            clock=self._clock,
+            export=self._export,
+            tally=tally,
+        )
         self._fast = FastPath(
             sampler=sampler,
             memory=memory,
@@ -224,14 +222,11 @@ class OtelSink:
             records=records,
             on_spans=on_spans or (lambda spans: None),
             emit=self._emit,
-            follow=self._follow,
-            follow_trigger=self._follow_trigger,
+            follow=links.follow,
+            follow_trigger=links.follow_trigger,
             handle=self.handle,
         )
-        self._clock: Clock = clock or (bus.clock if bus is not None else REAL_CLOCK)
         metrics.held_traces.set_function(lambda: len(causes.held))
-        self._tally = SinkTally(metrics)
-        self._last_report_ns = 0
 
     # -- events ---------------------------------------------------------------------------
 
@@ -248,7 +243,7 @@ class OtelSink:
         causes = self._causes
         if causes.held or causes.wanted:
             # Before the batch: a cause the window has passed for is not kept by it.
-            self._drop_held(causes.expire(self._clock.monotonic_ns()))
+            self._cause_links.drop_held(causes.expire(self._clock.monotonic_ns()))
         dropped, kept = self._fast.pairs(batch)
         self._memory.rotate_if_full()
         open_steps = self._open
@@ -338,7 +333,7 @@ class OtelSink:
             if decision is _SAMPLED_OUT:
                 # The common case: decided before any span data is built (and, if it wrote,
                 # held in case a kept reconcile links to it).
-                if not (self._links and self._hold(begin, end, events)):
+                if not (self._links and self._cause_links.hold(begin, end, events)):
                     self._drop_trace(end.trace_id, decision)
                 return
         record = step_span(begin, end)
@@ -355,7 +350,7 @@ class OtelSink:
                 and begin.trigger_trace_id
             ):
                 # A reconcile kept at the tail (failed, slow): its cause with it.
-                self._follow(begin.trigger_trace_id, begin.trigger_span_id)
+                self._cause_links.follow(begin.trigger_trace_id, begin.trigger_span_id)
 
     def _api(self, point: ApiRequestCompleted) -> None:
         if not point.parent_id:
@@ -386,7 +381,7 @@ class OtelSink:
             return Decision.ALWAYS
         return self._memory.get(trace_id)
 
-    def _child(self, record: _Child) -> None:
+    def _child(self, record: Child) -> None:
         trace_id = record.trace_id
         decision = self._decision(trace_id)
         if decision is not None:
@@ -404,7 +399,7 @@ class OtelSink:
                 and len(held.children) < self.max_spans_per_trace
             ):
                 self._causes.add_child(held, record)  # exported with it, if it is kept
-                self._drop_held(self._causes.trim())
+                self._cause_links.drop_held(self._causes.trim())
             else:
                 self._tally.spans_dropped(1, decision.value)
             return
@@ -437,7 +432,7 @@ class OtelSink:
             self._drop_trace(trace_id, decision, children)
 
     def _drop_trace(
-        self, trace_id: str, decision: Decision, children: list[_Child] | None = None
+        self, trace_id: str, decision: Decision, children: list[Child] | None = None
     ) -> None:
         """Drop a trace whose root ended (``children``: already taken from ``_pending``)."""
         if children is None:
@@ -448,92 +443,7 @@ class OtelSink:
         self._tally.traces_dropped(decision)
         self._tally.spans_dropped(len(children) + 1, decision)
 
-    # -- causes (pycm.otel.causes) --------------------------------------------------------
-
-    def _hold(self, begin: StepBegin, end: ReconcileFinished, events: list[Event] | None) -> bool:
-        """A root reconcile sampled out: kept if a kept reconcile wanted it as its cause while
-        it ran, held if it wrote, else left to the caller to drop (False)."""
-        if type(begin) is not ReconcileStarted:
-            return False
-        trace_id = end.trace_id
-        causes = self._causes
-        depth = causes.wanted_at(trace_id) if causes.wanted else None
-        pending = self._pending
-        children = pending.get(trace_id)
-        if depth is None:
-            if not children:
-                return False
-            for child in children:  # (a loop: a generator costs more than the few it reads)
-                if type(child) is ApiRequestCompleted and child.verb in _WRITES:
-                    break
-            else:
-                return False
-        if children is not None:
-            del pending[trace_id]
-            self.metrics.pending_traces.set(len(pending))
-        held = Held(self._clock.monotonic_ns(), begin, end, events, children or [])
-        if depth is not None:
-            begin = self._keep_cause(held)
-            if begin.trigger_trace_id:
-                self._follow(begin.trigger_trace_id, begin.trigger_span_id, depth + 1)
-        else:
-            self._memory.remember(trace_id, _SAMPLED_OUT)  # late children: see _child
-            pushed = causes.hold(trace_id, held)
-            if pushed is not None:
-                self._drop_trace(pushed.end.trace_id, _SAMPLED_OUT, pushed.children)
-                if causes.bytes > causes.max_bytes:
-                    self._drop_held(causes.trim())
-        return True
-
-    def _follow_trigger(self, trigger: Any) -> None:
-        """:meth:`_follow` a kept root reconcile's trigger as its begin record holds it (a
-        pycm.trace.causes.Trigger, or any object with the five original fields)."""
-        trace_id, span_id = (
-            trigger.ids() if type(trigger) is Trigger else (trigger.trace_id, trigger.span_id)
-        )
-        if trace_id:
-            self._follow(trace_id, span_id)
-
-    def _follow(self, trace_id: str, span_id: str, depth: int = 1) -> None:
-        """A kept reconcile links (``depth`` links away) to the span ``span_id`` of trace
-        ``trace_id``: export that trace if it is held, then follow its own link; if its root is
-        still running, ask for it when it ends."""
-        causes = self._causes
-        while depth <= causes.max_depth:
-            held = causes.take(trace_id) if causes.held else None
-            if held is None:
-                if span_id in self._open:
-                    causes.want(trace_id, depth, self._clock.monotonic_ns())
-                return
-            begin = self._keep_cause(held)
-            trace_id, span_id = begin.trigger_trace_id, begin.trigger_span_id
-            if not trace_id:
-                return
-            depth += 1
-
-    def _keep_cause(self, held: Held) -> ReconcileStarted:
-        """Export a held (or wanted) trace as a kept reconcile's cause; returns its begin (a
-        root reconcile's, whose own cause the caller follows)."""
-        begin, end = held.begin, held.end
-        record = step_span(begin, end)
-        if held.events:
-            record.events = [(e.KIND, e.ts, event_attributes(e)) for e in held.events]
-        # Not remember: no new generation in the middle of the fast path's loops (their
-        # locals hold the current one); handle_batch starts one when it is due.
-        self._memory.decided[end.trace_id] = _CAUSE
-        for child in held.children:
-            self._export(child)
-        self._export(record)
-        self._tally.traces_exported(_CAUSE)
-        return begin
-
-    def _drop_held(self, dropped: list[Held]) -> None:
-        """Count held traces the window passed for (or that the bounds pushed out) as the
-        sampled-out traces they are."""
-        for held in dropped:
-            self._drop_trace(held.end.trace_id, _SAMPLED_OUT, held.children)
-
-    def _export(self, child: _Child) -> None:
+    def _export(self, child: Child) -> None:
         self._emit(api_span(child) if isinstance(child, ApiRequestCompleted) else child)
         self._tally.spans_exported()
 
@@ -568,7 +478,9 @@ class OtelSink:
         finally:
             self.handle_batch(sub.drain_entries())
             sub.close()
-            self._drop_held(self._causes.clear())  # no kept reconcile will come for them now
+            self._cause_links.drop_held(
+                self._causes.clear()
+            )  # no kept reconcile will come for them now
             self._tally.flush()
             self.report(force=True)
             await asyncio.shield(stop_processor(self.processor, limit_s=SHUTDOWN_TIMEOUT))
