@@ -3,12 +3,13 @@
 :func:`start_otel_sink` returns None when no endpoint is configured (no exporter, no task, no
 cost beyond the bus); otherwise an :class:`OtelHandle` whose :meth:`~OtelHandle.run` is the sink
 task: it consumes the bus, turns finished steps into spans with the same ids
-(:mod:`pycm.otel.sink`, :mod:`pycm.otel.spans`), tail-samples reconcile traces
+(:mod:`pycm.otel.sink`, :mod:`pycm.otel.spans`; the common reconcile decided before anything
+is built: :mod:`pycm.otel.fastpath`), tail-samples reconcile traces
 (:mod:`pycm.otel.sampling`; a kept one's causes with it: :mod:`pycm.otel.causes`) and hands
 kept spans, as its own records, to the SDK's batch processor and OTLP exporters with the request
 encoded by :mod:`pycm.otel.wire` (:mod:`pycm.otel.export`; where to: :mod:`pycm.otel.settings`).
 Cancelling the task flushes and shuts the exporter down, bounded by
-:data:`~pycm.otel.sink.SHUTDOWN_TIMEOUT`.
+:data:`~pycm.otel.shutdown.SHUTDOWN_TIMEOUT`.
 
 Threads: the BatchSpanProcessor encodes and sends from its own worker thread, and the bounded
 shutdown runs in a daemon thread. These are the only threads in pycm; they live here because

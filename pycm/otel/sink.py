@@ -9,34 +9,25 @@ lists outside start-up) are always exported.
 
 How each trace is shaped:
 
-- start-up: the root ``pycm.startup`` step and everything that carries its trace id — flags
-  parsed (emitted before the step, adopted into it), handler chain built, serving started,
-  each controller's init step, each informer's list step and synced point, InformersStarted, the
-  lease acquisition and the API requests made on the way. Start-up ends (the root step) before
-  leader-only work does, so its trace is decided (kept) when it begins and late children are
-  exported as they come, up to ``max_spans_per_trace``. After InformersStarted, API requests made
-  directly under the start-up root (the elector's renew calls, watches) are no longer start-up's
-  and are not exported.
-- leader election: ``lease.acquire`` (a child of start-up when it happened during start-up, with
-  the attempts as span events), and each renew (``lease.renew``: latency, outcome, reason),
-  release and loss as a span of its own trace — trace id = 16 zeros + the point's span id,
-  linked to the acquisition. (The renewer runs outside any step, so its lock calls are API
-  requests outside any step: traces of their own, sampled as below.)
+- start-up and leader election: :mod:`pycm.otel.lifecycle`.
+- an API request outside any step: a trace of its own, sampled like a reconcile.
 - reconcile: the root of its own trace (workers start with no current span), ``reconcile
   <controller>`` with its API calls as CLIENT children and a link to the event that enqueued
   the key (the informer's context: start-up's span when the informers started in it).
 - other points inside an open step become span events of that step.
 
 Links to causes: a reconcile sampled out that wrote is held for the cause window instead of
-dropped at once, and exported after all (decision ``cause``) when a kept reconcile links to it,
-with that one's own cause, a few links deep (:mod:`pycm.otel.causes`): the kept reconcile's link
-then opens in Jaeger. The cost is on the paths that already handle such a reconcile event by
-event (it has API calls waiting for its decision); a kept reconcile looks up its trigger's trace
-id, one dict lookup.
+dropped at once, and exported after all (decision ``cause``) when a kept reconcile links to it
+(:mod:`pycm.otel.cause_links`).
+
+Where the work is: the common case, a fast ok root reconcile, is decided before anything is
+built for it (:mod:`pycm.otel.fastpath`); decisions are remembered for late children in
+:mod:`pycm.otel.decisions`; spans are built by :mod:`pycm.otel.spans` and encoded by
+:mod:`pycm.otel.wire`; the processor is stopped by :mod:`pycm.otel.shutdown`.
 
 Buffers are bounded (open steps, pending traces, spans per trace, the decided-trace memory, the
-held causes);
-what they shed is counted in :class:`~pycm.otel.metrics.SinkMetrics` and reported on the bus as
+held causes); what they shed is counted (:mod:`pycm.otel.counts`) in
+:class:`~pycm.otel.metrics.SinkMetrics` and reported on the bus as
 :class:`~pycm.trace.kinds.SpansExported` at most every ``report_interval`` seconds.
 
 Nothing here blocks the event loop: handing a kept span to the processor only appends it to the
@@ -50,67 +41,48 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
-from functools import partial
-from itertools import compress
-from typing import Any, Protocol, runtime_checkable
+from collections.abc import Callable, Iterable
+from typing import Protocol
 
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 
+from pycm.otel.cause_links import CauseLinks, Child
 from pycm.otel.causes import (
     CAUSE_WINDOW,
     MAX_CAUSE_DEPTH,
     MAX_HELD_BYTES,
     MAX_HELD_TRACES,
     CauseWindow,
-    Held,
 )
+from pycm.otel.counts import SinkTally
+from pycm.otel.decisions import DecisionMemory
 from pycm.otel.export import RecordProcessor
-from pycm.otel.lanes import RootRatio
+from pycm.otel.fastpath import FastPath
+from pycm.otel.lifecycle import LEASE_TERM_POINTS, STARTUP_POINTS, LifecycleSpans
 from pycm.otel.metrics import SinkMetrics
 from pycm.otel.sampling import Decision, TailSampler
+from pycm.otel.shutdown import SHUTDOWN_TIMEOUT, stop_processor
 from pycm.otel.spans import (
     SpanRecord,
     api_span,
     event_attributes,
-    point_span,
     reconcile_failed,
     step_span,
     to_readable,
 )
-from pycm.otel.wire import encode_ok_reconcile, encode_ok_record, encode_span
-from pycm.trace.bus import (
-    RECONCILE_BEGIN,
-    RECONCILE_END,
-    Bus,
-    Record,
-    Subscription,
-    materialize,
-    record_ids,
-)
-from pycm.trace.causes import Trigger
-from pycm.trace.context import IdKey, new_span_id, new_trace_id, root_low
-from pycm.trace.events import Event, Outcome, StepBegin, StepEnd
+from pycm.otel.wire import encode_span
+from pycm.trace.bus import Bus, Record, Subscription
+from pycm.trace.events import Event, StepBegin, StepEnd
 from pycm.trace.kinds import (
     ApiRequestCompleted,
     FlagsParsed,
-    HandlerChainBuilt,
-    InformersStarted,
-    InformerSynced,
     LeaseAcquireAttempted,
     LeaseAcquired,
-    LeaseLost,
-    LeaseReleased,
-    LeaseRenewed,
-    LeaseRenewFailed,
     ReconcileFinished,
-    ReconcileResult,
     ReconcileStarted,
-    ServingStarted,
     SpansExported,
     StartupBegan,
     SubscriberLagged,
@@ -125,45 +97,18 @@ SCOPE_NAME = "pycm.otel"  # the instrumentation scope of every span
 MAX_OPEN_STEPS = 8192
 MAX_PENDING_TRACES = 2048
 MAX_SPANS_PER_TRACE = 256
-# Traces whose decision is remembered for children that end after the root: two generations of
-# about this many (a dict per generation: the newest is filled — past this size by at most one
-# drained batch — and the older one dropped whole).
-MAX_DECIDED = 8192
-# Pairs a call of OtelSink._root_run takes at most (the run's slices and lanes are this long).
-RUN_WINDOW = 256
-MAX_ACQUIRE_ATTEMPTS = 16
 MAX_SPAN_EVENTS = 32
 REPORT_INTERVAL = 10.0
 # After a wake-up the sink lets the event loop run up to this many more turns before it drains,
 # while fewer than LINGER_ENTRIES entries (at most an eighth of its queue) wait: a busy loop's
-# reconciles then reach it in batches of hundreds, not of what one turn made. Each batch has a
-# fixed cost (the task's wake-up, the drain, the batch's constant work) and runs on caches the
-# reconciles in between have filled with their own data: the same batch of 100 no-op
-# reconciles took 0.52 µs a reconcile replayed alone and ~1.0 µs in bench.otel's loop, and
-# lingering 8 turns there moved otel.overhead from ~0.945 to ~0.96. An idle loop's turns are
+# reconciles then reach it in batches of hundreds, not of what one turn made (each batch has a
+# fixed cost; measured in docs/operations.md, "OpenTelemetry export"). An idle loop's turns are
 # microseconds, so a lone event still reaches the processor at once (whose batches wait up to
 # a second anyway).
 LINGER_TURNS = 8
 LINGER_ENTRIES = 2048
 
-# Points that are spans of the start-up trace when they carry its trace id.
 _ALWAYS, _SAMPLED, _SAMPLED_OUT = Decision.ALWAYS, Decision.SAMPLED, Decision.SAMPLED_OUT
-_CAUSE = Decision.CAUSE
-# A reconcile is a cause only through a write: the cause table is filled from writes' responses
-# (and writes in flight) only (pycm.trace.causes), so one that only read is never held.
-_WRITES = frozenset(("create", "update", "patch", "delete", "deletecollection"))
-_OK, _RESULT_ERROR = Outcome.OK, ReconcileResult.ERROR
-_STARTUP_POINTS = (HandlerChainBuilt, ServingStarted, InformerSynced, InformersStarted)
-_LEASE_TERM_POINTS = {
-    LeaseRenewed: "lease.renew",
-    LeaseRenewFailed: "lease.renew",
-    LeaseReleased: "lease.release",
-    LeaseLost: "lease.lost",
-}
-
-
-# A child span waiting for its trace's decision: API requests stay the point they came from.
-_Child = SpanRecord | ApiRequestCompleted
 
 
 class SpanProcessorLike(Protocol):
@@ -174,45 +119,15 @@ class SpanProcessorLike(Protocol):
     def shutdown(self) -> None: ...
 
 
-@runtime_checkable
-class _BoundedShutdown(Protocol):
-    """A processor whose shutdown takes a bound (pycm.otel.export.RecordBatchProcessor)."""
-
-    def shutdown_within(self, limit_s: float) -> None: ...
-
-
-class _Labelled(dict[str, Any]):
-    """A labelled metric's children by label value, made on first use."""
-
-    def __init__(self, metric: Any) -> None:
-        super().__init__()
-        self._metric = metric
-
-    def __missing__(self, value: str) -> Any:
-        child = self[value] = self._metric.labels(value)
-        return child
-
-
-class _Startup:
-    __slots__ = ("informers_started", "root_span_id", "spans")
-
-    def __init__(self, root_span_id: str) -> None:
-        self.root_span_id = root_span_id
-        self.spans = 0
-        self.informers_started = False
-
-
 class OtelSink:
     """Invariants: a span id is in ``_open`` iff its begin was seen and its end was not (bounded
     by ``max_open``); a trace id is in ``_pending`` only while its root has not ended and no
-    decision is known for it; ``_decided``, ``_decided_old`` and ``_startup`` hold the decisions
-    of ended roots, and ``_dropped``, ``_dropped_old`` the trace ids of fast ok reconcile roots
-    the ratio dropped, in the generation of the same age (a list until a decision is looked up:
-    :meth:`_settle`). ``_pending`` holds a child as the API request point it came from until its
-    trace is kept: nothing is built for a trace that is dropped. A sampled-out root reconcile
-    that wrote leaves ``_pending`` for ``_causes`` (:class:`~pycm.otel.causes.CauseWindow`),
-    remembered as sampled out, until a kept reconcile takes it (then remembered as ``cause``) or
-    the window passes."""
+    decision is known for it; ``_memory`` (:class:`~pycm.otel.decisions.DecisionMemory`) and
+    ``_startup`` hold the decisions of ended roots. ``_pending`` holds a child as the API
+    request point it came from until its trace is kept: nothing is built for a trace that is
+    dropped. A sampled-out root reconcile that wrote leaves ``_pending`` for ``_causes``
+    (:class:`~pycm.otel.causes.CauseWindow`, through ``_cause_links``), remembered as sampled
+    out, until a kept reconcile takes it (then remembered as ``cause``) or the window passes."""
 
     def __init__(
         self,
@@ -248,39 +163,33 @@ class OtelSink:
         )
         self._open: dict[str, StepBegin] = {}
         self._open_events: dict[str, list[Event]] = {}
-        self._pending: OrderedDict[str, list[_Child]] = OrderedDict()
-        self._decided: dict[str, Decision] = {}
-        self._decided_old: dict[str, Decision] = {}
-        # Nine in ten reconciles are dropped, and a decision is looked up only for a child that
-        # ends after its root (or one in flight): their ids are appended here, not hashed into
-        # ``_decided`` one by one, and folded in when a lookup comes (or never: a generation of
-        # a no-op resync's ids is dropped whole). A dropped trace id as its text, or, for a
-        # root reconcile whose begin holds ``_root_key`` (the bus's id key, the first seen: the
-        # same for all of them), its begin's seq, an int, for a dropped one, and the seq
-        # negated for one the ratio kept in a run (:meth:`_root_run`): the ids are derived and
-        # their text made when folded in. Not the begin record: records kept here past the
-        # bus's ring are tracked objects the young collections keep walking (measured: 2.5
-        # collections and ~1.4 ms a pass of 2000 no-op reconciles, ~0.7 µs a reconcile), where
-        # an int is not tracked.
-        self._lazy: list[str | int] = []
-        self._lazy_old: list[str | int] = []
-        self._root_key: IdKey | None = None
-        self._ratio: RootRatio | None = None  # the ratio rule for that key's runs
-        self._trace_head = b""  # Span.trace_id's tag and length, and the key's high half
+        self._pending: OrderedDict[str, list[Child]] = OrderedDict()
+        # Decisions of ended roots, for children that end after them.
+        self._memory = memory = DecisionMemory()
         # Kept spans go to the processor encoded when it takes them so (our OTLP pipeline),
         # otherwise as the SDK's ReadableSpan (any SDK span processor; the tests' in-memory one).
-        self._takes_records = isinstance(processor, RecordProcessor)
+        # (Its on_span and on_end are looked up as each span is handed over.)
+        records: RecordProcessor | None = None
+        if isinstance(processor, RecordProcessor):
+            records = processor
+            self._emit: Callable[[SpanRecord], None] = lambda record: records.on_span(
+                encode_span(record)
+            )
+        else:
+            sdk, scope = processor, self._scope
+            self._emit = lambda record: sdk.on_end(to_readable(record, resource, scope))
         # Several encoded spans at once, where the processor takes them so.
         on_spans = getattr(processor, "on_spans", None)
-        if on_spans is None and self._takes_records:
-            on_span = processor.on_span  # type: ignore[union-attr]
+        if on_spans is None and records is not None:
+            one = records.on_span
 
             def on_spans(spans: list[bytes]) -> None:
                 for span in spans:
-                    on_span(span)
+                    one(span)
 
-        self._on_spans: Callable[[list[bytes]], None] = on_spans or (lambda spans: None)
-        self._startup: dict[str, _Startup] = {}
+        # The start-up traces (always kept) and the lease term's spans.
+        self._lifecycle = lifecycle = LifecycleSpans()
+        self._startup = lifecycle.startup
         # Sampled-out reconciles that wrote, held in case a kept one links to them; ``_links``:
         # whether any are (a window of 0 turns the lookups off too).
         self._causes = causes = CauseWindow(
@@ -291,30 +200,33 @@ class OtelSink:
         )
         self._links = causes.active
         self._clock: Clock = clock or (bus.clock if bus is not None else REAL_CLOCK)
-        metrics.held_traces.set_function(lambda: len(causes.held))
-        self._flags: FlagsParsed | None = None
-        self._attempts: list[LeaseAcquireAttempted] = []
-        self._term: tuple[str, str] | None = None
-        # Counts since the last SpansExported report.
-        self._counts = dict.fromkeys(
-            (
-                "spans_exported",
-                "traces_exported",
-                "traces_dropped",
-                "spans_dropped",
-                "evicted",
-            ),
-            0,
-        )
+        self._tally = tally = SinkTally(metrics)
         self._last_report_ns = 0
-        # Labelled children resolved once (labels() takes a lock and builds a tuple each call).
-        self._spans_dropped = _Labelled(metrics.spans_dropped)
-        self._traces_dropped = _Labelled(metrics.traces_dropped)
-        self._traces_exported = _Labelled(metrics.traces_exported)
-        # Counter increments not yet added (counter child -> amount): a Prometheus counter's
-        # inc takes a lock, and nine in ten reconciles drop a trace, so every count is
-        # gathered here and added once per drained batch (flush_metrics).
-        self._unflushed: dict[Any, float] = {}
+        self._cause_links = links = CauseLinks(
+            causes,
+            memory=memory,
+            pending=self._pending,
+            pending_gauge=metrics.pending_traces,
+            open_steps=self._open,
+            clock=self._clock,
+            export=self._export,
+            tally=tally,
+        )
+        self._fast = FastPath(
+            sampler=sampler,
+            memory=memory,
+            open_steps=self._open,
+            open_events=self._open_events,
+            pending=self._pending,
+            causes=causes,
+            records=records,
+            on_spans=on_spans or (lambda spans: None),
+            emit=self._emit,
+            follow=links.follow,
+            follow_trigger=links.follow_trigger,
+            handle=self.handle,
+        )
+        metrics.held_traces.set_function(lambda: len(causes.held))
 
     # -- events ---------------------------------------------------------------------------
 
@@ -322,7 +234,7 @@ class OtelSink:
         """Fold in what one wake-up drained (events, or a subscription's entries: a reconcile's
         compact records, see ``Subscription.drain_entries``), then bring the metrics up to date.
 
-        The common case is decided inline (:meth:`_pairs`, then :meth:`_each`): at its end, a
+        The common case is decided inline (:class:`~pycm.otel.fastpath.FastPath`): at its end, a
         fast, successful reconcile root with nothing buffered is decided on the spot (the
         decision :meth:`TailSampler.decide` makes): outside the ratio it is dropped before
         anything is built for it, inside it its span goes straight to the processor. Every
@@ -331,360 +243,53 @@ class OtelSink:
         causes = self._causes
         if causes.held or causes.wanted:
             # Before the batch: a cause the window has passed for is not kept by it.
-            self._drop_held(causes.expire(self._clock.monotonic_ns()))
-        dropped, kept = self._pairs(batch)
-        if len(self._decided) + len(self._lazy) >= MAX_DECIDED:
-            self._new_generation()
+            self._cause_links.drop_held(causes.expire(self._clock.monotonic_ns()))
+        dropped, kept = self._fast.pairs(batch)
+        self._memory.rotate_if_full()
         open_steps = self._open
         while len(open_steps) > self.max_open:
             oldest = next(iter(open_steps))
             del open_steps[oldest]
             self._open_events.pop(oldest, None)
-            self._drop_spans(1, "unmatched")
+            self._tally.spans_dropped(1, "unmatched")
+        tally = self._tally
         if dropped:
-            self._count(self._traces_dropped[_SAMPLED_OUT], dropped)
-            self._counts["traces_dropped"] += dropped
-            self._drop_spans(dropped, _SAMPLED_OUT)
+            tally.traces_dropped(_SAMPLED_OUT, dropped)
+            tally.spans_dropped(dropped, _SAMPLED_OUT)
         if kept:
-            self._count(self._traces_exported[_SAMPLED], kept)
-            self._counts["traces_exported"] += kept
-            self._count(self.metrics.spans_exported, kept)
-            self._counts["spans_exported"] += kept
-        self.flush_metrics()
-
-    def _pairs(self, events: list[Event | Record]) -> tuple[int, int]:
-        """Fold in a batch two events at a time where two are a reconcile's begin and its end
-        (a resync's batches, where a sync that does not wait ends before the next begins): the
-        begin is never held, and a fast, ok root is decided inline (a run of them under the
-        bus's id key at once: :meth:`_root_run`). An entry that does not start such a pair
-        (another kind, a begin whose end is not next, the end of a begin held earlier) goes to
-        :meth:`_each` with the run of misfits it starts, in order, and the pairs resume after
-        the run. Returns (dropped, kept) of the reconciles decided inline
-        here or in _each (counted by the caller)."""
-        open_events = self._open_events
-        pending = self._pending
-        decided = self._decided
-        sampler = self.sampler
-        slow_ns = sampler.slow_ns if sampler.slow_ns > 0 else 1 << 63  # 0: no slow rule
-        # "g" sorts after every 16 hex digits: ratio 1 keeps every id.
-        bound = sampler.ratio_bound_hex or "g"
-        bound_int = sampler.ratio_bound
-        started, finished = ReconcileStarted, ReconcileFinished
-        ok, result_error, sampled = _OK, _RESULT_ERROR, _SAMPLED
-        drop = self._lazy.append
-        takes_records = self._takes_records
-        on_span = self.processor.on_span if takes_records else None  # type: ignore[union-attr]
-        # Nothing buffered for any trace or open step: no lookups a reconcile (redone after
-        # everything that takes the event-by-event path, which may buffer).
-        clear = not pending and not open_events
-        root_key = self._root_key
-        dropped = kept = 0
-        n = len(events)
-        last = n - 1  # the last index a pair can start at
-        i = 0
-        misfits = -1  # the index the run of entries waiting for _each starts at (-1: none)
-        begin_tag, end_tag = RECONCILE_BEGIN, RECONCILE_END
-        # A kept reconcile's cause can be exported only if something is held, or its root is
-        # still running (an open step): checked here before a call is made for it.
-        links, held, open_steps = self._links, self._causes.held, self._open
-        while i < n:
-            begin = events[i]
-            end = events[i + 1] if i < last else None
-            if type(begin) is tuple:
-                # The bus's compact records (see pycm.trace.bus for their layouts): decided on
-                # their values, and built into events only when kept or sent on.
-                if (
-                    type(end) is not tuple
-                    or begin[0] != begin_tag
-                    or end[0] != end_tag
-                    or end[2] is not begin  # not this begin's own end
-                ):
-                    if misfits < 0:
-                        misfits = i
-                    i += 1
-                    continue
-            elif (
-                type(begin) is not started
-                or type(end) is not finished
-                or end.span_id != begin.span_id
-            ):
-                if misfits < 0:
-                    misfits = i
-                i += 1
-                continue
-            if misfits >= 0:
-                # The run before this pair first, in order: it may buffer for the pair's trace.
-                more_dropped, more_kept = self._each([materialize(e) for e in events[misfits:i]])
-                dropped += more_dropped
-                kept += more_kept
-                misfits = -1
-                decided, drop = self._decided, self._lazy.append  # a new generation?
-                clear = not pending and not open_events
-            if type(begin) is tuple:
-                ids = begin[2][1]  # in the begin's head (pycm.trace.bus)
-                if root_key is None and len(ids) == 3:  # the bus's key, first seen
-                    self._root_key = root_key = ids
-                if clear and ids is root_key:
-                    # A run of pairs under the bus's key, decided in one loop; then on here
-                    # with the first pair it did not take, if any.
-                    done, more_kept = self._root_run(events, i)
-                    if done > i:
-                        dropped += (done - i) // 2 - more_kept
-                        kept += more_kept
-                        i = done
-                        continue
-                i += 2
-                # (An end tagged RECONCILE_END ended ok, with a result other than error.)
-                fast = end[3] - begin[3] <= slow_ns and not begin[2][2]  # type: ignore[index]
-                if fast and not clear:
-                    trace_id, span_id = record_ids(begin)
-                    fast = not (trace_id in pending or span_id in open_events)
-                if fast:
-                    # A root's ids are derived from the bus's id key and the seq (pycm.trace.bus):
-                    # the ratio rule compares the trace id's low half as the number it is, with
-                    # no text made for it; a dropped one's trace id is made only if a decision
-                    # is ever looked up (_settle).
-                    low = root_low(ids, begin[1]) if len(ids) == 3 else int(ids[0][16:], 16)
-                    if low >= bound_int:
-                        if ids is root_key:
-                            drop(begin[1])
-                        else:  # a redrawn key (after a fork), or a nested reconcile's ids
-                            drop(record_ids(begin)[0])
-                        dropped += 1
-                        continue
-                begin, end = materialize(begin), materialize(end)
-                trace_id = end.trace_id
-            else:
-                i += 2
-                trace_id = end.trace_id  # type: ignore[union-attr]
-                fast = (
-                    end.outcome is ok  # type: ignore[union-attr]
-                    and end.result is not result_error  # type: ignore[union-attr]
-                    and end.dur_ns <= slow_ns  # type: ignore[union-attr]
-                    and not end.parent_id  # type: ignore[union-attr]
-                    and len(trace_id) == 32
-                    and (clear or not (trace_id in pending or end.span_id in open_events))  # type: ignore[union-attr]
-                )
-                if fast and trace_id[16:] >= bound:
-                    drop(trace_id)
-                    dropped += 1
-                    continue
-            if fast:  # kept by the ratio
-                decided[trace_id] = sampled
-                if on_span is not None:
-                    on_span(encode_ok_reconcile(begin, end))  # type: ignore[arg-type]
-                else:
-                    self._emit(step_span(begin, end))  # type: ignore[arg-type]
-                kept += 1
-                if (
-                    links
-                    and begin.trigger_trace_id  # type: ignore[union-attr]
-                    and (held or begin.trigger_span_id in open_steps)  # type: ignore[union-attr]
-                ):
-                    self._follow(begin.trigger_trace_id, begin.trigger_span_id)  # type: ignore[union-attr]
-                continue
-            # Failed, slow, a child, something buffered for it...
-            more_dropped, more_kept = self._each((begin, end))  # type: ignore[arg-type]
-            dropped += more_dropped
-            kept += more_kept
-            # handle may have started a new generation
-            decided, drop = self._decided, self._lazy.append
-            clear = not pending and not open_events
-        if misfits >= 0:
-            more_dropped, more_kept = self._each([materialize(e) for e in events[misfits:]])
-            dropped += more_dropped
-            kept += more_kept
-        return dropped, kept
-
-    def _root_run(self, events: list[Event | Record], i: int) -> tuple[int, int]:
-        """Decide the run of pairs from ``events[i]`` on that are a root reconcile's begin
-        record (under ``_root_key``) and its end, fast and ok, while nothing is buffered for
-        any trace or open step (the caller's ``clear``): a resync's common case. The ratio
-        rule is applied to the whole run at once (:class:`~pycm.otel.lanes.RootRatio`); a
-        dropped one is remembered as its seq, with no text made for it. Returns the index of
-        the first entry not taken and how many of the pairs taken were kept (the rest were
-        dropped).
-
-        ``events`` are in the log's order (as a subscription drains them), so a run's records
-        have rising seqs and clock readings (the bus's monotonic clock, read as each record
-        is appended). When its last begin's seq is its first's plus two a pair, the run is
-        seqs in a row, and when its last end is within the slow threshold of its first begin,
-        so is each reconcile in it: then neither is read pair by pair (those ints are objects
-        of their own, and a drain finds them long out of the CPU's caches; measured in
-        bench.otel's loop: the batches ~0.2 µs a reconcile less, and otel.overhead 0.964,
-        0.954, 0.957 before against 0.989, 0.980, 0.971 after, runs interleaved)."""
-        key = self._root_key
-        assert key is not None
-        slow_ns = self.sampler.slow_ns if self.sampler.slow_ns > 0 else 1 << 63  # 0: none
-        end_tag = RECONCILE_END
-        # At most RUN_WINDOW pairs a call (the caller calls again where a run goes on): the
-        # slices copy no more than that, however often misfits break the runs.
-        stop = i + 2 * RUN_WINDOW
-        begins: list[Any] = events[i:stop:2]
-        ends: list[Any] = events[i + 1 : stop : 2]
-        n = 0
-        try:
-            for begin, end in zip(begins, ends, strict=False):
-                # (A begin holding the bus's key is a root's: its parent_id is empty.)
-                if (
-                    end[2] is not begin  # not this begin's own end (an end holds its begin)
-                    or end[0] != end_tag  # failed
-                    or begin[2][1] is not key
-                ):
-                    break
-                n += 1
-        except TypeError:  # ``end`` is an event, not a record: not subscriptable
-            pass
-        if not n:
-            return i, 0
-        ratio = self._ratio
-        if ratio is None:
-            ratio = self._ratio = RootRatio(key, self.sampler.ratio_bound)
-            self._trace_head = b"\x0a\x10" + bytes.fromhex(key[0])
-        first = begins[0][1]
-        seqs: Sequence[int]
-        if begins[n - 1][1] - first == 2 * (n - 1) and ends[n - 1][3] - begins[0][3] <= slow_ns:
-            seqs = range(first, first + 2 * n, 2)
-            drops, lanes = ratio.decide_run(first, n)
-        else:  # a gap in the seqs (a filtered or lossy read), or a slow one in the run
-            listed: list[int] = []
-            take = listed.append
-            for begin, end in zip(begins[:n], ends, strict=False):
-                if end[3] - begin[3] > slow_ns:
-                    break
-                take(begin[1])
-            if not listed:
-                return i, 0
-            seqs = listed
-            drops, lanes = ratio.decide(listed)
-        lazy = self._lazy
-        lazy.extend(compress(seqs, drops))
-        kept = 0
-        j = drops.find(0)
-        if j >= 0:
-            head = self._trace_head
-            takes_records = self._takes_records
-            spans: list[bytes] = []
-            links, held, open_steps = self._links, self._causes.held, self._open
-            while j >= 0:
-                begin, end = begins[j], ends[j]
-                lazy.append(-seqs[j])
-                if takes_records:
-                    span_id = lanes[16 * j : 16 * j + 8][::-1]
-                    ids = b"".join((head, span_id, b"\x12\x08", span_id))
-                    spans.append(encode_ok_record(begin, end, ids))
-                else:
-                    self._emit(step_span(materialize(begin), materialize(end)))  # type: ignore[arg-type]
-                kept += 1
-                if links and begin[8] is not None and (held or open_steps):  # its trigger
-                    self._follow_trigger(begin[8])
-                j = drops.find(0, j + 1)
-            if spans:
-                self._on_spans(spans)
-        return i + 2 * len(seqs), kept
-
-    def _keep_reconcile(self, begin: ReconcileStarted, end: ReconcileFinished) -> None:
-        """Export a fast, ok reconcile root kept by the ratio (not counted here)."""
-        self._decided[end.trace_id] = _SAMPLED
-        if self._takes_records and type(begin) is ReconcileStarted:
-            # Encoded straight from the two events.
-            self.processor.on_span(encode_ok_reconcile(begin, end))  # type: ignore[union-attr]
-        else:
-            self._emit(step_span(begin, end))
-        if (
-            self._links
-            and begin.trigger_trace_id
-            and (self._causes.held or begin.trigger_span_id in self._open)
-        ):
-            self._follow(begin.trigger_trace_id, begin.trigger_span_id)
-
-    def _each(self, events: Iterable[Event]) -> tuple[int, int]:
-        """Fold in events one by one: a reconcile root's begin is held until its end, which is
-        decided inline as in :meth:`_pairs`; every other event takes :meth:`handle`. Returns
-        (dropped, kept) of the reconciles decided inline (counted by the caller)."""
-        handle = self.handle
-        open_steps = self._open
-        open_pop = open_steps.pop
-        open_events = self._open_events
-        pending = self._pending
-        sampler = self.sampler
-        slow_ns = sampler.slow_ns if sampler.slow_ns > 0 else 1 << 63
-        bound = sampler.ratio_bound_hex or "g"
-        by_ratio = sampler.by_ratio
-        started, finished = ReconcileStarted, ReconcileFinished
-        ok, result_error = _OK, _RESULT_ERROR
-        drop = self._lazy.append
-        dropped = kept = 0
-        for event in events:
-            cls = type(event)
-            if cls is started:
-                # Held until its end; the bound on open steps is kept after the batch.
-                open_steps[event.span_id] = event  # type: ignore[assignment]
-                continue
-            if cls is finished:
-                end: ReconcileFinished = event  # type: ignore[assignment]
-                begin = open_pop(end.span_id, None)
-                if (
-                    begin is not None
-                    and end.outcome is ok
-                    and end.result is not result_error
-                    and end.dur_ns <= slow_ns
-                    and not end.parent_id
-                    and not (pending and end.trace_id in pending)
-                    and not (open_events and end.span_id in open_events)
-                ):
-                    trace_id = end.trace_id
-                    if trace_id[16:] < bound if len(trace_id) == 32 else by_ratio(trace_id):
-                        self._keep_reconcile(begin, end)  # type: ignore[arg-type]
-                        kept += 1
-                    else:
-                        drop(trace_id)
-                        dropped += 1
-                    continue
-                if begin is not None:
-                    open_steps[end.span_id] = begin  # _end takes it from there
-            handle(event)
-            drop = self._lazy.append  # handle may have started a new generation
-        return dropped, kept
+            tally.traces_exported(_SAMPLED, kept)
+            tally.spans_exported(kept)
+        tally.flush()
 
     def flush_metrics(self) -> None:
         """Add the counts gathered since the last call to the Prometheus counters."""
-        unflushed = self._unflushed
-        if unflushed:
-            for counter, amount in unflushed.items():
-                counter.inc(amount)
-            unflushed.clear()
-
-    def _count(self, counter: Any, amount: float = 1) -> None:
-        unflushed = self._unflushed
-        unflushed[counter] = unflushed.get(counter, 0) + amount
+        self._tally.flush()
 
     def handle(self, event: Event) -> None:
         """Fold one trace event in (synchronous and cheap; the subscriber loop calls it through
         ``handle_batch``, which brings the Prometheus counters up to date)."""
-        cls = type(event)
-        if cls is ReconcileStarted:  # the hot kinds first
-            self._begin(event)  # type: ignore[arg-type]
-        elif cls is ReconcileFinished:
-            self._end(event)  # type: ignore[arg-type]
-        elif isinstance(event, StepBegin):
+        if isinstance(event, StepBegin):
             self._begin(event)
         elif isinstance(event, StepEnd):
             self._end(event)
         elif type(event) is ApiRequestCompleted:
             self._api(event)
-        elif isinstance(event, _STARTUP_POINTS):
-            self._startup_point(event)
+        elif isinstance(event, STARTUP_POINTS):
+            record = self._lifecycle.startup_point(event)
+            if record is not None:
+                self._child(record)
         elif type(event) is FlagsParsed:
-            if not event.trace_id:
-                self._flags = event  # emitted before start-up began; adopted by it
+            self._lifecycle.flags_parsed(event)
         elif type(event) is LeaseAcquireAttempted:
-            if len(self._attempts) < MAX_ACQUIRE_ATTEMPTS:
-                self._attempts.append(event)
+            self._lifecycle.attempted(event)
         elif type(event) is LeaseAcquired:
-            self._acquired(event)
-        elif type(event) in _LEASE_TERM_POINTS:
-            self._lease_point(event)
+            record = self._lifecycle.acquired(event)
+            if record.parent_id:
+                self._child(record)
+            else:
+                self._finish(record, _ALWAYS)
+        elif type(event) in LEASE_TERM_POINTS:
+            self._finish(self._lifecycle.lease_point(event), _ALWAYS)
         elif type(event) is SubscriberLagged:
             self.metrics.events_lost.inc(event.lost)
         elif type(event) is SpansExported:
@@ -705,22 +310,17 @@ class OtelSink:
             oldest = next(iter(open_steps))
             del open_steps[oldest]
             self._open_events.pop(oldest, None)
-            self._drop_spans(1, "unmatched")
+            self._tally.spans_dropped(1, "unmatched")
         open_steps[begin.span_id] = begin
         if type(begin) is StartupBegan:
-            self._startup[begin.trace_id] = _Startup(begin.span_id)
-            flags, self._flags = self._flags, None
+            flags = self._lifecycle.startup_began(begin)
             if flags is not None:
-                record = point_span(flags, name="flags.parsed")
-                record.trace_id, record.parent_id = begin.trace_id, begin.span_id
-                record.span_id = new_span_id()
-                record.start_ns = record.end_ns = begin.ts
-                self._child(record)
+                self._child(flags)
 
     def _end(self, end: StepEnd) -> None:
         begin = self._open.pop(end.span_id, None)
         if begin is None:
-            self._drop_spans(1, "unmatched")
+            self._tally.spans_dropped(1, "unmatched")
             return
         self._ended(begin, end)
 
@@ -733,7 +333,7 @@ class OtelSink:
             if decision is _SAMPLED_OUT:
                 # The common case: decided before any span data is built (and, if it wrote,
                 # held in case a kept reconcile links to it).
-                if not (self._links and self._hold(begin, end, events)):
+                if not (self._links and self._cause_links.hold(begin, end, events)):
                     self._drop_trace(end.trace_id, decision)
                 return
         record = step_span(begin, end)
@@ -750,7 +350,7 @@ class OtelSink:
                 and begin.trigger_trace_id
             ):
                 # A reconcile kept at the tail (failed, slow): its cause with it.
-                self._follow(begin.trigger_trace_id, begin.trigger_span_id)
+                self._cause_links.follow(begin.trigger_trace_id, begin.trigger_span_id)
 
     def _api(self, point: ApiRequestCompleted) -> None:
         if not point.parent_id:
@@ -770,103 +370,25 @@ class OtelSink:
             and startup.informers_started
             and point.parent_id == startup.root_span_id
         ):
-            self._drop_spans(1, "outside_step")
+            self._tally.spans_dropped(1, "outside_step")
             return
         self._child(point)  # built only if its trace is kept
-
-    def _startup_point(self, point: Event) -> None:
-        startup = self._startup.get(point.trace_id)
-        if startup is None:
-            return
-        dur_ns = 0
-        if type(point) is InformerSynced:
-            dur_ns = int(point.duration_ms * 1e6)
-        elif type(point) is InformersStarted:
-            startup.informers_started = True
-        self._child(point_span(point, dur_ns=dur_ns))
-
-    def _acquired(self, point: LeaseAcquired) -> None:
-        record = point_span(point, name="lease.acquire", dur_ns=int(point.waited_ms * 1e6))
-        if not record.trace_id:  # an untimed point outside any step carries no ids
-            record.trace_id, record.span_id = new_trace_id(), new_span_id()
-        for attempt in self._attempts:
-            record.add_event(attempt.KIND, attempt.ts, event_attributes(attempt))
-        self._attempts = []
-        self._term = (record.trace_id, record.span_id)
-        if record.parent_id:
-            self._child(record)
-        else:
-            self._finish(record, Decision.ALWAYS)
-
-    def _lease_point(self, point: Event) -> None:
-        latency_ms = getattr(point, "latency_ms", 0.0)
-        record = point_span(
-            point, name=_LEASE_TERM_POINTS[type(point)], dur_ns=int(latency_ms * 1e6)
-        )
-        # Its own trace (see the module docstring); the span id stays the point's (a point
-        # outside any step has none: it gets one here).
-        if not record.span_id:
-            record.span_id = new_span_id()
-        record.trace_id = "0" * 16 + record.span_id
-        record.parent_id = ""
-        record.attributes["pycm.lease.outcome"] = (
-            "renewed" if type(point) is LeaseRenewed else point.KIND.rsplit(".", 1)[1]
-        )
-        record.add_event(point.KIND, point.ts, event_attributes(point))
-        if type(point) is LeaseRenewFailed:
-            record.error = point.error or point.reason.value
-        elif type(point) is LeaseLost:
-            record.error = point.reason or "lease lost"
-        if self._term is not None:
-            record.links.append((*self._term, {"pycm.link": "lease.acquire"}))
-        if type(point) in (LeaseReleased, LeaseLost):
-            self._term = None
-        self._finish(record, Decision.ALWAYS)
 
     # -- traces ---------------------------------------------------------------------------
 
     def _decision(self, trace_id: str) -> Decision | None:
         if trace_id in self._startup:
             return Decision.ALWAYS
-        if self._lazy or self._lazy_old:
-            self._settle()
-        decision = self._decided.get(trace_id)
-        return self._decided_old.get(trace_id) if decision is None else decision
+        return self._memory.get(trace_id)
 
-    def _settle(self) -> None:
-        """Fold the lazy decisions into their generations' (see ``_lazy``)."""
-        key = self._root_key
-        for lazy, decided in (
-            (self._lazy, self._decided),
-            (self._lazy_old, self._decided_old),
-        ):
-            for d in lazy:
-                if isinstance(d, str):
-                    decided[d] = _SAMPLED_OUT
-                else:
-                    assert key is not None  # an int is a seq under the key
-                    trace_id = f"{key[0]}{root_low(key, abs(d)):016x}"
-                    decided[trace_id] = _SAMPLED_OUT if d > 0 else _SAMPLED
-            lazy.clear()
-
-    def _remember(self, trace_id: str, decision: Decision) -> None:
-        self._decided[trace_id] = decision
-        if len(self._decided) + len(self._lazy) >= MAX_DECIDED:
-            self._new_generation()
-
-    def _new_generation(self) -> None:
-        """Start the decisions' new generation; the older one is forgotten."""
-        self._decided_old, self._decided = self._decided, {}
-        self._lazy_old, self._lazy = self._lazy, []
-
-    def _child(self, record: _Child) -> None:
+    def _child(self, record: Child) -> None:
         trace_id = record.trace_id
         decision = self._decision(trace_id)
         if decision is not None:
             startup = self._startup.get(trace_id)
             if startup is not None:
                 if startup.spans >= self.max_spans_per_trace:
-                    self._drop_spans(1, "trace_full")
+                    self._tally.spans_dropped(1, "trace_full")
                     return
                 startup.spans += 1
             if decision.keep:
@@ -877,23 +399,20 @@ class OtelSink:
                 and len(held.children) < self.max_spans_per_trace
             ):
                 self._causes.add_child(held, record)  # exported with it, if it is kept
-                self._drop_held(self._causes.trim())
+                self._cause_links.drop_held(self._causes.trim())
             else:
-                self._drop_spans(1, decision.value)
+                self._tally.spans_dropped(1, decision.value)
             return
         pending = self._pending
         buffer = pending.get(trace_id)
         if buffer is None:
             if len(pending) >= self.max_traces:
                 _, evicted = pending.popitem(last=False)
-                self._count(self._traces_dropped["evicted"])
-                self._counts["traces_dropped"] += 1
-                self._counts["evicted"] += 1
-                self._drop_spans(len(evicted), "evicted")
+                self._tally.evicted(len(evicted))
             buffer = pending[trace_id] = []
             self.metrics.pending_traces.set(len(pending))
         if len(buffer) >= self.max_spans_per_trace:
-            self._drop_spans(1, "trace_full")
+            self._tally.spans_dropped(1, "trace_full")
             return
         buffer.append(record)
 
@@ -903,130 +422,30 @@ class OtelSink:
         if children:
             self.metrics.pending_traces.set(len(self._pending))
         if trace_id not in self._startup:
-            self._remember(trace_id, decision)
+            self._memory.remember(trace_id, decision)
         if decision.keep:
             for child in children:
                 self._export(child)
             self._export(root)
-            self._count(self._traces_exported[decision])
-            self._counts["traces_exported"] += 1
+            self._tally.traces_exported(decision)
         else:
             self._drop_trace(trace_id, decision, children)
 
     def _drop_trace(
-        self, trace_id: str, decision: Decision, children: list[_Child] | None = None
+        self, trace_id: str, decision: Decision, children: list[Child] | None = None
     ) -> None:
         """Drop a trace whose root ended (``children``: already taken from ``_pending``)."""
         if children is None:
             children = self._pending.pop(trace_id, None) or []
             if children:
                 self.metrics.pending_traces.set(len(self._pending))
-            self._remember(trace_id, decision)
-        self._count(self._traces_dropped[decision])
-        self._counts["traces_dropped"] += 1
-        self._drop_spans(len(children) + 1, decision)
+            self._memory.remember(trace_id, decision)
+        self._tally.traces_dropped(decision)
+        self._tally.spans_dropped(len(children) + 1, decision)
 
-    # -- causes (pycm.otel.causes) --------------------------------------------------------
-
-    def _hold(self, begin: StepBegin, end: ReconcileFinished, events: list[Event] | None) -> bool:
-        """A root reconcile sampled out: kept if a kept reconcile wanted it as its cause while
-        it ran, held if it wrote, else left to the caller to drop (False)."""
-        if type(begin) is not ReconcileStarted:
-            return False
-        trace_id = end.trace_id
-        causes = self._causes
-        depth = causes.wanted_at(trace_id) if causes.wanted else None
-        pending = self._pending
-        children = pending.get(trace_id)
-        if depth is None:
-            if not children:
-                return False
-            for child in children:  # (a loop: a generator costs more than the few it reads)
-                if type(child) is ApiRequestCompleted and child.verb in _WRITES:
-                    break
-            else:
-                return False
-        if children is not None:
-            del pending[trace_id]
-            self.metrics.pending_traces.set(len(pending))
-        held = Held(self._clock.monotonic_ns(), begin, end, events, children or [])
-        if depth is not None:
-            begin = self._keep_cause(held)
-            if begin.trigger_trace_id:
-                self._follow(begin.trigger_trace_id, begin.trigger_span_id, depth + 1)
-        else:
-            self._remember(trace_id, _SAMPLED_OUT)  # late children: see _child
-            pushed = causes.hold(trace_id, held)
-            if pushed is not None:
-                self._drop_trace(pushed.end.trace_id, _SAMPLED_OUT, pushed.children)
-                if causes.bytes > causes.max_bytes:
-                    self._drop_held(causes.trim())
-        return True
-
-    def _follow_trigger(self, trigger: Any) -> None:
-        """:meth:`_follow` a kept root reconcile's trigger as its begin record holds it (a
-        pycm.trace.causes.Trigger, or any object with the five original fields)."""
-        trace_id, span_id = (
-            trigger.ids() if type(trigger) is Trigger else (trigger.trace_id, trigger.span_id)
-        )
-        if trace_id:
-            self._follow(trace_id, span_id)
-
-    def _follow(self, trace_id: str, span_id: str, depth: int = 1) -> None:
-        """A kept reconcile links (``depth`` links away) to the span ``span_id`` of trace
-        ``trace_id``: export that trace if it is held, then follow its own link; if its root is
-        still running, ask for it when it ends."""
-        causes = self._causes
-        while depth <= causes.max_depth:
-            held = causes.take(trace_id) if causes.held else None
-            if held is None:
-                if span_id in self._open:
-                    causes.want(trace_id, depth, self._clock.monotonic_ns())
-                return
-            begin = self._keep_cause(held)
-            trace_id, span_id = begin.trigger_trace_id, begin.trigger_span_id
-            if not trace_id:
-                return
-            depth += 1
-
-    def _keep_cause(self, held: Held) -> ReconcileStarted:
-        """Export a held (or wanted) trace as a kept reconcile's cause; returns its begin (a
-        root reconcile's, whose own cause the caller follows)."""
-        begin, end = held.begin, held.end
-        record = step_span(begin, end)
-        if held.events:
-            record.events = [(e.KIND, e.ts, event_attributes(e)) for e in held.events]
-        # Not _remember: no new generation in the middle of _pairs' or _root_run's loops
-        # (their locals hold the current one); handle_batch starts one when it is due.
-        self._decided[end.trace_id] = _CAUSE
-        for child in held.children:
-            self._export(child)
-        self._export(record)
-        self._count(self._traces_exported[_CAUSE])
-        self._counts["traces_exported"] += 1
-        return begin
-
-    def _drop_held(self, dropped: list[Held]) -> None:
-        """Count held traces the window passed for (or that the bounds pushed out) as the
-        sampled-out traces they are."""
-        for held in dropped:
-            self._drop_trace(held.end.trace_id, _SAMPLED_OUT, held.children)
-
-    def _export(self, child: _Child) -> None:
+    def _export(self, child: Child) -> None:
         self._emit(api_span(child) if isinstance(child, ApiRequestCompleted) else child)
-        self._count(self.metrics.spans_exported)
-        self._counts["spans_exported"] += 1
-
-    def _emit(self, record: SpanRecord) -> None:
-        """Hand one kept span to the processor (not counted here)."""
-        if self._takes_records:
-            self.processor.on_span(encode_span(record))  # type: ignore[union-attr]
-        else:
-            self.processor.on_end(to_readable(record, self.resource, self._scope))  # type: ignore[union-attr]
-
-    def _drop_spans(self, n: int, reason: str) -> None:
-        self._count(self._spans_dropped[reason], n)
-        self._counts["spans_dropped"] += n
+        self._tally.spans_exported()
 
     # -- reporting and the subscriber loop --------------------------------------------------
 
@@ -1039,20 +458,10 @@ class OtelSink:
         now = bus.clock.monotonic_ns()
         if not force and now - self._last_report_ns < self.report_interval * 1e9:
             return None
-        counts = self._counts
-        if not any(counts.values()):
+        event = self._tally.report(len(self._pending))
+        if event is None:
             return None
         self._last_report_ns = now
-        event = SpansExported(
-            spans_exported=counts["spans_exported"],
-            traces_exported=counts["traces_exported"],
-            traces_dropped=counts["traces_dropped"],
-            spans_dropped=counts["spans_dropped"],
-            evicted=counts["evicted"],
-            pending_traces=len(self._pending),
-        )
-        for name in counts:
-            counts[name] = 0
         bus.point(event)
         return event
 
@@ -1069,8 +478,10 @@ class OtelSink:
         finally:
             self.handle_batch(sub.drain_entries())
             sub.close()
-            self._drop_held(self._causes.clear())  # no kept reconcile will come for them now
-            self.flush_metrics()
+            self._cause_links.drop_held(
+                self._causes.clear()
+            )  # no kept reconcile will come for them now
+            self._tally.flush()
             self.report(force=True)
             await asyncio.shield(stop_processor(self.processor, limit_s=SHUTDOWN_TIMEOUT))
 
@@ -1082,47 +493,3 @@ class OtelSink:
             if sub.pending >= enough or sub.closed:
                 return
             await asyncio.sleep(0)
-
-
-SHUTDOWN_TIMEOUT = 3.0
-
-
-async def stop_processor(processor: SpanProcessorLike | RecordProcessor, *, limit_s: float) -> bool:
-    """Flush and shut ``processor`` down in a daemon thread, waiting at most ``limit_s`` seconds.
-
-    The SDK's shutdown joins its worker thread, which may be stuck on an unreachable collector
-    for the export timeout; a daemon thread keeps that from holding the loop (or the process
-    exit: asyncio.run would wait for a default-executor thread). Returns whether it finished.
-    """
-    loop = asyncio.get_running_loop()
-    done: asyncio.Future[None] = loop.create_future()
-
-    def resolve() -> None:
-        if not done.done():
-            done.set_result(None)
-
-    def call(fn: Callable[[], object]) -> None:
-        try:
-            fn()
-        except Exception:
-            log.exception("OpenTelemetry span processor shutdown failed")
-        finally:
-            try:
-                loop.call_soon_threadsafe(resolve)
-            except RuntimeError:  # the loop closed meanwhile
-                pass
-
-    # A processor that takes the bound stops its exporter when it passes (else its worker may
-    # go on retrying a stalled collector, in the background, for a minute).
-    shutdown: Callable[[], object] = (
-        partial(processor.shutdown_within, limit_s)
-        if isinstance(processor, _BoundedShutdown)
-        else processor.shutdown
-    )
-    threading.Thread(target=call, args=(shutdown,), name="pycm-otel-shutdown", daemon=True).start()
-    try:
-        await asyncio.wait_for(done, limit_s)
-    except TimeoutError:
-        log.warning("OpenTelemetry export did not finish within %.1fs; spans dropped", limit_s)
-        return False
-    return True

@@ -302,9 +302,9 @@ def test_sink_a_child_that_ends_after_its_root_follows_the_root_decision() -> No
 
 
 def test_sink_remembers_decisions_for_two_generations(monkeypatch: pytest.MonkeyPatch) -> None:
-    import pycm.otel.sink as sink_module
+    import pycm.otel.decisions as decisions_module
 
-    monkeypatch.setattr(sink_module, "MAX_DECIDED", 4)
+    monkeypatch.setattr(decisions_module, "MAX_DECIDED", 4)
     h = make_harness(ratio=0.0)
     roots = []
     # Dropped roots, a batch each: 0-3 and 4-7 fill a generation each, 8 and 9 start the third.

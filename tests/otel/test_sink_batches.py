@@ -110,8 +110,8 @@ def _outcome(batches: list[list[Event]], records: bool) -> tuple[Any, ...]:
         for s in metric.samples
         if not s.name.endswith("_created")
     )
-    sink._settle()  # the dropped ids into the decisions, as a lookup would
-    return exported, samples, sink._decided, list(sink._open), sink._counts
+    sink._memory.settle()  # the dropped ids into the decisions, as a lookup would
+    return exported, samples, sink._memory.decided, list(sink._open), sink._tally.since_report
 
 
 def _splits(events: list[Event], seed: int) -> list[list[Event]]:

@@ -11,14 +11,14 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
-import pycm.otel.sink as sink_module
+import pycm.otel.fastpath as fastpath_module
 from pycm.controller import Controller, Result
 from pycm.otel.lanes import RootRatio
 from pycm.otel.metrics import SinkMetrics
+from pycm.otel.reconcile_wire import encode_ok_reconcile
 from pycm.otel.resource import build_resource
 from pycm.otel.sampling import TailSampler
 from pycm.otel.sink import OtelSink
-from pycm.otel.wire import encode_ok_reconcile
 from pycm.trace.bus import Bus, materialize
 from pycm.trace.context import note_call
 from pycm.trace.kinds import ControllerStarted
@@ -102,16 +102,16 @@ def test_a_dropped_fast_reconcile_is_never_built(monkeypatch: pytest.MonkeyPatch
             built.append(entry)
         return materialize(entry)
 
-    monkeypatch.setattr(sink_module, "materialize", counting)
+    monkeypatch.setattr(fastpath_module, "materialize", counting)
     sink = _sink(_Records(), CollectorRegistry(), ratio=0.0)
     sink.handle_batch(entries)
-    assert sink._counts["traces_dropped"] == 400 and built == []
+    assert sink._tally.since_report["traces_dropped"] == 400 and built == []
     # At ratio 1 the same batch is kept whole, encoded from the records: still none built,
     # and the spans are the events' own encoding.
     records = _Records()
     kept = _sink(records, CollectorRegistry(), ratio=1.0)
     kept.handle_batch(entries)
-    assert kept._counts["traces_exported"] == 400 and built == []
+    assert kept._tally.since_report["traces_exported"] == 400 and built == []
     events = [materialize(e) for e in entries[:800]]  # (then the queue's shutdown)
     pairs = zip(events[::2], events[1::2], strict=True)
     assert records.spans == [encode_ok_reconcile(b, e) for b, e in pairs]  # type: ignore[arg-type]
@@ -137,7 +137,7 @@ def test_a_misfit_mid_batch_leaves_the_later_pairs_on_the_record_path(
         return materialize(entry)
 
     from_events = _outcome([events], records)
-    monkeypatch.setattr(sink_module, "materialize", counting)
+    monkeypatch.setattr(fastpath_module, "materialize", counting)
     assert _outcome([entries], records) == from_events
     # Built: the split reconcile's begin and end (taken event by event), and, for SDK spans,
     # each other pair kept at the ratio (0.5) (encoded spans are written from the records);
@@ -185,5 +185,8 @@ def test_a_resyncs_runs_are_decided_without_reading_their_seqs(
     monkeypatch.setattr(RootRatio, "decide", counting)
     sink = _sink(_Records(), CollectorRegistry(), ratio=0.1)
     sink.handle_batch(entries)
-    assert sink._counts["traces_exported"] + sink._counts["traces_dropped"] == 600
+    assert (
+        sink._tally.since_report["traces_exported"] + sink._tally.since_report["traces_dropped"]
+        == 600
+    )
     assert listed == []  # every run (256 pairs at most) by decide_run

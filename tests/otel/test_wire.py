@@ -10,9 +10,10 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import SpanKind
 
+from pycm.otel.reconcile_wire import encode_ok_reconcile
 from pycm.otel.resource import build_resource
 from pycm.otel.spans import SpanRecord, api_span, step_span, to_readable
-from pycm.otel.wire import RequestEncoder, encode_ok_reconcile, encode_span
+from pycm.otel.wire import RequestEncoder, encode_span
 from pycm.trace.bus import Bus
 from pycm.trace.kinds import ApiRequestCompleted, ReconcileResult, ReconcileStarted
 from pycm.util.clock import FakeClock
