@@ -15,9 +15,9 @@ from typing import Any, cast
 
 from pycm import __version__
 from pycm.app.clients import EventSinkAdapter
-from pycm.app.config import CompletedConfig
 from pycm.app.features import WATCH_LIST_CLIENT
-from pycm.app.runnables import Group, RunnableGroups
+from pycm.app.parts import Parts
+from pycm.app.runnables import Group
 from pycm.cache.factory import MetadataInformerFactory, SharedInformerFactory
 from pycm.controller.context import ControllerContext
 from pycm.controller.metrics import ControllerMetrics
@@ -25,8 +25,6 @@ from pycm.kube import Client
 from pycm.kube.restmapper import RESTMapper
 from pycm.leaderelection.gate import RenewGate
 from pycm.record import EventRecorder
-from pycm.trace.bus import Bus
-from pycm.util.clock import Clock
 
 __all__ = ["ControllerContext", "build_context", "resync_period"]
 
@@ -38,14 +36,10 @@ def resync_period(min_resync_period: float, rng: random.Random) -> float:
 
 
 def build_context(
-    config: CompletedConfig,
+    parts: Parts,
     root: Client,
     *,
-    identity: str,
-    bus: Bus,
-    clock: Clock,
     rng: random.Random,
-    groups: RunnableGroups,
     metrics: ControllerMetrics,
     gate: RenewGate | None,
     service_accounts: Callable[[str], Client] | None,
@@ -54,27 +48,21 @@ def build_context(
     renew gate (None without leader election); ``service_accounts``: the client builder of
     --use-service-account-credentials (None: the root's credentials under each controller's
     name). The event recorders join the CACHES group as they are asked for."""
+    config, identity, bus, clock = parts.config, parts.identity, parts.bus, parts.clock
     resync = resync_period(config.generic.min_resync_period, rng)
     # The factories' structural client protocol is wider than mypy can match to Client.
     informer_client = cast(Any, root)
     # Informers stream their lists unless --feature-gates=WatchListClient=false.
     watch_list = config.feature_gates.enabled(WATCH_LIST_CLIENT)
-    factory = SharedInformerFactory(
-        informer_client,
-        default_resync=resync,
-        bus=bus,
-        clock=clock,
-        rng=rng,
-        watch_list=watch_list,
-    )
-    metadata_factory = MetadataInformerFactory(
-        informer_client,
-        default_resync=resync,
-        bus=bus,
-        clock=clock,
-        rng=rng,
-        watch_list=watch_list,
-    )
+    options: dict[str, Any] = {
+        "default_resync": resync,
+        "bus": bus,
+        "clock": clock,
+        "rng": rng,
+        "watch_list": watch_list,
+    }
+    factory = SharedInformerFactory(informer_client, **options)
+    metadata_factory = MetadataInformerFactory(informer_client, **options)
     clients: dict[str, Client] = {}
     fenced: dict[str, Client] = {}
     build = service_accounts or (lambda name: root.with_user_agent(f"pycm/{__version__} ({name})"))
@@ -114,7 +102,7 @@ def build_context(
             bus=bus,
         )
         # With the caches: they stop after the controllers, so the last events are sent.
-        groups.add(Group.CACHES, f"event recorder {name}", recorder.run)
+        parts.groups.add(Group.CACHES, f"event recorder {name}", recorder.run)
         recorders[name] = recorder
         return recorder
 

@@ -9,14 +9,12 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
-from prometheus_client import CollectorRegistry
-
 from pycm.app.clients import LeaseClientAdapter
-from pycm.app.config import CompletedConfig
 from pycm.app.errors import ManagerError
 from pycm.app.features import BINARY_VERSION, COORDINATED_LEADER_ELECTION
 from pycm.app.options.leaderelection import lease_namespace
-from pycm.app.runnables import Group, RunnableGroups
+from pycm.app.parts import Parts
+from pycm.app.runnables import Group
 from pycm.kube import Client
 from pycm.leaderelection import (
     LeaderCallbacks,
@@ -27,9 +25,6 @@ from pycm.leaderelection import (
 from pycm.leaderelection.candidate import LeaseCandidate, kube_version
 from pycm.leaderelection.elector import LeaderMetrics
 from pycm.leaderelection.resourcelock import LeaseLock
-from pycm.server import HealthRegistry
-from pycm.trace.bus import Bus
-from pycm.util.clock import Clock
 
 __all__ = ["start_election"]
 
@@ -37,20 +32,12 @@ log = logging.getLogger("pycm.app")
 
 
 def start_election(
-    config: CompletedConfig,
-    client: Client,
-    *,
-    identity: str,
-    bus: Bus,
-    clock: Clock,
-    health: HealthRegistry,
-    metrics_registry: CollectorRegistry,
-    groups: RunnableGroups,
-    take_over: Callable[[], Awaitable[None]],
-    fail: Callable[[str], None],
+    parts: Parts, client: Client, *, take_over: Callable[[], Awaitable[None]]
 ) -> LeaderElector:
     """The elector (and the candidate) added to the LEADER_ELECTION group, which starts them
-    when it opens; ``fail(reason)`` hears of a lost lease or a takeover that failed."""
+    when it opens; ``parts.fail(reason)`` hears of a lost lease or a takeover that failed."""
+    config, identity, bus, clock = parts.config, parts.identity, parts.bus, parts.clock
+    groups, fail = parts.groups, parts.fail
     le = config.leader_election
     pod_namespace = client.config.namespace if client.config.in_cluster else ""
     namespace = lease_namespace(le.resource_namespace, pod_namespace)
@@ -77,7 +64,7 @@ def start_election(
         )
         groups.add(Group.LEADER_ELECTION, "lease candidate", candidate.run)
     watchdog = LeaderHealthzAdaptor(clock=clock)
-    health.add(watchdog.name, watchdog)
+    parts.health.add(watchdog.name, watchdog)
 
     async def lead() -> None:
         await take_over()
@@ -99,7 +86,7 @@ def start_election(
         ),
         clock=clock,
         bus=bus,
-        metrics=LeaderMetrics(metrics_registry),
+        metrics=LeaderMetrics(parts.metrics_registry),
     )
     watchdog.set_elector(elector)
 

@@ -7,15 +7,12 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from prometheus_client import CollectorRegistry
-
-from pycm.app.config import CompletedConfig
 from pycm.app.errors import ManagerError
-from pycm.app.runnables import Group, RunnableGroups
+from pycm.app.parts import Parts
+from pycm.app.runnables import Group
 from pycm.otel import start_otel_sink
 from pycm.server.debug import Snapshot
 from pycm.server.debug_queues import LastError
-from pycm.trace.bus import Bus
 from pycm.trace.recorder import Recorder
 
 __all__ = ["Observers"]
@@ -24,20 +21,12 @@ __all__ = ["Observers"]
 class Observers:
     """Built once, before anything runs; :meth:`start` adds them to the OBSERVERS group."""
 
-    def __init__(
-        self,
-        config: CompletedConfig,
-        *,
-        bus: Bus,
-        identity: str,
-        metrics_registry: CollectorRegistry,
-        groups: RunnableGroups,
-    ) -> None:
-        self.config = config
-        self.bus = bus
-        self.identity = identity
-        self.metrics_registry = metrics_registry
-        self.groups = groups
+    def __init__(self, parts: Parts) -> None:
+        self.config = parts.config
+        self.bus = parts.bus
+        self.identity = parts.identity
+        self.metrics_registry = parts.metrics_registry
+        self.groups = parts.groups
         self.recorder: Recorder | None = None
         # The share of traces exported by ratio (0 without an exporter): the traceparent flag.
         self.export_ratio = 0.0

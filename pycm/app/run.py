@@ -57,6 +57,7 @@ from pycm.app.errors import EXIT_FAILED, EXIT_OK, ManagerError
 from pycm.app.logs import configure_logging
 from pycm.app.manager_metrics import register_manager_metrics
 from pycm.app.observers import Observers
+from pycm.app.parts import Parts
 from pycm.app.registry import Registry
 from pycm.app.runnables import Group, RunnableGroups
 from pycm.app.serve import COMPONENT, Serving, add_health_checks
@@ -121,26 +122,23 @@ class Manager:
         # Closed at shutdown, before the root: the delegated-review and service-account ones.
         self._extra_clients: list[Client] = []
         self._controller_metrics = ControllerMetrics(self.metrics_registry)
-        self.observers = Observers(
-            config,
-            bus=self.bus,
-            identity=self.identity,
-            metrics_registry=self.metrics_registry,
-            groups=self.groups,
-        )
-        self.serving = Serving(
-            config,
+        self.parts = Parts(
+            config=config,
             identity=self.identity,
             bus=self.bus,
             clock=clock,
             health=self.health,
             metrics_registry=self.metrics_registry,
             groups=self.groups,
+            fail=self._fail,
+        )
+        self.observers = Observers(self.parts)
+        self.serving = Serving(
+            self.parts,
             observers=self.observers,
             queues=self._queues,
             connect=self._connect,
             adopt=self._extra_clients.append,
-            fail=self._fail,
         )
         self.elector: LeaderElector | None = None
         # StartControllers, once the root client is there (None before).
@@ -223,18 +221,7 @@ class Manager:
             await self.groups.start(Group.SERVERS)
             if le.leader_elect:
                 # 4. Leader election; leading runs the controllers (_take_over).
-                self.elector = start_election(
-                    self.config,
-                    root,
-                    identity=self.identity,
-                    bus=self.bus,
-                    clock=self.clock,
-                    health=self.health,
-                    metrics_registry=self.metrics_registry,
-                    groups=self.groups,
-                    take_over=self._take_over,
-                    fail=self._fail,
-                )
+                self.elector = start_election(self.parts, root, take_over=self._take_over)
                 # Built before the election runs: a takeover waits for the warm start-up.
                 starter = self._build_starter(root, warm=le.warm_standby)
                 await self.groups.start(Group.LEADER_ELECTION)
@@ -251,21 +238,14 @@ class Manager:
 
     def _build_starter(self, root: Client, *, warm: bool) -> ControllerStarter:
         self.starter = ControllerStarter(
-            self.config,
+            self.parts,
             self.registry,
             root,
             elector=self.elector,
             warm=warm,
-            identity=self.identity,
-            bus=self.bus,
-            clock=self.clock,
             rng=self._rng,
-            groups=self.groups,
-            health=self.health,
-            metrics_registry=self.metrics_registry,
             metrics=self._controller_metrics,
             adopt=self._extra_clients.append,
-            fail=self._fail,
             stopping=self._stopping,
         )
         return self.starter

@@ -9,18 +9,17 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from prometheus_client import CollectorRegistry
 from starlette.routing import BaseRoute, Mount
 
 from pycm import __version__
 from pycm.app.clients import ReviewPosterAdapter
 from pycm.app.command import dashboard_mounter
-from pycm.app.config import CompletedConfig
 from pycm.app.context import ControllerContext
 from pycm.app.errors import ManagerError
 from pycm.app.features import COMPONENT_FLAGZ, COMPONENT_STATUSZ
 from pycm.app.observers import Observers
-from pycm.app.runnables import Group, RunnableGroups
+from pycm.app.parts import Parts
+from pycm.app.runnables import Group
 from pycm.kube import Client
 from pycm.server import (
     DelegatingAuthenticator,
@@ -39,8 +38,6 @@ from pycm.server.debug_queues import queues_route
 from pycm.server.flagz import flagz_route
 from pycm.server.statusz import StatuszInfo, statusz_route
 from pycm.server.tlsnames import cipher_suites, tls_version
-from pycm.trace.bus import Bus
-from pycm.util.clock import Clock
 from pycm.workqueue.inspect import InspectableQueue
 
 __all__ = ["COMPONENT", "QUEUE_STALL_THRESHOLD", "Serving", "add_health_checks"]
@@ -95,32 +92,19 @@ class Serving:
 
     def __init__(
         self,
-        config: CompletedConfig,
+        parts: Parts,
         *,
-        identity: str,
-        bus: Bus,
-        clock: Clock,
-        health: HealthRegistry,
-        metrics_registry: CollectorRegistry,
-        groups: RunnableGroups,
         observers: Observers,
         queues: Callable[[], dict[str, InspectableQueue]],
         connect: Callable[[str], Awaitable[Client]],
         adopt: Callable[[Client], None],
-        fail: Callable[[str], None],
     ) -> None:
-        self.config = config
-        self.identity = identity
-        self.bus = bus
-        self.clock = clock
-        self.health = health
-        self.metrics_registry = metrics_registry
-        self.groups = groups
+        self.parts = parts
+        self.config = parts.config
         self.observers = observers
         self.queues = queues
         self.connect = connect
         self.adopt = adopt
-        self.fail = fail
         self.servers: list[SecureServer | InsecureServer] = []
         self.streams = OpenStreams()
         self.dashboard: Any = None  # the web dashboard mounted on the secure port, if any
@@ -130,20 +114,22 @@ class Serving:
         cfg = self.config
         observers = self.observers
         routes = build_routes(
-            health=self.health,
-            metrics_registry=self.metrics_registry,
+            health=self.parts.health,
+            metrics_registry=self.parts.metrics_registry,
             configz={"pycm": dict(cfg.changed)},
             routes=[
                 *debug_routes(
-                    self.bus,
+                    self.parts.bus,
                     observers.snapshot,
                     streams=self.streams,
                     history=observers.state.objects.history
                     if observers.state is not None
                     else None,
                 ),
-                queues_route(self.queues, instance=self.identity, last_error=observers.last_error),
-                objects_route(lambda: observers.state, instance=self.identity),
+                queues_route(
+                    self.queues, instance=self.parts.identity, last_error=observers.last_error
+                ),
+                objects_route(lambda: observers.state, instance=self.parts.identity),
             ],
         )
         # The z-pages (KCM's gates ComponentStatusz / ComponentFlagz, on by default in 1.36),
@@ -169,13 +155,13 @@ class Serving:
             reviewer = DelegatingTokenReviewer(
                 ReviewPosterAdapter(authn_client),
                 cache_ttl=cfg.authentication.token_webhook_cache_ttl,
-                clock=self.clock,
+                clock=self.parts.clock,
             )
             authorizer = DelegatingAuthorizer(
                 ReviewPosterAdapter(authz_client),
                 allowed_ttl=cfg.authorization.webhook_cache_authorized_ttl,
                 denied_ttl=cfg.authorization.webhook_cache_unauthorized_ttl,
-                clock=self.clock,
+                clock=self.parts.clock,
             )
             routes.routes.extend(self._mount_dashboard(DashboardDoor(reviewer, authorizer)))
             always_allow = tuple(cfg.authorization.always_allow_paths)
@@ -207,24 +193,26 @@ class Serving:
                 # The replay control is a few bytes of JSON; the rest keep the chain's 64 KiB
                 # (the login form stops itself at 16 KiB, with its own page).
                 body_limits={DASHBOARD_PREFIX + "/api/replay": 4096},
-                bus=self.bus,
-                clock=self.clock,
-                on_failure=lambda e: self.fail(f"secure serving failed: {e}"),
+                bus=self.parts.bus,
+                clock=self.parts.clock,
+                on_failure=lambda e: self.parts.fail(f"secure serving failed: {e}"),
             )
             await self._start_server(server)
         if cfg.insecure_serving.enabled:
             insecure = InsecureServer(
-                build_routes(health=self.health, metrics_registry=self.metrics_registry),
+                build_routes(
+                    health=self.parts.health, metrics_registry=self.parts.metrics_registry
+                ),
                 bind_address=cfg.insecure_serving.address,
                 port=cfg.insecure_serving.port,
                 limits=cfg.secure_serving.limits,
-                bus=self.bus,
-                clock=self.clock,
-                on_failure=lambda e: self.fail(f"insecure serving failed: {e}"),
+                bus=self.parts.bus,
+                clock=self.parts.clock,
+                on_failure=lambda e: self.parts.fail(f"insecure serving failed: {e}"),
             )
             await self._start_server(insecure)
         # Added last, so stopped first: end the event streams so the servers stop promptly.
-        await self.groups.add_service(
+        await self.parts.groups.add_service(
             Group.SERVERS, "debug streams", _StreamsCloser(self.streams, self.dashboard)
         )
 
@@ -236,21 +224,21 @@ class Serving:
             return []
         le = self.config.leader_election
         self.dashboard = mounter(
-            bus=self.bus,
-            identity=self.identity,
+            bus=self.parts.bus,
+            identity=self.parts.identity,
             snapshot=self.observers.snapshot,
             door=door,
             renew_deadline_s=le.renew_deadline,
             lease_duration_s=le.lease_duration,
         )
         # It folds the bus like the other observers, so it stops with them (last).
-        self.groups.add(Group.OBSERVERS, "dashboard", self.dashboard.run)
+        self.parts.groups.add(Group.OBSERVERS, "dashboard", self.dashboard.run)
         return [Mount(DASHBOARD_PREFIX, app=self.dashboard.app)]
 
     async def _start_server(self, server: SecureServer | InsecureServer) -> None:
         self.servers.append(server)
         name = "secure serving" if isinstance(server, SecureServer) else "insecure serving"
-        await self.groups.add_service(Group.SERVERS, name, _Serving(server))
+        await self.parts.groups.add_service(Group.SERVERS, name, _Serving(server))
 
 
 class _Serving:

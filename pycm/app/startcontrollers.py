@@ -19,14 +19,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from prometheus_client import CollectorRegistry
-
-from pycm.app.config import CompletedConfig
 from pycm.app.context import ControllerContext, build_context
 from pycm.app.controller_init import checked_runnable, init_controller
 from pycm.app.errors import ManagerError
+from pycm.app.parts import Parts
 from pycm.app.registry import Registry
-from pycm.app.runnables import Group, RunnableGroups
+from pycm.app.runnables import Group
 from pycm.app.service_account_clients import ServiceAccountClients
 from pycm.app.wait_for_resources import wait_for_resource
 from pycm.controller import ControllerDescriptor, Runnable
@@ -35,10 +33,7 @@ from pycm.controller.stuck import StuckWorkerWatcher
 from pycm.kube import Client
 from pycm.kube.restmapper import NoKindMatchError
 from pycm.leaderelection import LeaderElector
-from pycm.server import HealthRegistry
-from pycm.trace.bus import Bus
 from pycm.trace.kinds import ControllerDisabled, ControllersTookOver, InformersStarted
-from pycm.util.clock import Clock
 from pycm.workqueue.inspect import InspectableQueue
 
 __all__ = ["INFORMER_STOP_TIMEOUT", "ControllerStarter"]
@@ -69,41 +64,37 @@ class ControllerStarter:
 
     def __init__(
         self,
-        config: CompletedConfig,
+        parts: Parts,
         registry: Registry,
         root: Client,
         *,
         elector: LeaderElector | None,
         warm: bool,
-        identity: str,
-        bus: Bus,
-        clock: Clock,
         rng: random.Random,
-        groups: RunnableGroups,
-        health: HealthRegistry,
-        metrics_registry: CollectorRegistry,
         metrics: ControllerMetrics,
         adopt: Callable[[Client], None],
-        fail: Callable[[str], None],
         stopping: Callable[[], bool],
     ) -> None:
-        self.config = config
+        self.parts = parts
+        self.config = parts.config
+        self.bus = parts.bus
+        self.clock = parts.clock
+        self.groups = parts.groups
+        self.fail = parts.fail
         self.registry = registry
         self.root = root
         self.elector = elector
-        self.identity = identity
-        self.bus = bus
-        self.clock = clock
         self.rng = rng
-        self.groups = groups
-        self.health = health
         self.metrics = metrics
-        self.fail = fail
         self.stopping = stopping
         self.service_accounts: ServiceAccountClients | None = None
-        if config.generic.use_service_account_credentials:
+        if self.config.generic.use_service_account_credentials:
             self.service_accounts = ServiceAccountClients(
-                root, bus=bus, clock=clock, metrics_registry=metrics_registry, adopt=adopt
+                root,
+                bus=parts.bus,
+                clock=parts.clock,
+                metrics_registry=parts.metrics_registry,
+                adopt=adopt,
             )
         self.context: ControllerContext | None = None
         # --leader-elect-warm-standby: the controllers built and their informers started before
@@ -178,13 +169,9 @@ class ControllerStarter:
         if self.service_accounts is not None:
             build = await self.service_accounts.builder()
         ctx = build_context(
-            cfg,
+            self.parts,
             self.root,
-            identity=self.identity,
-            bus=self.bus,
-            clock=self.clock,
             rng=self.rng,
-            groups=self.groups,
             metrics=self.metrics,
             gate=self.elector.gate if self.elector is not None else None,
             service_accounts=build,
@@ -252,7 +239,7 @@ class ControllerStarter:
                 descriptor,
                 missing,
                 init=functools.partial(self._init, ctx, descriptor),
-                health=self.health,
+                health=self.parts.health,
                 clock=self.clock,
                 groups=self.groups,
                 gate=gate,
