@@ -66,6 +66,7 @@ from pycm.controller.metrics import ControllerMetrics
 from pycm.kube import Client
 from pycm.leaderelection import LeaderElector
 from pycm.server import HealthRegistry
+from pycm.server.dashboard_door import DashboardMounter
 from pycm.trace.bus import Bus, default_bus
 from pycm.trace.kinds import ManagerStopped, StartupBegan
 from pycm.util.clock import REAL_CLOCK, Clock, SkewedClock
@@ -100,6 +101,7 @@ class Manager:
         clock: Clock = REAL_CLOCK,
         registry: Registry | None = None,
         metrics_registry: CollectorRegistry | None = None,
+        dashboard_mounter: DashboardMounter | None = None,
     ) -> None:
         self.config = config
         self.identity = config.leader_election.identity
@@ -139,6 +141,7 @@ class Manager:
             queues=self._queues,
             connect=self._connect,
             adopt=self._extra_clients.append,
+            dashboard_mounter=dashboard_mounter,  # handed down by pycm.cli, or none
         )
         self.elector: LeaderElector | None = None
         # StartControllers, once the root client is there (None before).
@@ -303,12 +306,15 @@ def debug_clock(config: CompletedConfig) -> Clock:
     return SkewedClock(debugging.clock_rate, debugging.clock_offset)
 
 
-def run_manager(config: CompletedConfig) -> int:
-    """The runner of ``pycm run``: run the manager on a fresh event loop until a signal."""
+def run_manager(
+    config: CompletedConfig, *, dashboard_mounter: DashboardMounter | None = None
+) -> int:
+    """The runner of ``pycm run``: run the manager on a fresh event loop until a signal (with
+    the web dashboard on its secure port when ``pycm.cli`` hands ``dashboard_mounter`` down)."""
     configure_logging(config.logs.format, config.logs.verbosity, vmodule=config.logs.vmodule)
 
     async def main() -> int:
-        manager = Manager(config, clock=debug_clock(config))
+        manager = Manager(config, clock=debug_clock(config), dashboard_mounter=dashboard_mounter)
         loop = asyncio.get_running_loop()
         signals = 0
 

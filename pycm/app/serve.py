@@ -13,7 +13,6 @@ from starlette.routing import BaseRoute, Mount
 
 from pycm import __version__
 from pycm.app.clients import ReviewPosterAdapter
-from pycm.app.command import dashboard_mounter
 from pycm.app.context import ControllerContext
 from pycm.app.errors import ManagerError
 from pycm.app.features import COMPONENT_FLAGZ, COMPONENT_STATUSZ
@@ -31,7 +30,12 @@ from pycm.server import (
     SecureServingConfig,
     build_routes,
 )
-from pycm.server.dashboard_door import DASHBOARD_PATHS, DASHBOARD_PREFIX, DashboardDoor
+from pycm.server.dashboard_door import (
+    DASHBOARD_PATHS,
+    DASHBOARD_PREFIX,
+    DashboardDoor,
+    DashboardMounter,
+)
 from pycm.server.debug import OpenStreams, debug_routes
 from pycm.server.debug_objects import objects_route
 from pycm.server.debug_queues import queues_route
@@ -87,8 +91,9 @@ def add_health_checks(
 class Serving:
     """The manager's servers. ``connect(kubeconfig)`` makes a client for the delegated
     reviews (--authentication-kubeconfig / --authorization-kubeconfig); ``adopt(client)``
-    hands it to the manager, which closes it at shutdown; ``fail(reason)`` stops the
-    manager when a server fails after it started."""
+    hands it to the manager, which closes it at shutdown; ``parts.fail(reason)`` stops the
+    manager when a server fails after it started; ``dashboard_mounter`` builds the dashboard
+    mounted at /dashboard on the secure port (none without it)."""
 
     def __init__(
         self,
@@ -98,6 +103,7 @@ class Serving:
         queues: Callable[[], dict[str, InspectableQueue]],
         connect: Callable[[str], Awaitable[Client]],
         adopt: Callable[[Client], None],
+        dashboard_mounter: DashboardMounter | None = None,
     ) -> None:
         self.parts = parts
         self.config = parts.config
@@ -105,6 +111,7 @@ class Serving:
         self.queues = queues
         self.connect = connect
         self.adopt = adopt
+        self.dashboard_mounter = dashboard_mounter  # handed down by pycm.cli, or none
         self.servers: list[SecureServer | InsecureServer] = []
         self.streams = OpenStreams()
         self.dashboard: Any = None  # the web dashboard mounted on the secure port, if any
@@ -217,9 +224,9 @@ class Serving:
         )
 
     def _mount_dashboard(self, door: DashboardDoor) -> list[BaseRoute]:
-        """The web dashboard at /dashboard, when pycm.cli installed one: it reads this
+        """The web dashboard at /dashboard, when pycm.cli handed one down: it reads this
         manager's own reducer and bus, and lets in whom ``door`` says may read the events."""
-        mounter = dashboard_mounter()
+        mounter = self.dashboard_mounter
         if mounter is None:
             return []
         le = self.config.leader_election

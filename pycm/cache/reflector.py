@@ -272,6 +272,8 @@ class Reflector:
         # Set when a list from last_sync_resource_version got 410 / too large: list from "".
         self._rv_unavailable = False
         self.lists = 0  # completed lists (for tests and the informer's stats)
+        self._relist_asked = asyncio.Event()
+        self._relist_reason = ""
         # Events of the open watch so far (0 between watches), brought up to date once per
         # batch the stream hands over: the informer's progress report reads it.
         self.watch_events = 0
@@ -286,17 +288,39 @@ class Reflector:
     # -- the loop -----------------------------------------------------------------------------
 
     async def run(self) -> None:
-        """List and watch until cancelled; every round ends with a backoff."""
+        """List and watch until cancelled; every round ends with a backoff, except one ended
+        by :meth:`relist` (asked for: the next list starts at once)."""
         while True:
+            self._relist_asked.clear()
+            round_ = asyncio.ensure_future(self.list_and_watch())
+            asked = asyncio.ensure_future(self._relist_asked.wait())
             try:
-                reason = await self.list_and_watch()
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                reason = error_text(exc)
-                _log.warning("%s: list and watch failed: %s", self.resource, reason)
+                await asyncio.wait({round_, asked}, return_when=asyncio.FIRST_COMPLETED)
+            finally:  # (cancelled from outside: both go, and the cancellation propagates)
+                asked.cancel()
+                if not round_.done():
+                    round_.cancel()
+                await asyncio.gather(round_, asked, return_exceptions=True)
+            if not round_.cancelled():
+                try:
+                    reason = round_.result()
+                except Exception as exc:
+                    reason = error_text(exc)
+                    _log.warning("%s: list and watch failed: %s", self.resource, reason)
+            else:
+                reason = self._relist_reason
+                self.bus.point(InformerRelisted(resource=self.resource, reason=reason))
+                continue
             self.bus.point(InformerRelisted(resource=self.resource, reason=reason))
             await self._back_off(reason)
+
+    def relist(self, reason: str) -> None:
+        """End the current round and list again at once, from the last synced resourceVersion
+        (the store's content is replaced by the new list: what left the selection is deleted,
+        what entered it added). For a list-watch whose selection changed — a sharded member's
+        share (``ClientListWatch.shard_selector``)."""
+        self._relist_reason = reason
+        self._relist_asked.set()
 
     async def _back_off(self, reason: str) -> None:
         delay = self.backoff.next()
