@@ -59,8 +59,8 @@ class ControllerStarter:
     """StartControllers over ``root``, for one manager. ``elector``: None without leader
     election; ``warm``: --leader-elect-warm-standby (built inside a running event loop, for
     the future a takeover waits on). ``adopt(client)`` hands each service-account client to
-    the manager, which closes it at shutdown; ``fail(reason)`` stops the manager; ``stopping()``
-    says whether it is stopping."""
+    the manager, which closes it at shutdown; ``parts.fail(reason)`` stops the manager;
+    ``stopping()`` says whether it is stopping."""
 
     def __init__(
         self,
