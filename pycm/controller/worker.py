@@ -40,7 +40,7 @@ from typing import Any, Protocol
 
 from pycm.api.diff import changed_paths
 from pycm.controller.metrics import ControllerMetrics
-from pycm.kube.errors import Conflict, FencedError
+from pycm.kube.errors import ApiError, Conflict, FencedError
 from pycm.sharding.gate import KeyAdmission
 from pycm.trace.bus import RECONCILE_BEGIN, RECONCILE_END, RECONCILE_FAILED, Bus, default_bus
 from pycm.trace.causes import Trigger, cause_of_record
@@ -753,7 +753,7 @@ class _BoundMetrics:
 
 
 def _is_api_error(exc: Exception) -> bool:
-    return hasattr(exc, "code") or isinstance(exc, FencedError)
+    return isinstance(exc, (ApiError, FencedError))
 
 
 def _failure(exc: BaseException) -> tuple[str, str]:
