@@ -131,7 +131,7 @@ class ManagerHandle:
         from pycm.trace.why import object_report, render_text
 
         async def report() -> str:
-            state = getattr(self.manager, "_state", None)
+            state = self.manager.state
             if state is None or not state.histories:
                 return "(no object history in this manager)"
             ref = ObjectRef(resource, namespace, name)
