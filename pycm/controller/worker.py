@@ -58,7 +58,7 @@ from pycm.trace.kinds import (
     ItemDropped,
     ReconcileResult,
 )
-from pycm.trace.reconciles import ERROR, OK, SUCCESS, ReconcileRecorder, failure
+from pycm.trace.reconciles import ReconcileRecorder
 from pycm.util.clock import REAL_CLOCK, Clock
 from pycm.util.tasks import cancel_and_wait
 from pycm.workqueue.priority_queue import DEFAULT_PRIORITY, LOW_PRIORITY, PriorityQueue
@@ -382,11 +382,10 @@ class Controller:
         :class:`~pycm.trace.reconciles.ReconcileRecorder` (compact records, as cheap as a
         trace gets; see there), and its span and API-call counter are one contextvar set.
         Only a sync that returns a plain success runs the rest of this body: one that raises
-        ends in :meth:`_end_failed`, one that asks to be requeued in :meth:`_end_requeued`, a
-        failure of the handling after a result in :meth:`_emit_end`. Keeping those paths out
-        keeps this coroutine small enough for CPython's small-object allocator (the benchmark
-        note "the reconcile's frame" in docs/operations.md; tests/controller/
-        test_worker_events.py holds the size).
+        ends in :meth:`_end_failed`, one that asks to be requeued in :meth:`_end_requeued`.
+        Keeping those paths out keeps this coroutine small enough for CPython's small-object
+        allocator (the benchmark note "the reconcile's frame" in docs/operations.md;
+        tests/controller/test_worker_events.py holds the size).
         """
         queue = self.queue
         # The limiter's counts when it exposes them: a lookup, and no forget() call below
@@ -434,14 +433,8 @@ class Controller:
                 forget = queue.forget
                 forget(key)
             except BaseException as exc:  # the handling failed: as a step ends (and propagates)
-                self._emit_end(
-                    token,
-                    calls,
-                    start if metrics is not None else 0.0,
-                    _SUCCESS,
-                    SUCCESS,
-                    *failure(exc),
-                )
+                self._recorder.end_raised(begin, exc)
+                self._ended(token, start if metrics is not None else 0.0, _SUCCESS)
                 raise
         reset_span(token)
         self._recorder.end_ok(begin, result.action, result.uid, result.api_calls or calls[0])
@@ -477,21 +470,18 @@ class Controller:
                 queue.add_rate_limited(key)
                 outcome = _REQUEUE
         except BaseException as exc:
-            self._emit_end(token, calls, start, _SUCCESS, SUCCESS, *failure(exc))
+            self._recorder.end_raised(calls[1], exc)
+            self._ended(token, start, _SUCCESS)
             raise
-        self._emit_end(
-            token,
-            calls,
-            start,
-            outcome,
+        self._recorder.end_requeued(
+            calls[1],
             outcome._value_,
-            OK,
-            "",
             result.action,
             result.uid,
             result.api_calls or calls[0],
             requeue_after_ms,
         )
+        self._ended(token, start, outcome)
         return outcome
 
     def _end_failed(
@@ -508,7 +498,8 @@ class Controller:
         the step and returns None, for process to re-raise it. A failure of the handling ends
         the step with its error and propagates, as a step's would."""
         if not isinstance(exc, Exception):
-            self._emit_end(token, calls, start, _SUCCESS, SUCCESS, *failure(exc))
+            self._recorder.end_raised(calls[1], exc)
+            self._ended(token, start, _SUCCESS)
             return None
         try:
             if isinstance(exc, TerminalError):
@@ -523,34 +514,17 @@ class Controller:
             error = error_text(exc)
         except BaseException as failed:
             # (The metric counts what the handling got to: nothing.)
-            self._emit_end(token, calls, start, _SUCCESS, SUCCESS, *failure(failed))
+            self._recorder.end_raised(calls[1], failed)
+            self._ended(token, start, _SUCCESS)
             raise
-        self._emit_end(
-            token, calls, start, outcome, outcome._value_, ERROR, error, api_calls=calls[0]
-        )
+        self._recorder.end_error(calls[1], outcome._value_, error, calls[0])
+        self._ended(token, start, outcome)
         return outcome
 
-    def _emit_end(
-        self,
-        token: SpanToken,
-        calls: list[Any],
-        start: float,
-        outcome: ReconcileResult,
-        ended: str,
-        end_outcome: str,
-        error: str,
-        action: str = "",
-        uid: str = "",
-        api_calls: int = 0,
-        requeue_after_ms: float = 0.0,
-    ) -> None:
-        """The end of a reconcile that did not end in :meth:`process`'s own success path: the
-        span closed, its record (``calls[1]`` is the begin's; ``ended`` the result's value,
-        ``end_outcome`` the outcome's), the metrics."""
+    def _ended(self, token: SpanToken, start: float, outcome: ReconcileResult) -> None:
+        """After the end record of a reconcile that did not end in :meth:`process`'s own
+        success path (which does what this does, inline): the span closed, the metrics."""
         reset_span(token)
-        self._recorder.end(
-            calls[1], ended, end_outcome, error, action, uid, api_calls, requeue_after_ms
-        )
         metrics = self._bound
         if metrics is not None:
             metrics.active_workers.dec()

@@ -29,12 +29,11 @@ from pycm.trace.events import Outcome
 from pycm.trace.kinds import ReconcileResult
 from pycm.trace.records import RECONCILE_BEGIN, RECONCILE_END, RECONCILE_FAILED, Record
 
-__all__ = ["CANCELLED", "ERROR", "OK", "SUCCESS", "ReconcileRecorder", "failure"]
+__all__ = ["ReconcileRecorder", "failure"]
 
 # The values the records hold (plain str: a record of plain values is one the GC untracks;
 # see pycm.trace.records): a result's, and an end's outcome.
 SUCCESS: str = ReconcileResult.SUCCESS._value_
-OK: str = Outcome.OK._value_
 ERROR: str = Outcome.ERROR._value_
 CANCELLED: str = Outcome.CANCELLED._value_
 
@@ -49,8 +48,9 @@ def failure(exc: BaseException) -> tuple[str, str]:
 class ReconcileRecorder:
     """The reconcile records of one controller (``controller``, watching ``resource``) on
     ``bus``: :meth:`begin` before the sync, then one of :meth:`end_ok` (the plain success,
-    the hot path) or :meth:`end`. It keeps its controller's head (renewed by the bus:
-    :meth:`renew_head`) and the bus's clock reading, bound once."""
+    the hot path), :meth:`end_requeued`, :meth:`end_error` or :meth:`end_raised`. It keeps
+    its controller's head (renewed by the bus: :meth:`renew_head`) and the bus's clock
+    reading, bound once."""
 
     __slots__ = ("__weakref__", "_bus", "_head", "_monotonic_ns", "controller", "resource")
 
@@ -111,37 +111,46 @@ class ReconcileRecorder:
         put = bus._put
         put(end)
 
-    def end(
+    def end_requeued(
         self,
         begin: Record,
         result: str,
-        outcome: str,
-        error: str,
-        action: str = "",
-        uid: str = "",
-        api_calls: int = 0,
-        requeue_after_ms: float = 0.0,
+        action: str,
+        uid: str,
+        api_calls: int,
+        requeue_after_ms: float,
     ) -> None:
-        """Append the end of ``begin``'s reconcile: its result's value and its outcome's, with
-        the error text (tagged RECONCILE_END when it ended ok, else RECONCILE_FAILED with its
-        outcome and error)."""
+        """Append the end of ``begin``'s reconcile that asked to be requeued (``result``, the
+        value of requeue or requeue_after; outcome ok)."""
+        self._end(begin, RECONCILE_END, result, action, uid, api_calls, requeue_after_ms, ())
+
+    def end_error(self, begin: Record, result: str, error: str, api_calls: int) -> None:
+        """Append the end of ``begin``'s reconcile whose sync raised and was handled
+        (``result``'s value; outcome error, with the error's text)."""
+        self._end(begin, RECONCILE_FAILED, result, "", "", api_calls, 0.0, (ERROR, error))
+
+    def end_raised(self, begin: Record, exc: BaseException) -> None:
+        """Append the end of ``begin``'s reconcile that ``exc`` ended: cancelled, or its
+        handling failed (outcome cancelled or error, as a step's end has them)."""
+        self._end(begin, RECONCILE_FAILED, SUCCESS, "", "", 0, 0.0, failure(exc))
+
+    def _end(
+        self,
+        begin: Record,
+        tag: int,
+        result: str,
+        action: str,
+        uid: str,
+        api_calls: int,
+        requeue_after_ms: float,
+        failed: tuple[str, ...],
+    ) -> None:
+        # The layouts: a failed end's outcome and error follow the common nine.
         end_ns = self._monotonic_ns()
         bus = self._bus
         bus._seq = seq = bus._seq + 1
-        ok = outcome == OK and not error
-        end: Record = (
-            RECONCILE_END if ok else RECONCILE_FAILED,
-            seq,
-            begin,
-            end_ns,
-            result,
-            action,
-            uid,
-            api_calls,
-            requeue_after_ms,
-            *(() if ok else (outcome, error)),  # a failed end's outcome and error
-        )
-        bus.deliver(end)
+        record = (tag, seq, begin, end_ns, result, action, uid, api_calls, requeue_after_ms)
+        bus.deliver(record + failed if failed else record)
 
     def _nested_head(self, parent: SpanValue) -> tuple[Any, ...]:
         """The head of a reconcile nested in the span ``parent``: ids of its own in that
