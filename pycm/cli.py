@@ -2,7 +2,9 @@
 
 Subcommands register themselves here, one module each, through an ``add_subcommand(subparsers)``
 function that sets ``func`` (taking the parsed namespace, returning the exit status). This module
-is the only place that imports ``tui`` and ``web``.
+is the only place that imports ``tui`` and ``web``, and it wires them in explicitly: what a
+command needs of them (the demo's viewers, the dashboard ``pycm run`` mounts) is an argument of
+its ``add_subcommand``, never a module global set from here.
 
 Exit statuses: 0 success, 1 runtime failure, 2 usage error (argparse's convention and cobra's).
 """
@@ -67,7 +69,7 @@ async def _launch_dashboard(
 
 def _mount_dashboard(**lent: Any) -> Any:
     """The web dashboard ``pycm run`` mounts on its secure port (see
-    :data:`pycm.app.command.DashboardMounter`). Imports the web app only when used."""
+    :data:`pycm.server.dashboard_door.DashboardMounter`). Imports the web app only when used."""
     from web.mount import live_dashboard
 
     return live_dashboard(**lent)
@@ -89,9 +91,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     from pycm.demo import command as demo_command
 
-    demo_command.add_subcommand(subparsers)
-    demo_command.set_tui_launcher(_launch_top)
-    demo_command.set_dashboard_launcher(_launch_dashboard)
+    demo_command.add_subcommand(
+        subparsers, demo_command.Viewers(tui=_launch_top, dashboard=_launch_dashboard)
+    )
 
     from pycm.trace import command as trace_command
 
@@ -107,8 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     from pycm.app import command as run_command
 
-    run_command.add_subcommand(subparsers)
-    run_command.set_dashboard_mounter(_mount_dashboard)
+    run_command.add_subcommand(subparsers, dashboard_mounter=_mount_dashboard)
 
     from pycm.leaderelection import watch as lease_command
 

@@ -76,16 +76,12 @@ def build_sources(args: argparse.Namespace) -> list[Source]:
     """The sources the flags describe; raises ValueError (one line) for bad input."""
     if not args.server and not args.replay:
         raise ValueError("give --server URL (repeatable) or --replay FILE")
-    if args.token and args.token_file:
-        raise ValueError("--token and --token-file are mutually exclusive")
     if args.leader_elect_renew_deadline >= args.leader_elect_lease_duration:
         raise ValueError("--leader-elect-renew-deadline must be less than the lease duration")
     if args.speed < 0 or args.speed != args.speed:
         raise ValueError(f"--speed must be >= 0, not {args.speed}")
     sources: list[Source] = []
     if args.server:
-        creds = credentials.from_flags(args)
-        verify = creds.verify()
         seen: set[str] = set()
         for url in args.server:
             parts = urlsplit(url)
@@ -94,7 +90,18 @@ def build_sources(args: argparse.Namespace) -> list[Source]:
             if url in seen:
                 raise ValueError(f"--server {url} given twice")
             seen.add(url)
-            sources.append(SseSource(url, token=creds.token, verify=verify))
+        creds = credentials.from_flags(args)
+        verify = creds.verify()
+        sources += [
+            SseSource(
+                url,
+                token=creds.token,
+                token_file=creds.token_file or None,
+                client_cert=creds.client_cert,
+                verify=verify,
+            )
+            for url in args.server
+        ]
     if args.replay:
         problem = recording_problem(args.replay)
         if problem is not None:

@@ -18,45 +18,22 @@ from __future__ import annotations
 import argparse
 import asyncio
 import ipaddress
-import os
-import ssl
 import sys
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 from urllib.parse import SplitResult, urlsplit
 
-from pycm.trace.credentials import from_kubeconfig, read_token_file
+from pycm.trace import credentials
 from pycm.trace.recorder import recording_problem
 from pycm.util.durations import duration_arg
 from web.hub import DashboardConfig
+from web.plan import DashboardPlan
 
-__all__ = [
-    "DashboardPlan",
-    "add_subcommand",
-    "plan_from",
-]
+__all__ = ["add_subcommand", "plan_from"]
 
 DEFAULT_LISTEN = "127.0.0.1:8080"
 # The page's defaults (KCM's lease timings: what a manager runs with unless told).
 _DEFAULTS = DashboardConfig()
-
-
-@dataclass
-class DashboardPlan:
-    """What the flags ask for, checked."""
-
-    mode: str  # "fanin" or "replay"
-    host: str
-    port: int
-    config: DashboardConfig
-    # (source name, URL, the CA file of that server's certificate or "" for ``verify``)
-    servers: list[tuple[str, str, str]] = field(default_factory=list)
-    token: str = ""
-    token_file: str = ""
-    client_cert: tuple[str, str] | None = None
-    verify: ssl.SSLContext | bool = True
-    replay: str = ""
-    speed: float = 1.0
 
 
 def add_subcommand(subparsers: Any) -> None:
@@ -77,27 +54,7 @@ def add_subcommand(subparsers: Any) -> None:
     )
     src.add_argument("--replay", metavar="FILE", help="serve a --trace-file recording instead")
     src.add_argument("--speed", type=float, default=1.0, help="replay speed factor (default 1)")
-    auth = parser.add_argument_group("authentication and TLS towards the managers")
-    auth.add_argument("--token-file", default="", help="file holding the bearer token")
-    auth.add_argument(
-        "--kubeconfig",
-        default="",
-        help="take the token and CA from this kubeconfig's current context",
-    )
-    auth.add_argument("--context", default="", help="the kubeconfig context to use")
-    auth.add_argument(
-        "--certificate-authority",
-        default="",
-        metavar="FILE",
-        help="PEM file of the CA that signed the managers' serving certificates",
-    )
-    auth.add_argument(
-        "--insecure-skip-tls-verify",
-        action="store_true",
-        help="do not verify the managers' certificates",
-    )
-    auth.add_argument("--client-certificate", default="", metavar="FILE")
-    auth.add_argument("--client-key", default="", metavar="FILE")
+    credentials.add_flags(parser)
     serving = parser.add_argument_group("serving")
     serving.add_argument(
         "--listen",
@@ -137,15 +94,6 @@ def add_subcommand(subparsers: Any) -> None:
         help="a reconcile this slow is marked on the incident timeline (default 1s)",
     )
     parser.set_defaults(func=_run)
-
-
-def _readable(path: str, flag: str) -> str:
-    if not os.path.isfile(path):
-        why = "not a file" if os.path.exists(path) else "no such file"
-        raise ValueError(f"{flag} {path}: {why}")
-    if not os.access(path, os.R_OK):
-        raise ValueError(f"{flag} {path}: not readable")
-    return path
 
 
 def _http_url(flag: str, text: str, want: str) -> SplitResult:
@@ -209,36 +157,6 @@ def plan_from(args: argparse.Namespace) -> DashboardPlan:
             "replay", host, port, config, replay=args.replay, speed=float(args.speed)
         )
     plan = DashboardPlan("fanin", host, port, config)
-    if args.token_file and args.kubeconfig:
-        raise ValueError("--token-file and --kubeconfig are mutually exclusive")
-    if not args.token_file and not args.kubeconfig:
-        raise ValueError("give --token-file FILE or --kubeconfig FILE for the managers")
-    if args.certificate_authority and args.insecure_skip_tls_verify:
-        raise ValueError(
-            "--certificate-authority and --insecure-skip-tls-verify are mutually exclusive"
-        )
-    if bool(args.client_certificate) != bool(args.client_key):
-        raise ValueError("--client-certificate and --client-key go together")
-    if args.client_certificate:
-        plan.client_cert = (
-            _readable(args.client_certificate, "--client-certificate"),
-            _readable(args.client_key, "--client-key"),
-        )
-    if args.token_file:
-        plan.token_file = _readable(args.token_file, "--token-file")
-        plan.token = read_token_file(plan.token_file)
-    if args.kubeconfig:
-        _readable(args.kubeconfig, "--kubeconfig")
-        creds = from_kubeconfig(args.kubeconfig, args.context)
-        plan.token, plan.verify = creds.token, creds.verify()
-    if args.insecure_skip_tls_verify:
-        plan.verify = False
-    elif args.certificate_authority:
-        ca = _readable(args.certificate_authority, "--certificate-authority")
-        try:
-            plan.verify = ssl.create_default_context(cafile=ca)
-        except (OSError, ssl.SSLError) as exc:
-            raise ValueError(f"--certificate-authority {ca}: {exc}") from None
     names: set[str] = set()
     for url in args.server:
         name = _http_url("--server", url, "https://host:port").netloc
@@ -246,6 +164,9 @@ def plan_from(args: argparse.Namespace) -> DashboardPlan:
             raise ValueError(f"--server {url} given twice")
         names.add(name)
         plan.servers.append((name, url.rstrip("/"), ""))
+    creds = credentials.from_flags(args)
+    plan.token, plan.token_file = creds.token, creds.token_file
+    plan.client_cert, plan.verify = creds.client_cert, creds.verify()
     return plan
 
 
@@ -256,7 +177,8 @@ def _fail(message: str) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     # Here, not at the top: `pycm --help` and the other commands need not load the server.
-    from web.replay import load_recording, recorded_lease_timings
+    from pycm.trace.replay import load_recording
+    from web.replay import recorded_lease_timings
     from web.server import serve
 
     events = None

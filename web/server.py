@@ -24,13 +24,13 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Mount, Route
 
+from pycm.trace.replay import ReplayPlayer
 from pycm.trace.stream import StreamClient
 from web.app import build_dashboard
 from web.auth import DashboardAuth
-from web.command import DashboardPlan
 from web.hub import DashboardConfig, Hub
 from web.live import live_routes
-from web.replay import ReplayPlayer
+from web.plan import DashboardPlan
 from web.sessions import Viewer
 
 __all__ = ["PREFIX", "TOKEN_VIEWER", "build_app", "serve"]
@@ -87,6 +87,7 @@ async def serve(
     runners: list[tuple[str, Coroutine[Any, Any, Any]]] = []
     if plan.mode == "replay":
         player = ReplayPlayer(hub, events or [], speed=plan.speed)
+        hub.replay = player  # what POST /api/replay drives
         runners.append(("dashboard replay", player.run()))
     else:
         for name, url, ca_file in plan.servers:

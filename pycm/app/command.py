@@ -10,8 +10,10 @@ After validation the command emits one :class:`~pycm.trace.kinds.FlagsParsed` ev
 non-default values, secrets withheld) and calls the runner with the
 :class:`~pycm.app.config.CompletedConfig`:
 
-1. the one given to :func:`run` (tests), else the one installed with :func:`set_runner`;
-2. else ``run_manager`` in :mod:`pycm.app.run`, imported on first use;
+1. the one given to :func:`run` (tests);
+2. else ``run_manager`` in :mod:`pycm.app.run`, imported on first use, called with the
+   dashboard mounter ``pycm.cli`` hands :func:`add_subcommand` (it wires its parts explicitly:
+   nothing is installed in a module global);
 3. else none exists yet: ``pycm run`` says so in one line and exits 1.
 
 The runner's return value is the exit status.
@@ -20,6 +22,7 @@ The runner's return value is the exit status.
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import shutil
 import sys
@@ -31,20 +34,11 @@ from pycm import __version__
 from pycm.app.config import CompletedConfig
 from pycm.app.options import ControllerManagerOptions, KnownControllers, render_help
 from pycm.app.options.flagset import BOOL
+from pycm.server.dashboard_door import DashboardMounter
 from pycm.trace import Bus, default_bus
 from pycm.trace.kinds import FlagsParsed
 
-__all__ = [
-    "LONG",
-    "USE_LINE",
-    "DashboardMounter",
-    "Runner",
-    "add_subcommand",
-    "dashboard_mounter",
-    "run",
-    "set_dashboard_mounter",
-    "set_runner",
-]
+__all__ = ["LONG", "USE_LINE", "Runner", "add_subcommand", "run"]
 
 Runner = Callable[[CompletedConfig], int]
 """Starts the manager with the completed config and returns the exit status."""
@@ -59,40 +53,10 @@ LONG = (
 NOT_LANDED = "pycm run: the manager start-up has not landed yet"
 _RUNNER_MODULE = "pycm.app.run"
 
-_runner: Runner | None = None
 
-
-DashboardMounter = Callable[..., Any]
-"""``mounter(bus=, identity=, snapshot=, door=, renew_deadline_s=, lease_duration_s=)`` builds
-the web dashboard the manager mounts at ``/dashboard`` on its secure port, behind ``door``
-(:class:`pycm.server.DashboardDoor`): an object with ``app`` (ASGI), ``async run()``,
-``close()`` and ``session_user(session_id)`` (:func:`web.mount.live_dashboard`).
-``pycm.cli`` installs it (pycm.app must not import web); without one, ``pycm run`` serves no
-dashboard."""
-
-_dashboard_mounter: DashboardMounter | None = None
-
-
-def set_dashboard_mounter(mounter: DashboardMounter | None) -> None:
-    global _dashboard_mounter
-    _dashboard_mounter = mounter
-
-
-def dashboard_mounter() -> DashboardMounter | None:
-    return _dashboard_mounter
-
-
-def set_runner(fn: Runner | None) -> None:
-    """Install the function that starts the manager (None: back to looking it up)."""
-    global _runner
-    _runner = fn
-
-
-def _find_runner() -> Runner | str | None:
-    """The installed runner, else ``pycm.app.run:run_manager``; None when neither exists yet;
-    a message when the module exists but cannot be imported."""
-    if _runner is not None:
-        return _runner
+def _find_runner(dashboard_mounter: DashboardMounter | None) -> Runner | str | None:
+    """``pycm.app.run:run_manager`` with the dashboard mounter; None when it does not exist
+    yet; a message when the module exists but cannot be imported."""
     try:
         module = importlib.import_module(_RUNNER_MODULE)
     except ModuleNotFoundError as err:
@@ -101,8 +65,10 @@ def _find_runner() -> Runner | str | None:
         return f"pycm run: cannot load the manager start-up: {err}"
     except ImportError as err:
         return f"pycm run: cannot load the manager start-up: {err}"
-    found: Runner | None = getattr(module, "run_manager", None)
-    return found
+    found: Callable[..., int] | None = getattr(module, "run_manager", None)
+    if found is None:
+        return None
+    return functools.partial(found, dashboard_mounter=dashboard_mounter)
 
 
 @dataclass
@@ -127,10 +93,12 @@ def run(
     bus: Bus | None = None,
     known_controllers: KnownControllers | None = None,
     runner: Runner | None = None,
+    dashboard_mounter: DashboardMounter | None = None,
     stdout: TextIO | None = None,
     stderr: TextIO | None = None,
 ) -> int:
-    """``pycm run`` with ``argv`` (the arguments after ``run``); returns the exit status."""
+    """``pycm run`` with ``argv`` (the arguments after ``run``); returns the exit status.
+    ``runner`` replaces the manager (tests); ``dashboard_mounter`` is handed to it."""
     out = stdout if stdout is not None else sys.stdout
     err = stderr if stderr is not None else sys.stderr
     if known_controllers is None:
@@ -185,7 +153,7 @@ def run(
         )
     )
 
-    start = runner if runner is not None else _find_runner()
+    start = runner if runner is not None else _find_runner(dashboard_mounter)
     if start is None:
         err.write(f"{NOT_LANDED}\n")
         return 1
@@ -207,8 +175,9 @@ def _asks_for_help_or_version(argv: Sequence[str]) -> bool:
     return False
 
 
-def add_subcommand(subparsers: Any) -> None:
-    """Register ``pycm run`` on the ``pycm`` parser.
+def add_subcommand(subparsers: Any, *, dashboard_mounter: DashboardMounter | None = None) -> None:
+    """Register ``pycm run`` on the ``pycm`` parser; the manager it starts mounts the web
+    dashboard ``dashboard_mounter`` builds (none without one).
 
     The subparser only collects the arguments: ``prefix_chars`` is NUL, which no command-line
     argument can contain, so argparse treats every argument (``--help`` too) as one of the
@@ -222,4 +191,6 @@ def add_subcommand(subparsers: Any) -> None:
         prefix_chars="\0",
     )
     parser.add_argument("argv", nargs=argparse.REMAINDER)
-    parser.set_defaults(func=lambda namespace: run(namespace.argv))
+    parser.set_defaults(
+        func=lambda namespace: run(namespace.argv, dashboard_mounter=dashboard_mounter)
+    )

@@ -50,7 +50,6 @@ from starlette.routing import BaseRoute, Mount
 
 from pycm import __version__
 from pycm.app.clients import EventSinkAdapter, LeaseClientAdapter, ReviewPosterAdapter
-from pycm.app.command import dashboard_mounter
 from pycm.app.config import CompletedConfig
 from pycm.app.context import ControllerContext, resync_period
 from pycm.app.controllers import build_registry
@@ -100,7 +99,12 @@ from pycm.server import (
     SecureServingConfig,
     build_routes,
 )
-from pycm.server.dashboard_door import DASHBOARD_PATHS, DASHBOARD_PREFIX, DashboardDoor
+from pycm.server.dashboard_door import (
+    DASHBOARD_PATHS,
+    DASHBOARD_PREFIX,
+    DashboardDoor,
+    DashboardMounter,
+)
 from pycm.server.debug import OpenStreams, Snapshot, debug_routes
 from pycm.server.debug_objects import objects_route
 from pycm.server.debug_queues import LastError, queues_route
@@ -160,8 +164,10 @@ class Manager:
         clock: Clock = REAL_CLOCK,
         registry: Registry | None = None,
         metrics_registry: CollectorRegistry | None = None,
+        dashboard_mounter: DashboardMounter | None = None,
     ) -> None:
         self.config = config
+        self._dashboard_mounter = dashboard_mounter  # handed down by pycm.cli, or none
         self.identity = config.leader_election.identity
         self.bus = bus or default_bus()
         if not self.bus.instance:
@@ -495,9 +501,9 @@ class Manager:
         )
 
     def _mount_dashboard(self, door: DashboardDoor) -> list[BaseRoute]:
-        """The web dashboard at /dashboard, when pycm.cli installed one: it reads this
+        """The web dashboard at /dashboard, when pycm.cli handed one down: it reads this
         manager's own reducer and bus, and lets in whom ``door`` says may read the events."""
-        mounter = dashboard_mounter()
+        mounter = self._dashboard_mounter
         if mounter is None:
             return []
         le = self.config.leader_election
@@ -1057,12 +1063,15 @@ def debug_clock(config: CompletedConfig) -> Clock:
     return SkewedClock(debugging.clock_rate, debugging.clock_offset)
 
 
-def run_manager(config: CompletedConfig) -> int:
-    """The runner of ``pycm run``: run the manager on a fresh event loop until a signal."""
+def run_manager(
+    config: CompletedConfig, *, dashboard_mounter: DashboardMounter | None = None
+) -> int:
+    """The runner of ``pycm run``: run the manager on a fresh event loop until a signal (with
+    the web dashboard on its secure port when ``pycm.cli`` hands ``dashboard_mounter`` down)."""
     configure_logging(config.logs.format, config.logs.verbosity, vmodule=config.logs.vmodule)
 
     async def main() -> int:
-        manager = Manager(config, clock=debug_clock(config))
+        manager = Manager(config, clock=debug_clock(config), dashboard_mounter=dashboard_mounter)
         loop = asyncio.get_running_loop()
         signals = 0
 

@@ -18,8 +18,10 @@ The pipeline, one task each::
 
 Exceptions::
 
+    PycmError (pycm.errors) ── KubeError ── ApiError
+                                              └── StatusError   a watch ERROR event (or a
+                                                  scripted failure) with code and reason
     Exception
-     ├── StatusError            a watch ERROR event (or a scripted failure) with code and reason
      ├── ValueError
      │    ├── KeyError_         an object without metadata.name has no key
      │    └── IndexerError      an unknown or duplicate index name

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from pycm.api.sharding import ShardSelector
+from pycm.kube.errors import StatusError
 
 __all__ = [
     "INITIAL_EVENTS_END",
@@ -97,28 +98,6 @@ class WatchLister(Protocol):
     def watch_list(
         self, *, resource_version: str, timeout_seconds: int
     ) -> AbstractAsyncContextManager[AsyncIterator[WatchEventPair]]: ...
-
-
-class StatusError(Exception):
-    """An API ``Status`` failure carried by a watch ERROR event (or scripted in the fake).
-
-    ``code`` is the HTTP code (410 Expired, 429 TooManyRequests, 500, ...), ``reason`` the
-    Status reason (``Expired``, ``Gone``, ``TooManyRequests``, ...).
-    """
-
-    def __init__(self, code: int, reason: str = "", message: str = "") -> None:
-        super().__init__(f"{code} {reason}: {message}" if reason else f"{code}: {message}")
-        self.code = code
-        self.reason = reason
-        self.message = message
-
-    @classmethod
-    def from_status(cls, status: Mapping[str, Any]) -> StatusError:
-        return cls(
-            int(status.get("code") or 500),
-            str(status.get("reason") or ""),
-            str(status.get("message") or ""),
-        )
 
 
 # ---------------------------------------------------------------------------------------------

@@ -119,25 +119,15 @@ WATCH_LIST_QUIET = 5.0
 
 
 # ---------------------------------------------------------------------------------------------
-# Error classification: pycm.kube's error tree first, then structurally (anything carrying a
-# Status ``code``/``reason``, such as StatusError from the fake or a watch ERROR event).
+# Error classification by pycm.kube's error tree: a subclass where the client mapped the Status,
+# else the code and reason of any ApiError (a StatusError from a watch ERROR event or the fake).
 # ---------------------------------------------------------------------------------------------
-
-
-def _code(exc: BaseException) -> int | None:
-    for attr in ("code", "status_code", "status"):
-        value = getattr(exc, attr, None)
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-    return None
 
 
 def is_expired(exc: BaseException) -> bool:
     """410 Gone / Expired: the requested resourceVersion left the server's window."""
-    return (
-        kube_errors.is_expired(exc)
-        or _code(exc) == 410
-        or getattr(exc, "reason", None) in ("Expired", "Gone")
+    return isinstance(exc, kube_errors.ApiError) and (
+        isinstance(exc, kube_errors.Expired) or exc.code == 410 or exc.reason in ("Expired", "Gone")
     )
 
 
@@ -150,10 +140,10 @@ def is_too_large_resource_version(exc: BaseException) -> bool:
 
 
 def is_too_many_requests(exc: BaseException) -> bool:
-    return (
-        kube_errors.is_too_many_requests(exc)
-        or _code(exc) == 429
-        or getattr(exc, "reason", None) == "TooManyRequests"
+    return isinstance(exc, kube_errors.ApiError) and (
+        isinstance(exc, kube_errors.TooManyRequests)
+        or exc.code == 429
+        or exc.reason == "TooManyRequests"
     )
 
 
@@ -215,7 +205,9 @@ def _refuses_watch_list(exc: BaseException) -> bool:
     """The server's answer says it does not stream lists: 400 or 422 (the WatchList gate off:
     "sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled";
     an old server that validates the parameters otherwise)."""
-    return _code(exc) in (400, 422) or getattr(exc, "reason", None) in ("Invalid", "BadRequest")
+    return isinstance(exc, kube_errors.ApiError) and (
+        exc.code in (400, 422) or exc.reason in ("Invalid", "BadRequest")
+    )
 
 
 def _pair_batches(stream: Any) -> AsyncIterator[Sequence[WatchEventPair]] | None:
@@ -272,6 +264,8 @@ class Reflector:
         # Set when a list from last_sync_resource_version got 410 / too large: list from "".
         self._rv_unavailable = False
         self.lists = 0  # completed lists (for tests and the informer's stats)
+        self._relist_asked = asyncio.Event()
+        self._relist_reason = ""
         # Events of the open watch so far (0 between watches), brought up to date once per
         # batch the stream hands over: the informer's progress report reads it.
         self.watch_events = 0
@@ -286,17 +280,39 @@ class Reflector:
     # -- the loop -----------------------------------------------------------------------------
 
     async def run(self) -> None:
-        """List and watch until cancelled; every round ends with a backoff."""
+        """List and watch until cancelled; every round ends with a backoff, except one ended
+        by :meth:`relist` (asked for: the next list starts at once)."""
         while True:
+            self._relist_asked.clear()
+            round_ = asyncio.ensure_future(self.list_and_watch())
+            asked = asyncio.ensure_future(self._relist_asked.wait())
             try:
-                reason = await self.list_and_watch()
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                reason = error_text(exc)
-                _log.warning("%s: list and watch failed: %s", self.resource, reason)
+                await asyncio.wait({round_, asked}, return_when=asyncio.FIRST_COMPLETED)
+            finally:  # (cancelled from outside: both go, and the cancellation propagates)
+                asked.cancel()
+                if not round_.done():
+                    round_.cancel()
+                await asyncio.gather(round_, asked, return_exceptions=True)
+            if not round_.cancelled():
+                try:
+                    reason = round_.result()
+                except Exception as exc:
+                    reason = error_text(exc)
+                    _log.warning("%s: list and watch failed: %s", self.resource, reason)
+            else:
+                reason = self._relist_reason
+                self.bus.point(InformerRelisted(resource=self.resource, reason=reason))
+                continue
             self.bus.point(InformerRelisted(resource=self.resource, reason=reason))
             await self._back_off(reason)
+
+    def relist(self, reason: str) -> None:
+        """End the current round and list again at once, from the last synced resourceVersion
+        (the store's content is replaced by the new list: what left the selection is deleted,
+        what entered it added). For a list-watch whose selection changed — a sharded member's
+        share (``ClientListWatch.shard_selector``)."""
+        self._relist_reason = reason
+        self._relist_asked.set()
 
     async def _back_off(self, reason: str) -> None:
         delay = self.backoff.next()
@@ -349,7 +365,7 @@ class Reflector:
         collection over everything the list allocated (60–80 ms per 10k pods, measured),
         which is why ``informers.list_gc`` read 0.89–0.96. Whatever cyclic garbage the list
         left is frozen with the cache, once per informer: it must not hold the pages (the
-        client frees a read response by reference counting, see ``pycm.kube.client._unbind``;
+        client frees a read response by reference counting, see ``pycm.kube.response.unbind``;
         before that, every page body was frozen: 9.4 KB held per pod instead of 3.6 KB). A
         relist re-enables the collector before ``after_list``, so its garbage is collected and
         not frozen again and again over a long run."""
@@ -697,9 +713,7 @@ class Reflector:
         if error is not None:
             if is_expired(error):
                 return WatchCloseReason.EXPIRED, error, events
-            if isinstance(error, (StatusError, kube_errors.ApiError)) or is_too_many_requests(
-                error
-            ):
+            if isinstance(error, kube_errors.ApiError):
                 return WatchCloseReason.ERROR, error, events
             # A broken stream (transport error mid-watch) is an early close: re-watch from the
             # last RV, unless it was also a very short watch.

@@ -40,7 +40,7 @@ from typing import Any, Protocol
 
 from pycm.api.diff import changed_paths
 from pycm.controller.metrics import ControllerMetrics
-from pycm.kube.errors import Conflict, FencedError
+from pycm.kube.errors import ApiError, Conflict, FencedError
 from pycm.sharding.gate import KeyAdmission
 from pycm.trace.bus import Bus, default_bus
 from pycm.trace.causes import Trigger, cause_of_record
@@ -630,7 +630,7 @@ class _BoundMetrics:
 
 
 def _is_api_error(exc: Exception) -> bool:
-    return hasattr(exc, "code") or isinstance(exc, FencedError)
+    return isinstance(exc, (ApiError, FencedError))
 
 
 _EMPTY = Result()

@@ -16,10 +16,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import signal
 import sys
 from collections import deque
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from pycm.demo.chaos import Chaos, wait_for_file
@@ -27,7 +29,7 @@ from pycm.demo.orchestrator import DemoOptions, Orchestrator
 from pycm.kube import load_config
 from pycm.util.durations import parse_duration
 
-__all__ = ["add_subcommand", "run", "set_dashboard_launcher", "set_tui_launcher"]
+__all__ = ["DashboardLauncher", "TuiLauncher", "Viewers", "add_subcommand", "run"]
 
 CERT_WAIT = 30.0  # a replica writes its serving certificate within seconds of starting
 DASHBOARD_WAIT = 15.0  # the TUI waits this long for the dashboard's URL, to print it first
@@ -43,7 +45,28 @@ def _seconds(text: str) -> float:
     return value
 
 
-def add_subcommand(subparsers: Any) -> None:
+TuiLauncher = Callable[..., Awaitable[int]]
+"""``launcher(replicas, token, controls, stop, timing)`` runs ``pycm top`` attached to the
+replicas — ``[(identity, url, ca_file)]`` — with the chaos ``controls`` ``[(key, description,
+coroutine function)]`` as extra keys, until the user quits or ``stop`` is set."""
+
+DashboardLauncher = Callable[..., Awaitable[int]]
+"""``launcher(replicas, token, renew_deadline_s=, lease_duration_s=, announce=, stop=)`` serves
+the web dashboard of the replicas — ``[(identity, url, ca_file, generation)]``, ``generation()``
+the replica's current process generation — on a free loopback port, calls ``announce(login
+URL)`` once serving, and returns when ``stop`` is set."""
+
+
+@dataclass(frozen=True, slots=True)
+class Viewers:
+    """The viewers the demo opens, handed down by ``pycm.cli`` (the only module that imports
+    the TUI and the web app); without one, the demo goes on without it."""
+
+    tui: TuiLauncher | None = None
+    dashboard: DashboardLauncher | None = None
+
+
+def add_subcommand(subparsers: Any, viewers: Viewers | None = None) -> None:
     parser = subparsers.add_parser(
         "demo",
         help="run the embedded demo (emulator + managers)",
@@ -65,50 +88,21 @@ def add_subcommand(subparsers: Any) -> None:
         help="print the plain event stream instead of opening pycm top (the default when "
         "the output is not a terminal)",
     )
-    parser.set_defaults(func=run)
+    parser.set_defaults(func=functools.partial(run, viewers=viewers or Viewers()))
 
 
 def _print(line: str) -> None:
     print(line, flush=True)
 
 
-TuiLauncher = Callable[..., Awaitable[int]]
-"""``launcher(replicas, token, controls, stop, timing)`` runs ``pycm top`` attached to the
-replicas — ``[(identity, url, ca_file)]`` — with the chaos ``controls`` ``[(key, description,
-coroutine function)]`` as extra keys, until the user quits or ``stop`` is set. ``pycm.cli``
-installs it (the only module that imports the TUI)."""
-
-_tui_launcher: TuiLauncher | None = None
-
-
-def set_tui_launcher(launcher: TuiLauncher | None) -> None:
-    global _tui_launcher
-    _tui_launcher = launcher
-
-
-DashboardLauncher = Callable[..., Awaitable[int]]
-"""``launcher(replicas, token, renew_deadline_s=, lease_duration_s=, announce=, stop=)`` serves
-the web dashboard of the replicas — ``[(identity, url, ca_file, generation)]``, ``generation()``
-the replica's current process generation — on a free loopback port, calls ``announce(login
-URL)`` once serving, and returns when ``stop`` is set. ``pycm.cli`` installs it (the only
-module that imports the web app)."""
-
-_dashboard_launcher: DashboardLauncher | None = None
-
-
-def set_dashboard_launcher(launcher: DashboardLauncher | None) -> None:
-    global _dashboard_launcher
-    _dashboard_launcher = launcher
-
-
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, *, viewers: Viewers | None = None) -> int:
     options = DemoOptions(duration=args.duration)
-    interactive = not args.no_tui and sys.stdout.isatty() and _tui_launcher is not None
+    viewers = viewers or Viewers()
+    tui = viewers.tui if not args.no_tui and sys.stdout.isatty() else None
     try:
-        if interactive:
-            assert _tui_launcher is not None
-            return asyncio.run(_run_interactive(options, _tui_launcher))
-        return asyncio.run(_run(options))
+        if tui is not None:
+            return asyncio.run(_run_interactive(options, tui, viewers.dashboard))
+        return asyncio.run(_run(options, viewers.dashboard))
     except KeyboardInterrupt:  # a second Ctrl-C during the stop
         return 130
 
@@ -132,11 +126,11 @@ async def _dashboard(
     runner: asyncio.Task[Any],
     stop: asyncio.Event,
     announce: Callable[[str], None],
+    launcher: DashboardLauncher | None,
 ) -> None:
     """The web dashboard of the replicas, once they are up, until ``stop`` (nothing without a
     launcher). It runs in this process, so its one-time login code is valid here; a dashboard
     that fails says so in one line and the demo goes on."""
-    launcher = _dashboard_launcher
     if launcher is None:
         return
     # Not beyond the demo's own end (a replica that died before writing its certificate).
@@ -170,7 +164,7 @@ def _generation(child: Any) -> Callable[[], int]:
     return lambda: int(child.generation)
 
 
-async def _run(options: DemoOptions) -> int:
+async def _run(options: DemoOptions, dashboard_launcher: DashboardLauncher | None) -> int:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -179,7 +173,12 @@ async def _run(options: DemoOptions) -> int:
     runner = asyncio.create_task(orchestrator.run(stop), name="demo")
     dashboard = asyncio.create_task(
         _dashboard(
-            orchestrator, options, runner, stop, lambda url: _print(f"pycm demo: dashboard {url}")
+            orchestrator,
+            options,
+            runner,
+            stop,
+            lambda url: _print(f"pycm demo: dashboard {url}"),
+            dashboard_launcher,
         ),
         name="demo dashboard",
     )
@@ -198,7 +197,9 @@ async def _run(options: DemoOptions) -> int:
     return 1
 
 
-async def _run_interactive(options: DemoOptions, launcher: TuiLauncher) -> int:
+async def _run_interactive(
+    options: DemoOptions, launcher: TuiLauncher, dashboard_launcher: DashboardLauncher | None
+) -> int:
     """The demo behind ``pycm top``: the TUI owns the terminal, the chaos keys act on the demo;
     quitting the TUI stops the demo, and a demo that fails closes the TUI."""
     stop = asyncio.Event()
@@ -217,11 +218,12 @@ async def _run_interactive(options: DemoOptions, launcher: TuiLauncher) -> int:
         announced.set()
 
     dashboard = asyncio.create_task(
-        _dashboard(orchestrator, options, runner, stop, announce), name="demo dashboard"
+        _dashboard(orchestrator, options, runner, stop, announce, dashboard_launcher),
+        name="demo dashboard",
     )
     try:
         if await _replicas_ready(orchestrator, options, runner):
-            if _dashboard_launcher is not None:
+            if dashboard_launcher is not None:
                 # Printed before the TUI takes the screen (and again when it leaves).
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(announced.wait(), DASHBOARD_WAIT)

@@ -5,23 +5,27 @@
 - :class:`Client` (``await Client.connect(config)``): ``get``, ``list``, ``list_all``, ``watch``,
   ``create``, ``update``, ``update_status``, ``patch``, ``apply`` (server-side), ``delete``,
   ``delete_collection``, ``get_scale``, ``update_scale``, ``request``. Objects are plain dicts.
+  A list's or watch's query is keywords or one :class:`ListOptions`; each verb builds a
+  :class:`~pycm.kube.request.ApiRequest` and sends it (:mod:`pycm.kube.send`).
 - :mod:`pycm.kube.resources`: :class:`Resource` and the constants (``PODS``, ``LEASES``, ...).
 
-Exceptions (see :mod:`pycm.kube.errors`)::
+Exceptions (see :mod:`pycm.kube.errors`; the whole tree is drawn in :mod:`pycm.errors`)::
 
-    KubeError
-     ├── ApiError ── BadRequest, Unauthorized, Forbidden, NotFound, MethodNotAllowed,
-     │               AlreadyExists, Conflict, Expired (= Gone), Invalid, TooManyRequests,
-     │               Timeout, ServerError
-     ├── TransportError
-     └── FencedError (a write refused unsent: the lease renew is older than the renew deadline)
-    ConfigError
+    PycmError
+     ├── KubeError
+     │    ├── ApiError ── BadRequest, Unauthorized, Forbidden, NotFound, MethodNotAllowed,
+     │    │               AlreadyExists, Conflict, Expired (= Gone), Invalid, TooManyRequests,
+     │    │               Timeout, ServerError, StatusError (a Status met outside HTTP)
+     │    ├── TransportError
+     │    └── FencedError (a write refused unsent: the lease renew is older than the deadline)
+     └── ConfigError (beside KubeError: a configuration that cannot work is not retried)
 
 Test double: pass ``transport=httpx.MockTransport(handler)`` to :class:`Client`.
 """
 
 from pycm.kube.client import (
     Client,
+    ListOptions,
     ListResult,
     PatchType,
     RateLimiter,
@@ -42,6 +46,7 @@ from pycm.kube.errors import (
     MethodNotAllowed,
     NotFound,
     ServerError,
+    StatusError,
     Timeout,
     TooManyRequests,
     TransportError,
@@ -98,6 +103,7 @@ __all__ = [
     "Gone",
     "Invalid",
     "KubeError",
+    "ListOptions",
     "ListResult",
     "MethodNotAllowed",
     "NotFound",
@@ -106,6 +112,7 @@ __all__ = [
     "Resource",
     "Response",
     "ServerError",
+    "StatusError",
     "Timeout",
     "TooManyRequests",
     "TransportError",

@@ -31,6 +31,7 @@ from typing import Any, Protocol
 import yaml
 
 from pycm import __version__ as _pycm_version
+from pycm.errors import PycmError
 
 __all__ = [
     "DEFAULT_USER_AGENT",
@@ -52,8 +53,11 @@ DEFAULT_USER_AGENT = (
 )
 
 
-class ConfigError(Exception):
-    """No usable client configuration: the message says which file, context or setting."""
+class ConfigError(PycmError):
+    """No usable client configuration: the message says which file, context or setting.
+
+    Beside :class:`~pycm.kube.errors.KubeError`, not under it (see :mod:`pycm.errors`): a
+    caller retrying failed requests must not retry a configuration that cannot work."""
 
 
 class TokenSource(Protocol):

@@ -1,8 +1,8 @@
-"""The client's exceptions: one tree, mapped from the API server's Status (reason, then code).
+"""The client's exceptions, mapped from the API server's Status (reason, then code).
 
-::
+Their place in pycm's one tree is drawn in :mod:`pycm.errors` (the root, ``PycmError``)::
 
-    Exception
+    PycmError
      └── KubeError                    anything the client raises about a request
           ├── ApiError                the server answered with an error (code, reason, message,
           │    │                      details, retry_after, status)
@@ -17,7 +17,10 @@
           │    ├── Invalid             422 (``causes`` lists the field errors)
           │    ├── TooManyRequests     429 (``retry_after`` from Retry-After or details)
           │    ├── Timeout             504 / reason Timeout / client-side timeout (code 0)
-          │    └── ServerError         any other 5xx (and reasons InternalError, ServerTimeout)
+          │    ├── ServerError         any other 5xx (and reasons InternalError, ServerTimeout)
+          │    └── StatusError         a Status met outside the HTTP pipeline, typed by its code
+          │                            and reason only (a watch ERROR event the informers
+          │                            decode themselves; a test double's scripted failure)
           ├── TransportError           no answer: connection refused or reset, protocol error
           └── FencedError              a write refused before it was sent: this replica's
                                        lease renew is older than its renew deadline
@@ -35,6 +38,8 @@ from typing import Any
 
 import orjson
 
+from pycm.errors import PycmError
+
 __all__ = [
     "AlreadyExists",
     "ApiError",
@@ -49,6 +54,7 @@ __all__ = [
     "MethodNotAllowed",
     "NotFound",
     "ServerError",
+    "StatusError",
     "Timeout",
     "TooManyRequests",
     "TransportError",
@@ -69,7 +75,7 @@ __all__ = [
 ]
 
 
-class KubeError(Exception):
+class KubeError(PycmError):
     """Base of everything the client raises about a request."""
 
 
@@ -79,7 +85,7 @@ class TransportError(KubeError):
 
 class FencedError(KubeError):
     """A write was refused by the client before it was sent: the replica's last lease renew is
-    older than its renew deadline (:class:`pycm.kube.client.WriteFence`), so it may no longer
+    older than its renew deadline (:class:`pycm.kube.fence.WriteFence`), so it may no longer
     lead. Nothing reached the server; the reconcile that made it fails (and is retried once
     the lease is renewed, or never: the process exits on the loss)."""
 
@@ -161,6 +167,32 @@ class Invalid(ApiError):
         """The field errors: ``[{"type", "message", "field"}, ...]``."""
         causes = self.details.get("causes")
         return list(causes) if isinstance(causes, list) else []
+
+
+class StatusError(ApiError):
+    """An API ``Status`` failure met outside the client's HTTP pipeline: an ERROR event of a
+    watch the informers decode themselves (:class:`~pycm.cache.sharing_decoder.SharingDecoder`),
+    or a test double's scripted failure. Not mapped to a subclass: ``code`` is the HTTP code
+    (410 Expired, 429 TooManyRequests, 500, ...), ``reason`` the Status reason (``Expired``,
+    ``Gone``, ...) and ``message`` the Status message; the reflector classifies it by those."""
+
+    def __init__(self, code: int, reason: str = "", message: str = "") -> None:
+        super().__init__(
+            f"{code} {reason}: {message}" if reason else f"{code}: {message}",
+            code=code,
+            reason=reason,
+        )
+        self.message = message
+
+    @classmethod
+    def from_status(cls, status: Mapping[str, Any]) -> StatusError:
+        error = cls(
+            int(status.get("code") or 500),
+            str(status.get("reason") or ""),
+            str(status.get("message") or ""),
+        )
+        error.status = status
+        return error
 
 
 class TooManyRequests(ApiError):

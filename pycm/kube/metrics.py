@@ -46,7 +46,7 @@ class ClientMetrics:
             registry=registry,
         )
         # pycm's own: writes a leader-elected client refused to send because its lease renew
-        # was older than the renew deadline (pycm.kube.client.WriteFence). Any increase means
+        # was older than the renew deadline (pycm.kube.fence.WriteFence). Any increase means
         # a replica tried to write while it might no longer lead.
         self.fenced_writes = Counter(
             "pycm_fenced_writes",

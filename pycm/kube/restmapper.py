@@ -17,13 +17,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
+from pycm.errors import PycmError
 from pycm.kube.errors import NotFound
 from pycm.kube.resources import Resource
 
 __all__ = ["DiscoveryClient", "NoKindMatchError", "RESTMapper"]
 
 
-class NoKindMatchError(LookupError):
+class NoKindMatchError(PycmError, LookupError):
     """No served resource has this kind (or plural) in this group and version."""
 
     def __init__(self, group: str, version: str, kind: str = "", plural: str = "") -> None:

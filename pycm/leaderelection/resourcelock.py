@@ -11,6 +11,8 @@ from __future__ import annotations
 import logging
 from typing import Any, Protocol
 
+from pycm.errors import PycmError
+from pycm.kube.errors import ApiError
 from pycm.leaderelection.record import UNSET_WHEN_EMPTY, LeaderElectionRecord
 
 __all__ = ["LeaseClient", "LeaseLock", "LockConflict", "LockError", "LockNotFound", "ResourceLock"]
@@ -18,7 +20,7 @@ __all__ = ["LeaseClient", "LeaseLock", "LockConflict", "LockError", "LockNotFoun
 log = logging.getLogger(__name__)
 
 
-class LockError(Exception):
+class LockError(PycmError):
     """A lock operation failed (the API error is chained)."""
 
 
@@ -134,9 +136,10 @@ class LeaseLock:
 
 
 def _lock_error(exc: Exception) -> LockError:
-    code = getattr(exc, "code", None)
-    if code == 404:
+    """The lock's error for the client's: by the API error's code, so a 409 is a conflict
+    whatever its reason (AlreadyExists on create, Conflict on update)."""
+    if isinstance(exc, ApiError) and exc.code == 404:
         return LockNotFound(str(exc))
-    if code == 409:
+    if isinstance(exc, ApiError) and exc.code == 409:
         return LockConflict(str(exc))
     return LockError(f"{type(exc).__name__}: {exc}")

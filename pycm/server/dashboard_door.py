@@ -14,7 +14,8 @@ session id → its user), so ``/debug/pycm/*`` also accept the dashboard's sessi
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from starlette.types import Scope
 
@@ -24,11 +25,24 @@ from pycm.server.subjectaccessreview import Authorizer, Decision, RequestAttribu
 from pycm.server.tokenreview import TokenReviewer
 from pycm.server.user import UserInfo, with_authenticated_group
 
-__all__ = ["DASHBOARD_PATHS", "DASHBOARD_PREFIX", "EVENTS_PATH", "DashboardDoor"]
+__all__ = [
+    "DASHBOARD_PATHS",
+    "DASHBOARD_PREFIX",
+    "EVENTS_PATH",
+    "DashboardDoor",
+    "DashboardMounter",
+]
 
 DASHBOARD_PREFIX = "/dashboard"
 DASHBOARD_PATHS = (DASHBOARD_PREFIX, DASHBOARD_PREFIX + "/*")
 EVENTS_PATH = "/debug/pycm/events"
+
+DashboardMounter = Callable[..., Any]
+"""``mounter(bus=, identity=, snapshot=, door=, renew_deadline_s=, lease_duration_s=)`` builds
+the web dashboard the manager mounts at ``/dashboard`` on its secure port, behind ``door`` (a
+:class:`DashboardDoor`): an object with ``app`` (ASGI), ``async run()``, ``close()`` and
+``session_user(session_id)`` (:func:`web.mount.live_dashboard`). ``pycm.cli`` hands it down to
+the manager (pycm must not import web); without one, ``pycm run`` serves no dashboard."""
 
 
 class DashboardDoor:

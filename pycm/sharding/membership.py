@@ -116,23 +116,25 @@ class Membership:
         self.config = config
         self.claims = MemberClaims(config.identity, config.lease_duration, config.renew_deadline)
         self._store = store
-        self._in_flight = in_flight
-        self._clock = clock
+        # The hashes of the keys being reconciled (replaceable: the sharded member's wiring
+        # sets it once its controllers are known).
+        self.in_flight = in_flight
+        self.clock = clock
         self._on_fenced = on_fenced
         self._was_fenced = False
         self.name = lease_name(config.ring, config.identity)
         self.released = asyncio.Event()
 
     def may_take(self, hashed: int) -> bool:
-        return self.claims.may_take(self._clock.monotonic(), hashed)
+        return self.claims.may_take(self.clock.monotonic(), hashed)
 
     def owns(self, hashed: int) -> bool:
-        return self.claims.owns(self._clock.monotonic(), hashed)
+        return self.claims.owns(self.clock.monotonic(), hashed)
 
     def owner(self, hashed: int) -> str | None:
         """Who owns the hash under the ring of the members this one sees live now."""
         claims = self.claims
-        return claims.ring(claims.target(self._clock.monotonic())).owner(hashed)
+        return claims.ring(claims.target(self.clock.monotonic())).owner(hashed)
 
     def _body(self, view: frozenset[str], now_ns: int) -> dict[str, Any]:
         stamp = _micro_time(now_ns)
@@ -153,11 +155,11 @@ class Membership:
 
     async def tick(self) -> None:
         """One period: publish or renew, then read the ring."""
-        now = self._clock.monotonic()
-        view = self.claims.view_to_publish(now, self._in_flight())
+        now = self.clock.monotonic()
+        view = self.claims.view_to_publish(now, self.in_flight())
         written = self.claims.published if view is None else view
         try:
-            await self._store.write(self.name, self._body(written, self._clock.wall_ns()))
+            await self._store.write(self.name, self._body(written, self.clock.wall_ns()))
         except Exception as exc:  # the API is down or slow: retried next period
             log.warning("sharding: renewing lease %s failed: %s", self.name, exc)
         else:
@@ -172,8 +174,8 @@ class Membership:
                 log.warning("sharding: reading ring %s failed: %s", self.config.ring, exc)
             else:
                 records = (_record(lease) for lease in leases)
-                self.claims.observed(self._clock.monotonic(), [r for r in records if r is not None])
-        fenced = self.claims.fenced(self._clock.monotonic())
+                self.claims.observed(self.clock.monotonic(), [r for r in records if r is not None])
+        fenced = self.claims.fenced(self.clock.monotonic())
         if fenced and not self._was_fenced and self._on_fenced is not None:
             self._on_fenced()
         self._was_fenced = fenced
@@ -184,7 +186,7 @@ class Membership:
             await self.tick()
             if self.released.is_set():
                 return
-            await self._clock.sleep(self.config.retry_period)
+            await self.clock.sleep(self.config.retry_period)
 
     def stop(self) -> None:
         """Begin leaving: take nothing more; :meth:`run` returns once released."""

@@ -1,5 +1,6 @@
 """``pycm why <resource>/<namespace>/<name>``: why an object was reconciled or written, from live
-managers (``--server``, repeatable, the credentials of ``pycm top``) or a recording (``--replay``).
+managers (``--server``, repeatable; the viewers' credential flags, :mod:`pycm.trace.credentials`)
+or a recording (``--replay``).
 
 Prints the object's chain of causes (:mod:`pycm.trace.why`), one cause a line, each indented
 under the one it explains, then the steps that touched it; ``-o json`` prints the
@@ -85,7 +86,7 @@ def live_reports(servers: list[str], ref: ObjectRef, creds: Credentials) -> list
     headers = {"Authorization": f"Bearer {creds.token}"} if creds.token else {}
     reports: list[ObjectReport] = []
     unknown: list[str] = []
-    with httpx.Client(verify=creds.verify(), timeout=TIMEOUT_S, headers=headers) as client:
+    with httpx.Client(verify=creds.tls(), timeout=TIMEOUT_S, headers=headers) as client:
         for server in servers:
             url = f"{server.rstrip('/')}{OBJECTS_PATH}/{ref.path}"
             error = ""

@@ -6,7 +6,6 @@ import io
 import subprocess
 import sys
 import types
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,12 +21,9 @@ USAGE_TAIL = "Usage: pycm run [flags]\nRun 'pycm run --help' for usage.\n"
 
 
 @pytest.fixture(autouse=True)
-def no_installed_runner(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """No runner installed, and a runner module that does not exist (whatever lands later)."""
+def no_runner_module(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A runner module that does not exist (whatever lands later)."""
     monkeypatch.setattr(command, "_RUNNER_MODULE", "pycm.app._test_absent_run")
-    command.set_runner(None)
-    yield
-    command.set_runner(None)
 
 
 class Recorder:
@@ -36,9 +32,11 @@ class Recorder:
     def __init__(self, status: int = 0) -> None:
         self.status = status
         self.configs: list[CompletedConfig] = []
+        self.parts: list[dict[str, object]] = []  # what run_manager is handed besides the config
 
-    def __call__(self, config: CompletedConfig) -> int:
+    def __call__(self, config: CompletedConfig, **parts: object) -> int:
         self.configs.append(config)
+        self.parts.append(parts)
         return self.status
 
 
@@ -415,21 +413,40 @@ def test_run_no_runner_not_landed_exit_1() -> None:
     assert (status, out, err) == (1, "", "pycm run: the manager start-up has not landed yet\n")
 
 
-def test_run_set_runner_installed_used() -> None:
-    recorder = Recorder(status=0)
-    command.set_runner(recorder)
-    assert _run(["--secure-port=0"])[0] == 0
-    assert recorder.configs[0].secure_serving.enabled is False
-
-
-def test_run_runner_module_run_manager_found_lazily(monkeypatch: pytest.MonkeyPatch) -> None:
-    recorder = Recorder(status=3)
+def _runner_module(monkeypatch: pytest.MonkeyPatch, recorder: Recorder) -> None:
     module = types.ModuleType("pycm_test_runner")
     module.run_manager = recorder  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "pycm_test_runner", module)
     monkeypatch.setattr(command, "_RUNNER_MODULE", "pycm_test_runner")
+
+
+# (Was: a runner installed with set_runner is used. The module-global setters are gone: the CLI
+# hands the manager its parts, and these two tests hold that wiring.)
+def test_run_dashboard_mounter_handed_to_run_manager(monkeypatch: pytest.MonkeyPatch) -> None:
+    recorder = Recorder(status=0)
+    _runner_module(monkeypatch, recorder)
+
+    def mounter(**lent: object) -> object:
+        return lent
+
+    assert _run(["--secure-port=0"], dashboard_mounter=mounter)[0] == 0
+    assert recorder.configs[0].secure_serving.enabled is False
+    assert recorder.parts == [{"dashboard_mounter": mounter}]
+
+
+def test_run_through_the_cli_mounts_the_cli_dashboard(monkeypatch: pytest.MonkeyPatch) -> None:
+    recorder = Recorder(status=0)
+    _runner_module(monkeypatch, recorder)
+    assert cli.main(["run", "--secure-port=0"]) == 0
+    assert recorder.parts == [{"dashboard_mounter": cli._mount_dashboard}]
+
+
+def test_run_runner_module_run_manager_found_lazily(monkeypatch: pytest.MonkeyPatch) -> None:
+    recorder = Recorder(status=3)
+    _runner_module(monkeypatch, recorder)
     assert _run([])[0] == 3
     assert len(recorder.configs) == 1
+    assert recorder.parts == [{"dashboard_mounter": None}]  # none given: no dashboard
 
 
 def test_run_runner_module_broken_import_says_so(

@@ -22,6 +22,7 @@ from pycm.kube.resources import PODS
 from pycm.sharding.ring import Ring
 from pycm.sim import run_emulator
 from pycm.trace.bus import Bus
+from pycm.trace.kinds import InformerBackedOff, InformerRelisted
 
 # Names that differ in more than their last character: FNV-1a (kube's shard hash) puts names
 # such as team-0 … team-7 within 2^-21 of the space of each other, so one member would own
@@ -115,3 +116,34 @@ async def test_informers_of_two_members_hold_disjoint_shares_that_cover_everythi
     else:
         assert all(lw.server_filters is False for lw in lws.values())
         assert len(warned) == len(MEMBERS), "once per list-watch, not once per page"
+
+
+@pytest.mark.asyncio
+async def test_a_changed_share_is_relisted_at_once_what_left_goes_what_came_arrives(
+    cluster: tuple[Client, bool],
+) -> None:
+    client, _ = cluster
+    two, one = Ring.of(MEMBERS), Ring.of(["pycm-0"])
+    lw = default_list_watch(client, PODS)
+    lw.shard_selector = two.selector("pycm-0", FIELD_NAMESPACE)
+    bus = Bus()
+    informer = SharedIndexInformer(lw, "pods", bus=bus, page_size=5)
+    task = asyncio.create_task(informer.run(), name="informer")
+    try:
+        await asyncio.wait_for(informer.wait_synced(), 10)
+        before = set(informer.indexer.list_keys())
+        assert 0 < len(before) < len(NAMESPACES) * 3
+        # pycm-1 left: pycm-0 owns everything now.
+        lw.shard_selector = one.selector("pycm-0", FIELD_NAMESPACE)
+        informer.reflector.relist("shard changed")
+        await _wait(lambda: len(informer.indexer.list_keys()) == len(NAMESPACES) * 3, "all")
+        # And back: what left the share is deleted from the cache.
+        lw.shard_selector = two.selector("pycm-0", FIELD_NAMESPACE)
+        informer.reflector.relist("shard changed")
+        await _wait(lambda: set(informer.indexer.list_keys()) == before, "the half again")
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+    reasons = [e.reason for e in bus.recent() if isinstance(e, InformerRelisted)]
+    assert reasons.count("shard changed") == 2
+    assert not [e for e in bus.recent() if isinstance(e, InformerBackedOff)], "no backoff"

@@ -25,6 +25,7 @@ DEPLOY = ROOT / "deploy"
 KUSTOMIZATIONS = {
     "default": DEPLOY / "kubernetes",
     "service-account-credentials": DEPLOY / "kubernetes" / "service-account-credentials",
+    "coordinated-leader-election": DEPLOY / "kubernetes" / "coordinated-leader-election",
 }
 
 Objects = list[dict[str, Any]]

@@ -22,6 +22,8 @@ MANAGER_ROLES = (BASE / "clusterrole.yaml", BASE / "leader-election-role.yaml")
 METRICS_READER = BASE / "metrics-reader-clusterrole.yaml"
 # The service-account-credentials overlay's extra Role (kube-system).
 SA_CREDENTIALS_ROLE = DEPLOY / "kubernetes" / "service-account-credentials" / "role.yaml"
+# The coordinated-leader-election overlay's extra Role (the Lease's namespace).
+COORDINATED_ROLE = DEPLOY / "kubernetes" / "coordinated-leader-election" / "role.yaml"
 
 
 @dataclass(frozen=True, slots=True)

@@ -42,6 +42,7 @@ from pycm.sim.requestinfo import request_info
 from pycm.sim.server import Emulator, run_emulator
 from tests.deploy.conftest import DEPLOY
 from tests.deploy.rbac import (
+    COORDINATED_ROLE,
     MANAGER_ROLES,
     SA_CREDENTIALS_ROLE,
     Call,
@@ -221,6 +222,7 @@ async def world(
     extra: Sequence[str] = (),
     roles: Sequence[Path] = MANAGER_ROLES,
     controllers: Sequence[str] = (),
+    coordinated: bool = False,
 ) -> AsyncIterator[World]:
     policy = tmp / "policy.yaml"
     policy.write_text(yaml.safe_dump(emulator_policy(SA_USER, SCRAPER, roles, controllers)))
@@ -235,6 +237,7 @@ async def world(
         # so the list grants (which that fallback needs) are used and checked; a streaming
         # list needs only the watch grant, which both paths use.
         watch_list=False,
+        coordinated_leader_election=coordinated,
     ) as emu:
         revoked: set[str] = set()
         token = secrets.token_urlsafe(24)
@@ -500,5 +503,50 @@ async def test_incluster_service_account_credentials_overlay_role_is_used_and_en
     )
     assert not refused, f"used but not granted: {refused}"
     overlay = grants([SA_CREDENTIALS_ROLE])
+    unused = [str(g) for g in overlay if not any(g.allows(c) for c in calls)]
+    assert not unused, f"the overlay grants what pycm never uses: {unused}"
+
+
+def _overlay_arg(overlay: str) -> str:
+    (op,) = yaml.safe_load((DEPLOY / "kubernetes" / overlay / "args.yaml").read_text())
+    value: str = op["value"]
+    return value
+
+
+@pytest.mark.asyncio
+async def test_incluster_coordinated_overlay_role_is_used_and_enough(tmp_path: Path) -> None:
+    """The coordinated-leader-election overlay against an API server whose coordinator is on:
+    the replica publishes its LeaseCandidate, the coordinator makes it the holder, and every
+    call pycm made is granted by base and overlay — each of the overlay's grants used."""
+    flag = _overlay_arg("coordinated-leader-election")
+    assert flag == "--feature-gates=CoordinatedLeaderElection=true"
+    roles = (*MANAGER_ROLES, COORDINATED_ROLE)
+    async with world(tmp_path, extra=[flag], roles=roles, coordinated=True) as w:
+        await w.until("lease held", lambda: _lease_holder(w, NAMESPACE), timeout=START_TIMEOUT)
+        await w.send("POST", DEPLOYMENTS, _deployment("web", "nginx:1.25", replicas=2))
+        await w.until("web rolled out", lambda: _rolled_out(w, "web", "nginx:1.25", 2))
+        candidates_path = (
+            f"/apis/coordination.k8s.io/v1beta1/namespaces/{NAMESPACE}/leasecandidates"
+        )
+        r = await w.api.get(candidates_path)
+        candidates = [c["metadata"]["name"] for c in r.json()["items"]]
+        # A ping, as the coordinator sends before an election: the candidate renews (update).
+        ping = "2030-01-01T00:00:00.000000Z"
+        await w.send(
+            "PATCH", f"{candidates_path}/{IDENTITY}", {"spec": {"pingTime": ping}}, headers=MERGE
+        )
+
+        async def renewed() -> bool:
+            return any(
+                c.verb == "update" and c.resource == "leasecandidates" for c in w.recorded.calls
+            )
+
+        await w.until("the candidate answered the ping", renewed)
+        calls = list(w.recorded.calls)
+    assert candidates == [IDENTITY]
+    rules = grants(roles)
+    refused = sorted(str(c) for c in calls if not any(g.allows(c) for g in rules))
+    assert not refused, f"used but not granted: {refused}"
+    overlay = grants([COORDINATED_ROLE])
     unused = [str(g) for g in overlay if not any(g.allows(c) for c in calls)]
     assert not unused, f"the overlay grants what pycm never uses: {unused}"

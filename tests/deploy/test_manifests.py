@@ -56,7 +56,7 @@ def test_manifests_every_plain_file_validates() -> None:
             if _is_manifest(doc):
                 kubernetes_validate.validate(doc, SCHEMA_VERSIONS[0], strict=True)
                 manifests += 1
-    assert manifests >= 12  # the base's ten objects and the overlay's Role and RoleBinding
+    assert manifests >= 14  # the base's ten objects and each overlay's Role and RoleBinding
 
 
 def test_manifests_schema_validation_rejects_a_broken_deployment(
@@ -203,3 +203,21 @@ def test_manifests_service_account_overlay_adds_the_flag_and_kube_system_role(
         (("serviceaccounts/token",), ("create",)),
     }
     assert not [o for o in plain if o["metadata"].get("namespace") == "kube-system"]
+
+
+def test_manifests_coordinated_overlay_adds_the_gate_and_the_candidates_role(
+    render: Callable[[str], Objects],
+) -> None:
+    plain, overlay = render("default"), render("coordinated-leader-election")
+    gate = "--feature-gates=CoordinatedLeaderElection=true"
+    assert gate not in _container(plain)["args"]
+    assert _container(overlay)["args"][-1] == gate
+    role = find(overlay, "Role", "pycm:coordinated-leader-election")
+    assert role["metadata"]["namespace"] == "pycm-system"  # the Lease's (the pod's) namespace
+    assert [(r["resources"], r["verbs"]) for r in role["rules"]] == [
+        (["leasecandidates"], ["get", "create", "update", "watch"])
+    ]
+    binding = find(overlay, "RoleBinding", "pycm:coordinated-leader-election")
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": "pycm", "namespace": "pycm-system"}
+    ]

@@ -14,7 +14,7 @@ import pytest
 import pytest_asyncio
 from prometheus_client import CollectorRegistry
 
-import pycm.kube.client as client_module
+import pycm.kube.request as client_module
 from pycm.kube import (
     PODS,
     Client,

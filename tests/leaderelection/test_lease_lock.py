@@ -18,6 +18,7 @@ from typing import Any
 import orjson
 import pytest
 
+from pycm.kube.errors import ApiError, error_from_status
 from pycm.leaderelection import LeaderCallbacks, LeaderElectionConfig, LeaderElector
 from pycm.leaderelection.record import format_micro_time
 from pycm.leaderelection.resourcelock import LeaseLock
@@ -30,10 +31,9 @@ GO_ZERO = "0001-01-01T00:00:00Z"
 _RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$")
 
 
-class APIError(Exception):
-    def __init__(self, code: int, message: str) -> None:
-        super().__init__(message)
-        self.code = code
+def APIError(code: int, message: str) -> ApiError:
+    """The client's error for a Status with this code, as the real client raises it."""
+    return error_from_status({"code": code, "message": message})
 
 
 @dataclass

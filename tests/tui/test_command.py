@@ -51,8 +51,9 @@ def test_top_help_lists_the_flags() -> None:
             id="two-tokens",
         ),
         pytest.param(
+            # Named by its flag, as every viewer names a file it cannot use (was "token file").
             ["--server", "https://a:1", "--token-file", "/nonexistent/token"],
-            "token file /nonexistent/token",
+            "--token-file /nonexistent/token: no such file",
             id="missing-token-file",
         ),
         pytest.param(["--replay", "/nonexistent/trace.jsonl"], "no such file", id="no-recording"),

@@ -20,10 +20,10 @@ from pycm.cli import main
 from pycm.trace import kinds as k
 from pycm.trace.codec import encode
 from pycm.trace.events import Event
+from pycm.trace.replay import load_recording
 from tests.web.streams import T0, S, added, parse_frames
-from web.command import DashboardPlan
 from web.hub import DashboardConfig
-from web.replay import load_recording
+from web.plan import DashboardPlan
 from web.server import serve
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -59,7 +59,8 @@ def _two_replicas() -> list[Event]:
         ),
         pytest.param(
             ["--server", "https://127.0.0.1:1"],
-            "give --token-file FILE or --kubeconfig FILE",
+            # The viewers' one message (pycm.trace.credentials), which names every way in.
+            "no credentials for the managers: give --token, --token-file FILE, --kubeconfig FILE",
             id="no-creds",
         ),
         pytest.param(
@@ -85,9 +86,11 @@ def _two_replicas() -> list[Event]:
             id="empty-token",
         ),
         pytest.param(
-            ["--server", "https://127.0.0.1:1", "--token-file", "TOKEN", "--kubeconfig", "TOKEN"],
-            "mutually exclusive",
-            id="token-and-kubeconfig",
+            # Was --token-file with --kubeconfig: every viewer now lets its flags override the
+            # kubeconfig, as kubectl does; the two tokens are what exclude each other.
+            ["--server", "https://127.0.0.1:1", "--token", "x", "--token-file", "TOKEN"],
+            "--token and --token-file are mutually exclusive",
+            id="token-and-token-file",
         ),
         pytest.param(
             [

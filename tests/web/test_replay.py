@@ -1,4 +1,5 @@
-"""``pycm dashboard --replay``: reading a recording and playing it into the hub."""
+"""``pycm dashboard --replay``: reading a recording and playing it into the hub (the player is
+:mod:`pycm.trace.replay`'s, shared with the TUI)."""
 
 from __future__ import annotations
 
@@ -10,10 +11,10 @@ from starlette.applications import Starlette
 
 from pycm.trace.codec import encode
 from pycm.trace.events import Event
+from pycm.trace.replay import ReplayPlayer, load_recording
 from tests.web.streams import T0, S, added, serving
 from web.hub import Hub
 from web.live import live_routes
-from web.replay import ReplayPlayer, load_recording
 
 
 class _Clock:
@@ -88,6 +89,7 @@ async def test_replay_api_seek_far_past_either_end_stops_at_that_end(
 ) -> None:
     hub = Hub("replay")
     player = ReplayPlayer(hub, [added(seq, "r1", ts=T0 + seq * S) for seq in range(1, 5)])
+    hub.replay = player  # as web.server wires it
     player.pause()
     player.seek(10)  # at the end
     app = Starlette(routes=live_routes(hub))

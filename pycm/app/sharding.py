@@ -1,0 +1,141 @@
+"""A sharded member's wiring: its membership Lease, its controllers' key gates, its informers'
+share, and the relist when the share changes.
+
+What ``pycm run`` in sharded mode will build once its flags land (issue 42): here as one object
+so the parts are tested together, in-process, against the emulator.
+
+- **Join first.** :meth:`ShardedMember.join` publishes this member's Lease and reads the ring
+  once, so the informers start with the right share (``shardSelector``) instead of everything.
+- **Gates.** Each controller asks :class:`~pycm.sharding.gate.ShardKeyGate` before each key;
+  each namespaced informer's list-watch carries the member's share (namespace-hash spans of the
+  ring of its published view and of the members it sees now: the keys it drains and the keys it
+  will take). Cluster-scoped informers are not sharded: every member caches them.
+- **The ring moves.** After each tick, when the published view or the live set changed, the
+  selectors are replaced and the sharded informers relist at once (the reflector's ``relist``):
+  what left the share leaves the cache, what entered arrives as adds, which queue their keys.
+- **Drain.** The membership's in-flight keys are the controllers' keys in processing.
+- **Fence.** :meth:`ShardedMember.fence` is a write fence (the client's ``WriteFence``): open
+  while this member's own Lease was renewed within the renew deadline.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from pycm.api.sharding import FIELD_NAMESPACE, ShardSelector
+from pycm.cache.listwatch import ClientListWatch
+from pycm.cache.shared_informer import SharedIndexInformer
+from pycm.controller.worker import Controller
+from pycm.sharding.gate import ShardKeyGate
+from pycm.sharding.membership import Membership
+
+__all__ = ["ShardedMember"]
+
+
+class _Fence:
+    """The member's Lease as a write fence: renewed within the renew deadline."""
+
+    def __init__(self, membership: Membership) -> None:
+        self._membership = membership
+        self.renew_deadline = membership.config.renew_deadline
+
+    def age(self) -> float | None:
+        last = self._membership.claims.last_renew
+        return None if last is None else self._membership.clock.monotonic() - last
+
+    def is_open(self) -> bool:
+        age = self.age()
+        return age is not None and age < self.renew_deadline
+
+
+class ShardedMember:
+    def __init__(self, membership: Membership) -> None:
+        self.membership = membership
+        self.gate = ShardKeyGate(membership)
+        self.fence = _Fence(membership)
+        self._controllers: list[Controller] = []
+        self._sharded: list[tuple[SharedIndexInformer, ClientListWatch]] = []
+        self._shape: tuple[frozenset[str], frozenset[str]] | None = None
+        membership.in_flight = self.in_flight
+
+    # -- wiring ---------------------------------------------------------------------------------
+
+    def add_controller(self, controller: Controller) -> None:
+        controller.key_gate = self.gate
+        self._controllers.append(controller)
+
+    def add_informer(self, informer: SharedIndexInformer) -> bool:
+        """Shard ``informer`` if its resource is namespaced; True if it was."""
+        lw = informer.reflector.list_watch
+        resource = getattr(lw, "resource", None)
+        if not isinstance(lw, ClientListWatch) or not getattr(resource, "namespaced", False):
+            return False
+        lw.shard_selector = self.selector()
+        self._sharded.append((informer, lw))
+        return True
+
+    def in_flight(self) -> list[int]:
+        keys: list[str] = []
+        for controller in self._controllers:
+            keys.extend(controller.queue.processing_items())
+        return self.gate.hashes(keys)
+
+    def selector(self) -> ShardSelector | None:
+        """This member's share of namespaces: its spans in the ring of its published view and
+        in the ring of the members it sees live now (None before it has joined)."""
+        claims = self.membership.claims
+        now = self.membership.clock.monotonic()
+        spans: list[tuple[int, int]] = []
+        for view in {claims.published, claims.target(now)}:
+            if claims.identity in view:
+                spans.extend(claims.ring(view).spans(claims.identity))
+        if not spans:
+            return None
+        return ShardSelector.of(FIELD_NAMESPACE, _union(spans))
+
+    # -- running --------------------------------------------------------------------------------
+
+    async def join(self) -> None:
+        """Publish this member's Lease and read the ring once (before the informers start)."""
+        await self.membership.tick()
+        self._shape = self._current_shape()
+
+    async def run(self) -> None:
+        """Tick every retry period; on a changed ring, new selectors and relists. Returns once
+        the member has left (after :meth:`stop`)."""
+        membership = self.membership
+        while not membership.released.is_set():
+            await membership.tick()
+            self.reshard_if_moved()
+            if membership.released.is_set():
+                return
+            await membership.clock.sleep(membership.config.retry_period)
+
+    def reshard_if_moved(self) -> bool:
+        shape = self._current_shape()
+        if shape == self._shape:
+            return False
+        self._shape = shape
+        selector = self.selector()
+        for informer, lw in self._sharded:
+            if selector is not None:
+                lw.shard_selector = selector
+                informer.reflector.relist("shard changed")
+        return True
+
+    def stop(self) -> None:
+        self.membership.stop()
+
+    def _current_shape(self) -> tuple[frozenset[str], frozenset[str]]:
+        claims = self.membership.claims
+        return claims.published, claims.target(self.membership.clock.monotonic())
+
+
+def _union(spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if out and start <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], end))
+        else:
+            out.append((start, end))
+    return out

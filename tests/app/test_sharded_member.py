@@ -1,0 +1,171 @@
+"""Two sharded members in one process against the emulator (ShardedListAndWatch on): each
+informer holds its member's share, each key is reconciled by one member at a time, and when one
+member leaves the other relists and takes its namespaces."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+from pycm.api.sharding import hash_field
+from pycm.app.sharding import ShardedMember
+from pycm.cache.factory import default_list_watch
+from pycm.cache.processor import HandlerFuncs
+from pycm.cache.shared_informer import SharedIndexInformer
+from pycm.cache.store import meta_namespace_key
+from pycm.controller.worker import Controller
+from pycm.kube import Client, load_config
+from pycm.kube.resources import NAMESPACES as NAMESPACE_RESOURCE
+from pycm.kube.resources import PODS
+from pycm.sharding.leases import ClientLeaseStore
+from pycm.sharding.membership import Membership, MembershipConfig
+from pycm.sharding.ring import Ring
+from pycm.sim import run_emulator
+from pycm.trace.bus import Bus
+
+NAMESPACES = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel"]
+TIMINGS = {"lease_duration": 1.5, "renew_deadline": 1.0, "retry_period": 0.2}
+
+
+def _pod(name: str, namespace: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"containers": [{"name": "c", "image": "nginx"}]},
+    }
+
+
+@pytest_asyncio.fixture
+async def client() -> AsyncIterator[Client]:
+    async with run_emulator(tls=False, kubelet=False, nodes=1, sharded_list_and_watch=True) as emu:
+        c = await Client.connect(await load_config(kubeconfig=str(emu.kubeconfig_path), qps=-1))
+        try:
+            for ns in NAMESPACES:
+                await c.create(NAMESPACE_RESOURCE, {"metadata": {"name": ns}})
+                await c.create(PODS, _pod("p0", ns), namespace=ns)
+            yield c
+        finally:
+            await c.aclose()
+
+
+class _Member:
+    """A member with a pods informer and a controller that notes each reconcile's span."""
+
+    def __init__(self, name: str, client: Client, log: list[tuple[str, str, float, float]]):
+        self.name = name
+        membership = Membership(
+            MembershipConfig("pycm", name, **TIMINGS),
+            ClientLeaseStore(client, "kube-system"),
+            lambda: (),
+        )
+        self.member = ShardedMember(membership)
+        self.informer = SharedIndexInformer(default_list_watch(client, PODS), "pods", bus=Bus())
+
+        async def sync(key: str) -> None:
+            began = time.monotonic()
+            await asyncio.sleep(0.02)
+            log.append((name, key, began, time.monotonic()))
+
+        self.controller = Controller(f"pods-{name}", sync, bus=Bus())
+        key = meta_namespace_key
+        self.informer.add_event_handler(
+            HandlerFuncs(
+                on_add=lambda obj, _: self.controller.enqueue(key(obj)),
+                on_update=lambda _, obj: self.controller.enqueue(key(obj)),
+                on_delete=lambda obj: self.controller.enqueue(key(obj)),
+            )
+        )
+        self.member.add_controller(self.controller)
+        self.tasks: list[asyncio.Task[None]] = []
+
+    async def start(self) -> None:
+        await self.member.join()
+        assert self.member.add_informer(self.informer)
+        self.tasks = [
+            asyncio.create_task(self.member.run(), name=f"{self.name} membership"),
+            asyncio.create_task(self.informer.run(), name=f"{self.name} informer"),
+            asyncio.create_task(self.controller.run(workers=2), name=f"{self.name} controller"),
+        ]
+
+    def held(self) -> set[str]:
+        return set(self.informer.indexer.list_keys())
+
+    async def stop(self) -> None:
+        for task in self.tasks:
+            task.cancel()
+        await asyncio.gather(*self.tasks, return_exceptions=True)
+
+
+async def _until(predicate: Any, what: str, timeout: float = 8.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, f"not within {timeout}s: {what}"
+        await asyncio.sleep(0.05)
+
+
+def _no_overlap(log: list[tuple[str, str, float, float]]) -> None:
+    by_key: dict[str, list[tuple[float, float, str]]] = {}
+    for member, key, began, ended in log:
+        by_key.setdefault(key, []).append((began, ended, member))
+    for key, spans in by_key.items():
+        spans.sort()
+        for (_, end_a, a), (start_b, _, b) in itertools.pairwise(spans):
+            assert a == b or start_b >= end_a, f"{key} reconciled by {a} and {b} at once"
+
+
+@pytest.mark.asyncio
+async def test_two_members_split_the_namespaces_then_one_takes_over_when_the_other_leaves(
+    client: Client,
+) -> None:
+    log: list[tuple[str, str, float, float]] = []
+    a, b = _Member("pycm-a", client, log), _Member("pycm-b", client, log)
+    ring = Ring.of([a.name, b.name])
+    owner = {ns: ring.owner(hash_field(ns)) for ns in NAMESPACES}
+    assert set(owner.values()) == {a.name, b.name}
+    try:
+        await a.start()
+        await b.start()
+        both = frozenset({a.name, b.name})
+        await _until(
+            lambda: (
+                a.member.membership.claims.published == both
+                and b.member.membership.claims.published == both
+                and a.held() | b.held() == {f"{ns}/p0" for ns in NAMESPACES}
+                and not a.held() & b.held()
+            ),
+            "both members on the ring of two, each caching its share",
+        )
+        for m in (a, b):
+            assert {k.split("/")[0] for k in m.held()} == {
+                ns for ns in NAMESPACES if owner[ns] == m.name
+            }
+        # A change in every namespace: reconciled by its namespace's owner only.
+        mark = len(log)
+        for ns in NAMESPACES:
+            await client.create(PODS, _pod("p1", ns), namespace=ns)
+        await _until(
+            lambda: {k for _, k, _, _ in log[mark:]} >= {f"{ns}/p1" for ns in NAMESPACES},
+            "every new pod reconciled",
+        )
+        for member, key, _, _ in log[mark:]:
+            assert member == owner[key.split("/")[0]], (member, key)
+        # b leaves: drained and released, a relists and takes b's namespaces at once.
+        b.member.stop()
+        await _until(lambda: b.member.membership.released.is_set(), "b released")
+        await _until(lambda: len(a.held()) == 2 * len(NAMESPACES), "a caches everything")
+        mark = len(log)
+        b_ns = next(ns for ns in NAMESPACES if owner[ns] == b.name)
+        await client.create(PODS, _pod("p2", b_ns), namespace=b_ns)
+        await _until(lambda: any(k == f"{b_ns}/p2" for _, k, _, _ in log[mark:]), "b's ns by a")
+        assert {m for m, k, _, _ in log[mark:] if k == f"{b_ns}/p2"} == {a.name}
+    finally:
+        await a.stop()
+        await b.stop()
+    _no_overlap(log)
