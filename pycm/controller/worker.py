@@ -42,25 +42,23 @@ from pycm.api.diff import changed_paths
 from pycm.controller.metrics import ControllerMetrics
 from pycm.kube.errors import ApiError, Conflict, FencedError
 from pycm.sharding.gate import KeyAdmission
-from pycm.trace.bus import RECONCILE_BEGIN, RECONCILE_END, RECONCILE_FAILED, Bus, default_bus
+from pycm.trace.bus import Bus, default_bus
 from pycm.trace.causes import Trigger, cause_of_record
 from pycm.trace.context import (
     SpanValue,
     error_text,
     get_span,
-    new_span_id,
     reset_span,
     root_context,
     set_span,
-    span_ids,
 )
-from pycm.trace.events import Outcome
 from pycm.trace.kinds import (
     ControllerStarted,
     ControllerStopped,
     ItemDropped,
     ReconcileResult,
 )
+from pycm.trace.reconciles import ReconcileRecorder
 from pycm.util.clock import REAL_CLOCK, Clock
 from pycm.util.tasks import cancel_and_wait
 from pycm.workqueue.priority_queue import DEFAULT_PRIORITY, LOW_PRIORITY, PriorityQueue
@@ -92,12 +90,6 @@ _SUCCESS = ReconcileResult.SUCCESS
 _REQUEUE = ReconcileResult.REQUEUE
 _REQUEUE_AFTER = ReconcileResult.REQUEUE_AFTER
 _ERROR = ReconcileResult.ERROR
-# The values the end's record holds (plain str: a record of plain values is one the GC
-# untracks; see pycm.trace.bus).
-_SUCCESS_V: str = _SUCCESS._value_
-_OK_V: str = Outcome.OK._value_
-_ERROR_V: str = Outcome.ERROR._value_
-_CANCELLED_V: str = Outcome.CANCELLED._value_
 
 
 class TerminalError(Exception):
@@ -161,10 +153,8 @@ class Controller:
         self.resource = resource
         self._bus = bus or default_bus()
         self._clock = clock
-        # The bus's clock reading, bound once for the reconcile step (process()).
-        self._monotonic_ns = self._bus.clock.monotonic_ns
-        # What every root reconcile record of this controller repeats (pycm.trace.bus).
-        self._head = self._bus.reconcile_head(self, name, resource)
+        # Each reconcile's trace: its begin and end records (process()).
+        self._recorder = ReconcileRecorder(self._bus, name, resource)
         # (Not `queue or ...`: an empty queue is falsy, and a given queue is always empty.)
         # priority_queue: a PriorityQueue when no queue is given.
         queue_class = PriorityQueue if priority_queue else RateLimitingQueue
@@ -224,10 +214,6 @@ class Controller:
             metrics=self._queue_metrics,
         )
         return self._pq
-
-    def renew_head(self) -> None:
-        """Take a new reconcile head from the bus (its instance or id key changed)."""
-        self._head = self._bus.reconcile_head(self, self.name, self.resource)
 
     # -- enqueueing (called from informer handlers: synchronous, cheap) ---------------------
 
@@ -392,71 +378,37 @@ class Controller:
     async def process(self, key: str) -> ReconcileResult:
         """One sync of ``key`` under the contract above (public for table tests).
 
-        The sync is one traced step, emitted here the way ``Bus.step`` emits a step, without
-        its machinery: every reconcile pays for this, and against a no-op sync a step object,
-        two context managers and built events cost a quarter of the sync. So the begin and the
-        end are each one tuple appended to the bus (a compact reconcile record, see
-        pycm.trace.bus: readers get the same frozen events, built when read;
-        tests/controller/test_worker_events.py holds them field by field), the span and the
-        API-call counter are one contextvar set, the monotonic clock (bound once per
-        controller) is read once at either end and the readings are what the records keep
-        (the begin's wall time and the duration are derived when read, with the bus's wall
-        offset the begin holds: ``Bus.offset_at``), what a controller's root reconciles
-        repeat is one tuple they share (its head: ``Bus.reconcile_head``), a root reconcile
-        draws no ids (they are derived from the bus's id key and the begin's seq when read:
-        pycm.trace.context.reconcile_ids), and delivery is the bus's own (an append to its
-        log, and its sink's call when it has one), inlined.
-
+        The sync is one traced reconcile: its begin and end are written by the controller's
+        :class:`~pycm.trace.reconciles.ReconcileRecorder` (compact records, as cheap as a
+        trace gets; see there), and its span and API-call counter are one contextvar set.
         Only a sync that returns a plain success runs the rest of this body: one that raises
-        ends in :meth:`_end_failed`, one that asks to be requeued in :meth:`_end_requeued`, a
-        failure of the handling after a result in :meth:`_emit_end`. Keeping those paths out
-        keeps this coroutine small: its frame is inline, and with at most 43 locals and stack
-        slots (24 + 12 now) the object is at most 512 bytes, which CPython's small-object
-        allocator serves; above that every reconcile is a malloc and a free
-        (tests/controller/test_worker_events.py holds the size).
+        ends in :meth:`_end_failed`, one that asks to be requeued in :meth:`_end_requeued`.
+        Keeping those paths out keeps this coroutine small enough for CPython's small-object
+        allocator (the benchmark note "the reconcile's frame" in docs/operations.md;
+        tests/controller/test_worker_events.py holds the size).
         """
         queue = self.queue
         # The limiter's counts when it exposes them: a lookup, and no forget() call below
         # while no key is counted (a call each, else).
         requeues = queue.requeues
         if requeues is None:
-            # (A generic lookup of an instance attribute's method, see the bound clock below:
-            # this limiter's fallback pays it rather than the frame a local more.)
+            # (A generic lookup of an instance attribute's method: this limiter's fallback
+            # pays it rather than the frame a local more.)
             retries = queue.num_requeues(key)
         else:
             retries = requeues.get(key, 0) if requeues else 0
-        bus = self._bus
         parent = get_span()
-        # Bound callables are read into locals before the call: a method call on an instance
-        # attribute (not a method of the class) is a generic lookup in Python 3.11.
-        monotonic_ns = self._monotonic_ns
-        start_ns = monotonic_ns()
-        bus._seq = seq = bus._seq + 1
-        # A root (the workers' case) shares its controller's head: its ids are derived from
-        # the bus's key in it and the seq when read.
-        head = self._head if parent is None else self._nested_head(parent)
-        # Bus.emit's stamping and delivery, inlined (as Step does), of the begin's record.
-        begin = (
-            RECONCILE_BEGIN,
-            seq,
-            head,
-            start_ns,
-            bus._wall_offset if start_ns < bus._offset_due else bus.offset_at(start_ns),
+        begin = self._recorder.begin(
             key,
             queue.waits.get(key, 0),
             retries,
-            self._triggers.pop(key, None) if self._triggers else None,  # the trigger
+            self._triggers.pop(key, None) if self._triggers else None,
+            parent,
         )
-        # (Read off the bus, not bound to a local as the clock is: a local more costs ~260
-        # instructions a reconcile, callgrind; see Bus for why not a bound append.)
-        bus._ring.append(begin)
-        sink = bus._sink
-        if sink is not None:
-            sink(begin)
         # The span and the API-call counter of the sync, in one contextvar: a root's is this
         # list itself (its ids are derived from the begin record when read: context.py).
         calls: list[Any] = [0, begin]
-        token = set_span(calls if parent is None else (*head[1], calls))
+        token = set_span(calls if parent is None else (*begin[2][1], calls))
         metrics = self._bound
         if metrics is not None:
             metrics.active_workers.inc()
@@ -467,47 +419,25 @@ class Controller:
             result = await sync(key) or _EMPTY
         except BaseException as exc:
             outcome = self._end_failed(
-                key, exc, retries, calls, token, start_ns, start if metrics is not None else 0.0
+                key, exc, retries, calls, token, start if metrics is not None else 0.0
             )
             if outcome is None:  # cancelled: propagates
                 raise
             return outcome
         if result.requeue_after > 0.0 or result.requeue:
             return self._end_requeued(
-                key, result, calls, token, start_ns, start if metrics is not None else 0.0
+                key, result, calls, token, start if metrics is not None else 0.0
             )
         if requeues is None or requeues:
             try:
                 forget = queue.forget
                 forget(key)
             except BaseException as exc:  # the handling failed: as a step ends (and propagates)
-                self._emit_end(
-                    token,
-                    calls,
-                    start_ns,
-                    start if metrics is not None else 0.0,
-                    _SUCCESS,
-                    *_failure(exc),
-                )
+                self._recorder.end_raised(begin, exc)
+                self._ended(token, start if metrics is not None else 0.0, _SUCCESS)
                 raise
-        # The end's record (its delivery as the begin's), the span closed.
         reset_span(token)
-        bus._seq = seq = bus._seq + 1
-        end = (
-            RECONCILE_END,
-            seq,
-            begin,
-            monotonic_ns(),  # end_ns
-            _SUCCESS_V,
-            result.action,
-            result.uid,
-            result.api_calls or calls[0],
-            0.0,  # requeue_after_ms
-        )
-        bus._ring.append(end)  # (read again: a subscription opened during the sync renews it)
-        sink = bus._sink
-        if sink is not None:
-            sink(end)
+        self._recorder.end_ok(begin, result.action, result.uid, result.api_calls or calls[0])
         if metrics is not None:
             metrics.active_workers.dec()
             metrics.reconcile_time_seconds.observe(self._clock.monotonic() - start)
@@ -520,7 +450,6 @@ class Controller:
         result: Result,
         calls: list[Any],
         token: SpanToken,
-        start_ns: int,
         start: float,
     ) -> ReconcileResult:
         """The end of a reconcile (:meth:`process`) whose sync asked to be requeued: after a
@@ -541,22 +470,18 @@ class Controller:
                 queue.add_rate_limited(key)
                 outcome = _REQUEUE
         except BaseException as exc:
-            self._emit_end(token, calls, start_ns, start, _SUCCESS, *_failure(exc))
+            self._recorder.end_raised(calls[1], exc)
+            self._ended(token, start, _SUCCESS)
             raise
-        self._emit_end(
-            token,
-            calls,
-            start_ns,
-            start,
-            outcome,
-            _OK_V,
-            "",
+        self._recorder.end_requeued(
+            calls[1],
             outcome._value_,
             result.action,
             result.uid,
             result.api_calls or calls[0],
             requeue_after_ms,
         )
+        self._ended(token, start, outcome)
         return outcome
 
     def _end_failed(
@@ -566,7 +491,6 @@ class Controller:
         retries: int,
         calls: list[Any],
         token: SpanToken,
-        start_ns: int,
         start: float,
     ) -> ReconcileResult | None:
         """The end of a reconcile (:meth:`process`) whose sync raised ``exc``: an Exception is
@@ -574,7 +498,8 @@ class Controller:
         the step and returns None, for process to re-raise it. A failure of the handling ends
         the step with its error and propagates, as a step's would."""
         if not isinstance(exc, Exception):
-            self._emit_end(token, calls, start_ns, start, _SUCCESS, *_failure(exc))
+            self._recorder.end_raised(calls[1], exc)
+            self._ended(token, start, _SUCCESS)
             return None
         try:
             if isinstance(exc, TerminalError):
@@ -589,59 +514,17 @@ class Controller:
             error = error_text(exc)
         except BaseException as failed:
             # (The metric counts what the handling got to: nothing.)
-            self._emit_end(token, calls, start_ns, start, _SUCCESS, *_failure(failed))
+            self._recorder.end_raised(calls[1], failed)
+            self._ended(token, start, _SUCCESS)
             raise
-        self._emit_end(
-            token,
-            calls,
-            start_ns,
-            start,
-            outcome,
-            _ERROR_V,
-            error,
-            outcome._value_,
-            api_calls=calls[0],
-        )
+        self._recorder.end_error(calls[1], outcome._value_, error, calls[0])
+        self._ended(token, start, outcome)
         return outcome
 
-    def _emit_end(
-        self,
-        token: SpanToken,
-        calls: list[Any],
-        start_ns: int,
-        start: float,
-        outcome: ReconcileResult,
-        end_outcome: str,
-        error: str,
-        ended: str = _SUCCESS_V,
-        action: str = "",
-        uid: str = "",
-        api_calls: int = 0,
-        requeue_after_ms: float = 0.0,
-    ) -> None:
-        """The end of a reconcile that did not end in :meth:`process`'s own success path (which
-        does what this does, inline): its record (``calls[1]`` is the begin's; tagged
-        RECONCILE_END when it ended ok, else RECONCILE_FAILED with its outcome and error), the
-        span closed, the metrics."""
-        bus = self._bus
-        end_ns = self._monotonic_ns()
+    def _ended(self, token: SpanToken, start: float, outcome: ReconcileResult) -> None:
+        """After the end record of a reconcile that did not end in :meth:`process`'s own
+        success path (which does what this does, inline): the span closed, the metrics."""
         reset_span(token)
-        bus._seq = seq = bus._seq + 1
-        ok = end_outcome == _OK_V and not error
-        bus.deliver(
-            (
-                RECONCILE_END if ok else RECONCILE_FAILED,
-                seq,
-                calls[1],
-                end_ns,
-                ended,
-                action,
-                uid,
-                api_calls,
-                requeue_after_ms,
-                *(() if ok else (end_outcome, error)),  # a failed end's outcome and error
-            )
-        )
         metrics = self._bound
         if metrics is not None:
             metrics.active_workers.dec()
@@ -649,12 +532,6 @@ class Controller:
             metrics.reconcile_total(outcome).inc()
             if outcome is _ERROR:
                 metrics.reconcile_errors_total.inc()
-
-    def _nested_head(self, parent: SpanValue) -> tuple[Any, ...]:
-        """The head of a reconcile nested in the span ``parent``: ids of its own in that
-        trace, the parent's span id as its parent."""
-        trace_id, parent_id = span_ids(parent)
-        return (self._bus.instance, (trace_id, new_span_id()), parent_id, self.name, self.resource)
 
     def stalled(self, threshold: float) -> str | None:
         """Why the queue is not making progress, or None: keys wait, yet no worker has taken
@@ -754,13 +631,6 @@ class _BoundMetrics:
 
 def _is_api_error(exc: Exception) -> bool:
     return isinstance(exc, (ApiError, FencedError))
-
-
-def _failure(exc: BaseException) -> tuple[str, str]:
-    """(outcome value, error) of a step that ``exc`` ended, as a step's end has them."""
-    if isinstance(exc, asyncio.CancelledError):
-        return _CANCELLED_V, ""
-    return _ERROR_V, error_text(exc)
 
 
 _EMPTY = Result()

@@ -1,6 +1,6 @@
 """Span context: the current step lives in a contextvar, so children nest without being passed.
 
-A step (:class:`pycm.trace.bus.Step`, made by ``Bus.step``) emits its begin event on entry and
+A step (:class:`pycm.trace.step.Step`, made by ``Bus.step``) emits its begin event on entry and
 its end event (with ``dur_ns``) on exit, both carrying the same span id; events emitted inside
 it — child steps and points — carry its span as ``parent_id`` and share its trace id. asyncio
 copies the context into each task, so a task started inside a step belongs to that step's trace
@@ -51,7 +51,7 @@ calls (a reconcile, and the steps nested in it) — the counter, ``calls[0]`` ca
 contextvar for both: a reconcile sets and resets one, not two (each set/reset pair is ~1.6k
 instructions). A root reconcile holds one list, ``[calls, begin record]``: its own counter (so
 ``calls[0]`` counts), and, in place of its ids, the record they are derived from when read
-(:func:`span_ids`; the record's layout is pycm.trace.bus's). One allocation, not a tuple and a
+(:func:`span_ids`; the record's layout is pycm.trace.records's). One allocation, not a tuple and a
 list."""
 
 _current: contextvars.ContextVar[SpanValue | None] = contextvars.ContextVar(
@@ -169,7 +169,7 @@ def reconcile_ids(key: IdKey, seq: int) -> SpanContext:
 
 
 def record_ids(begin: tuple[Any, ...]) -> SpanContext:
-    """(trace_id, span_id) of a reconcile's begin record (its layout is pycm.trace.bus's: the
+    """(trace_id, span_id) of a reconcile's begin record (its layout is pycm.trace.records's: the
     seq at [1], the head at [2], and in the head at [1] the bus's id key for a root, whose
     ids are derived, else the pair)."""
     ids = begin[2][1]

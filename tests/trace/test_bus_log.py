@@ -14,7 +14,13 @@ from hypothesis import strategies as st
 from pycm.controller import Controller, Result
 from pycm.trace.bus import Bus, Subscription
 from pycm.trace.events import Event
-from pycm.trace.kinds import ItemAdded, ReconcileFinished, ReconcileStarted
+from pycm.trace.kinds import (
+    ItemAdded,
+    ReconcileFinished,
+    ReconcileStarted,
+    StartupBegan,
+    StartupFinished,
+)
 from tests.trace.test_bus_model import Model, Read, _reads
 
 _ops = st.lists(
@@ -120,3 +126,38 @@ async def test_a_parked_log_reader_wakes_for_the_next_event_and_the_bus_stops_ca
     bus.emit(event)
     assert await asyncio.wait_for(reader, 1) == event
     assert bus._sink is None  # nothing to call per event while no reader waits
+
+
+@pytest.mark.asyncio
+async def test_delivery_is_the_logs_append_alone_while_nothing_waits_and_follows_each_change() -> (
+    None
+):
+    # The one delivery (EventLog._put): while there is no sink it is the log's own append (a
+    # reconcile's delivery is one C call); a filtered subscription, a parked reader, a new log
+    # (a larger maxsize) each change it, and every emitter's entries reach every reader.
+    bus = Bus(ring_size=4)
+    assert bus._put == bus._ring.append
+    wide = bus.subscribe(maxsize=16)  # a log reader with a larger queue: a new log
+    assert bus._put == bus._ring.append and bus._ring.maxlen == 16
+    filtered = bus.subscribe(kinds=(ItemAdded.KIND,))
+    assert bus._put != bus._ring.append
+
+    async def sync(key: str) -> Result:
+        return Result(action="noop")
+
+    controller = Controller("c", sync, bus=bus)
+    await controller.process("ns/a")
+    bus.emit(ItemAdded(queue="q", key="k"))
+    assert [type(e) for e in filtered.drain()] == [ItemAdded]
+    filtered.close()
+    assert bus._put == bus._ring.append
+    kinds = [type(e) for e in wide.drain()]
+    reader = asyncio.ensure_future(wide.wait())
+    await asyncio.sleep(0)
+    assert bus._put != bus._ring.append  # parked: the delivery wakes it
+    with bus.step(StartupBegan(command="t")):
+        pass
+    await asyncio.wait_for(reader, 1)
+    assert bus._put == bus._ring.append
+    kinds += [type(e) for e in wide.drain()]
+    assert kinds == [ReconcileStarted, ReconcileFinished, ItemAdded, StartupBegan, StartupFinished]
