@@ -326,6 +326,12 @@ async def watch_lease(
         except Expired:
             continue  # the version left the server's window: list again
         except KubeError as err:
+            # A cancellation that arrived while a request or a stream was being closed can
+            # surface as the client's error (closing raised instead): it is still a cancellation
+            # — retrying here would swallow it and Ctrl-C would never end the watch.
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise asyncio.CancelledError from err
             if once:
                 out(f"{_local_time(clock.wall_ns())} error reading {lease}: {err}")
                 return 1
@@ -428,12 +434,16 @@ async def _main(args: argparse.Namespace, namespace: str, name: str, flaps: Flap
             name="lease-watch",
         )
         loop = asyncio.get_running_loop()
-        loop.add_signal_handler(signal.SIGTERM, watching.cancel)  # as Ctrl-C: a clean exit 0
+        # SIGTERM and Ctrl-C cancel the watch itself (a clean exit 0), not the task awaiting
+        # it: asyncio.run's own SIGINT handler cancels the main task once and only once.
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, watching.cancel)
         try:
             return await watching
         except asyncio.CancelledError:
             if not watching.cancelled():
                 raise  # we were cancelled, not the watch
         finally:
-            loop.remove_signal_handler(signal.SIGTERM)
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.remove_signal_handler(sig)
     return 0

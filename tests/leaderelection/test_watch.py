@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 from pathlib import Path
@@ -9,8 +10,15 @@ from typing import Any
 
 import pytest
 
+from pycm.kube.errors import TransportError
 from pycm.leaderelection.record import format_micro_time
-from pycm.leaderelection.watch import FlapDetector, LeaseTracker, format_change, parse_lease_ref
+from pycm.leaderelection.watch import (
+    FlapDetector,
+    LeaseTracker,
+    format_change,
+    parse_lease_ref,
+    watch_lease,
+)
 from pycm.trace.bus import Bus
 from pycm.trace.kinds import LeaderObserved
 
@@ -114,3 +122,43 @@ def test_lease_watch_bad_input_one_error_line_exit_2(args: list[str], message: s
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and message in lines[0], result.stderr
     assert "Traceback" not in result.stderr
+
+
+class _StuckWatchClient:
+    """A client whose list says the Lease is missing and whose watch waits for ever; closing a
+    cancelled watch raises the client's own error (as a stream torn down mid-read can)."""
+
+    async def list(self, resource: object, **kwargs: object) -> dict[str, object]:
+        return {"metadata": {"resourceVersion": "1"}, "items": []}
+
+    def watch(self, resource: object, **kwargs: object) -> object:
+        client_error = TransportError("stream closed while reading")
+
+        class _Stream:
+            async def __aenter__(self) -> _Stream:
+                return self
+
+            async def __aexit__(self, *exc: object) -> None:
+                raise client_error
+
+            def __aiter__(self) -> _Stream:
+                return self
+
+            async def __anext__(self) -> object:
+                await asyncio.Event().wait()
+                raise StopAsyncIteration
+
+        return _Stream()
+
+
+@pytest.mark.asyncio
+async def test_watch_lease_cancelled_while_closing_a_stream_stops_instead_of_retrying() -> None:
+    lines: list[str] = []
+    task = asyncio.create_task(
+        watch_lease(_StuckWatchClient(), "kube-system", "pycm", lines.append)  # type: ignore[arg-type]
+    )
+    for _ in range(10):
+        await asyncio.sleep(0)
+    task.cancel()
+    done, _ = await asyncio.wait({task}, timeout=2)
+    assert task in done and task.cancelled(), lines
