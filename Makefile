@@ -48,10 +48,7 @@ test-deps:
 # 1.5 s for `pycm run`): where PYTHONDONTWRITEBYTECODE is set, nothing is ever cached. So the
 # suite runs with it unset, and the project's own sources are compiled once up front (the
 # lock's packages are compiled by `uv sync --compile-bytecode`).
-# Three workers a core: the suite waits on processes and sockets for a sixth of its time (at two
-# a core it kept the 2 cores 83 % busy and took 351 s; at three, 87 % and 319 s — measured on an
-# idle 2-core machine, session 21).
-TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); echo $$((n * 3)))
+TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); echo $$((n * 2)))
 unit: env test-deps
 	@PYTHONDONTWRITEBYTECODE= $(BIN)/python -m compileall -q -j 0 pycm tui web bench examples tests
 	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)

@@ -201,9 +201,12 @@ def test_page_takes_5k_events_a_second_and_stays_responsive(
     frames = int(page.evaluate("Number(document.body.dataset.frames)")) - frames_at_start
     assert page.evaluate("PerformanceObserver.supportedEntryTypes.includes('longtask')")
     long_tasks_ms = page.evaluate("window.__longTasksMs")
-    # Tasks of 50–150 ms on a loaded 2-core machine (batches of 1,250 events, the 4/s frames);
-    # a page that rendered per event would hold the thread for seconds.
-    assert max(long_tasks_ms, default=0) < 400, f"main-thread tasks of {long_tasks_ms} ms"
+    # Tasks of 50–150 ms on a loaded 2-core machine (batches of 1,250 events, the 4/s frames),
+    # a few of 300–550 ms when the suite starves the browser; a page that rendered per event
+    # would hold the thread for seconds at a time, and most of the run.
+    assert max(long_tasks_ms, default=0) < 1000, f"main-thread tasks of {long_tasks_ms} ms"
+    busy_share = sum(long_tasks_ms) / 1000 / elapsed
+    assert busy_share < 0.5, f"the main thread was busy {busy_share:.0%} of the run"
     assert statistics.median(round_trips) < 0.25, f"answers took {sorted(round_trips)} s"
     # Frames come from the ≤4/s timer, not from events: thousands of events, a few dozen frames.
     assert 1.5 * elapsed <= frames <= 4.5 * elapsed + 4, (frames, elapsed)
