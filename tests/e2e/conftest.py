@@ -20,6 +20,7 @@ import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
 import orjson
@@ -242,9 +243,10 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-@pytest_asyncio.fixture
-async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
-    async with run_emulator(tls=False, kubelet=False) as emu:
+@contextlib.asynccontextmanager
+async def running_cluster(tmp_path: Path, **emulator: Any) -> AsyncIterator[Cluster]:
+    """An emulator (``emulator``: its options) and the lease recorder watching it."""
+    async with run_emulator(tls=False, kubelet=False, **emulator) as emu:
         cluster = Cluster(emu, tmp_path)
         config = await load_config(str(cluster.kubeconfig_for("observer")))
         async with await Client.connect(config) as client:
@@ -256,3 +258,9 @@ async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
                 recorder.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await recorder
+
+
+@pytest_asyncio.fixture
+async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
+    async with running_cluster(tmp_path) as running:
+        yield running

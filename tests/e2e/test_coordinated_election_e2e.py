@@ -7,7 +7,6 @@ on a lost lease. Lease 2 s, renew deadline 1.5 s, retry 0.5 s."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -15,9 +14,7 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from pycm.kube import Client, load_config
-from pycm.sim.server import run_emulator
-from tests.e2e.conftest import LEASE_DURATION, NAMESPACE, SLACK, Cluster
+from tests.e2e.conftest import LEASE_DURATION, NAMESPACE, SLACK, Cluster, running_cluster
 
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio]
 
@@ -26,18 +23,8 @@ GATE = "--feature-gates=CoordinatedLeaderElection=true"
 
 @pytest_asyncio.fixture
 async def coordinated(tmp_path: Path) -> AsyncIterator[Cluster]:
-    async with run_emulator(tls=False, kubelet=False, coordinated_leader_election=True) as emu:
-        cluster = Cluster(emu, tmp_path)
-        config = await load_config(str(cluster.kubeconfig_for("observer")))
-        async with await Client.connect(config) as client:
-            recorder = asyncio.create_task(cluster.leases.run(client), name="lease-recorder")
-            try:
-                yield cluster
-            finally:
-                await cluster.stop()
-                recorder.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await recorder
+    async with running_cluster(tmp_path, coordinated_leader_election=True) as cluster:
+        yield cluster
 
 
 async def test_coordinator_elects_the_replica_with_the_older_emulation_version(
