@@ -4,11 +4,9 @@ list-watch (scripted streams, a fake clock)."""
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-import pytest_asyncio
 
 from pycm.cache.fifo import RealFIFO
 from pycm.cache.indexer import Indexer
@@ -20,23 +18,11 @@ from pycm.trace.kinds import (
     InformerWatchListFellBack,
     WatchOpened,
 )
+from tests.cache import test_reflector
 from tests.cache.helpers import advance_to_next, bookmark, pod, status, until
 from tests.cache.test_reflector import Rig
 
-
-@pytest_asyncio.fixture
-async def make_rig() -> AsyncIterator[Any]:
-    rigs: list[Rig] = []
-
-    def make(lw: FakeListWatch, **kwargs: Any) -> Rig:
-        rig = Rig(lw, **kwargs)
-        rigs.append(rig)
-        rig.start()
-        return rig
-
-    yield make
-    for rig in rigs:
-        await rig.stop()
+make_rig = test_reflector.make_rig  # the same fixture
 
 
 def end_bookmark(rv: str) -> dict[str, Any]:
