@@ -20,14 +20,13 @@ so the parts are tested together, in-process, against the emulator.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 from pycm.api.sharding import FIELD_NAMESPACE, ShardSelector
 from pycm.cache.listwatch import ClientListWatch
 from pycm.cache.shared_informer import SharedIndexInformer
 from pycm.controller.worker import Controller
 from pycm.sharding.gate import ShardKeyGate
 from pycm.sharding.membership import Membership
+from pycm.sharding.ring import join_spans
 
 __all__ = ["ShardedMember"]
 
@@ -91,7 +90,7 @@ class ShardedMember:
                 spans.extend(claims.ring(view).spans(claims.identity))
         if not spans:
             return None
-        return ShardSelector.of(FIELD_NAMESPACE, _union(spans))
+        return ShardSelector.of(FIELD_NAMESPACE, join_spans(spans))
 
     # -- running --------------------------------------------------------------------------------
 
@@ -129,13 +128,3 @@ class ShardedMember:
     def _current_shape(self) -> tuple[frozenset[str], frozenset[str]]:
         claims = self.membership.claims
         return claims.published, claims.target(self.membership.clock.monotonic())
-
-
-def _union(spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
-    out: list[tuple[int, int]] = []
-    for start, end in sorted(spans):
-        if out and start <= out[-1][1]:
-            out[-1] = (out[-1][0], max(out[-1][1], end))
-        else:
-            out.append((start, end))
-    return out

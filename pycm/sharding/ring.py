@@ -24,7 +24,7 @@ from typing import Final
 
 from pycm.api.sharding import HASH_SPACE, ShardSelector
 
-__all__ = ["TOKENS_PER_MEMBER", "Ring"]
+__all__ = ["TOKENS_PER_MEMBER", "Ring", "join_spans"]
 
 TOKENS_PER_MEMBER: Final = 64
 """Enough that three members' shares stay within a few percent of a third (a spread check in the
@@ -82,7 +82,7 @@ class Ring:
                 else:
                     spans.append((previous + 1, point + 1))
             previous = point
-        return _joined([(start, end) for start, end in spans if start < end])
+        return join_spans((start, end) for start, end in spans if start < end)
 
     def share(self, member: str) -> float:
         """The fraction of the hash space ``member`` owns."""
@@ -111,12 +111,12 @@ def _cuts(ring: Ring) -> list[int]:
     return [point + 1 for point in ring._points if point + 1 < HASH_SPACE]
 
 
-def _joined(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    spans.sort()
+def join_spans(spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    """``[start, end)`` spans in order, those that touch or overlap made one."""
     out: list[tuple[int, int]] = []
-    for start, end in spans:
-        if out and out[-1][1] == start:
-            out[-1] = (out[-1][0], end)
+    for start, end in sorted(spans):
+        if out and start <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], end))
         else:
             out.append((start, end))
     return out
