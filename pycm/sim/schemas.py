@@ -347,7 +347,14 @@ POD_STATUS: Struct = {
 
 DEPLOYMENT_SPEC: Struct = {
     **_leaves(
-        "replicas", "minReadySeconds", "revisionHistoryLimit", "paused", "progressDeadlineSeconds"
+        "replicas",
+        "minReadySeconds",
+        "revisionHistoryLimit",
+        "paused",
+        "progressDeadlineSeconds",
+        # KEP-5882's alpha field (gate DeploymentPodReplacementPolicy): declared so that a
+        # write keeps it for the strategy to drop or validate, as kube's type does.
+        "podReplacementPolicy",
     ),
     "selector": LABEL_SELECTOR,
     "template": POD_TEMPLATE_SPEC,
