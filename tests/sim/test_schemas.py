@@ -24,6 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 MODELS = {kind: f"V1{kind}" for kind in KINDS} | {
     "Event": "CoreV1Event",
     "HorizontalPodAutoscaler": "V2HorizontalPodAutoscaler",  # served at autoscaling/v2
+    "LeaseCandidate": "V1beta1LeaseCandidate",  # served at coordination.k8s.io/v1beta1
 }
 # Alpha fields behind an emulator feature gate that the client's models (API release-1.37)
 # do not carry: KEP-5882's Deployment spec.podReplacementPolicy (gate

@@ -56,6 +56,18 @@ KINDS: dict[str, Struct] = {
             "preferredHolder",
         )
     ),
+    # coordination.k8s.io/v1beta1 (KEP-4355): the candidate's versions, its Lease, the
+    # coordinator's ping and the candidate's renewal.
+    "LeaseCandidate": _kind(
+        spec=leaves(
+            "leaseName",
+            "pingTime",
+            "renewTime",
+            "binaryVersion",
+            "emulationVersion",
+            "strategy",
+        )
+    ),
     "Node": _kind(spec=OPAQUE, status=OPAQUE),
     "Namespace": _kind(spec=leaves("finalizers"), status={"phase": LEAF, "conditions": OPAQUE}),
     "ConfigMap": _kind(data=MAP, binaryData=MAP, immutable=LEAF),
