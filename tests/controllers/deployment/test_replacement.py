@@ -217,3 +217,41 @@ def test_old_pods_running_counts_non_terminating_status_replicas_under_every_pol
     old = _rs("old", 0, 1, 0)
     assert old_pods_running(None, [old], {}, True) is True
     assert old_pods_running(None, [old], {}, False) is True
+
+
+def _terminating(pod: Obj) -> Obj:
+    pod["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    return pod
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    ("policy", "gate", "creates"),
+    [
+        pytest.param(STARTED, True, True, id="started-starts-beside-terminating"),
+        pytest.param(COMPLETE, True, False, id="complete-waits"),
+        pytest.param(None, True, False, id="unset-waits"),
+        pytest.param(STARTED, False, False, id="gate-off-waits"),
+    ],
+)
+async def test_recreate_sync_with_old_pods_terminating(
+    policy: str | None, gate: bool, creates: bool
+) -> None:
+    # KCM's controller fixture (test_sync.py): the old ReplicaSet at 0, its last pod
+    # terminating. Only TerminationStarted (with the gate on) starts the new ReplicaSet now.
+    from tests.controllers.deployment.test_sync import _deployment as deployment
+    from tests.controllers.deployment.test_sync import _fixture, _pod
+    from tests.controllers.deployment.test_sync import _rs as rs
+
+    extra = {} if policy is None else {"podReplacementPolicy": policy}
+    d = deployment(2, "nginx:2", strategy="Recreate", **extra)
+    old = rs("web-old", 0, "nginx:1")
+    old["status"]["replicas"] = 0
+    controller, client, _ = _fixture(d, [old], [_terminating(_pod("p1", old))])
+    controller.pod_replacement_policy = gate
+    await controller.sync("prod/web")
+    if creates:
+        (new,) = client.created
+        assert new["spec"]["replicas"] == 2
+    else:
+        assert client.created == []
