@@ -390,11 +390,22 @@ async def scale_replica_set(
     size_needs_update = old_scale != new_scale
     replicas = util.replicas_of(deployment)
     max_replicas = replicas + util.max_surge(deployment)
-    if not size_needs_update and not replicas_annotations_need_update(rs, replicas, max_replicas):
+    # With the gate on, a full scale ends any partial scaling the RS was in (replacement.py):
+    # its pre-scale size goes with the pre-scale desired/max pair.
+    before_scale = ctx.pod_replacement_policy and util.REPLICAS_BEFORE_SCALE_ANNOTATION in (
+        (rs.get("metadata") or {}).get("annotations") or {}
+    )
+    if (
+        not size_needs_update
+        and not before_scale
+        and not replicas_annotations_need_update(rs, replicas, max_replicas)
+    ):
         return False, dict(rs)
     rs_copy: Obj = copy.deepcopy(dict(rs))
     rs_copy["spec"]["replicas"] = new_scale
     set_replicas_annotations(rs_copy, replicas, max_replicas)
+    if before_scale:
+        _annotations(rs_copy).pop(util.REPLICAS_BEFORE_SCALE_ANNOTATION, None)
     updated = await ctx.client.update_replica_set(_ns(rs_copy), rs_copy)
     if size_needs_update:
         ctx.scaled.append(ScaleAction(_name(rs), old_scale, new_scale))
@@ -467,7 +478,10 @@ async def scale(
 ) -> list[ScaleAction]:
     """Scale the ReplicaSets to the deployment's size: the only active one directly; a
     saturated new RS → old ones to 0; otherwise proportionally, leftovers to the largest
-    (newest on ties when adding, oldest when removing). Returns what it scaled."""
+    (newest on ties when adding, oldest when removing). Returns what it scaled. Under
+    podReplacementPolicy TerminationComplete, :func:`_scale_partially`."""
+    if replacement.scales_partially(deployment, ctx.pod_replacement_policy):
+        return await _scale_partially(ctx, deployment, new_rs, old_rss)
     before = len(ctx.scaled)
     replicas = util.replicas_of(deployment)
     active_or_latest = find_active_or_latest(new_rs, old_rss)
@@ -505,6 +519,81 @@ async def scale(
         sizes[first] = max(0, sizes[first] + (to_add - added))
     for rs in all_rss:
         await scale_replica_set(ctx, rs, sizes[_name(rs)], deployment, operation)
+    return ctx.scaled[before:]
+
+
+async def _resize_partially(
+    ctx: SyncContext, rs: Obj, new_scale: int, deployment: Obj, complete: bool
+) -> None:
+    """scaleReplicaSet under partial scaling: the size and the annotations
+    :func:`replacement.scale_annotations` gives (``complete`` or not), written when either
+    changes."""
+    old_scale = util.replicas_of(rs)
+    annotations = replacement.scale_annotations(rs, deployment, complete)
+    if old_scale == new_scale and annotations == (
+        (rs.get("metadata") or {}).get("annotations") or {}
+    ):
+        return
+    rs_copy: Obj = copy.deepcopy(dict(rs))
+    rs_copy["spec"]["replicas"] = new_scale
+    _meta(rs_copy)["annotations"] = annotations
+    await ctx.client.update_replica_set(_ns(rs_copy), rs_copy)
+    if old_scale != new_scale:
+        operation = "up" if new_scale > old_scale else "down"
+        ctx.scaled.append(ScaleAction(_name(rs), old_scale, new_scale))
+        ctx.recorder.event(
+            deployment,
+            "Normal",
+            "ScalingReplicaSet",
+            f"Scaled {operation} replica set {_name(rs)} to {new_scale} from {old_scale}",
+        )
+
+
+async def _scale_partially(
+    ctx: SyncContext, deployment: Obj, new_rs: Obj | None, old_rss: Sequence[Obj]
+) -> list[ScaleAction]:
+    """:func:`scale` under TerminationComplete (KEP-3973; the rule is replacement.py's): a
+    scale-up adds no more pods than the terminating ones leave room for, and each ReplicaSet
+    that falls short of its size for this event is left partial, to be finished by a later
+    sync. The room is counted (and an unknown terminating count fails the sync) before any
+    write."""
+    before = len(ctx.scaled)
+    replicas = util.replicas_of(deployment)
+    every_rs = [*old_rss, new_rs]
+    active_or_latest = find_active_or_latest(new_rs, old_rss)
+    if active_or_latest is not None:
+        current = util.replicas_of(active_or_latest)
+        size = replicas
+        if replicas > current:
+            size = current + min(
+                replicas - current, replacement.scale_up_room(deployment, every_rs)
+            )
+        await _resize_partially(ctx, active_or_latest, size, deployment, size == replicas)
+        return ctx.scaled[before:]
+    if util.is_saturated(deployment, new_rs):
+        for old in util.filter_active_replica_sets(old_rss):
+            await _resize_partially(ctx, old, 0, deployment, True)
+        return ctx.scaled[before:]
+    if not util.is_rolling_update(deployment):
+        return ctx.scaled[before:]
+    all_rss = util.filter_active_replica_sets(every_rs)
+    allowed = replicas + util.max_surge(deployment) if replicas > 0 else 0
+    to_add = allowed - util.get_replica_count(all_rss)
+    room: int | None = None
+    if to_add > 0:
+        all_rss.sort(key=_BY_SIZE_NEWER)
+        room = replacement.scale_up_room(deployment, every_rs)
+    elif to_add < 0:
+        all_rss.sort(key=_BY_SIZE_OLDER)
+    heading_for = replacement.proportional_sizes(deployment, all_rss, to_add, None)
+    sizes = (
+        heading_for
+        if room is None
+        else replacement.proportional_sizes(deployment, all_rss, to_add, room)
+    )
+    for rs in all_rss:
+        name = _name(rs)
+        await _resize_partially(ctx, rs, sizes[name], deployment, sizes[name] == heading_for[name])
     return ctx.scaled[before:]
 
 
