@@ -20,7 +20,15 @@ are in tests/controllers/deployment/test_replacement.py):
   is at least terminating (:func:`terminating_is_enough`), not once they are all gone;
 - a scaling event under ``TerminationComplete`` (either strategy) scales up only as far as the
   terminating pods leave room (:func:`scale_up_room`), and finishes later (partial scaling,
-  below). Scaling down is never held back: no pod is replaced.
+  below). Scaling down is never held back: no pod is replaced;
+- under ``TerminationComplete`` a rollout is not complete while any of the deployment's pods
+  terminate (:func:`completion_waits`: the Progressing condition does not reach
+  ``NewReplicaSetAvailable``), and fewer terminating pods count as progress
+  (:func:`termination_progressed`: Progressing's ``lastUpdateTime`` is refreshed, so the
+  progress deadline restarts). Both are the KEP's "Deployment Completion and Progress Changes"
+  and the API's ``TerminationComplete`` doc ("will also delay declaring the deployment as
+  complete until all of its terminating replicas have been fully terminated"); kube's own code
+  and tests for them were not at hand, so the prose is the whole source.
 
 Partial scaling (KEP-3973, "Deployment Scaling Changes and a New Annotation for ReplicaSets";
 the cases are kube's sync_test.go TestScale, in
@@ -42,7 +50,7 @@ and during a scale-down none grows.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from pycm.controllers.deployment import util
@@ -52,6 +60,7 @@ __all__ = [
     "TERMINATION_COMPLETE",
     "TERMINATION_STARTED",
     "TerminatingReplicasUnknownError",
+    "completion_waits",
     "new_rs_new_replicas",
     "pod_count_with_terminating",
     "policy_of",
@@ -62,6 +71,7 @@ __all__ = [
     "scale_up_room",
     "scales_partially",
     "terminating_is_enough",
+    "termination_progressed",
 ]
 
 Obj = dict[str, Any]
@@ -233,3 +243,27 @@ def scale_annotations(rs: Obj, deployment: Obj, complete: bool) -> dict[str, str
     else:
         annotations[util.REPLICAS_BEFORE_SCALE_ANNOTATION] = str(replicas_before_scale(rs))
     return annotations
+
+
+def _terminating(status: Mapping[str, Any]) -> int | None:
+    value = status.get("terminatingReplicas")
+    return None if value is None else int(value)
+
+
+def completion_waits(deployment: Obj, gate: bool, new_status: Mapping[str, Any]) -> bool:
+    """Does the deployment's completion wait for terminating pods: ``TerminationComplete``
+    and ``new_status`` (the status being built) counts some? An unknown count (no
+    ``terminatingReplicas``) holds nothing back."""
+    return (
+        policy_of(deployment, gate) == TERMINATION_COMPLETE and (_terminating(new_status) or 0) > 0
+    )
+
+
+def termination_progressed(deployment: Obj, gate: bool, new_status: Mapping[str, Any]) -> bool:
+    """Under ``TerminationComplete``, does ``new_status`` count fewer terminating pods than
+    the deployment's status does now (both known)? A rollout waiting on them progresses."""
+    if policy_of(deployment, gate) != TERMINATION_COMPLETE:
+        return False
+    old = _terminating(deployment.get("status") or {})
+    new = _terminating(new_status)
+    return old is not None and new is not None and new < old
