@@ -17,7 +17,7 @@ import pytest
 
 from pycm.controllers.deployment import replacement, util
 from pycm.controllers.deployment.context import SyncContext
-from pycm.controllers.deployment.sync import scale
+from pycm.controllers.deployment.sync import scale, set_new_replica_set_annotations
 
 Obj = dict[str, Any]
 
@@ -486,3 +486,26 @@ async def test_scale_up_never_shrinks_a_partial_replica_set_past_its_share() -> 
     assert after["foo-v2"]["spec"]["replicas"] == 100
     assert after["foo-v1"]["spec"]["replicas"] == 30
     assert after["foo-v1"]["metadata"]["annotations"] == _a(120, 130)
+
+
+@pytest.mark.asyncio
+async def test_full_scale_without_the_policy_drops_a_left_over_size_before_scale() -> None:
+    # Partial under TerminationComplete, then the policy changed to TerminationStarted: the
+    # historical scaling finishes the event and, with the gate on, the pre-scale size goes.
+    rs = RS("foo-v1", 12, _t(2), _a(10, 10, 10))
+    after, _, recorder = await _scale(Case(14, 10, rs, (), policy=STARTED))
+    assert after["foo-v1"]["spec"]["replicas"] == 14
+    assert after["foo-v1"]["metadata"]["annotations"] == _a(14, 14)
+    assert recorder.events == ["Scaled up replica set foo-v1 to 14 from 12"]
+
+
+def test_size_before_scale_is_never_copied_from_the_deployment() -> None:
+    # Like desired/max-replicas: a Deployment carrying it (an old kubectl's rollback copies
+    # a ReplicaSet's annotations onto it) does not hand it to its ReplicaSets.
+    deployment = _deployment(4, 0, False, COMPLETE)
+    deployment["metadata"]["annotations"] = {BEFORE: "3", "team": "web"}
+    rs = _rs(RS("foo-v1", 4), deployment)
+    set_new_replica_set_annotations(deployment, rs, 1, True)
+    assert rs["metadata"]["annotations"].get("team") == "web"
+    assert BEFORE not in rs["metadata"]["annotations"]
+    assert BEFORE in util.ANNOTATIONS_TO_SKIP  # nor copied back by pycm's rollback
