@@ -24,28 +24,28 @@ from pycm.app.features import (
     STALE_CONTROLLER_CONSISTENCY_REPLICASET,
 )
 from pycm.app.registry import BUILT_IN, IN_CODE, Registry, default_registry, load_plugins
-from pycm.controller import ControllerContext, ControllerDescriptor, Runnable
+from pycm.controller import ControllerBuilder, ControllerContext, ControllerDescriptor, Runnable
+from pycm.controller.worker import DEFAULT_MAX_RETRIES
 from pycm.controllers.deployment.controller import DeploymentController
 from pycm.controllers.replicaset.controller import ReplicaSetController
 from pycm.controllers.replicaset.metrics import replicaset_metrics
-from pycm.kube.resources import DEPLOYMENTS, PODS, REPLICASETS
 
 __all__ = ["BUILT_INS", "DEPLOYMENT", "REPLICASET", "Runnable", "build_registry"]
 
 
 async def start_replicaset_controller(ctx: ControllerContext) -> Runnable:
-    name = "replicaset-controller"
     config: CompletedConfig = ctx.config
-    factory = ctx.informer_factory
-    controller = ReplicaSetController(
-        rs_informer=factory.informer_for(REPLICASETS),
-        pod_informer=factory.informer_for(PODS),
-        client=ReplicaSetClientAdapter(ctx.client_for(name)),
-        recorder=ctx.recorder_for(name),
-        name="replicaset",
-        clock=ctx.clock,
-        bus=ctx.bus,
-        metrics=ctx.metrics,
+    builder = ControllerBuilder(
+        ctx,
+        "replicaset",
+        workers=config.replicaset_controller.concurrent_rs_syncs,
+        priority_queue=config.controllers.priority_queue,
+        check_served=False,
+    )
+    ReplicaSetController(
+        builder,
+        client=ReplicaSetClientAdapter(ctx.client_for("replicaset-controller")),
+        recorder=ctx.recorder_for("replicaset-controller"),
         staleness_guard=config.feature_gates.enabled(STALE_CONTROLLER_CONSISTENCY_REPLICASET),
         rs_metrics=(
             replicaset_metrics(ctx.metrics.queue.registry) if ctx.metrics is not None else None
@@ -55,37 +55,28 @@ async def start_replicaset_controller(ctx: ControllerContext) -> Runnable:
             DEPLOYMENT_REPLICASET_TERMINATING_REPLICAS
         ),
     )
-    if config.controllers.priority_queue:
-        controller.controller.use_priority_queue()
-    workers = config.replicaset_controller.concurrent_rs_syncs
-    ctx.register_queue("replicaset", controller.controller)
-    return lambda: controller.run(workers)
+    return builder.run
 
 
 async def start_deployment_controller(ctx: ControllerContext) -> Runnable:
-    name = "deployment-controller"
     config: CompletedConfig = ctx.config
-    factory = ctx.informer_factory
-    controller = DeploymentController(
-        deployment_informer=factory.informer_for(DEPLOYMENTS),
-        rs_informer=factory.informer_for(REPLICASETS),
-        pod_informer=factory.informer_for(PODS),
-        client=DeploymentClientAdapter(ctx.client_for(name)),
-        recorder=ctx.recorder_for(name),
-        name="deployment",
-        clock=ctx.clock,
-        bus=ctx.bus,
-        metrics=ctx.metrics,
+    builder = ControllerBuilder(
+        ctx,
+        "deployment",
+        workers=config.deployment_controller.concurrent_deployment_syncs,
+        priority_queue=config.controllers.priority_queue,
+        check_served=False,
+    )
+    DeploymentController(
+        builder,
+        client=DeploymentClientAdapter(ctx.client_for("deployment-controller")),
+        recorder=ctx.recorder_for("deployment-controller"),
         staleness_guard=config.feature_gates.enabled(STALE_CONTROLLER_CONSISTENCY_DEPLOYMENT),
         terminating_replicas=config.feature_gates.enabled(
             DEPLOYMENT_REPLICASET_TERMINATING_REPLICAS
         ),
     )
-    if config.controllers.priority_queue:
-        controller.controller.use_priority_queue()
-    workers = config.deployment_controller.concurrent_deployment_syncs
-    ctx.register_queue("deployment", controller.controller)
-    return lambda: controller.run(workers)
+    return builder.run
 
 
 DEPLOYMENT = ControllerDescriptor(
@@ -93,12 +84,14 @@ DEPLOYMENT = ControllerDescriptor(
     start_deployment_controller,
     aliases=("deployment-controller",),
     requires=("deployments.apps", "replicasets.apps", "pods"),
+    max_retries=DEFAULT_MAX_RETRIES,
 )
 REPLICASET = ControllerDescriptor(
     "replicaset",
     start_replicaset_controller,
     aliases=("replicaset-controller",),
     requires=("replicasets.apps", "pods"),
+    max_retries=DEFAULT_MAX_RETRIES,
 )
 BUILT_INS = (DEPLOYMENT, REPLICASET)
 
