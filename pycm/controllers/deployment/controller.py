@@ -5,7 +5,9 @@ Handlers (key computation only, KCM's enqueue rules), declared on the
 ``for_(deployments, forget=…)``, ``controls(replicasets, …)`` (KCM's owner fan-out,
 :mod:`pycm.controller.owner_events`) and ``handles(pods, on_delete=…)``:
 
-- Deployment add/update/delete (tombstones unwrapped) → enqueue it.
+- Deployment add/update/delete (tombstones unwrapped) → enqueue it; a delete, or an update
+  whose UID changed (deleted and re-created between two events), also drops the old one's
+  compiled selector and recorded writes.
 - ReplicaSet add → its owning Deployment (Kind Deployment, name, UID must match); an orphan →
   every Deployment whose non-empty selector matches (one may adopt it); a ReplicaSet added
   while being deleted counts as a delete.
