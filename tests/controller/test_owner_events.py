@@ -16,6 +16,7 @@ from pycm.controller.owner_events import AFTER_UPDATE_REASON
 from pycm.kube.resources import CONFIGMAPS, DEPLOYMENTS, PODS, REPLICASETS, Resource
 from pycm.trace.bus import Bus
 from pycm.util.clock import FakeClock
+from tests.controller.test_builder import _queued
 
 Obj = dict[str, Any]
 
@@ -63,13 +64,7 @@ class Rig:
 
     async def queued(self) -> list[str]:
         """The keys queued, in order (the queue emptied)."""
-        queue = self.builder.controller.queue
-        keys = []
-        while len(queue):
-            key = await queue.get()
-            queue.done(key)
-            keys.append(key)
-        return keys
+        return await _queued(self.builder)
 
 
 def _obj(kind: str, name: str, uid: str = "", *, rv: str = "1", **meta: Any) -> Obj:

@@ -1,18 +1,15 @@
-"""The Deployment controller's descriptor: how the manager knows it, and its init.
-
-The init builds it as a plugin is built: a :class:`~pycm.controller.ControllerBuilder` from the
-context (its workers from ``--concurrent-deployment-syncs``, the queue KCM's FIFO unless
-``--controller-priority-queue``, KCM's 15 retries from the descriptor), the controller declaring
-its watches on it, and the builder's runnable returned. ``pycm.app.controllers`` lists
-``DESCRIPTOR`` among the built-ins (the one line a built-in adds there).
-"""
+"""The Deployment controller's descriptor and init: built as a plugin is, through a
+:class:`~pycm.controller.ControllerBuilder` (:func:`~pycm.controllers.builtin.built_in_builder`);
+``pycm.app.controllers`` lists ``DESCRIPTOR`` (docs/controllers.md, "Adding a built-in
+controller")."""
 
 from __future__ import annotations
 
 from typing import Final
 
-from pycm.controller import ControllerBuilder, ControllerContext, ControllerDescriptor, Runnable
+from pycm.controller import ControllerContext, ControllerDescriptor, Runnable
 from pycm.controller.worker import DEFAULT_MAX_RETRIES
+from pycm.controllers.builtin import built_in_builder, feature_enabled
 from pycm.controllers.deployment.client import DeploymentClientAdapter
 from pycm.controllers.deployment.controller import DeploymentController
 
@@ -31,22 +28,14 @@ FEATURE_GATES: Final = (
 
 
 async def init(ctx: ControllerContext) -> Runnable:
-    # ctx.config: the manager's CompletedConfig (typed Any below pycm.app).
-    config = ctx.config
-    gates = config.feature_gates
-    builder = ControllerBuilder(
-        ctx,
-        NAME,
-        workers=config.deployment_controller.concurrent_deployment_syncs,
-        priority_queue=config.controllers.priority_queue,
-        check_served=False,
-    )
+    workers = ctx.config.deployment_controller.concurrent_deployment_syncs
+    builder = built_in_builder(ctx, NAME, workers=workers)
     DeploymentController(
         builder,
         client=DeploymentClientAdapter(ctx.client_for(COMPONENT)),
         recorder=ctx.recorder_for(COMPONENT),
-        staleness_guard=gates.enabled(STALE_CONTROLLER_CONSISTENCY_DEPLOYMENT),
-        terminating_replicas=gates.enabled(DEPLOYMENT_REPLICASET_TERMINATING_REPLICAS),
+        staleness_guard=feature_enabled(ctx, STALE_CONTROLLER_CONSISTENCY_DEPLOYMENT),
+        terminating_replicas=feature_enabled(ctx, DEPLOYMENT_REPLICASET_TERMINATING_REPLICAS),
     )
     return builder.run
 

@@ -1,18 +1,15 @@
-"""The ReplicaSet controller's descriptor: how the manager knows it, and its init.
-
-The init builds it as a plugin is built: a :class:`~pycm.controller.ControllerBuilder` from the
-context (its workers from ``--concurrent-replicaset-syncs``, the queue KCM's FIFO unless
-``--controller-priority-queue``, KCM's 15 retries from the descriptor), the controller declaring
-its watches on it, and the builder's runnable returned. ``pycm.app.controllers`` lists
-``DESCRIPTOR`` among the built-ins (the one line a built-in adds there).
-"""
+"""The ReplicaSet controller's descriptor and init: built as a plugin is, through a
+:class:`~pycm.controller.ControllerBuilder` (:func:`~pycm.controllers.builtin.built_in_builder`);
+``pycm.app.controllers`` lists ``DESCRIPTOR`` (docs/controllers.md, "Adding a built-in
+controller")."""
 
 from __future__ import annotations
 
 from typing import Final
 
-from pycm.controller import ControllerBuilder, ControllerContext, ControllerDescriptor, Runnable
+from pycm.controller import ControllerContext, ControllerDescriptor, Runnable
 from pycm.controller.worker import DEFAULT_MAX_RETRIES
+from pycm.controllers.builtin import built_in_builder, feature_enabled
 from pycm.controllers.replicaset.client import ReplicaSetClientAdapter
 from pycm.controllers.replicaset.controller import ReplicaSetController
 from pycm.controllers.replicaset.metrics import replicaset_metrics
@@ -34,26 +31,18 @@ FEATURE_GATES: Final = (
 
 
 async def init(ctx: ControllerContext) -> Runnable:
-    # ctx.config: the manager's CompletedConfig (typed Any below pycm.app).
-    config = ctx.config
-    gates = config.feature_gates
-    builder = ControllerBuilder(
-        ctx,
-        NAME,
-        workers=config.replicaset_controller.concurrent_rs_syncs,
-        priority_queue=config.controllers.priority_queue,
-        check_served=False,
-    )
+    workers = ctx.config.replicaset_controller.concurrent_rs_syncs
+    builder = built_in_builder(ctx, NAME, workers=workers)
     ReplicaSetController(
         builder,
         client=ReplicaSetClientAdapter(ctx.client_for(COMPONENT)),
         recorder=ctx.recorder_for(COMPONENT),
-        staleness_guard=gates.enabled(STALE_CONTROLLER_CONSISTENCY_REPLICASET),
+        staleness_guard=feature_enabled(ctx, STALE_CONTROLLER_CONSISTENCY_REPLICASET),
         rs_metrics=(
             replicaset_metrics(ctx.metrics.queue.registry) if ctx.metrics is not None else None
         ),
-        pod_deletion_cost=gates.enabled(POD_DELETION_COST),
-        terminating_replicas=gates.enabled(DEPLOYMENT_REPLICASET_TERMINATING_REPLICAS),
+        pod_deletion_cost=feature_enabled(ctx, POD_DELETION_COST),
+        terminating_replicas=feature_enabled(ctx, DEPLOYMENT_REPLICASET_TERMINATING_REPLICAS),
     )
     return builder.run
 
