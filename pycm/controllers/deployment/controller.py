@@ -96,6 +96,7 @@ class DeploymentController:
         recorder: Recorder,
         staleness_guard: bool = True,
         terminating_replicas: bool = True,
+        pod_replacement_policy: bool = False,
     ) -> None:
         """Declare the controller's watches on ``builder`` and build its worker loop there
         (the descriptor's init hands it the manager's builder; tests and benches a
@@ -105,6 +106,7 @@ class DeploymentController:
         pod_informer = builder.informer(resources.PODS)
         # Gate DeploymentReplicaSetTerminatingReplicas (on in KCM 1.36).
         self.terminating_replicas = terminating_replicas
+        self.pod_replacement_policy = pod_replacement_policy  # gate (off in KCM 1.36)
         # The staleness guard (None: off), reading the two informers it writes through.
         self.consistency: ConsistencyStore | None = None
         if staleness_guard:
@@ -222,6 +224,7 @@ class DeploymentController:
             self._clock,
             self.rs_lister,
             terminating_replicas=self.terminating_replicas,
+            pod_replacement_policy=self.pod_replacement_policy,
         )
         await self.sync_deployment(ctx, d)
         uid = str(_meta(d).get("uid", ""))

@@ -21,9 +21,11 @@ COMPONENT: Final = "deployment-controller"
 # The feature gates it reads (KCM's names; pycm.app.features holds their defaults and stages).
 STALE_CONTROLLER_CONSISTENCY_DEPLOYMENT: Final = "StaleControllerConsistencyDeployment"
 DEPLOYMENT_REPLICASET_TERMINATING_REPLICAS: Final = "DeploymentReplicaSetTerminatingReplicas"
+DEPLOYMENT_POD_REPLACEMENT_POLICY: Final = "DeploymentPodReplacementPolicy"
 FEATURE_GATES: Final = (
     STALE_CONTROLLER_CONSISTENCY_DEPLOYMENT,
     DEPLOYMENT_REPLICASET_TERMINATING_REPLICAS,
+    DEPLOYMENT_POD_REPLACEMENT_POLICY,
 )
 
 
@@ -36,6 +38,7 @@ async def init(ctx: ControllerContext) -> Runnable:
         recorder=ctx.recorder_for(COMPONENT),
         staleness_guard=feature_enabled(ctx, STALE_CONTROLLER_CONSISTENCY_DEPLOYMENT),
         terminating_replicas=feature_enabled(ctx, DEPLOYMENT_REPLICASET_TERMINATING_REPLICAS),
+        pod_replacement_policy=feature_enabled(ctx, DEPLOYMENT_POD_REPLACEMENT_POLICY),
     )
     return builder.run
 
