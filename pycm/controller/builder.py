@@ -48,7 +48,7 @@ The queue is a priority queue unless ``priority_queue=False`` (controller-runtim
 wait behind keys whose objects just changed, so after a start or a failover a fresh change is
 reconciled first (:mod:`pycm.workqueue.priority_queue`; the enqueue rule is
 :meth:`~pycm.controller.worker.Controller.enqueue`'s).
-The worker loop is the built-ins' own, so the controller's reconciles are traced
+The worker loop is the one the built-ins run too, so the reconciles are traced
 (``reconcile.begin``/``end`` linked to the triggering watch event) and counted in
 ``controller_runtime_*`` and ``workqueue_*`` metrics under its name, with no code of its own.
 """
@@ -68,6 +68,7 @@ from pycm.controller.context import ControllerContext, Runnable
 from pycm.controller.handlers import (
     EventKeys,
     Forget,
+    Predicate,
     event_handlers,
     mapped_handlers,
     primary_handlers,
@@ -133,8 +134,6 @@ class Request(NamedTuple):
 
 Reconciler = Callable[[Request], Awaitable[Result | None]]
 """``async reconcile(request) -> Result | None`` — the controller's whole logic."""
-Predicate = Callable[[Obj], bool]
-"""Whether an object's event should enqueue anything."""
 MapFunc = Callable[[Obj], Iterable[Request | str]]
 """The requests (or keys) an event on a watched object maps to."""
 

@@ -19,7 +19,15 @@ from pycm.cache.processor import HandlerFuncs
 from pycm.cache.store import DeletedFinalStateUnknown
 from pycm.controller.worker import Controller
 
-__all__ = ["EventKeys", "Forget", "Keyed", "event_handlers", "mapped_handlers", "primary_handlers"]
+__all__ = [
+    "EventKeys",
+    "Forget",
+    "Keyed",
+    "Predicate",
+    "event_handlers",
+    "mapped_handlers",
+    "primary_handlers",
+]
 
 Obj = dict[str, Any]
 
@@ -32,6 +40,7 @@ class Keyed(Protocol):
 
 
 Predicate = Callable[[Obj], bool]
+"""Whether an object's event should enqueue anything."""
 Forget = Callable[[str, Obj], None]
 """``forget(key, obj)``: an object of the primary kind is gone (deleted, or re-created)."""
 EventKeys = Iterable[Keyed | str]
