@@ -249,35 +249,48 @@ class Bench:
         )
         r.raise_for_status()
 
-    def churn(self) -> int:
+    def churn(self) -> tuple[int, float, float]:
         """Scale the Deployments between 2 and 3, ``WRITERS`` at a time, for the churn time;
-        returns how many writes were made."""
+        returns how many writes were made and the churn's wall-clock window (time.time())."""
         keys = [(ns, f"web-{d}") for ns in self.namespaces for d in range(self.size.deployments)]
-        deadline = time.monotonic() + self.size.churn
         writes = 0
+        window = [0.0, 0.0]
 
-        async def writer(offset: int) -> None:
+        async def writer(http: httpx.AsyncClient, offset: int, deadline: float) -> None:
             nonlocal writes
-            headers = {"Authorization": f"Bearer {self.token}"}
-            async with httpx.AsyncClient(base_url=self.url, headers=headers, timeout=10) as http:
-                i = offset
-                while time.monotonic() < deadline:
-                    namespace, name = keys[i % len(keys)]
-                    replicas = 3 if (i // len(keys)) % 2 == 0 else 2
-                    r = await http.patch(
-                        f"/apis/apps/v1/namespaces/{namespace}/deployments/{name}",
-                        json={"spec": {"replicas": replicas}},
-                        headers={"Content-Type": "application/merge-patch+json"},
-                    )
-                    r.raise_for_status()
-                    writes += 1
-                    i += WRITERS
+            i = offset
+            while time.monotonic() < deadline:
+                namespace, name = keys[i % len(keys)]
+                replicas = 3 if (i // len(keys)) % 2 == 0 else 2
+                r = await http.patch(
+                    f"/apis/apps/v1/namespaces/{namespace}/deployments/{name}",
+                    json={"spec": {"replicas": replicas}},
+                    headers={"Content-Type": "application/merge-patch+json"},
+                )
+                r.raise_for_status()
+                writes += 1
+                i += WRITERS
 
         async def main() -> None:
-            await asyncio.gather(*(writer(w) for w in range(WRITERS)))
+            headers = {"Authorization": f"Bearer {self.token}"}
+            clients = [
+                httpx.AsyncClient(base_url=self.url, headers=headers, timeout=10)
+                for _ in range(WRITERS)
+            ]
+            try:
+                # Connected before the window opens: a new client's first request costs
+                # ~1 s here (its set-up, not the emulator's answer).
+                await asyncio.gather(*(c.get("/healthz") for c in clients))
+                window[0] = time.time()
+                deadline = time.monotonic() + self.size.churn
+                await asyncio.gather(*(writer(c, w, deadline) for w, c in enumerate(clients)))
+                window[1] = time.time()
+            finally:
+                for c in clients:
+                    await c.aclose()
 
         asyncio.run(main())
-        return writes
+        return writes, window[0], window[1]
 
     def reconciles_between(self, names: list[str], start_ns: int, end_ns: int) -> int:
         count = 0
@@ -300,16 +313,13 @@ class Bench:
             time.sleep(0.5)
             rss = statistics.median(_rss_mib(self.procs[n].pid) for n in names)
             emu_cpu = _cpu_seconds(self.emu.pid)
-            start_ns = time.time_ns()
-            started = time.monotonic()
-            writes = self.churn()
-            print(f"# {members}: {writes} writes", flush=True)
-            elapsed = time.monotonic() - started
-            end_ns = time.time_ns()
+            writes, began, ended = self.churn()
+            elapsed = ended - began
             emu_share = (_cpu_seconds(self.emu.pid) - emu_cpu) / elapsed
+            print(f"#   {members} member(s): {writes / elapsed:.0f} writes/s offered", flush=True)
             # Let the last reconciles of the window land in the trace files.
             time.sleep(1.0)
-            reconciles = self.reconciles_between(names, start_ns, end_ns)
+            reconciles = self.reconciles_between(names, int(began * 1e9), int(ended * 1e9))
             return reconciles / elapsed, rss, emu_share
         finally:
             self.stop(names)
