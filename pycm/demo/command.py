@@ -46,7 +46,7 @@ def _seconds(text: str) -> float:
 
 
 TuiLauncher = Callable[..., Awaitable[int]]
-"""``launcher(replicas, token, controls, stop, timing)`` runs ``pycm top`` attached to the
+"""``launcher(replicas, token, controls, stop)`` runs ``pycm top`` attached to the
 replicas — ``[(identity, url, ca_file)]`` — with the chaos ``controls`` ``[(key, description,
 coroutine function)]`` as extra keys, until the user quits or ``stop`` is set."""
 
@@ -258,10 +258,9 @@ async def _top_until_done(
 ) -> None:
     token = (await load_config(str(orchestrator.workdir / "kubeconfig"))).token or ""
     replicas = [(r.identity, r.url, str(r.cert_file)) for r in orchestrator.replicas]
-    timing = (parse_duration(options.renew_deadline), parse_duration(options.lease_duration))
 
     async def top_app() -> int:
-        return await launcher(replicas, token, chaos.controls(), stop, timing)
+        return await launcher(replicas, token, chaos.controls(), stop)
 
     top = asyncio.create_task(top_app(), name="pycm top")
     await asyncio.wait({top, runner}, return_when=asyncio.FIRST_COMPLETED)
