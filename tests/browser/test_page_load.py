@@ -24,6 +24,7 @@ from starlette.routing import Mount, Route
 from tests.browser.conftest import Console, ThreadedServer
 from web.app import build_dashboard
 from web.auth import DashboardAuth
+from web.hub import DashboardConfig
 from web.sessions import Viewer
 
 pytestmark = pytest.mark.browser
@@ -45,7 +46,7 @@ def _hello() -> bytes:
     hello = {
         "v": 1,
         "mode": "live",
-        "config": {"jaeger_url": None, "renew_deadline_s": 10.0, "lease_duration_s": 15.0},
+        "config": DashboardConfig().to_dict(),
         "sources": [
             {
                 "name": "r1",
@@ -128,7 +129,7 @@ def _flapping_hello() -> bytes:
     hello = {
         "v": 1,
         "mode": "live",
-        "config": {"jaeger_url": None, "renew_deadline_s": 10.0, "lease_duration_s": 15.0},
+        "config": DashboardConfig().to_dict(),
         "sources": [
             {
                 "name": "r1",
