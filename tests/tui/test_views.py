@@ -383,6 +383,11 @@ async def test_lease_gauge_reads_the_electors_timings_from_the_trace_else_says_i
         row = next(line for line in replicas.splitlines() if line.strip().startswith("pycm-a"))
         assert gauge in row  # * marks a timing assumed, not read from the trace
         assert ("* Kubernetes' default: the trace does not say" in replicas) is note
+        await pilot.press("2")  # the leader view: the same gauge, the same note
+        await settle(pilot)
+        summary = text_of(app, "#lease-summary")
+        assert gauge in summary
+        assert ("* Kubernetes' default: the trace does not say" in summary) is note
 
 
 @pytest.mark.asyncio
