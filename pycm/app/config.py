@@ -38,6 +38,7 @@ __all__ = [
     "MiscConfig",
     "ReplicaSetControllerConfig",
     "SecureServingConfig",
+    "ShardingConfig",
     "TracingConfig",
     "default_identity",
 ]
@@ -96,6 +97,20 @@ class LeaderElectionConfiguration:
     identity: str = ""
     # pycm's own (controller-runtime's EnableWarmup; KCM has none): informers run before leading.
     warm_standby: bool = False
+
+
+@dataclass(frozen=True)
+class ShardingConfig:
+    """Sharded mode (``--sharded``, pycm's own): every replica runs the sharded controllers on
+    its share of the namespaces (pycm.sharding); singletons still elect a leader."""
+
+    sharded: bool = False
+    ring: str = "pycm"
+    # "": the leader election's rule (the pod's namespace in-cluster, else kube-system).
+    lease_namespace: str = ""
+    lease_duration: float = KUBE_DEFAULTS.lease_duration
+    renew_deadline: float = KUBE_DEFAULTS.renew_deadline
+    retry_period: float = KUBE_DEFAULTS.retry_period
 
 
 @dataclass(frozen=True)
@@ -226,6 +241,7 @@ class Config:
     leader_election: LeaderElectionConfiguration = field(
         default_factory=LeaderElectionConfiguration
     )
+    sharding: ShardingConfig = field(default_factory=ShardingConfig)
     deployment_controller: DeploymentControllerConfig = field(
         default_factory=DeploymentControllerConfig
     )
@@ -256,6 +272,7 @@ class Config:
             generic=self.generic,
             controllers=self.controllers,
             leader_election=leader_election,
+            sharding=self.sharding,
             deployment_controller=self.deployment_controller,
             replicaset_controller=self.replicaset_controller,
             secure_serving=self.secure_serving,
@@ -292,3 +309,4 @@ class CompletedConfig:
     changed: Mapping[str, str]  # a read-only view (see Config.changed)
     feature_gates: FeatureGatesConfig = field(default_factory=FeatureGatesConfig)
     flags: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    sharding: ShardingConfig = field(default_factory=ShardingConfig)
