@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 
 import orjson
 import pytest
-from playwright.sync_api import Browser, CDPSession, expect
+from playwright.sync_api import Browser, CDPSession, Page, expect
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
@@ -244,15 +244,20 @@ def test_page_takes_5k_events_a_second_and_stays_responsive(
     context.close()
 
 
+def _logged_in(server: tuple[_Server, DashboardAuth], browser: Browser, mount: str) -> Page:
+    """A page of its own context, logged in to the dashboard at ``/mount``."""
+    served, auth = server
+    page = browser.new_context(viewport={"width": 1280, "height": 720}).new_page()
+    base = f"http://127.0.0.1:{served.port}/{mount}"
+    page.goto(f"{base}/login?code={auth.new_login_code()}")
+    assert page.url == f"{base}/"
+    return page
+
+
 def test_page_marks_a_flapping_lease_and_its_failed_renews(
     server: tuple[_Server, DashboardAuth], browser: Browser
 ) -> None:
-    served, auth = server
-    context = browser.new_context(viewport={"width": 1280, "height": 720})
-    page = context.new_page()
-    base = f"http://127.0.0.1:{served.port}/flapping"
-    page.goto(f"{base}/login?code={auth.new_login_code()}")
-    assert page.url == f"{base}/"
+    page = _logged_in(server, browser, "flapping")
     alert = page.locator("#flap-alert")
     expect(alert).to_be_visible(timeout=10_000)
     expect(alert).to_contain_text("4 holder changes")
@@ -262,7 +267,7 @@ def test_page_marks_a_flapping_lease_and_its_failed_renews(
     expect(page.locator("#lease-changes li.failed")).to_contain_text("r2 renew failed: timeout")
     expect(page.locator("#lease-changes li.change")).to_have_count(5)
     expect(page.locator("#leader-name")).to_have_text("r1")
-    context.close()
+    page.context.close()
 
 
 @pytest.mark.parametrize(
@@ -276,14 +281,10 @@ def test_page_marks_a_flapping_lease_and_its_failed_renews(
 def test_page_lease_gauge_reads_the_electors_timings_from_the_state(
     server: tuple[_Server, DashboardAuth], browser: Browser, mount: str, timings: str, assumed: bool
 ) -> None:
-    served, auth = server
-    context = browser.new_context(viewport={"width": 1280, "height": 720})
-    page = context.new_page()
-    base = f"http://127.0.0.1:{served.port}/{mount}"
-    page.goto(f"{base}/login?code={auth.new_login_code()}")
+    page = _logged_in(server, browser, mount)
     card = page.locator('article.card[data-identity="r1"]')
     expect(card.locator(".lease-timings")).to_have_text(timings, timeout=10_000)
     expect(card.locator(".lease-assumed")).to_have_count(1 if assumed else 0)
     if assumed:
         expect(card.locator(".lease-assumed")).to_contain_text("Kubernetes' default")
-    context.close()
+    page.context.close()
