@@ -20,7 +20,7 @@ __all__ = ["ASSUMED_NOTE", "OverviewView", "assumes_defaults", "lease_gauge"]
 GAUGE_WIDTH = 20
 ASSUMED_NOTE = (
     "* Kubernetes' default: the trace does not say what this lease's electors run with "
-    "(recorded before lease.election_configured)"
+    "(a recording older than lease.election_configured, or a lease pycm only watches)"
 )
 
 

@@ -2,7 +2,7 @@
 // into each source's lease snapshot), else Kubernetes' defaults as the server sends them in
 // hello's config (kube_defaults: written once, in pycm.util.leasetiming), marked assumed.
 export const ASSUMED_NOTE =
-  "* Kubernetes' default: the trace does not say what this lease's electors run with (recorded before lease.election_configured)";
+  "* Kubernetes' default: the trace does not say what this lease's electors run with (a recording older than lease.election_configured, or a lease pycm only watches)";
 
 export function leaseTimings(model, leaseName) {
   let duration = 0;
