@@ -325,20 +325,8 @@ class Bench:
             self.stop(names)
             time.sleep(0.5)
 
-    def base_rss(self) -> float:
-        """A manager's RSS with nothing to cache (its own namespace-less emulator view): the
-        process base. Measured on a ring of one in an empty ring namespace: its informers list
-        nothing but the cluster-scoped kinds."""
-        names = self.start(1, sharded=False)
-        try:
-            # The same manager, on a cluster of the same kinds but no objects: stop it at once
-            # after its caches synced on an emulator of its own.
-            time.sleep(0.1)
-            return self._empty_rss()
-        finally:
-            self.stop(names)
-
-    def _empty_rss(self) -> float:
+    def empty_rss(self) -> float:
+        """A manager's RSS on an empty emulator of its own: the process base, no cache."""
         kubeconfig = self.tmp / "empty.kubeconfig"
         argv = [sys.executable, "-m", "pycm", "sim", "--port", "0", "--tls=false", "--kubelet=off"]
         emu = subprocess.Popen(
@@ -427,7 +415,7 @@ def run(size: str) -> list[Figure]:
     figures: list[Figure] = []
     try:
         bench.seed()
-        base = bench._empty_rss()
+        base = bench.empty_rss()
         single_rate, single_rss, single_emu = bench.measure(1)
         print(
             f"# singleton: {single_rate:.0f} reconciles/s, RSS {single_rss:.1f} MiB "
