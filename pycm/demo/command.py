@@ -82,6 +82,13 @@ def add_subcommand(subparsers: Any, viewers: Viewers | None = None) -> None:
         "it is bounded by 60 s); the exit status says whether everything behaved",
     )
     parser.add_argument(
+        "--sharded",
+        action="store_true",
+        help="run the replicas as members of one sharded ring (pycm run --sharded) over an "
+        "emulator serving sharded list and watch, with the workload in six namespaces: each "
+        "member reconciles its own share, and a killed member's namespaces move to the others",
+    )
+    parser.add_argument(
         "--no-tui",
         action="store_true",
         help="print the plain event stream instead of opening pycm top (the default when "
@@ -95,7 +102,7 @@ def _print(line: str) -> None:
 
 
 def run(args: argparse.Namespace, *, viewers: Viewers | None = None) -> int:
-    options = DemoOptions(duration=args.duration)
+    options = DemoOptions(duration=args.duration, sharded=args.sharded)
     viewers = viewers or Viewers()
     tui = viewers.tui if not args.no_tui and sys.stdout.isatty() else None
     try:
