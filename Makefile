@@ -47,10 +47,14 @@ test-deps:
 # bytecode each one compiles every module it imports, which doubles its start-up CPU (0.75 s →
 # 1.5 s for `pycm run`): where PYTHONDONTWRITEBYTECODE is set, nothing is ever cached. So the
 # suite runs with it unset, and the project's own sources are compiled once up front (the
-# lock's packages are compiled by `uv sync --compile-bytecode`).
+# lock's packages are compiled by `uv sync --compile-bytecode`). Test modules and conftests are
+# not: pytest imports them through its assertion rewriting, whose cache tests/warm_rewrite.py
+# fills on every core before the workers start (each worker would otherwise rewrite them all).
 TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); echo $$((n * 2)))
 unit: env test-deps
-	@PYTHONDONTWRITEBYTECODE= $(BIN)/python -m compileall -q -j 0 pycm tui web bench examples tests
+	@PYTHONDONTWRITEBYTECODE= $(BIN)/python -m compileall -q -j 0 \
+		-x '/(test_[^/]*|[^/]*_test|conftest|leakcheck)\.py$$' pycm tui web bench examples tests
+	@PYTHONDONTWRITEBYTECODE= $(BIN)/python -m tests.warm_rewrite tests
 	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 # `make test`: lint and import contracts, then the whole suite (benchmarks at tiny size are part
