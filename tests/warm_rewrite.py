@@ -58,7 +58,7 @@ def modules(root: Path) -> list[str]:
 
 def main(argv: list[str]) -> int:
     if sys.dont_write_bytecode:
-        return 0  # (PYTHONDONTWRITEBYTECODE: pytest would neither read nor write the cache)
+        return 0  # (PYTHONDONTWRITEBYTECODE: no bytecode is written, pytest's cache included)
     files = modules(Path(argv[0] if argv else "tests").resolve())
     try:
         with ProcessPoolExecutor(max_workers=os.cpu_count() or 1) as pool:

@@ -4,6 +4,7 @@ rewritten code, under the name pytest reads, skipped once current."""
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,13 @@ def _cached(path: Path) -> Path:
     return path.parent / "__pycache__" / (path.name[:-3] + rewrite.PYC_TAIL)
 
 
+@pytest.fixture
+def writes_bytecode(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As under ``make unit`` (PYTHONDONTWRITEBYTECODE unset), whatever this run's setting."""
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+
+
+@pytest.mark.usefixtures("writes_bytecode")
 def test_warm_rewrite_caches_pytests_own_rewrite_of_each_test_module(
     tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
@@ -38,6 +46,7 @@ def test_warm_rewrite_caches_pytests_own_rewrite_of_each_test_module(
     assert cached.co_consts != compile(SOURCE, str(module), "exec").co_consts, "not rewritten"
 
 
+@pytest.mark.usefixtures("writes_bytecode")
 def test_warm_rewrite_skips_a_current_pyc_and_redoes_a_stale_one(tmp_path: Path) -> None:
     module = tmp_path / "test_sample.py"
     module.write_text(SOURCE)
@@ -53,3 +62,14 @@ def test_warm_rewrite_skips_a_current_pyc_and_redoes_a_stale_one(tmp_path: Path)
     assert warm_rewrite.main([str(tmp_path)]) == 0
     cached = rewrite._read_pyc(module, pyc)
     assert cached is not None and "test_y" in cached.co_names
+
+
+def test_warm_rewrite_writes_nothing_where_bytecode_is_not_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # (PYTHONDONTWRITEBYTECODE: pytest writes no cache then, and neither does this)
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    module = tmp_path / "test_sample.py"
+    module.write_text(SOURCE)
+    assert warm_rewrite.main([str(tmp_path)]) == 0
+    assert not (tmp_path / "__pycache__").exists()
