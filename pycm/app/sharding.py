@@ -56,11 +56,14 @@ class _Fence:
 class ShardedMember:
     def __init__(self, membership: Membership) -> None:
         self.membership = membership
-        self.gate = ShardKeyGate(membership)
+        self.gate = ShardKeyGate(membership, caches_current=self.caches_current)
         self.fence = _Fence(membership)
         self._controllers: list[Controller] = []
         self._sharded: list[tuple[SharedIndexInformer, ClientListWatch]] = []
         self._shape: tuple[frozenset[str], frozenset[str]] | None = None
+        # The sharded informers relisting for the current share: each one's syncs_started when
+        # its selector changed (pycm.cache.reflector); empty once every one synced after it.
+        self._relisting: dict[SharedIndexInformer, int] = {}
         membership.in_flight = self.in_flight
 
     # -- wiring ---------------------------------------------------------------------------------
@@ -125,8 +128,19 @@ class ShardedMember:
         for informer, lw in self._sharded:
             if selector is not None:
                 lw.shard_selector = selector
+                self._relisting[informer] = informer.reflector.syncs_started
                 informer.reflector.relist("shard changed")
         return True
+
+    def caches_current(self) -> bool:
+        """Whether every sharded informer has synced since the share last changed (a relist
+        begun after the change, with the new selector, is in its store)."""
+        relisting = self._relisting
+        if relisting:
+            for informer, mark in list(relisting.items()):
+                if informer.reflector.synced_through > mark:
+                    del relisting[informer]
+        return not relisting
 
     def stop(self) -> None:
         self.membership.stop()

@@ -264,6 +264,11 @@ class Reflector:
         # Set when a list from last_sync_resource_version got 410 / too large: list from "".
         self._rv_unavailable = False
         self.lists = 0  # completed lists (for tests and the informer's stats)
+        # Rounds whose initial state (a list or a streaming list) began, and the latest of
+        # them whose state is in the store: a sync begun after a selection changed (``relist``)
+        # is done once ``synced_through`` passes the ``syncs_started`` read at the change.
+        self.syncs_started = 0
+        self.synced_through = 0
         self._relist_asked = asyncio.Event()
         self._relist_reason = ""
         # Events of the open watch so far (0 between watches), brought up to date once per
@@ -375,6 +380,8 @@ class Reflector:
         """The initial state of a round, as :meth:`list` makes it: by a streaming list when
         wanted and possible (its watch, open, returned), else by a list (None)."""
         streamed: _Streamed | None = None
+        self.syncs_started += 1
+        generation = self.syncs_started
 
         async def fetch() -> None:
             nonlocal streamed
@@ -384,6 +391,7 @@ class Reflector:
                 await self._list()
 
         await self._with_gc(fetch)
+        self.synced_through = generation
         return streamed
 
     async def _with_gc(self, fetch: Callable[[], Awaitable[None]]) -> None:

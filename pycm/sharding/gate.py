@@ -45,9 +45,14 @@ class ShardKeyGate:
         self,
         membership: Membership,
         shard_value: Callable[[str], str | None] = namespace_of,
+        caches_current: Callable[[], bool] | None = None,
     ) -> None:
         self._membership = membership
         self._shard_value = shard_value
+        # False while the sharded informers relist for a new share: a key taken then would be
+        # reconciled on a cache that lacks part of its objects (an RS without its pods makes
+        # pods twice), as a new leader waits for its caches to sync.
+        self._caches_current = caches_current
         self.retry_after = membership.config.retry_period
 
     def hash_of(self, key: str) -> int | None:
@@ -61,6 +66,8 @@ class ShardKeyGate:
             return KeyAdmission.DROP, "sharded: not in this member's share of the cache"
         membership = self._membership
         if membership.may_take(hashed):
+            if self._caches_current is not None and not self._caches_current():
+                return KeyAdmission.WAIT, "sharded: the caches are relisting for a new share"
             return KeyAdmission.TAKE, ""
         if membership.owns(hashed):
             return KeyAdmission.WAIT, "sharded: claimed by another member until it drains"

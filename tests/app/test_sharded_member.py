@@ -23,6 +23,7 @@ from pycm.controller.worker import Controller
 from pycm.kube import Client, load_config
 from pycm.kube.resources import NAMESPACES as NAMESPACE_RESOURCE
 from pycm.kube.resources import PODS
+from pycm.sharding.gate import KeyAdmission
 from pycm.sharding.leases import ClientLeaseStore
 from pycm.sharding.membership import Membership, MembershipConfig
 from pycm.sharding.ring import Ring
@@ -169,3 +170,52 @@ async def test_two_members_split_the_namespaces_then_one_takes_over_when_the_oth
         await a.stop()
         await b.stop()
     _no_overlap(log)
+
+
+@pytest.mark.asyncio
+async def test_a_member_takes_no_key_while_its_informers_relist_for_a_new_share() -> None:
+    # The caches must hold the whole new share before its keys are taken, as a new leader waits
+    # for its caches: the pods list of the relist is slowed down, and until it lands every key
+    # waits ("relisting"), then the member's keys are taken again.
+    async with run_emulator(tls=False, kubelet=False, nodes=1, sharded_list_and_watch=True) as emu:
+        c = await Client.connect(await load_config(kubeconfig=str(emu.kubeconfig_path), qps=-1))
+        try:
+            for ns in NAMESPACES:
+                await c.create(NAMESPACE_RESOURCE, {"metadata": {"name": ns}})
+                await c.create(PODS, _pod("p0", ns), namespace=ns)
+            log: list[tuple[str, str, float, float]] = []
+            a, b = _Member("pycm-a", c, log), _Member("pycm-b", c, log)
+            ring = Ring.of([a.name, b.name])
+            b_ns = next(ns for ns in NAMESPACES if ring.owner(hash_field(ns)) == b.name)
+            try:
+                await a.start()
+                await b.start()
+                both = frozenset({a.name, b.name})
+                await _until(
+                    lambda: (
+                        a.member.membership.claims.published == both
+                        and b.member.membership.claims.published == both
+                        and len(a.held()) + len(b.held()) == len(NAMESPACES)
+                    ),
+                    "both members on the ring of two",
+                )
+                assert a.member.caches_current()
+                emu.faults.add(
+                    kind="latency", seconds=1.5, resource="pods", verb="list", duration=10
+                )
+                b.member.stop()
+                await _until(lambda: a.member.membership.claims.published == {a.name}, "a alone")
+                admission, why = a.member.gate.admit(f"{b_ns}/p0")
+                assert (admission, why) == (
+                    KeyAdmission.WAIT,
+                    "sharded: the caches are relisting for a new share",
+                )
+                assert not a.member.caches_current()
+                await _until(lambda: a.member.caches_current(), "a's relist landed")
+                assert f"{b_ns}/p0" in a.held()
+                assert a.member.gate.admit(f"{b_ns}/p0") == (KeyAdmission.TAKE, "")
+            finally:
+                await a.stop()
+                await b.stop()
+        finally:
+            await c.aclose()
