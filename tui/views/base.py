@@ -37,6 +37,12 @@ class View(Vertical):
     filters_keys = False
     timing = LeaseTiming()  # set by the app from its flags
 
+    @staticmethod
+    def wanted(snapshot: Snapshot) -> bool:
+        """Whether the tab is shown for this snapshot (a view of something the trace may not
+        have, such as a sharding ring, stays hidden until it does)."""
+        return True
+
     def show(self, snapshot: Snapshot, feed: Feed) -> None:
         raise NotImplementedError
 
