@@ -25,6 +25,7 @@ from pycm.sharding.ring import Ring
 from pycm.sim import run_emulator
 from pycm.trace.bus import Bus
 from pycm.trace.kinds import ShardRelisted
+from pycm.trace.state import State
 from pycm.util.clock import FakeClock
 
 NAMESPACES = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot"]
@@ -95,6 +96,17 @@ async def test_a_ring_change_relists_and_reports_the_new_share(client: Client) -
         await asyncio.wait_for(settled(), 10)
         held = registry.get_sample_value("controller_sharding_keys_owned", labels)
         assert held == len(mine)
+        # What pycm top and the dashboard fold from this member's events.
+        state = State()
+        state.apply_all(bus.recent())
+        ring_state = state.snapshot()["sharding"]["pycm"]
+        me = ring_state["members"]["pycm-a"]
+        assert me["lease_live"] and me["view"] == "pycm-a,pycm-b"
+        assert me["share"] == pytest.approx(ring.share("pycm-a"))
+        assert me["relists"] == len(relists) and me["objects_cached"] == last.objects_cached
+        assert ring_state["members"]["pycm-b"]["reported"] is False  # seen in pycm-a's view
+        kinds = [m["kind"] for m in ring_state["moves"]]
+        assert kinds[0] == "joined" and "drain" in kinds and "relist" in kinds
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
