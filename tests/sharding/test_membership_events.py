@@ -226,3 +226,32 @@ async def test_a_member_without_a_bus_emits_nothing(kube: tuple[Client, Any]) ->
     await member.tick()
     assert member.claims.published == frozenset({"pycm-0"})
     assert not [e for e in bus.recent() if e.KIND.startswith("shard.")]
+
+
+@pytest.mark.asyncio
+async def test_a_drain_the_ring_undoes_ends_without_a_finish(kube: tuple[Client, Any]) -> None:
+    """pycm-3 joins and leaves again while pycm-0 still waits for its key: pycm-0 gives nothing
+    up, its drain's age drops to 0 and its view report shows the view matching the target."""
+    rig = _Rig(kube[0])
+    for name in THREE:
+        rig.add(name, metrics=name == "pycm-0")
+    await rig.rounds(3)
+    before, after = Ring.of(THREE), Ring.of([*THREE, "pycm-3"])
+    moving = next(
+        h
+        for h in range(0, 1 << 64, (1 << 64) // 4099)
+        if before.owner(h) == "pycm-0" and after.owner(h) == "pycm-3"
+    )
+    rig.in_flight["pycm-0"].append(moving)
+    newcomer = rig.add("pycm-3")
+    await rig.rounds(3)
+    assert len(rig.events("pycm-0", ShardDrainStarted)) == 1
+    newcomer.stop()
+    await rig.rounds(3)  # pycm-3 releases; pycm-0 reads it gone
+    assert newcomer.released.is_set()
+    age = rig.sample("controller_sharding_drain_in_progress_seconds", ring="pycm", member="pycm-0")
+    assert age == 0
+    assert len(rig.events("pycm-0", ShardDrainFinished)) == 1  # the join's only
+    last = rig.events("pycm-0", ShardViewChanged)[-1]
+    assert last.view == last.target == "pycm-0,pycm-1,pycm-2"
+    assert rig.sample("controller_sharding_drains_total", ring="pycm") == 1

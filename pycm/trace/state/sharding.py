@@ -273,6 +273,9 @@ def _view_changed(state: StateView, ev: ShardViewChanged, inst: InstanceRecord) 
     member.keys_in_flight = ev.keys_in_flight
     if not member.fenced and not member.left:
         member.lease_live = True
+    if ev.view == ev.target:  # nothing left to give up (a drain the ring undid ends here too)
+        member.draining = False
+        member.drain_started_ts = 0
     # What this member sees of the others: those it sees live, those it saw go. A member's own
     # reports win (only one that never reported is judged by another's view).
     for name in _names(ev.target):

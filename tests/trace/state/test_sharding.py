@@ -87,3 +87,15 @@ def test_sharding_fence_is_a_recent_error_and_the_state_round_trips() -> None:
     resumed = State.restore(orjson.loads(orjson.dumps(first.snapshot())))
     resumed.apply_all(events[20:])
     assert resumed.snapshot()["sharding"] == whole.snapshot()["sharding"]
+
+
+def test_sharding_a_drain_the_ring_undid_ends_with_the_view_that_matches_the_target() -> None:
+    f = Feed()
+    f(k.ShardViewChanged(ring="r", member="a", view="a,b,c", target="a,b,c"), at=0)
+    f(k.ShardDrainStarted(ring="r", member="a", keys=1, share_dropped=0.2), at=1)
+    f(k.ShardViewChanged(ring="r", member="a", view="a,b,c", target="a,b"), at=1)
+    assert f.state.snapshot()["sharding"]["r"]["members"]["a"]["draining"] is True
+    # c came back before a published the view without it: nothing was given up.
+    f(k.ShardViewChanged(ring="r", member="a", view="a,b,c", target="a,b,c"), at=3)
+    a = f.state.snapshot()["sharding"]["r"]["members"]["a"]
+    assert (a["draining"], a["drain_started_ts"], a["drains"]) == (False, 0, 0)
