@@ -18,6 +18,7 @@ from importlib import metadata
 from pycm.app.clients import DeploymentClientAdapter, ReplicaSetClientAdapter
 from pycm.app.config import CompletedConfig
 from pycm.app.features import (
+    DEPLOYMENT_POD_REPLACEMENT_POLICY,
     DEPLOYMENT_REPLICASET_TERMINATING_REPLICAS,
     POD_DELETION_COST,
     STALE_CONTROLLER_CONSISTENCY_DEPLOYMENT,
@@ -80,6 +81,7 @@ async def start_deployment_controller(ctx: ControllerContext) -> Runnable:
         terminating_replicas=config.feature_gates.enabled(
             DEPLOYMENT_REPLICASET_TERMINATING_REPLICAS
         ),
+        pod_replacement_policy=config.feature_gates.enabled(DEPLOYMENT_POD_REPLACEMENT_POLICY),
     )
     if config.controllers.priority_queue:
         controller.controller.use_priority_queue()

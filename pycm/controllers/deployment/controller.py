@@ -105,10 +105,12 @@ class DeploymentController:
         metrics: ControllerMetrics | None = None,
         staleness_guard: bool = True,
         terminating_replicas: bool = True,
+        pod_replacement_policy: bool = False,
     ) -> None:
         self._bus = bus or default_bus()
         # Gate DeploymentReplicaSetTerminatingReplicas (on in KCM 1.36).
         self.terminating_replicas = terminating_replicas
+        self.pod_replacement_policy = pod_replacement_policy  # gate (off in KCM 1.36)
         # The staleness guard (None: off), reading the two informers it writes through.
         self.consistency: ConsistencyStore | None = None
         if staleness_guard:
@@ -290,6 +292,7 @@ class DeploymentController:
             self._clock,
             self.rs_lister,
             terminating_replicas=self.terminating_replicas,
+            pod_replacement_policy=self.pod_replacement_policy,
         )
         await self.sync_deployment(ctx, d)
         uid = str(_meta(d).get("uid", ""))

@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from pycm.api.owner import new_controller_ref
-from pycm.controllers.deployment import util
+from pycm.controllers.deployment import replacement, util
 from pycm.controllers.deployment.context import ScaleAction, SyncContext
 from pycm.controllers.deployment.status import (
     calculate_status,
@@ -245,7 +245,9 @@ async def get_new_replica_set(
             "template": template,
         },
     }
-    new_replicas = util.new_rs_new_replicas(deployment, [*old_rss, new_rs], new_rs)
+    new_replicas = replacement.new_rs_new_replicas(
+        deployment, [*old_rss, new_rs], new_rs, gate=ctx.pod_replacement_policy
+    )
     new_rs["spec"]["replicas"] = new_replicas
     set_new_replica_set_annotations(deployment, new_rs, new_revision, False)
     try:

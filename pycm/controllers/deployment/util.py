@@ -294,12 +294,17 @@ def get_terminating_replica_count(rss: Iterable[Obj | None]) -> int | None:
     return total
 
 
-def new_rs_new_replicas(deployment: Obj, all_rss: Sequence[Obj | None], new_rs: Obj) -> int:
-    """How many replicas the new ReplicaSet should have now (NewRSNewReplicas)."""
+def new_rs_new_replicas(
+    deployment: Obj, all_rss: Sequence[Obj | None], new_rs: Obj, current: int | None = None
+) -> int:
+    """How many replicas the new ReplicaSet should have now (NewRSNewReplicas). ``current``:
+    the pods counted against replicas + maxSurge, :func:`pod_count_upper_bound` unless given
+    (replacement.py counts terminating pods too)."""
     replicas = replicas_of(deployment)
     if is_rolling_update(deployment):
         surge = max_surge(deployment)
-        current = pod_count_upper_bound(all_rss)
+        if current is None:
+            current = pod_count_upper_bound(all_rss)
         max_total = replicas + surge
         new_replicas = replicas_of(new_rs)
         if current >= max_total:
