@@ -141,6 +141,7 @@ class ShardedMember:
                     share=sum(end - start for start, end in spans) / HASH_SPACE,
                     spans=len(spans),
                     objects_cached=cached,
+                    resources=",".join(sorted({i.resource for i, _ in self._sharded})),
                 )
             )
         return True

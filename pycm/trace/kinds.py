@@ -809,6 +809,7 @@ class ShardRelisted(Event):
     share: float = 0.0  # the selector's fraction of the hash space (published and target)
     spans: int = 0  # the selector's hash spans
     objects_cached: int = 0
+    resources: str = ""  # the sharded informers' resources, comma-separated
 
 
 # ---------------------------------------------------------------------------------------------

@@ -65,9 +65,19 @@ def test_ring_panel_shows_members_shares_and_moves(scripted: ScriptedDashboard, 
     # The bar: the three live members' shares side by side, filling the ring.
     shares = panel.locator(".share-bar .share")
     expect(shares).to_have_count(3)
-    widths = [shares.nth(i).bounding_box()["width"] for i in range(3)]  # type: ignore[index]
-    bar = panel.locator(".share-bar").bounding_box()
-    assert bar is not None and sum(widths) == pytest.approx(bar["width"], abs=2)
+    # Measured in one evaluation: the panel is redrawn every second, so element handles taken
+    # one by one can be detached in between.
+    widths, whole = page.evaluate(
+        """() => {
+          const bar = document.querySelector('#ring-panel .share-bar');
+          const segs = [...bar.querySelectorAll('.share')];
+          return [segs.map((s) => s.getBoundingClientRect().width),
+                  bar.getBoundingClientRect().width];
+        }"""
+    )
+    assert len(widths) == 3 and sum(widths) == pytest.approx(whole, abs=2)
+    three_shares = [three.share(m) for m in MEMBERS[:3]]
+    assert [w / whole for w in widths] == pytest.approx(three_shares, abs=0.01)
     # Moves: the newest ten of all the members' reports, in time order.
     moves = panel.locator("ol.ring-moves li")
     expect(moves).to_have_count(10)

@@ -20,6 +20,7 @@ __all__ = ["T0", "ring_trace"]
 T0 = 1_790_000_000_000_000_000
 _S = 1_000_000_000
 THREE = ("pycm-0", "pycm-1", "pycm-2")
+RESOURCES = "deployments.apps,pods,replicasets.apps"
 FOUR = (*THREE, "pycm-3")
 
 
@@ -84,6 +85,7 @@ def ring_trace(t0: int = T0) -> list[Event]:
                 share=three.share(name),
                 spans=40,
                 objects_cached=120,
+                resources=RESOURCES,
             ),
         )
     # pycm-3 joins; pycm-0 waits for one key it gives up.
@@ -108,6 +110,7 @@ def ring_trace(t0: int = T0) -> list[Event]:
             share=four.share("pycm-0"),
             spans=52,
             objects_cached=118,
+            resources=RESOURCES,
         ),
     )
     # pycm-1 cannot renew for a while.

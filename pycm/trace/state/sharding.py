@@ -27,6 +27,7 @@ from pycm.trace.kinds import (
     ShardViewChanged,
 )
 from pycm.trace.state.domain import Moment, Stream
+from pycm.trace.state.informers import InformerRecord
 from pycm.trace.state.record import BoundedTable, Record, records, text_key
 from pycm.trace.state.record import ring as ring_loader  # `ring` is a field name here
 from pycm.trace.state.registry import handles
@@ -71,6 +72,7 @@ class MemberSnapshot(TypedDict):
     keys_in_flight: Annotated[int, "keys it was reconciling at its last view report"]
     objects_cached: Annotated[int, "objects its sharded informers held at its last relist"]
     informers: Annotated[int, "its sharded informers"]
+    resources: Annotated[str, "their resources, comma-separated (at its last relist)"]
     relists: Annotated[int, "relists for a changed share"]
     draining: Annotated[bool, "it waits for in-flight keys before giving up part of its share"]
     drain_started_ts: Annotated[int, "when the running drain started (Unix ns; 0 none)"]
@@ -82,6 +84,11 @@ class MemberSnapshot(TypedDict):
     joined_ts: Annotated[int, "when it joined (Unix ns; 0 not seen)"]
     last_ts: Annotated[int, "its newest report (Unix ns)"]
     touched: Annotated[int, "recency for eviction"]
+    objects: Annotated[
+        int,
+        "objects its sharded informers hold now: their informer records' sum when the stream "
+        "has them, else objects_cached (derived)",
+    ]
 
 
 class MoveSnapshot(TypedDict):
@@ -122,6 +129,7 @@ class MemberRecord(Record):
     keys_in_flight: int = 0
     objects_cached: int = 0
     informers: int = 0
+    resources: str = ""
     relists: int = 0
     draining: bool = False
     drain_started_ts: int = 0
@@ -160,9 +168,10 @@ SECTION = "sharding"
 
 
 class StateView(Stream, Protocol):
-    """The state as this domain sees it."""
+    """The state as this domain sees it (the informers' tables for the objects cached now)."""
 
     sharding: BoundedTable[str, RingRecord]
+    informers: BoundedTable[tuple[str, str], InformerRecord]
 
 
 def new_table() -> BoundedTable[str, RingRecord]:
@@ -178,8 +187,21 @@ def dump(state: StateView, at: Moment) -> dict[str, RingSnapshot]:
     for name, rec in state.sharding.items():
         d = rec.dump()
         d["live_members"] = sum(1 for m in rec.members.values() if m.lease_live)
+        for identity, member in rec.members.items():
+            d["members"][identity]["objects"] = _objects_now(state, member)
         out[name] = d  # type: ignore[assignment]
     return out
+
+
+def _objects_now(state: StateView, member: MemberRecord) -> int:
+    """What the member's sharded informers hold by their own progress reports (the relist's
+    count is from before the relist); the relist's count when the stream has none of them."""
+    held = [
+        state.informers[key].objects
+        for key in ((member.instance, r) for r in member.resources.split(",") if r)
+        if key in state.informers
+    ]
+    return sum(held) if held else member.objects_cached
 
 
 def load(state: StateView, data: Any) -> None:
@@ -330,6 +352,7 @@ def _relisted(state: StateView, ev: ShardRelisted, inst: InstanceRecord) -> None
     member.relists += 1
     member.informers = ev.informers
     member.objects_cached = ev.objects_cached
+    member.resources = ev.resources
     text = (
         f"{ev.member} relists {ev.informers} informer(s) for {_pct(ev.share)}"
         f" ({ev.spans} span(s); {ev.objects_cached} cached before)"

@@ -99,3 +99,22 @@ def test_sharding_a_drain_the_ring_undid_ends_with_the_view_that_matches_the_tar
     f(k.ShardViewChanged(ring="r", member="a", view="a,b,c", target="a,b,c"), at=3)
     a = f.state.snapshot()["sharding"]["r"]["members"]["a"]
     assert (a["draining"], a["drain_started_ts"], a["drains"]) == (False, 0, 0)
+
+
+def test_sharding_objects_cached_follow_the_sharded_informers_reports() -> None:
+    """After a relist the count the event carries is from before it; the member's informers'
+    own reports (same instance, the resources the relist named) say what it holds now."""
+    state = _fold()
+    zero = state.snapshot()["sharding"]["pycm"]["members"]["pycm-0"]
+    assert zero["resources"] == "deployments.apps,pods,replicasets.apps"
+    assert zero["objects"] == zero["objects_cached"] == 118  # no informer reports in the trace
+    for resource, objects in (("pods", 60), ("replicasets.apps", 20)):
+        event = k.InformerSynced(resource=resource, objects=objects, duration_ms=5.0)
+        object.__setattr__(event, "instance", "pycm-0")
+        object.__setattr__(event, "ts", T0 + 40 * S)
+        state.apply(event)
+    other = k.InformerSynced(resource="pods", objects=999)  # another replica's pods
+    object.__setattr__(other, "instance", "pycm-1")
+    object.__setattr__(other, "ts", T0 + 40 * S)
+    state.apply(other)
+    assert state.snapshot()["sharding"]["pycm"]["members"]["pycm-0"]["objects"] == 80

@@ -82,7 +82,7 @@ export class RingPanel {
           el("td", { class: cls, text: lease }),
           el("td", { class: "num", text: m.reported ? percent(m.share) : "–" }),
           el("td", { class: "num", text: moving ? percent(m.target_share) : "" }),
-          el("td", { class: "num", text: m.relists ? fmtNum(m.objects_cached, 0) : "–" }),
+          el("td", { class: "num", text: m.relists ? fmtNum(m.objects, 0) : "–" }),
           el("td", { class: "num", text: fmtNum(m.keys_in_flight || 0, 0) }),
           el("td", { class: m.draining ? "bad" : "", text: drain }),
           el("td", { class: "num", text: fmtNum(m.drains || 0, 0) }),
