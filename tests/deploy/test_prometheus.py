@@ -120,6 +120,22 @@ def test_sharding_metrics_the_rules_and_dashboard_use_are_the_sharded_members() 
         "controller_sharding_drain_in_progress_seconds",
     } <= used
     assert not sorted(used - _sharding_exported())
+    # The labels they group by are the ones a member serves (its series, once it has joined).
+    registry = CollectorRegistry()
+    metrics = ShardingMetrics(registry)
+    metrics.watch_member("pycm", "pycm-0", 15.0, lambda: 0.0)
+    metrics.watch_keys("pycm", "pycm-0", lambda: 0)
+    metrics.members.labels("pycm").set(3)
+    metrics.share_ratio.labels("pycm", "pycm-0").set(0.3)
+    metrics.drain_duration.labels("pycm").observe(0.1)
+    served = _served_labels(generate_latest(registry).decode())
+    rules = yaml.safe_load(RULES.read_text())
+    dashboard = json.loads(DASHBOARD.read_text())
+    exprs = [rule["expr"] for g in rules["groups"] for rule in g["rules"]]
+    exprs += [t["expr"] for p in dashboard["panels"] for t in p.get("targets", [])]
+    sharding_exprs = [e for e in exprs if SHARDING in e]
+    assert len(sharding_exprs) >= 8
+    assert not [p for expr in sharding_exprs for p in _missing_labels(expr, served)]
 
 
 def _used_in_rules() -> set[str]:
