@@ -37,6 +37,7 @@ __all__ = [
     "MiscConfig",
     "ReplicaSetControllerConfig",
     "SecureServingConfig",
+    "ShardingConfig",
     "TracingConfig",
     "default_identity",
 ]
@@ -92,6 +93,20 @@ class LeaderElectionConfig:
     identity: str = ""
     # pycm's own (controller-runtime's EnableWarmup; KCM has none): informers run before leading.
     warm_standby: bool = False
+
+
+@dataclass(frozen=True)
+class ShardingConfig:
+    """Sharded mode (``--sharded``, pycm's own): every replica runs the sharded controllers on
+    its share of the namespaces (pycm.sharding); singletons still elect a leader."""
+
+    sharded: bool = False
+    ring: str = "pycm"
+    # "": the leader election's rule (the pod's namespace in-cluster, else kube-system).
+    lease_namespace: str = ""
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
 
 
 @dataclass(frozen=True)
@@ -220,6 +235,7 @@ class Config:
     generic: GenericConfig = field(default_factory=GenericConfig)
     controllers: ControllersConfig = field(default_factory=ControllersConfig)
     leader_election: LeaderElectionConfig = field(default_factory=LeaderElectionConfig)
+    sharding: ShardingConfig = field(default_factory=ShardingConfig)
     deployment_controller: DeploymentControllerConfig = field(
         default_factory=DeploymentControllerConfig
     )
@@ -250,6 +266,7 @@ class Config:
             generic=self.generic,
             controllers=self.controllers,
             leader_election=leader_election,
+            sharding=self.sharding,
             deployment_controller=self.deployment_controller,
             replicaset_controller=self.replicaset_controller,
             secure_serving=self.secure_serving,
@@ -286,3 +303,4 @@ class CompletedConfig:
     changed: Mapping[str, str]  # a read-only view (see Config.changed)
     feature_gates: FeatureGatesConfig = field(default_factory=FeatureGatesConfig)
     flags: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    sharding: ShardingConfig = field(default_factory=ShardingConfig)
