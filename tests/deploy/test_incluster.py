@@ -575,6 +575,20 @@ async def test_incluster_sharded_overlay_role_is_used_and_enough(tmp_path: Path)
         await w.until("member Lease held", joined, timeout=START_TIMEOUT)
         await w.send("POST", DEPLOYMENTS, _deployment("web", "nginx:1.25", replicas=2))
         await w.until("web rolled out", lambda: _rolled_out(w, "web", "nginx:1.25", 2))
+        # The ring's metrics, as Prometheus scrapes them: the only member holds all of it.
+        async with httpx.AsyncClient(verify=False, timeout=10) as http:
+            auth = {"Authorization": f"Bearer {w.scraper_token}"}
+            r = await http.get(f"{w.manager.url}/metrics", headers=auth)
+        assert r.status_code == 200, r.text
+        me = f'member="{IDENTITY}",ring="pycm"'
+        for sample in (
+            'controller_sharding_members{ring="pycm"} 1.0',
+            f"controller_sharding_share_ratio{{{me}}} 1.0",
+            f"controller_sharding_drain_in_progress_seconds{{{me}}} 0.0",
+            'controller_sharding_lease_lost_total{ring="pycm"} 0.0',
+        ):
+            assert sample in r.text.splitlines(), sample
+        assert f"controller_sharding_keys_owned{{{me}}}" in r.text
         trace = w.manager.trace
     calls = list(w.recorded.calls)
     leave = Call("delete", "coordination.k8s.io", "leases", NAMESPACE, f"pycm-{IDENTITY}")
