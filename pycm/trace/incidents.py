@@ -16,7 +16,8 @@ Types (the ``type`` of an :class:`Incident`):
 ``slow_reconcile`` a reconcile took at least ``slow_reconcile_ms``
 ``stuck_worker`` a worker held one key past --stuck-worker-threshold (``queue.stuck``, naming
                 the controller, the key and the worker), and when it let the key go
-``shard_move``  a member joined or left a sharding ring
+``shard_move``  a member joined or left a sharding ring, or saw members gone from it (a
+                Lease that expired: a killed member says nothing itself)
 ``shard_drain`` a member began waiting for in-flight keys it gives up, and when it gave them up
 ``shard_fenced`` a member's own Lease went unrenewed past the renew deadline, and when it
                 renewed again
@@ -50,6 +51,7 @@ from pycm.trace.kinds import (
     ShardMemberJoined,
     ShardMemberLeft,
     ShardMemberUnfenced,
+    ShardViewChanged,
     WatchClosed,
     WatchCloseReason,
     WorkerStuck,
@@ -190,6 +192,15 @@ class Incidents:
             return self._shard_move(ev)
         if isinstance(ev, ShardDrainFinished | ShardMemberFenced | ShardMemberUnfenced):
             return self._shard_mark(ev)
+        if isinstance(ev, ShardViewChanged):
+            if not ev.left:
+                return None  # joins are marked by the joiners themselves
+            gone = ", ".join(m for m in ev.left.split(",") if m)
+            return self._make(
+                ev,
+                "shard_move",
+                f"{ev.member} sees {gone} gone from ring {ev.ring} ({ev.members} live)",
+            )
         if isinstance(ev, LeaderObserved):
             old = ev.old_holder or "nobody"
             new = ev.new_holder or "nobody"

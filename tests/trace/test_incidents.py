@@ -98,6 +98,12 @@ def _at(event: Event, seconds: float, instance: str = "r1") -> Event:
             id="shard-left",
         ),
         pytest.param(
+            k.ShardViewChanged(ring="pycm", member="pycm-0", left="pycm-2,pycm-3", members=2),
+            "shard_move",
+            "pycm-0 sees pycm-2, pycm-3 gone from ring pycm (2 live)",
+            id="shard-seen-gone",
+        ),
+        pytest.param(
             k.ShardDrainStarted(ring="pycm", member="pycm-0", keys=2, share_dropped=0.25),
             "shard_drain",
             "pycm-0 drains 25.0% of ring pycm: waits for 2 key(s)",
@@ -148,7 +154,9 @@ def test_incidents_marked_event_makes_one_incident(event: Event, type_: str, tex
         pytest.param(k.LeaseRenewed(lease="kube-system/pycm"), id="renew"),
         pytest.param(k.ApiRequestCompleted(code=200), id="api-ok"),
         pytest.param(k.ItemAdded(queue="d", key="a"), id="queue-add"),
-        pytest.param(k.ShardViewChanged(ring="pycm", member="pycm-0"), id="shard-view"),
+        pytest.param(
+            k.ShardViewChanged(ring="pycm", member="pycm-0", joined="pycm-3"), id="shard-view"
+        ),
         pytest.param(k.ShardRelisted(ring="pycm", member="pycm-0"), id="shard-relist"),
     ],
 )

@@ -298,16 +298,18 @@ def _view_changed(state: StateView, ev: ShardViewChanged, inst: InstanceRecord) 
     if ev.view == ev.target:  # nothing left to give up (a drain the ring undid ends here too)
         member.draining = False
         member.drain_started_ts = 0
-    # What this member sees of the others: those it sees live, those it saw go. A member's own
-    # reports win (only one that never reported is judged by another's view).
+    # What this member sees of the others: those it sees live, those it saw go. A member that
+    # never reported is judged by the others' views; one that did, by its own reports — unless
+    # another sees it gone after its last one (killed: its Lease expired without a word).
     for name in _names(ev.target):
         other = rec.members[name]
         other.touched = state.applied
         if not other.reported:
             other.lease_live = True
     for name in _names(ev.left):
-        if name in rec.members and not rec.members[name].reported:
-            rec.members[name].lease_live = False
+        gone = rec.members.get(name)
+        if gone is not None and (not gone.reported or gone.last_ts <= ev.ts):
+            gone.lease_live = False
     parts = []
     others = [n for n in _names(ev.joined) if n != ev.member]
     if others:

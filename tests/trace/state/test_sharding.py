@@ -118,3 +118,21 @@ def test_sharding_objects_cached_follow_the_sharded_informers_reports() -> None:
     object.__setattr__(other, "ts", T0 + 40 * S)
     state.apply(other)
     assert state.snapshot()["sharding"]["pycm"]["members"]["pycm-0"]["objects"] == 80
+
+
+def test_sharding_a_killed_member_is_not_live_once_another_sees_it_gone() -> None:
+    f = Feed()
+    f(k.ShardMemberJoined(ring="r", member="a", view="a"), at=0, instance="a")
+    f(k.ShardViewChanged(ring="r", member="a", view="a,b", target="a,b"), at=1, instance="a")
+    f(k.ShardViewChanged(ring="r", member="b", view="a,b", target="a,b"), at=1, instance="b")
+    # a is killed: it says nothing more; b sees its Lease expire.
+    f(
+        k.ShardViewChanged(ring="r", member="b", view="a,b", target="b", left="a"),
+        at=20,
+        instance="b",
+    )
+    ring = f.state.snapshot()["sharding"]["r"]
+    assert ring["members"]["a"]["lease_live"] is False and ring["live_members"] == 1
+    # a comes back (a partition healed): its own newer report wins again.
+    f(k.ShardViewChanged(ring="r", member="a", view="a,b", target="a,b"), at=25, instance="a")
+    assert f.state.snapshot()["sharding"]["r"]["members"]["a"]["lease_live"] is True
