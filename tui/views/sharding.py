@@ -104,6 +104,8 @@ class ShardingView(View):
         if not rings:
             summary.append("no sharding ring in this trace (pycm run --sharded)", style="dim")
         rows.sort(key=lambda r: r[0])
+        summary.rstrip()
+        moves.rstrip()
         self.query_one("#sharding-summary", Static).update(summary)
         self.query_one(LiveTable).refill(rows)
         self.query_one("#sharding-moves", Static).update(moves)
