@@ -196,12 +196,14 @@ def dump(state: StateView, at: Moment) -> dict[str, RingSnapshot]:
 def _objects_now(state: StateView, member: MemberRecord) -> int:
     """What the member's sharded informers hold by their own progress reports (the relist's
     count is from before the relist); the relist's count when the stream has none of them."""
+    resources = member.resources.split(",") if isinstance(member.resources, str) else []
     held = [
         state.informers[key].objects
-        for key in ((member.instance, r) for r in member.resources.split(",") if r)
+        for key in ((member.instance, r) for r in resources if r)
         if key in state.informers
     ]
-    return sum(held) if held else member.objects_cached
+    counts = [n for n in held if isinstance(n, int)]  # a hand-edited recording may hold others
+    return sum(counts) if counts else member.objects_cached
 
 
 def load(state: StateView, data: Any) -> None:
@@ -289,6 +291,8 @@ def _names(text: str) -> list[str]:
 
 @handles(ShardViewChanged)
 def _view_changed(state: StateView, ev: ShardViewChanged, inst: InstanceRecord) -> None:
+    for text in (ev.view, ev.target, ev.joined, ev.left):
+        text_key(text)  # member lists are split below: anything else is malformed, untouched
     rec, member = _reporter(state, ev)
     member.view, member.target = ev.view, ev.target
     member.share, member.target_share = ev.share, ev.target_share
@@ -350,6 +354,7 @@ def _drain_finished(state: StateView, ev: ShardDrainFinished, inst: InstanceReco
 
 @handles(ShardRelisted)
 def _relisted(state: StateView, ev: ShardRelisted, inst: InstanceRecord) -> None:
+    text_key(ev.resources)  # split when the snapshot is taken: a string or malformed
     rec, member = _reporter(state, ev)
     member.relists += 1
     member.informers = ev.informers
