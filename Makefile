@@ -47,15 +47,28 @@ test-deps:
 # bytecode each one compiles every module it imports, which doubles its start-up CPU (0.75 s →
 # 1.5 s for `pycm run`): where PYTHONDONTWRITEBYTECODE is set, nothing is ever cached. So the
 # suite runs with it unset, and the project's own sources are compiled once up front (the
-# lock's packages are compiled by `uv sync --compile-bytecode`).
+# lock's packages are compiled by `uv sync --compile-bytecode`). Test modules and conftests are
+# not: pytest imports them through its assertion rewriting, whose cache tests/warm_rewrite.py
+# fills on every core before the workers start (each worker would otherwise rewrite them all).
 TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); echo $$((n * 2)))
 unit: env test-deps
-	@PYTHONDONTWRITEBYTECODE= $(BIN)/python -m compileall -q -j 0 pycm tui web bench examples tests
+	@PYTHONDONTWRITEBYTECODE= $(BIN)/python -m compileall -q -j 0 \
+		-x '/(test_[^/]*|[^/]*_test|conftest|leakcheck)\.py$$' pycm tui web bench examples tests
+	@PYTHONDONTWRITEBYTECODE= $(BIN)/python -m tests.warm_rewrite tests
 	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
-# `make test`: lint, type check, import contracts, then the whole suite (benchmarks at tiny size
-# are part of the suite: tests/bench keeps them working).
-test: test-deps lint typecheck contracts unit
+# `make test`: lint and import contracts, then the whole suite (benchmarks at tiny size are part
+# of the suite: tests/bench keeps them working) with the type check running beside it: mypy is
+# ~20 s of one core, and pytest's workers spend much of their time waiting on processes they
+# started. Its output is held back and printed after pytest's, under a header; the target fails
+# if either fails (`make typecheck` alone still runs it in the foreground).
+test: test-deps lint contracts
+	@log=$$(mktemp); \
+	$(BIN)/mypy >"$$log" 2>&1 & typing=$$!; \
+	$(MAKE) --no-print-directory unit; suite=$$?; \
+	wait $$typing; typed=$$?; \
+	echo "--- mypy (run beside the suite): exit $$typed"; cat "$$log"; rm -f "$$log"; \
+	test $$suite -eq 0 && test $$typed -eq 0
 
 demo: env
 	$(BIN)/pycm demo

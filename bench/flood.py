@@ -31,7 +31,7 @@ connection. Before the serving limits (issue 40): ~280 KB per connection on the 
 → 933 MB and unchanged 15 s after close, 3,000 more TCP-only ones → 1,035 MB; the emulator
 1,000 → +280 MB.
 
-Sizes: tiny — 100 connections, 0.5 s held, 1 s settle (it only keeps the bench working); full —
+Sizes: tiny — 100 connections, 0.25 s held, 0.5 s settle (it only keeps the bench working); full —
 3,000 connections, 5 s held (within the 10 s handshake timeout), 15 s settle.
 """
 
@@ -74,7 +74,7 @@ class Size:
     settle: float
 
 
-SIZES = {"tiny": Size(100, 0.5, 1.0), "full": Size(3000, 5.0, 15.0)}
+SIZES = {"tiny": Size(100, 0.25, 0.5), "full": Size(3000, 5.0, 15.0)}
 
 
 def _free_port() -> int:

@@ -1,9 +1,9 @@
 """Leader-election failover: how long the Lease has no live leader after the leader goes away.
 
-Three ``pycm run`` replicas on an emulator (each its own process). The leader is sent SIGKILL
-(it cannot release: the others wait out the lease) or SIGTERM (ReleaseOnCancel: it writes an
-empty holder on its way out); the figure is the time from the signal to the Lease naming a new
-holder, polled every 10 ms.
+Three ``pycm run`` replicas on an emulator (each its own process; two at size tiny). The
+leader is sent SIGKILL (it cannot release: the others wait out the lease) or SIGTERM
+(ReleaseOnCancel: it writes an empty holder on its way out); the figure is the time from the
+signal to the Lease naming a new holder, polled every 10 ms.
 
 A second figure counts from the old leader's **last successful renew** instead of the signal:
 the new holder's ``acquireTime`` minus the last ``renewTime`` the old leader wrote (both the
@@ -30,8 +30,9 @@ its workers on caches it already holds; cold, it lists the pods first. Both pair
 each on a Lease of its own, and their leaders are killed one after the other, warm first in
 every other run; a comment line lists every run.
 
-Sizes: tiny — lease 1 s, renew 0.6 s, retry 0.25 s, one run each, 60 pods (< 30 s); full —
-the demo's 4 s / 3 s / 1 s, the median of 5 runs each (3 of each reconcile figure, 10k pods).
+Sizes: tiny — lease 1 s, renew 0.6 s, retry 0.25 s, one run each, two candidates, 60 pods
+(< 30 s); full — the demo's 4 s / 3 s / 1 s, three candidates, the median of 5 runs each (3 of
+each reconcile figure, 10k pods).
 """
 
 from __future__ import annotations
@@ -76,6 +77,7 @@ class Timings:
     runs: int
     pods: int  # in the cluster for the first-reconcile figures
     reconcile_runs: int
+    candidates: int  # replicas in the failover figures' election (two suffice to fail over)
 
     @property
     def kill_bound(self) -> float:
@@ -87,8 +89,8 @@ class Timings:
 
 
 SIZES = {
-    "tiny": Timings(1.0, 0.6, 0.25, 1, 60, 1),
-    "full": Timings(4.0, 3.0, 1.0, 5, 10_000, 3),
+    "tiny": Timings(1.0, 0.6, 0.25, 1, 60, 1, 2),
+    "full": Timings(4.0, 3.0, 1.0, 5, 10_000, 3, 3),
 }
 # The ReplicaSet the first-reconcile figures' replicas reconcile (its label matches no seeded
 # pod: the seeded ones belong to ReplicaSets that do not exist, as after a cleanup).
@@ -195,7 +197,7 @@ class Bench:
                 took = time.monotonic() - sent
                 from_renew = _micro_time(spec.get("acquireTime")) - last_renew
                 self.procs.pop(old)
-                self.start()  # keep three candidates for the next run
+                self.start()  # keep as many candidates for the next run
                 return took, from_renew
             time.sleep(POLL)
         raise RuntimeError(f"no failover after {sig.name}")
@@ -360,7 +362,7 @@ def run(size: str) -> list[Figure]:
     tmp = Path(tempfile.mkdtemp(prefix="pycm-bench-leader-"))
     bench = Bench(timings, tmp)
     try:
-        for _ in range(3):
+        for _ in range(timings.candidates):
             bench.start()
         killed = [bench.failover(signal.SIGKILL) for _ in range(timings.runs)]
         releases = [bench.failover(signal.SIGTERM)[0] for _ in range(timings.runs)]

@@ -30,7 +30,7 @@ import orjson
 from bench._emulator_child import emulator_child
 from bench.harness import Figure
 
-_DURATION = {"tiny": 6.0, "full": 600.0}
+_DURATION = {"tiny": 3.0, "full": 600.0}
 _WORKERS = 8
 _WATCHERS = 4
 _NAMES = 50  # each worker cycles through this many names

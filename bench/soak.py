@@ -426,8 +426,8 @@ async def soak(
 # issue's 30 minutes, the first 18 a warm-up: the emulator's watch history (10 000 events) and
 # the manager's object histories (16 MiB) fill for the first ~16 minutes of this churn (measured:
 # +10 and +1.5 MB/min until then, level after), growth by design up to their bounds. Tiny only
-# keeps it working (a slope over 6 s means nothing).
-_CHURN = {"tiny": (1.0, 3.0, 1.0), "full": (1080.0, 720.0, 15.0)}
+# keeps it working (a slope over 2 s means nothing).
+_CHURN = {"tiny": (0.5, 1.5, 0.5), "full": (1080.0, 720.0, 15.0)}
 
 
 def run(size: str) -> list[Figure]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from pycm import __version__
@@ -36,7 +36,6 @@ def _launch_top(
     token: str,
     controls: Sequence[tuple[str, str, Any]],
     stop: Any,
-    timing: tuple[float, float],
 ) -> Any:
     """``pycm top`` for ``pycm demo``: SSE sources for its replicas (TLS verified against each
     replica's own certificate), the chaos controls as keys. Imports the TUI only when used."""
@@ -45,16 +44,13 @@ def _launch_top(
     from tui.actions import Action
     from tui.app import run_top_async
     from tui.sources import SseSource
-    from tui.views.base import LeaseTiming
 
     sources = [
         SseSource(url, token=token, verify=ssl.create_default_context(cafile=ca), name=name)
         for name, url, ca in replicas
     ]
     actions = [Action(key, description, run) for key, description, run in controls]
-    return run_top_async(
-        sources, stop=stop, actions=actions, timing=LeaseTiming(timing[0], timing[1])
-    )
+    return run_top_async(sources, stop=stop, actions=actions)
 
 
 async def _launch_dashboard(
@@ -75,7 +71,88 @@ def _mount_dashboard(**lent: Any) -> Any:
     return live_dashboard(**lent)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _add_demo(subparsers: Any) -> None:
+    from pycm.demo import command
+
+    command.add_subcommand(
+        subparsers, command.Viewers(tui=_launch_top, dashboard=_launch_dashboard)
+    )
+
+
+def _add_trace(subparsers: Any) -> None:
+    from pycm.trace import command
+
+    command.add_subcommand(subparsers)
+
+
+def _add_why(subparsers: Any) -> None:
+    from pycm.trace import why_command
+
+    why_command.add_subcommand(subparsers)
+
+
+def _add_sim(subparsers: Any) -> None:
+    from pycm.sim import command
+
+    command.add_subcommand(subparsers)
+
+
+def _add_run(subparsers: Any) -> None:
+    from pycm.app import command
+
+    command.add_subcommand(subparsers, dashboard_mounter=_mount_dashboard)
+
+
+def _add_lease(subparsers: Any) -> None:
+    from pycm.leaderelection import watch
+
+    watch.add_subcommand(subparsers)
+
+
+def _add_top(subparsers: Any) -> None:
+    from tui import command
+
+    command.add_subcommand(subparsers)
+
+
+def _add_dashboard(subparsers: Any) -> None:
+    from web import command
+
+    command.add_subcommand(subparsers)
+
+
+# Every subcommand, in the order ``pycm --help`` lists them: its one-line help and the function
+# that imports its module and registers it. A command line imports only the module of the command
+# it names (a `pycm top` need not load the manager, a `pycm run --help` not textual): the others
+# are listed by name and help alone. tests/cli/test_lazy_dispatch.py keeps each help line equal
+# to the one its module registers.
+_COMMANDS: dict[str, tuple[str, Callable[[Any], None]]] = {
+    "demo": ("run the embedded demo (emulator + managers)", _add_demo),
+    "trace": ("inspect event kinds and trace recordings", _add_trace),
+    "why": ("why an object was reconciled: its chain of causes and history", _add_why),
+    "sim": ("serve the embedded Kubernetes API emulator", _add_sim),
+    "run": ("run the controller manager", _add_run),
+    "lease": ("observe leader-election Leases", _add_lease),
+    "top": ("the terminal UI: watch managers live, or replay a recording", _add_top),
+    "dashboard": ("the web dashboard: several managers at once, or a recording", _add_dashboard),
+}
+
+
+def chosen_command(argv: Sequence[str]) -> str | None:
+    """The subcommand a command line names: its first argument that is not an option (``pycm``'s
+    own options, --help and --version, take no value), or None."""
+    for arg in argv:
+        if arg == "--":
+            return None
+        if not arg.startswith("-"):
+            return arg if arg in _COMMANDS else None
+    return None
+
+
+def build_parser(only: str | None = None, *, every: bool = True) -> argparse.ArgumentParser:
+    """The ``pycm`` parser. By default every subcommand is registered in full; with
+    ``every=False`` only ``only`` is (none when it is None), the others by name and help, which
+    is all ``pycm --help`` and argparse's "invalid choice" error show of them."""
     parser = _Parser(
         prog="pycm",
         description="pycm: a controller manager built the way kube-controller-manager is built, "
@@ -89,44 +166,18 @@ def build_parser() -> argparse.ArgumentParser:
     version = subparsers.add_parser("version", help="print the version")
     version.set_defaults(func=lambda _: print(f"pycm {__version__}") or 0)
 
-    from pycm.demo import command as demo_command
-
-    demo_command.add_subcommand(
-        subparsers, demo_command.Viewers(tui=_launch_top, dashboard=_launch_dashboard)
-    )
-
-    from pycm.trace import command as trace_command
-
-    trace_command.add_subcommand(subparsers)
-
-    from pycm.trace import why_command
-
-    why_command.add_subcommand(subparsers)
-
-    from pycm.sim import command as sim_command
-
-    sim_command.add_subcommand(subparsers)
-
-    from pycm.app import command as run_command
-
-    run_command.add_subcommand(subparsers, dashboard_mounter=_mount_dashboard)
-
-    from pycm.leaderelection import watch as lease_command
-
-    lease_command.add_subcommand(subparsers)
-
-    from tui import command as top_command
-
-    top_command.add_subcommand(subparsers)
-
-    from web import command as dashboard_command
-
-    dashboard_command.add_subcommand(subparsers)
+    for name, (help_line, add) in _COMMANDS.items():
+        if every or name == only:
+            add(subparsers)
+        else:
+            subparsers.add_parser(name, help=help_line)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    if argv is None:
+        argv = sys.argv[1:]
+    parser = build_parser(chosen_command(argv), every=False)
     args = parser.parse_args(argv)
     func = getattr(args, "func", None)
     if func is None:

@@ -32,6 +32,9 @@ LEASE_TIMED = (
     "tests/tui/test_demo_e2e.py",
     "tests/web/test_demo_dashboard.py",
 )
+# Tests inside those modules that start no replica (a scripted Lease and one `pycm lease watch`):
+# nothing of theirs renews or waits out a term, so they need not queue behind the others.
+NOT_LEASE_TIMED = ("tests/e2e/test_leader_election.py::test_lease_watch_",)
 # Folders and modules that start processes without an e2e marker of their own.
 PROCESS_HEAVY = ("tests/bench/", "tests/cli/", "tests/deploy/", "tests/app/test_plugins.py")
 
@@ -40,9 +43,13 @@ def _path(item: pytest.Item) -> str:
     return item.nodeid.split("::", 1)[0]
 
 
+def _lease_timed(item: pytest.Item) -> bool:
+    return _path(item).startswith(LEASE_TIMED) and not item.nodeid.startswith(NOT_LEASE_TIMED)
+
+
 def _rank(item: pytest.Item) -> int:
     path = _path(item)
-    if path.startswith(LEASE_TIMED):
+    if _lease_timed(item):
         return 0  # one worker's queue: start it at once
     if item.get_closest_marker("e2e") or item.get_closest_marker("browser"):
         return 1
@@ -67,7 +74,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items.sort(key=_rank)  # (stable: each rank keeps its collection order)
     for item in items:
         path = _path(item)
-        if path.startswith(LEASE_TIMED):
+        if _lease_timed(item):
             item.add_marker(pytest.mark.xdist_group("lease-timed"))
         elif _shares_a_module_fixture(item):
             item.add_marker(pytest.mark.xdist_group(path))

@@ -226,14 +226,12 @@ class Serving:
         mounter = self.dashboard_mounter
         if mounter is None:
             return []
-        le = self.config.leader_election
+        # (The page reads the lease timings from the trace: the elector emits them.)
         self.dashboard = mounter(
             bus=self.parts.bus,
             identity=self.parts.identity,
             snapshot=self.observers.snapshot,
             door=door,
-            renew_deadline_s=le.renew_deadline,
-            lease_duration_s=le.lease_duration,
         )
         # It folds the bus like the other observers, so it stops with them (last).
         self.parts.groups.add(Group.OBSERVERS, "dashboard", self.dashboard.run)

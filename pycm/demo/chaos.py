@@ -237,10 +237,13 @@ class Chaos:
 
         replicas = self._scale_steps[self._scale_index % len(self._scale_steps)]
         self._scale_index += 1
-        await (await self._api()).patch(
-            DEPLOYMENTS, WORKLOAD, {"spec": {"replicas": replicas}}, namespace="default"
-        )
-        return f"scaled deployment default/{WORKLOAD} to {replicas} replicas"
+        api = await self._api()
+        namespaces = self.orch.workload_namespaces()
+        for namespace in namespaces:
+            await api.patch(
+                DEPLOYMENTS, WORKLOAD, {"spec": {"replicas": replicas}}, namespace=namespace
+            )
+        return f"scaled deployment {_where(namespaces, WORKLOAD)} to {replicas} replicas"
 
     async def roll_workload(self) -> str:
         from pycm.demo.orchestrator import WORKLOAD
@@ -249,8 +252,11 @@ class Chaos:
         patch = {
             "spec": {"template": {"metadata": {"annotations": {"pycm.demo/rolled-at": stamp}}}}
         }
-        await (await self._api()).patch(DEPLOYMENTS, WORKLOAD, patch, namespace="default")
-        return f"rolling deployment default/{WORKLOAD} (template changed at {stamp})"
+        api = await self._api()
+        namespaces = self.orch.workload_namespaces()
+        for namespace in namespaces:
+            await api.patch(DEPLOYMENTS, WORKLOAD, patch, namespace=namespace)
+        return f"rolling deployment {_where(namespaces, WORKLOAD)} (template changed at {stamp})"
 
     def controls(self) -> list[tuple[str, str, Any]]:
         """(key, description, coroutine function) for the TUI."""
@@ -281,3 +287,10 @@ def _non_empty(path: Path) -> bool:
         return path.stat().st_size > 0
     except OSError:
         return False
+
+
+def _where(namespaces: tuple[str, ...], name: str) -> str:
+    """``default/demo-web``, or ``demo-web in alpha, bravo, …`` for the sharded demo."""
+    if len(namespaces) == 1:
+        return f"{namespaces[0]}/{name}"
+    return f"{name} in {', '.join(namespaces)}"

@@ -27,7 +27,6 @@ from typing import Any
 from pycm.demo.chaos import Chaos, wait_for_file
 from pycm.demo.orchestrator import DemoOptions, Orchestrator
 from pycm.kube import load_config
-from pycm.util.durations import parse_duration
 
 __all__ = ["DashboardLauncher", "TuiLauncher", "Viewers", "add_subcommand", "run"]
 
@@ -46,12 +45,12 @@ def _seconds(text: str) -> float:
 
 
 TuiLauncher = Callable[..., Awaitable[int]]
-"""``launcher(replicas, token, controls, stop, timing)`` runs ``pycm top`` attached to the
+"""``launcher(replicas, token, controls, stop)`` runs ``pycm top`` attached to the
 replicas — ``[(identity, url, ca_file)]`` — with the chaos ``controls`` ``[(key, description,
 coroutine function)]`` as extra keys, until the user quits or ``stop`` is set."""
 
 DashboardLauncher = Callable[..., Awaitable[int]]
-"""``launcher(replicas, token, renew_deadline_s=, lease_duration_s=, announce=, stop=)`` serves
+"""``launcher(replicas, token, announce=, stop=)`` serves
 the web dashboard of the replicas — ``[(identity, url, ca_file, generation)]``, ``generation()``
 the replica's current process generation — on a free loopback port, calls ``announce(login
 URL)`` once serving, and returns when ``stop`` is set."""
@@ -83,6 +82,13 @@ def add_subcommand(subparsers: Any, viewers: Viewers | None = None) -> None:
         "it is bounded by 60 s); the exit status says whether everything behaved",
     )
     parser.add_argument(
+        "--sharded",
+        action="store_true",
+        help="run the replicas as members of one sharded ring (pycm run --sharded) over an "
+        "emulator serving sharded list and watch, with the workload in six namespaces: each "
+        "member reconciles its own share, and a killed member's namespaces move to the others",
+    )
+    parser.add_argument(
         "--no-tui",
         action="store_true",
         help="print the plain event stream instead of opening pycm top (the default when "
@@ -96,7 +102,7 @@ def _print(line: str) -> None:
 
 
 def run(args: argparse.Namespace, *, viewers: Viewers | None = None) -> int:
-    options = DemoOptions(duration=args.duration)
+    options = DemoOptions(duration=args.duration, sharded=args.sharded)
     viewers = viewers or Viewers()
     tui = viewers.tui if not args.no_tui and sys.stdout.isatty() else None
     try:
@@ -151,8 +157,6 @@ async def _dashboard(
         await launcher(
             replicas,
             token,
-            renew_deadline_s=parse_duration(options.renew_deadline),
-            lease_duration_s=parse_duration(options.lease_duration),
             announce=announce,
             stop=stop,
         )
@@ -258,10 +262,9 @@ async def _top_until_done(
 ) -> None:
     token = (await load_config(str(orchestrator.workdir / "kubeconfig"))).token or ""
     replicas = [(r.identity, r.url, str(r.cert_file)) for r in orchestrator.replicas]
-    timing = (parse_duration(options.renew_deadline), parse_duration(options.lease_duration))
 
     async def top_app() -> int:
-        return await launcher(replicas, token, chaos.controls(), stop, timing)
+        return await launcher(replicas, token, chaos.controls(), stop)
 
     top = asyncio.create_task(top_app(), name="pycm top")
     await asyncio.wait({top, runner}, return_when=asyncio.FIRST_COMPLETED)

@@ -10,6 +10,10 @@ reverse: streams and the workload watch are cancelled, the replicas get SIGTERM 
 release the lease: ReleaseOnCancel), then the emulator; each child is SIGKILLed if it outlives
 its bound; the temp dir is removed.
 
+With ``--sharded`` the emulator serves KEP-5866's sharded list and watch, the replicas run as
+members of one ring (``pycm run --sharded``, the same short timings) and the workload is one
+Deployment in each of several namespaces, so each member rolls out its own share.
+
 The verdict (the exit status of ``--duration``): 0 when a leader was elected and no child
 exited unexpectedly; otherwise 1 and the reasons, one line each.
 """
@@ -29,7 +33,7 @@ from typing import Any
 
 from pycm.demo.processes import Child, free_port
 from pycm.demo.stream import EventFormatter, ReplicaStream
-from pycm.kube import DEPLOYMENTS, AlreadyExists, Client, KubeError, load_config
+from pycm.kube import DEPLOYMENTS, NAMESPACES, AlreadyExists, Client, KubeError, load_config
 from pycm.trace.events import Event
 
 __all__ = ["DemoOptions", "Orchestrator"]
@@ -39,6 +43,9 @@ _SERVING = re.compile(r"pycm sim: serving (?P<url>\S+) \(kubeconfig: (?P<path>.+
 LEADER_TIMEOUT = 60.0
 EMULATOR_START_TIMEOUT = 20.0  # importing the emulator and binding takes ~1-2 s; slow CI more
 WORKLOAD = "demo-web"
+# The sharded demo's namespaces: names that differ in their first characters, which kube's
+# FNV-1a spreads over the ring (docs/operations.md, "Sharding").
+SHARDED_NAMESPACES = ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot")
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +58,7 @@ class DemoOptions:
     workload_replicas: int = 3
     duration: float | None = None  # None: until Ctrl-C / SIGTERM
     python: str = sys.executable
+    sharded: bool = False  # --sharded: the replicas split the namespaces instead of electing
 
 
 @dataclass
@@ -185,6 +193,8 @@ class Orchestrator:
             "--tls=true",
             "--kubelet=on",
         ]
+        if self.options.sharded:
+            argv += ["--feature-gates=ShardedListAndWatch=true"]
         argv += ["--kubeconfig-out", str(kubeconfig), "--pod-ready-delay"]
         argv += [self.options.pod_ready_delay]
         self.emulator = Child("emulator", argv, self._dir / "emulator.log")
@@ -213,6 +223,10 @@ class Orchestrator:
             argv += ["--leader-elect-retry-period", o.retry_period]
             argv += ["--secure-port", str(port), "--bind-address", "127.0.0.1"]
             argv += ["--cert-dir", str(certs), "--identity", identity, "--trace-file", str(trace)]
+            if o.sharded:
+                argv += ["--sharded", "--sharding-lease-duration", o.lease_duration]
+                argv += ["--sharding-renew-deadline", o.renew_deadline]
+                argv += ["--sharding-retry-period", o.retry_period]
             child = Child(identity, argv, self._dir / f"{identity}.log")
             await child.start()
             self.replicas.append(Replica(identity, port, child, certs / "pycm.crt", trace))
@@ -236,41 +250,46 @@ class Orchestrator:
             self.out(line)
 
     async def _workload(self, client: Client) -> None:
-        """Create the Deployment, then print its rollout each time its status changes."""
-        body = _deployment(WORKLOAD, self.options.workload_replicas)
-        try:
-            await client.create(DEPLOYMENTS, body, namespace="default")
-            self.out(f"workload: created deployment default/{WORKLOAD}")
-        except AlreadyExists:
-            pass
-        last: tuple[int, ...] | None = None
+        """Create the Deployment (one a namespace when sharded), then print each rollout each
+        time its status changes."""
+        namespaces = self.workload_namespaces()
+        for namespace in namespaces:
+            if namespace != "default":
+                with contextlib.suppress(AlreadyExists):
+                    await client.create(NAMESPACES, {"metadata": {"name": namespace}})
+            body = _deployment(WORKLOAD, self.options.workload_replicas, namespace)
+            try:
+                await client.create(DEPLOYMENTS, body, namespace=namespace)
+                self.out(f"workload: created deployment {namespace}/{WORKLOAD}")
+            except AlreadyExists:
+                pass
+        last: dict[str, tuple[int, ...]] = {}
         while True:
             try:
                 async with client.watch(
-                    DEPLOYMENTS, namespace="default", field_selector=f"metadata.name={WORKLOAD}"
+                    DEPLOYMENTS, namespace="", field_selector=f"metadata.name={WORKLOAD}"
                 ) as stream:
                     async for event in stream:
                         if event.type not in ("ADDED", "MODIFIED"):
                             continue  # BOOKMARK objects carry only a resourceVersion
-                        status = event.object.get("status") or {}
-                        spec = event.object.get("spec") or {}
-                        now = tuple(
-                            int(v or 0)
-                            for v in (
-                                spec.get("replicas"),
-                                status.get("updatedReplicas"),
-                                status.get("readyReplicas"),
-                                status.get("availableReplicas"),
-                            )
-                        )
-                        if now != last:
-                            last = now
+                        meta = event.object.get("metadata") or {}
+                        namespace = str(meta.get("namespace") or "")
+                        if namespace not in namespaces:
+                            continue
+                        now = _rollout(event.object)
+                        if now != last.get(namespace):
+                            last[namespace] = now
+                            where = WORKLOAD if len(namespaces) == 1 else f"{namespace}/{WORKLOAD}"
                             self.out(
-                                f"workload: {WORKLOAD} desired={now[0]} updated={now[1]} "
+                                f"workload: {where} desired={now[0]} updated={now[1]} "
                                 f"ready={now[2]} available={now[3]}"
                             )
             except KubeError:
                 await asyncio.sleep(1.0)
+
+    def workload_namespaces(self) -> tuple[str, ...]:
+        """Where the demo Deployment is: default, or each of the sharded demo's namespaces."""
+        return SHARDED_NAMESPACES if self.options.sharded else ("default",)
 
     async def _stop_all(self) -> None:
         stopping = [r.child.stop() for r in self.replicas]
@@ -298,12 +317,27 @@ def _generation_of(child: Child) -> Callable[[], int]:
     return lambda: child.generation
 
 
-def _deployment(name: str, replicas: int) -> dict[str, Any]:
+def _rollout(deployment: dict[str, Any]) -> tuple[int, ...]:
+    """(desired, updated, ready, available) of a Deployment."""
+    status = deployment.get("status") or {}
+    spec = deployment.get("spec") or {}
+    return tuple(
+        int(v or 0)
+        for v in (
+            spec.get("replicas"),
+            status.get("updatedReplicas"),
+            status.get("readyReplicas"),
+            status.get("availableReplicas"),
+        )
+    )
+
+
+def _deployment(name: str, replicas: int, namespace: str = "default") -> dict[str, Any]:
     labels = {"app": name}
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": {"name": name, "namespace": "default", "labels": labels},
+        "metadata": {"name": name, "namespace": namespace, "labels": labels},
         "spec": {
             "replicas": replicas,
             "selector": {"matchLabels": labels},

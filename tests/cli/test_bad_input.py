@@ -2,13 +2,17 @@
 never a traceback — for every subcommand that takes a kubeconfig, a --trace-file or an
 --otlp-endpoint (``pycm run``, ``pycm top``, ``pycm lease watch``).
 
-The commands run as processes, four at a time (each pays Python's start-up), each bounded: a
-command that starts anyway is killed and fails its case.
+Each command line runs as ``python -m pycm`` in a process of its own, bounded (a command that
+starts anyway is killed and fails its case). Most are forked from one fork server that imported
+pycm once (tests/cli/forkserver.py: a fresh interpreter per case cost half a second of imports
+each); one case of each command family also runs as a true subprocess, and must end exactly as
+its forked twin did.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -18,6 +22,7 @@ from pathlib import Path
 import pytest
 
 import pycm
+from tests.cli import forkserver
 
 TIMEOUT = 60.0
 # An address nothing listens on: a command that got past validation fails to connect (exit 1).
@@ -121,8 +126,24 @@ _KINDS = ("garbage", "missing", "unreadable", "shape", "list", "file")
 CASE_IDS = [c.id for c in _cases({kind: kind for kind in _KINDS})]
 
 
+# One case of each command family also runs as a true subprocess (a fresh interpreter: argv,
+# exit status and stderr exactly as a user gets them); the KUBECONFIG one because the variable
+# is read when the command starts, not when pycm is imported.
+SUBPROCESS_CASES = (
+    "run-KUBECONFIG-env-garbage",
+    "top-kubeconfig-garbage",
+    "lease-kubeconfig-missing",
+)
+
+
+@dataclass(frozen=True)
+class Outcomes:
+    forked: dict[str, tuple[Case, Outcome]]
+    spawned: dict[str, tuple[Case, Outcome]]
+
+
 @pytest.fixture(scope="module")
-def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Case, Outcome]]:
+def outcomes_both(tmp_path_factory: pytest.TempPathFactory) -> Outcomes:
     tmp = tmp_path_factory.mktemp("bad-input")
     cases = _cases(_files(tmp))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("KUBECONFIG", "OTEL_"))}
@@ -130,13 +151,16 @@ def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Case, 
     # The pycm under test, whatever the working directory (the commands run in ``tmp``).
     env["PYTHONPATH"] = os.pathsep.join([str(Path(pycm.__file__).parents[1]), *sys.path])
 
-    def run(case: Case) -> tuple[Case, Outcome]:
+    def case_env(case: Case) -> dict[str, str]:
+        return {**env, "KUBECONFIG": case.kubeconfig_env or env["KUBECONFIG"]}
+
+    def spawn(case: Case) -> tuple[Case, Outcome]:
         try:
             done = subprocess.run(
                 [sys.executable, "-m", "pycm", *case.argv],
                 capture_output=True,
                 stdin=subprocess.DEVNULL,
-                env={**env, "KUBECONFIG": case.kubeconfig_env or env["KUBECONFIG"]},
+                env=case_env(case),
                 cwd=tmp,
                 timeout=TIMEOUT,
                 check=False,
@@ -145,10 +169,50 @@ def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Case, 
             return case, Outcome(None, str(exc.stderr or ""), str(exc.stdout or ""))
         return case, Outcome(done.returncode, done.stderr.decode(), done.stdout.decode())
 
-    # A few at a time: the machine's two cores are shared.
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        results = {case.id: (case, outcome) for case, outcome in pool.map(run, cases)}
-    return results
+    # The subprocesses and the fork server at once; a few processes at a time each (the
+    # machine's two cores are shared).
+    with ThreadPoolExecutor(max_workers=len(SUBPROCESS_CASES)) as pool:
+        chosen = [case for case in cases if case.id in SUBPROCESS_CASES]
+        spawning = pool.map(spawn, chosen)
+        requests = [forkserver.Request(c.argv, case_env(c), str(tmp)) for c in cases]
+        results = forkserver.run_all(requests, server_env=env, parallel=2, timeout=TIMEOUT)
+        spawned = {case.id: (case, outcome) for case, outcome in spawning}
+    forked = {
+        case.id: (case, Outcome(result.code, result.stderr, result.stdout))
+        for case, result in zip(cases, results, strict=True)
+    }
+    return Outcomes(forked, spawned)
+
+
+@pytest.fixture(scope="module")
+def outcomes(outcomes_both: Outcomes) -> dict[str, tuple[Case, Outcome]]:
+    """Each case's outcome: the true subprocess's where the case ran as one."""
+    return {**outcomes_both.forked, **outcomes_both.spawned}
+
+
+def test_cli_bad_input_has_a_subprocess_case_per_command_family() -> None:
+    families = {case_id.split("-", 1)[0] for case_id in CASE_IDS}
+    assert {case_id.split("-", 1)[0] for case_id in SUBPROCESS_CASES} == families
+    assert set(SUBPROCESS_CASES) <= set(CASE_IDS)
+
+
+@pytest.mark.parametrize("case_id", SUBPROCESS_CASES)
+def test_cli_bad_input_forked_command_ends_as_the_subprocess_did(
+    outcomes_both: Outcomes, case_id: str
+) -> None:
+    _, spawned = outcomes_both.spawned[case_id]
+    _, forked = outcomes_both.forked[case_id]
+    assert forked.code == spawned.code
+    assert _timeless(forked.stderr) == _timeless(spawned.stderr)
+    assert forked.stdout == spawned.stdout
+
+
+# klog's line header (``E1206 14:26:17``) carries the time the line was written.
+_KLOG_HEADER = re.compile(r"^([IWEF])\d{4} \d\d:\d\d:\d\d(\.\d+)?", re.MULTILINE)
+
+
+def _timeless(stderr: str) -> str:
+    return _KLOG_HEADER.sub(r"\1MMDD hh:mm:ss", stderr)
 
 
 @pytest.mark.parametrize("case_id", CASE_IDS)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from pycm.demo.orchestrator import SHARDED_NAMESPACES
 from tests.sim.conftest_kubectl import kubectl
 
 __all__ = ["kubectl"]
@@ -54,6 +55,28 @@ def test_demo_duration_exits_0_with_three_replicas_and_an_acquired_lease() -> No
     assert not Path(emulator["path"]).parent.exists(), "the temp dir was removed"
     assert _pids_with(str(Path(emulator["path"]).parent)) == [], "no child outlived the demo"
     assert all(_port_closed(int(port)) for _, port in replicas), "every replica stopped"
+
+
+def test_demo_sharded_rolls_out_one_deployment_a_namespace_and_exits_0() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "pycm", "demo", "--sharded", "--duration", "10", "--no-tui"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
+    out = result.stdout
+    assert result.returncode == 0, f"{out}\n{result.stderr}"
+    assert "pycm demo: ok" in out
+    for namespace in SHARDED_NAMESPACES:
+        assert f"workload: created deployment {namespace}/demo-web" in out
+        assert f"workload: {namespace}/demo-web desired=3 updated=3 ready=3 available=3" in out, (
+            namespace,
+            out,
+        )
+    emulator = EMULATOR_LINE.search(out)
+    assert emulator is not None
+    assert _pids_with(str(Path(emulator["path"]).parent)) == [], "no child outlived the demo"
 
 
 def test_demo_ctrl_c_stops_every_child_and_exits_0(kubectl: Path) -> None:
