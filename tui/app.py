@@ -37,6 +37,7 @@ from tui.views import (
     InformersView,
     LeaderView,
     OverviewView,
+    ShardingView,
     StartupView,
     View,
     key_term,
@@ -52,6 +53,7 @@ VIEWS: tuple[tuple[str, str, type[View]], ...] = (
     ("informers", "Informers", InformersView),
     ("startup", "Start-up", StartupView),
     ("events", "Events", EventsView),
+    ("sharding", "Sharding", ShardingView),  # hidden until the trace has a ring
 )
 
 
@@ -146,6 +148,7 @@ class TopApp(App[int]):
         self.snapshot: Snapshot = self.feed.state.snapshot()
         self.frames = 0  # refreshes that showed a new snapshot
         self._generation = self.feed.generation
+        self._hidden: set[str] = set()  # tabs not shown (their view is not wanted yet)
 
     # --- composition and lifecycle ------------------------------------------------------------
 
@@ -166,6 +169,7 @@ class TopApp(App[int]):
                 group="sources",
                 exit_on_error=False,
             )
+        self._show_wanted_tabs(self.snapshot)
         self.set_interval(1.0 / self.refresh_hz, self.flush, name="refresh")
         for key, extra in self.actions.items():
             self.bind(key, f"host_action({key!r})", description=extra.description)
@@ -222,6 +226,7 @@ class TopApp(App[int]):
         self.snapshot = snapshot = self.feed.state.snapshot()
         self.frames += 1
         self.query_one(StatusLine).show(self.feed, snapshot, self.paused)
+        self._show_wanted_tabs(snapshot)
         view = self.active_view
         if view is not None:
             view.show(snapshot, self.feed)
@@ -229,6 +234,18 @@ class TopApp(App[int]):
             self.screen.show(snapshot)
         elif isinstance(self.screen, ObjectScreen):
             self.screen.show(self.feed.state)
+
+    def _show_wanted_tabs(self, snapshot: Snapshot) -> None:
+        """Show the tabs whose view the snapshot now wants, hide the others."""
+        tabs = self.query_one(TabbedContent)
+        for vid, _, cls in VIEWS:
+            wanted = cls.wanted(snapshot)
+            if wanted and vid in self._hidden:
+                self._hidden.discard(vid)
+                tabs.show_tab(vid)
+            elif not wanted and vid not in self._hidden:
+                self._hidden.add(vid)
+                tabs.hide_tab(vid)
 
     @property
     def active_view(self) -> View | None:
@@ -344,11 +361,11 @@ class TopApp(App[int]):
         if len(self.screen_stack) > 1:
             return
         tabs = self.query_one(TabbedContent)
-        ids = [vid for vid, _, _ in VIEWS]
+        ids = [vid for vid, _, _ in VIEWS if vid not in self._hidden or vid == tabs.active]
         tabs.active = ids[(ids.index(tabs.active) + step) % len(ids)]
 
     def action_view(self, vid: str) -> None:
-        if len(self.screen_stack) == 1:
+        if len(self.screen_stack) == 1 and vid not in self._hidden:
             self.query_one(TabbedContent).active = vid
 
     def action_pause(self) -> None:

@@ -23,7 +23,7 @@ HELP = """\
 
   ?          this help              q / ctrl+c  quit
   tab        next view              shift+tab   previous view
-  1-6        go to a view           p           pause / resume refreshing
+  1-7        go to a view           p           pause / resume refreshing
   /          filter the view        esc         back, clear the filter
   up / down  move the cursor        enter       drill in; why (below)
   s          sort (Controllers), or click a header

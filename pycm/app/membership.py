@@ -19,6 +19,7 @@ from pycm.app.sharding import ShardedMember
 from pycm.kube import Client
 from pycm.sharding.leases import ClientLeaseStore
 from pycm.sharding.membership import Membership, MembershipConfig
+from pycm.sharding.metrics import ShardingMetrics
 from pycm.util.tasks import cancel_and_wait
 
 __all__ = ["start_membership"]
@@ -75,7 +76,14 @@ async def start_membership(parts: Parts, client: Client) -> ShardedMember:
         retry_period=sharding.retry_period,
     )
     store = ClientLeaseStore(client.with_user_agent("pycm/sharding"), namespace)
-    membership = Membership(config, store, in_flight=list, clock=parts.clock)
+    membership = Membership(
+        config,
+        store,
+        in_flight=list,
+        clock=parts.clock,
+        bus=parts.bus,  # shard.* events: pycm top's Sharding view, the dashboard's ring panel
+        metrics=ShardingMetrics(parts.metrics_registry),  # controller_sharding_*
+    )
     member = ShardedMember(membership)
     await parts.groups.add_service(
         Group.LEADER_ELECTION, "sharding membership", _MemberService(member)

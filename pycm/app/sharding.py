@@ -20,13 +20,14 @@ so the parts are tested together, in-process, against the emulator.
 
 from __future__ import annotations
 
-from pycm.api.sharding import FIELD_NAMESPACE, ShardSelector
+from pycm.api.sharding import FIELD_NAMESPACE, HASH_SPACE, ShardSelector
 from pycm.cache.listwatch import ClientListWatch
 from pycm.cache.shared_informer import SharedIndexInformer
 from pycm.controller.worker import Controller
 from pycm.sharding.gate import ShardKeyGate
 from pycm.sharding.membership import Membership
 from pycm.sharding.ring import join_spans
+from pycm.trace.kinds import ShardRelisted
 
 __all__ = ["ShardedMember"]
 
@@ -65,6 +66,9 @@ class ShardedMember:
         # its selector changed (pycm.cache.reflector); empty once every one synced after it.
         self._relisting: dict[SharedIndexInformer, int] = {}
         membership.in_flight = self.in_flight
+        if membership.metrics is not None:  # the membership's bus and metrics report for both
+            config = membership.config
+            membership.metrics.watch_keys(config.ring, config.identity, self.objects_cached)
 
     # -- wiring ---------------------------------------------------------------------------------
 
@@ -87,6 +91,11 @@ class ShardedMember:
         for controller in self._controllers:
             keys.extend(controller.queue.processing_items())
         return self.gate.hashes(keys)
+
+    def objects_cached(self) -> int:
+        """What the sharded informers hold (the keys of this member's share, and while it
+        drains, of the share it gives up)."""
+        return sum(len(informer.indexer) for informer, _ in self._sharded)
 
     def selector(self) -> ShardSelector | None:
         """This member's share of namespaces: its spans in the ring of its published view and
@@ -125,11 +134,26 @@ class ShardedMember:
             return False
         self._shape = shape
         selector = self.selector()
+        cached = self.objects_cached()
         for informer, lw in self._sharded:
             if selector is not None:
                 lw.shard_selector = selector
                 self._relisting[informer] = informer.reflector.syncs_started
                 informer.reflector.relist("shard changed")
+        bus = self.membership.bus
+        if bus is not None and selector is not None and self._sharded:
+            spans = [(r.start, r.end) for r in selector.ranges]
+            bus.point(
+                ShardRelisted(
+                    ring=self.membership.config.ring,
+                    member=self.membership.config.identity,
+                    informers=len(self._sharded),
+                    share=sum(end - start for start, end in spans) / HASH_SPACE,
+                    spans=len(spans),
+                    objects_cached=cached,
+                    resources=",".join(sorted({i.resource for i, _ in self._sharded})),
+                )
+            )
         return True
 
     def caches_current(self) -> bool:

@@ -15,6 +15,13 @@ A write that fails is retried at the next period; when the last success is older
 the worker can abandon what it was running. On :meth:`Membership.stop` the member stops taking
 keys, waits for its in-flight keys to drain, writes an empty view and deletes its Lease: its keys
 move at once.
+
+Trace events (when a bus is handed in; names, counts and timings only): ``shard.member_joined``
+at the first publish of a view that holds the member, ``shard.view_changed`` when its published
+view or its target changes, ``shard.drain_started`` when it must wait for in-flight keys before
+it gives up part of its share and ``shard.drain_finished`` when it gave it up,
+``shard.member_fenced`` / ``shard.member_unfenced`` around a stale renew, ``shard.member_left``
+on release. The metrics (:mod:`pycm.sharding.metrics`) follow the same points.
 """
 
 from __future__ import annotations
@@ -28,7 +35,19 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
+from pycm.api.sharding import HASH_SPACE
 from pycm.sharding.claims import MemberClaims, PeerRecord
+from pycm.sharding.metrics import ShardingMetrics
+from pycm.trace.bus import Bus
+from pycm.trace.kinds import (
+    ShardDrainFinished,
+    ShardDrainStarted,
+    ShardMemberFenced,
+    ShardMemberJoined,
+    ShardMemberLeft,
+    ShardMemberUnfenced,
+    ShardViewChanged,
+)
 from pycm.util.clock import REAL_CLOCK, Clock
 from pycm.util.leasetiming import KUBE_DEFAULTS
 
@@ -102,8 +121,37 @@ def _record(lease: dict[str, Any]) -> PeerRecord | None:
     return PeerRecord(holder, members, str(meta.get("resourceVersion") or ""))
 
 
+@dataclass
+class _Drain:
+    """A drain under way: since when (monotonic), the share it gives up, the most in-flight keys
+    of that share seen, and whether ``shard.drain_started`` was emitted (only when it waited)."""
+
+    started: float
+    share_dropped: float
+    keys: int = 0
+    announced: bool = False
+
+
+def _overlap(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> int:
+    """The length of the intersection of two ordered lists of disjoint ``[start, end)`` spans."""
+    i = j = total = 0
+    while i < len(a) and j < len(b):
+        start, end = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
+        total += max(0, end - start)
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return total
+
+
+def _names(members: Iterable[str]) -> str:
+    return ",".join(sorted(members))
+
+
 class Membership:
-    """One member's loop. ``in_flight`` returns the hashes of the keys being reconciled."""
+    """One member's loop. ``in_flight`` returns the hashes of the keys being reconciled.
+    ``bus`` and ``metrics`` are optional: without them the member reports nothing."""
 
     def __init__(
         self,
@@ -113,6 +161,8 @@ class Membership:
         *,
         clock: Clock = REAL_CLOCK,
         on_fenced: Callable[[], None] | None = None,
+        bus: Bus | None = None,
+        metrics: ShardingMetrics | None = None,
     ) -> None:
         self.config = config
         self.claims = MemberClaims(config.identity, config.lease_duration, config.renew_deadline)
@@ -125,6 +175,17 @@ class Membership:
         self._was_fenced = False
         self.name = lease_name(config.ring, config.identity)
         self.released = asyncio.Event()
+        self.bus = bus
+        self.metrics = metrics
+        self._joined_at: float | None = None
+        self._fenced_at: float | None = None
+        self._drain: _Drain | None = None
+        # The (published, target) last reported in shard.view_changed.
+        self._reported: tuple[frozenset[str], frozenset[str]] | None = None
+        if metrics is not None:
+            metrics.watch_member(
+                config.ring, config.identity, config.lease_duration, self.drain_age
+            )
 
     def may_take(self, hashed: int) -> bool:
         return self.claims.may_take(self.clock.monotonic(), hashed)
@@ -157,17 +218,23 @@ class Membership:
     async def tick(self) -> None:
         """One period: publish or renew, then read the ring."""
         now = self.clock.monotonic()
-        view = self.claims.view_to_publish(now, self.in_flight())
+        in_flight = list(self.in_flight())
+        view = self.claims.view_to_publish(now, in_flight)
+        self._follow_drain(now, view, in_flight)
         written = self.claims.published if view is None else view
         try:
             await self._store.write(self.name, self._body(written, self.clock.wall_ns()))
         except Exception as exc:  # the API is down or slow: retried next period
             log.warning("sharding: renewing lease %s failed: %s", self.name, exc)
         else:
+            before = self.claims.published
             self.claims.renewed(now, written)
+            if written != before:
+                self._report_publish(now, written)
             if not written and view is not None:  # released (stopping, drained)
                 await self._store.delete(self.name)
                 self.released.set()
+                self._report_left()
                 return
             try:
                 leases = await self._store.read_ring(self.config.ring)
@@ -179,7 +246,10 @@ class Membership:
         fenced = self.claims.fenced(self.clock.monotonic())
         if fenced and not self._was_fenced and self._on_fenced is not None:
             self._on_fenced()
+        if fenced != self._was_fenced:
+            self._report_fence(fenced)
         self._was_fenced = fenced
+        self._report_view(len(in_flight))
 
     async def run(self) -> None:
         """Tick every ``retry_period`` until released (after :meth:`stop`) or cancelled."""
@@ -192,6 +262,137 @@ class Membership:
     def stop(self) -> None:
         """Begin leaving: take nothing more; :meth:`run` returns once released."""
         self.claims.stop()
+
+    # -- what it reports (trace events and metrics) -----------------------------------------
+
+    def share(self, view: frozenset[str]) -> float:
+        """This member's fraction of the hash space under the ring of ``view``."""
+        return self.claims.ring(view).share(self.config.identity) if view else 0.0
+
+    def drain_age(self) -> float:
+        """Seconds the running drain has lasted; 0 when none runs."""
+        drain = self._drain
+        return 0.0 if drain is None else self.clock.monotonic() - drain.started
+
+    def _follow_drain(self, now: float, view: frozenset[str] | None, in_flight: list[int]) -> None:
+        """Start (or keep up) the drain when the target gives up part of this member's share."""
+        claims, me = self.claims, self.config.identity
+        target = claims.target(now)
+        if target == claims.published or me not in claims.published:
+            self._drain = None  # nothing to give up (or the target came back before the publish)
+            return
+        drain = self._drain
+        if drain is None:
+            mine = claims.ring(claims.published).spans(me)
+            kept = claims.ring(target).spans(me) if me in target else []
+            dropped = (sum(e - s for s, e in mine) - _overlap(mine, kept)) / HASH_SPACE
+            if dropped <= 0:
+                return  # it only gains: nothing to drain
+            drain = self._drain = _Drain(now, dropped)
+        new_ring = claims.ring(target) if me in target else None
+        waiting = sum(1 for h in in_flight if new_ring is None or new_ring.owner(h) != me)
+        drain.keys = max(drain.keys, waiting)
+        if view is None and not drain.announced and self.bus is not None:
+            drain.announced = True
+            self.bus.point(
+                ShardDrainStarted(
+                    ring=self.config.ring,
+                    member=me,
+                    keys=waiting,
+                    share_dropped=drain.share_dropped,
+                )
+            )
+
+    def _report_publish(self, now: float, written: frozenset[str]) -> None:
+        ring, me = self.config.ring, self.config.identity
+        drain, self._drain = self._drain, None
+        if drain is not None:
+            seconds = now - drain.started
+            if self.metrics is not None:
+                self.metrics.drains_total.labels(ring).inc()
+                self.metrics.drain_duration.labels(ring).observe(seconds)
+            if self.bus is not None:
+                self.bus.point(
+                    ShardDrainFinished(
+                        ring=ring,
+                        member=me,
+                        keys=drain.keys,
+                        share_dropped=drain.share_dropped,
+                        duration_ms=seconds * 1e3,
+                    )
+                )
+        if me in written and self._joined_at is None:
+            self._joined_at = now
+            if self.bus is not None:
+                self.bus.point(
+                    ShardMemberJoined(
+                        ring=ring, member=me, view=_names(written), share=self.share(written)
+                    )
+                )
+
+    def _report_left(self) -> None:
+        joined, self._joined_at = self._joined_at, None
+        if self.metrics is not None:
+            self.metrics.share_ratio.labels(self.config.ring, self.config.identity).set(0)
+        if self.bus is not None:
+            on_ring = 0.0 if joined is None else self.clock.monotonic() - joined
+            self.bus.point(
+                ShardMemberLeft(
+                    ring=self.config.ring, member=self.config.identity, on_ring_s=on_ring
+                )
+            )
+
+    def _report_fence(self, fenced: bool) -> None:
+        """A member that never joined is not reported (its first write has not succeeded)."""
+        now = self.clock.monotonic()
+        ring, me = self.config.ring, self.config.identity
+        if fenced and self._joined_at is not None:
+            self._fenced_at = now
+            last = self.claims.last_renew
+            if self.metrics is not None:
+                self.metrics.lease_lost_total.labels(ring).inc()
+            if self.bus is not None:
+                self.bus.point(
+                    ShardMemberFenced(
+                        ring=ring,
+                        member=me,
+                        renew_age_s=-1.0 if last is None else now - last,
+                        renew_deadline_s=self.config.renew_deadline,
+                    )
+                )
+        elif not fenced and self._fenced_at is not None:
+            since, self._fenced_at = self._fenced_at, None
+            if self.bus is not None:
+                self.bus.point(ShardMemberUnfenced(ring=ring, member=me, fenced_s=now - since))
+
+    def _report_view(self, keys_in_flight: int) -> None:
+        claims = self.claims
+        published, target = claims.published, claims.target(self.clock.monotonic())
+        shape = (published, target)
+        if shape == self._reported or not published:
+            return
+        before = self._reported[1] if self._reported is not None else frozenset()
+        self._reported = shape
+        ring, me = self.config.ring, self.config.identity
+        share = self.share(published)
+        if self.metrics is not None:
+            self.metrics.members.labels(ring).set(len(target))
+            self.metrics.share_ratio.labels(ring, me).set(share)
+        if self.bus is not None:
+            self.bus.point(
+                ShardViewChanged(
+                    ring=ring,
+                    member=me,
+                    view=_names(published),
+                    target=_names(target),
+                    members=len(target),
+                    share=share,
+                    target_share=self.share(target),
+                    joined=_names(target - before),
+                    left=_names(before - target),
+                    keys_in_flight=keys_in_flight,
+                )
+            )
 
 
 def _micro_time(ns: int) -> str:

@@ -16,6 +16,11 @@ Types (the ``type`` of an :class:`Incident`):
 ``slow_reconcile`` a reconcile took at least ``slow_reconcile_ms``
 ``stuck_worker`` a worker held one key past --stuck-worker-threshold (``queue.stuck``, naming
                 the controller, the key and the worker), and when it let the key go
+``shard_move``  a member joined or left a sharding ring, or saw members gone from it (a
+                Lease that expired: a killed member says nothing itself)
+``shard_drain`` a member began waiting for in-flight keys it gives up, and when it gave them up
+``shard_fenced`` a member's own Lease went unrenewed past the renew deadline, and when it
+                renewed again
 ============== ===============================================================================
 
 Bounds: the fold keeps the newest :data:`MAX_INCIDENTS`; an error burst is reported once until
@@ -40,6 +45,13 @@ from pycm.trace.kinds import (
     LeaseLost,
     LeaseReleased,
     ReconcileFinished,
+    ShardDrainFinished,
+    ShardDrainStarted,
+    ShardMemberFenced,
+    ShardMemberJoined,
+    ShardMemberLeft,
+    ShardMemberUnfenced,
+    ShardViewChanged,
     WatchClosed,
     WatchCloseReason,
     WorkerStuck,
@@ -176,11 +188,56 @@ class Incidents:
                 "stuck_worker",
                 f"{ev.controller}: worker {ev.worker} let {ev.key} go after {ev.processing_s:.0f}s",
             )
+        if isinstance(ev, ShardMemberJoined | ShardMemberLeft | ShardDrainStarted):
+            return self._shard_move(ev)
+        if isinstance(ev, ShardDrainFinished | ShardMemberFenced | ShardMemberUnfenced):
+            return self._shard_mark(ev)
+        if isinstance(ev, ShardViewChanged):
+            if not ev.left:
+                return None  # joins are marked by the joiners themselves
+            gone = ", ".join(m for m in ev.left.split(",") if m)
+            return self._make(
+                ev,
+                "shard_move",
+                f"{ev.member} sees {gone} gone from ring {ev.ring} ({ev.members} live)",
+            )
         if isinstance(ev, LeaderObserved):
             old = ev.old_holder or "nobody"
             new = ev.new_holder or "nobody"
             return self._make(ev, "lease", f"{ev.lease}: holder {old} → {new}")
         return None
+
+    def _shard_move(self, ev: ShardMemberJoined | ShardMemberLeft | ShardDrainStarted) -> Incident:
+        if isinstance(ev, ShardMemberJoined):
+            return self._make(ev, "shard_move", f"{ev.member} joined ring {ev.ring}")
+        if isinstance(ev, ShardMemberLeft):
+            return self._make(ev, "shard_move", f"{ev.member} left ring {ev.ring}")
+        return self._make(
+            ev,
+            "shard_drain",
+            f"{ev.member} drains {ev.share_dropped * 100:.1f}% of ring {ev.ring}: "
+            f"waits for {ev.keys} key(s)",
+        )
+
+    def _shard_mark(
+        self, ev: ShardDrainFinished | ShardMemberFenced | ShardMemberUnfenced
+    ) -> Incident:
+        if isinstance(ev, ShardDrainFinished):
+            return self._make(
+                ev,
+                "shard_drain",
+                f"{ev.member} gave up {ev.share_dropped * 100:.1f}% of ring {ev.ring} after "
+                f"{ev.duration_ms:.0f}ms ({ev.keys} key(s) drained)",
+            )
+        if isinstance(ev, ShardMemberFenced):
+            return self._make(
+                ev,
+                "shard_fenced",
+                f"{ev.member} fenced in ring {ev.ring}: no renew within {ev.renew_deadline_s:g}s",
+            )
+        return self._make(
+            ev, "shard_fenced", f"{ev.member} renewed in ring {ev.ring} after {ev.fenced_s:.1f}s"
+        )
 
     @staticmethod
     def _make(ev: Event, type_: str, text: str) -> Incident:

@@ -729,6 +729,106 @@ class EventRecorded(Event):
 
 
 # ---------------------------------------------------------------------------------------------
+# Sharding (pycm.sharding.membership, pycm.app.sharding): one member of a ring. Names, counts,
+# fractions and timings only. ``ring`` is the ring's name, ``member`` the emitting member's
+# identity; member lists are identities, comma-separated and sorted.
+# ---------------------------------------------------------------------------------------------
+
+
+@kind("shard.member_joined")
+class ShardMemberJoined(Event):
+    """This member's Lease was first written with a view that includes it: it is on the ring."""
+
+    ring: str = ""
+    member: str = ""
+    view: str = ""  # the members of the view it published
+    share: float = 0.0  # its fraction of the hash space under that view's ring
+
+
+@kind("shard.member_left")
+class ShardMemberLeft(Event):
+    """This member left the ring: it drained, wrote an empty view and deleted its Lease."""
+
+    ring: str = ""
+    member: str = ""
+    on_ring_s: float = 0.0  # from its join to its release
+
+
+@kind("shard.member_fenced")
+class ShardMemberFenced(Event):
+    """This member's own Lease was not renewed within the renew deadline: it takes no key (its
+    claim may be dead for the others). ``renew_age_s`` is -1 when it never renewed."""
+
+    ring: str = ""
+    member: str = ""
+    renew_age_s: float = 0.0
+    renew_deadline_s: float = 0.0
+
+
+@kind("shard.member_unfenced")
+class ShardMemberUnfenced(Event):
+    """A fenced member renewed its Lease again after ``fenced_s`` seconds."""
+
+    ring: str = ""
+    member: str = ""
+    fenced_s: float = 0.0
+
+
+@kind("shard.view_changed")
+class ShardViewChanged(Event):
+    """The view this member has published, or its target (itself and the live members it sees),
+    changed. ``share`` and ``target_share`` are its fractions of the hash space under each."""
+
+    ring: str = ""
+    member: str = ""
+    view: str = ""
+    target: str = ""
+    members: int = 0  # live members in the target
+    share: float = 0.0
+    target_share: float = 0.0
+    joined: str = ""  # members new in the target since the previous report
+    left: str = ""  # members gone from the target since the previous report
+    keys_in_flight: int = 0  # keys this member was reconciling
+
+
+@kind("shard.drain_started")
+class ShardDrainStarted(Event):
+    """The target moved part of this member's share to others: it stopped taking those keys and
+    waits for ``keys`` in-flight reconciles of them before it publishes the new view."""
+
+    ring: str = ""
+    member: str = ""
+    keys: int = 0
+    share_dropped: float = 0.0  # the fraction of the hash space it gives up
+
+
+@kind("shard.drain_finished")
+class ShardDrainFinished(Event):
+    """This member published the view it drained for: the dropped keys are the others' now.
+    ``keys``: the most in-flight keys it waited for."""
+
+    ring: str = ""
+    member: str = ""
+    keys: int = 0
+    share_dropped: float = 0.0
+    duration_ms: float = 0.0
+
+
+@kind("shard.relist")
+class ShardRelisted(Event):
+    """This member's share changed: its sharded informers relist with the new ``shardSelector``.
+    ``objects_cached``: what they held before the relist."""
+
+    ring: str = ""
+    member: str = ""
+    informers: int = 0
+    share: float = 0.0  # the selector's fraction of the hash space (published and target)
+    spans: int = 0  # the selector's hash spans
+    objects_cached: int = 0
+    resources: str = ""  # the sharded informers' resources, comma-separated
+
+
+# ---------------------------------------------------------------------------------------------
 # The OpenTelemetry sink (pycm.otel)
 # ---------------------------------------------------------------------------------------------
 

@@ -26,6 +26,7 @@ KUSTOMIZATIONS = {
     "default": DEPLOY / "kubernetes",
     "service-account-credentials": DEPLOY / "kubernetes" / "service-account-credentials",
     "coordinated-leader-election": DEPLOY / "kubernetes" / "coordinated-leader-election",
+    "sharded": DEPLOY / "kubernetes" / "sharded",
 }
 
 Objects = list[dict[str, Any]]

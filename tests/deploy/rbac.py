@@ -24,6 +24,8 @@ METRICS_READER = BASE / "metrics-reader-clusterrole.yaml"
 SA_CREDENTIALS_ROLE = DEPLOY / "kubernetes" / "service-account-credentials" / "role.yaml"
 # The coordinated-leader-election overlay's extra Role (the Lease's namespace).
 COORDINATED_ROLE = DEPLOY / "kubernetes" / "coordinated-leader-election" / "role.yaml"
+# The sharded overlay's extra Role (the membership Leases' namespace).
+SHARDING_ROLE = DEPLOY / "kubernetes" / "sharded" / "role.yaml"
 
 
 @dataclass(frozen=True, slots=True)

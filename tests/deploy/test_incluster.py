@@ -16,7 +16,9 @@ RBAC rules: nothing used that is not granted, nothing granted that is not used.
 
 A second run applies the service-account-credentials overlay (its flag and its kube-system
 Role): the controllers then write as KCM's controller service accounts, and pycm's own calls
-use the overlay's Role entirely and need nothing beyond base and overlay.
+use the overlay's Role entirely and need nothing beyond base and overlay. The sharded overlay's
+run (its flag and Role) joins the ring with its membership Lease, reconciles and leaves, within
+base and overlay.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from tests.deploy.rbac import (
     COORDINATED_ROLE,
     MANAGER_ROLES,
     SA_CREDENTIALS_ROLE,
+    SHARDING_ROLE,
     Call,
     check_rbac,
     emulator_policy,
@@ -550,3 +553,51 @@ async def test_incluster_coordinated_overlay_role_is_used_and_enough(tmp_path: P
     overlay = grants([COORDINATED_ROLE])
     unused = [str(g) for g in overlay if not any(g.allows(c) for c in calls)]
     assert not unused, f"the overlay grants what pycm never uses: {unused}"
+
+
+@pytest.mark.asyncio
+async def test_incluster_sharded_overlay_role_is_used_and_enough(tmp_path: Path) -> None:
+    """The sharded overlay: the replica joins ring pycm with its membership Lease in the pod's
+    namespace (the overlay's Role), reconciles a rollout as the ring's only member, and leaves
+    on SIGTERM (its Lease deleted). Every call pycm made is granted by base and overlay, and
+    each of the overlay's grants is used but ``get`` (a Lease left by a restart of the same
+    identity: tests/deploy/test_sharded_rbac.py makes that call)."""
+    flag = _overlay_arg("sharded")
+    assert flag == "--sharded"
+    roles = (*MANAGER_ROLES, SHARDING_ROLE)
+    member_lease = f"/apis/coordination.k8s.io/v1/namespaces/{NAMESPACE}/leases/pycm-{IDENTITY}"
+    async with world(tmp_path, extra=[flag], roles=roles) as w:
+
+        async def joined() -> bool:
+            r = await w.api.get(member_lease)
+            return r.status_code == 200 and r.json()["spec"].get("holderIdentity") == IDENTITY
+
+        await w.until("member Lease held", joined, timeout=START_TIMEOUT)
+        await w.send("POST", DEPLOYMENTS, _deployment("web", "nginx:1.25", replicas=2))
+        await w.until("web rolled out", lambda: _rolled_out(w, "web", "nginx:1.25", 2))
+        # The ring's metrics, as Prometheus scrapes them: the only member holds all of it.
+        async with httpx.AsyncClient(verify=False, timeout=10) as http:
+            auth = {"Authorization": f"Bearer {w.scraper_token}"}
+            r = await http.get(f"{w.manager.url}/metrics", headers=auth)
+        assert r.status_code == 200, r.text
+        me = f'member="{IDENTITY}",ring="pycm"'
+        for sample in (
+            'controller_sharding_members{ring="pycm"} 1.0',
+            f"controller_sharding_share_ratio{{{me}}} 1.0",
+            f"controller_sharding_drain_in_progress_seconds{{{me}}} 0.0",
+            'controller_sharding_lease_lost_total{ring="pycm"} 0.0',
+        ):
+            assert sample in r.text.splitlines(), sample
+        assert f"controller_sharding_keys_owned{{{me}}}" in r.text
+        trace = w.manager.trace
+    calls = list(w.recorded.calls)
+    leave = Call("delete", "coordination.k8s.io", "leases", NAMESPACE, f"pycm-{IDENTITY}")
+    assert leave in calls  # released on the way out: its namespaces move at once
+    rules = grants(roles)
+    refused = sorted(str(c) for c in calls if not any(g.allows(c) for g in rules))
+    assert not refused, f"used but not granted: {refused}"
+    overlay = [g for g in grants([SHARDING_ROLE]) if g.verb != "get"]
+    unused = [str(g) for g in overlay if not any(g.allows(c) for c in calls)]
+    assert not unused, f"the overlay grants what pycm never uses: {unused}"
+    kinds = {orjson.loads(line)["kind"] for line in trace.read_text().splitlines() if line}
+    assert {"shard.member_joined", "shard.member_left"} <= kinds

@@ -221,3 +221,26 @@ def test_manifests_coordinated_overlay_adds_the_gate_and_the_candidates_role(
     assert binding["subjects"] == [
         {"kind": "ServiceAccount", "name": "pycm", "namespace": "pycm-system"}
     ]
+
+
+def test_manifests_sharded_overlay_adds_the_flag_and_the_members_role(
+    render: Callable[[str], Objects],
+) -> None:
+    plain, overlay = render("default"), render("sharded")
+    assert "--sharded" not in _container(plain)["args"]
+    assert _container(overlay)["args"][-1] == "--sharded"
+    (deployment,) = [o for o in overlay if o["kind"] == "Deployment"]
+    assert deployment["spec"]["replicas"] == 3  # three members share the keys
+    # The leader lease's Role stays: singletons still elect.
+    assert find(overlay, "Role", "pycm:leader-election")["metadata"]["namespace"] == "pycm-system"
+    role = find(overlay, "Role", "pycm:sharding")
+    assert role["metadata"]["namespace"] == "pycm-system"  # the pod's: the members' Leases
+    assert [(r["apiGroups"], r["resources"], r["verbs"]) for r in role["rules"]] == [
+        (["coordination.k8s.io"], ["leases"], ["create", "get", "list", "update", "delete"])
+    ]
+    assert not any("resourceNames" in r for r in role["rules"])  # names are the pods'
+    binding = find(overlay, "RoleBinding", "pycm:sharding")
+    assert binding["roleRef"]["name"] == "pycm:sharding"
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": "pycm", "namespace": "pycm-system"}
+    ]

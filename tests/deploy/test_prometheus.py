@@ -22,7 +22,9 @@ from typing import Any
 import httpx
 import pytest
 import yaml
+from prometheus_client import CollectorRegistry, generate_latest
 
+from pycm.sharding.metrics import ShardingMetrics
 from pycm.sim.auth import UserInfo
 from pycm.sim.server import run_emulator
 from tests.deploy.conftest import DEPLOY
@@ -35,10 +37,12 @@ DASHBOARD = DEPLOY / "grafana" / "pycm.json"
 SCRAPER = "system:serviceaccount:monitoring:prometheus"
 BOUND = 30.0  # seconds for any one wait on a process or a series
 # Families the rules and the dashboard use are named with these prefixes (pycm's own, client-go's,
-# controller-runtime's, and the process collector's).
+# controller-runtime's, the sharded member's and the process collector's).
 METRIC = re.compile(
-    r"\b((?:workqueue|controller_runtime|rest_client|leader_election|pycm|process)_[a-z0-9_]+)\b"
+    r"\b((?:workqueue|controller_runtime|controller_sharding|rest_client|leader_election|pycm"
+    r"|process)_[a-z0-9_]+)\b"
 )
+SHARDING = "controller_sharding_"  # served by sharded members only (pycm run --sharded)
 SELECTOR = re.compile(r"([a-zA-Z_:][a-zA-Z0-9_:]*)\{")
 
 
@@ -99,6 +103,39 @@ def _exported(metrics_text: str) -> set[str]:
             names |= {f"{name}_bucket", f"{name}_count", f"{name}_sum"}
         names.add(name)
     return names
+
+
+def _sharding_exported() -> set[str]:
+    registry = CollectorRegistry()
+    ShardingMetrics(registry)
+    return _exported(generate_latest(registry).decode())
+
+
+def test_sharding_metrics_the_rules_and_dashboard_use_are_the_sharded_members() -> None:
+    """A sharded member's families (a plain ``pycm run`` has none, so the live scrape below
+    leaves them to this check)."""
+    used = {m for m in _used_in_rules() | _used_in_dashboard() if m.startswith(SHARDING)}
+    assert {
+        "controller_sharding_lease_lost_total",
+        "controller_sharding_drain_in_progress_seconds",
+    } <= used
+    assert not sorted(used - _sharding_exported())
+    # The labels they group by are the ones a member serves (its series, once it has joined).
+    registry = CollectorRegistry()
+    metrics = ShardingMetrics(registry)
+    metrics.watch_member("pycm", "pycm-0", 15.0, lambda: 0.0)
+    metrics.watch_keys("pycm", "pycm-0", lambda: 0)
+    metrics.members.labels("pycm").set(3)
+    metrics.share_ratio.labels("pycm", "pycm-0").set(0.3)
+    metrics.drain_duration.labels("pycm").observe(0.1)
+    served = _served_labels(generate_latest(registry).decode())
+    rules = yaml.safe_load(RULES.read_text())
+    dashboard = json.loads(DASHBOARD.read_text())
+    exprs = [rule["expr"] for g in rules["groups"] for rule in g["rules"]]
+    exprs += [t["expr"] for p in dashboard["panels"] for t in p.get("targets", [])]
+    sharding_exprs = [e for e in exprs if SHARDING in e]
+    assert len(sharding_exprs) >= 8
+    assert not [p for expr in sharding_exprs for p in _missing_labels(expr, served)]
 
 
 def _used_in_rules() -> set[str]:
@@ -188,7 +225,7 @@ def _used_in_dashboard() -> set[str]:
     return used
 
 
-def test_dashboard_has_the_five_rows_and_every_panel_queries() -> None:
+def test_dashboard_has_the_six_rows_and_every_panel_queries() -> None:
     dashboard = json.loads(DASHBOARD.read_text())
     rows = [p["title"] for p in dashboard["panels"] if p["type"] == "row"]
     assert rows == [
@@ -197,6 +234,7 @@ def test_dashboard_has_the_five_rows_and_every_panel_queries() -> None:
         "Work queues",
         "REST client",
         "Process",
+        "Sharding",
     ]
     for panel in dashboard["panels"]:
         if panel["type"] != "row":
@@ -399,7 +437,7 @@ async def test_prometheus_scrapes_pycm_over_https_with_a_bearer_token(
                 ("pycm.json", _used_in_dashboard()),
             ):
                 assert used, source
-                unknown = sorted(used - exported)
+                unknown = sorted(m for m in used - exported if not m.startswith(SHARDING))
                 assert not unknown, f"{source} uses metrics pycm does not export: {unknown}"
         finally:
             for proc in stopped:

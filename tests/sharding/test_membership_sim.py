@@ -6,16 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-import pytest_asyncio
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
 from pycm.kube.client import Client
-from pycm.kube.config import load_config
 from pycm.kube.resources import LEASES
 from pycm.sharding.leases import ClientLeaseStore
 from pycm.sharding.membership import (
@@ -26,24 +23,11 @@ from pycm.sharding.membership import (
     lease_name,
 )
 from pycm.sharding.ring import Ring
-from pycm.sim import run_emulator
 from pycm.util.clock import FakeClock
 
 NS = "kube-system"
 _RNG = random.Random(5)
 KEYS = [_RNG.randrange(1 << 64) for _ in range(200)]
-
-
-@pytest_asyncio.fixture
-async def kube() -> AsyncIterator[tuple[Client, Any]]:
-    async with run_emulator(tls=False, kubelet=False, nodes=1) as emu:
-        pycm_client = await Client.connect(
-            await load_config(kubeconfig=str(emu.kubeconfig_path), qps=-1)
-        )
-        try:
-            yield pycm_client, emu
-        finally:
-            await pycm_client.aclose()
 
 
 def _members(client: Client, clock: FakeClock, names: list[str]) -> dict[str, Membership]:

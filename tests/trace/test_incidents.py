@@ -85,6 +85,52 @@ def _at(event: Event, seconds: float, instance: str = "r1") -> Event:
             "deployment: worker 3 let ns/hung go after 75s",
             id="unstuck-worker",
         ),
+        pytest.param(
+            k.ShardMemberJoined(ring="pycm", member="pycm-2", view="pycm-2", share=1.0),
+            "shard_move",
+            "pycm-2 joined ring pycm",
+            id="shard-joined",
+        ),
+        pytest.param(
+            k.ShardMemberLeft(ring="pycm", member="pycm-2", on_ring_s=30),
+            "shard_move",
+            "pycm-2 left ring pycm",
+            id="shard-left",
+        ),
+        pytest.param(
+            k.ShardViewChanged(ring="pycm", member="pycm-0", left="pycm-2,pycm-3", members=2),
+            "shard_move",
+            "pycm-0 sees pycm-2, pycm-3 gone from ring pycm (2 live)",
+            id="shard-seen-gone",
+        ),
+        pytest.param(
+            k.ShardDrainStarted(ring="pycm", member="pycm-0", keys=2, share_dropped=0.25),
+            "shard_drain",
+            "pycm-0 drains 25.0% of ring pycm: waits for 2 key(s)",
+            id="shard-drain-started",
+        ),
+        pytest.param(
+            k.ShardDrainFinished(
+                ring="pycm", member="pycm-0", keys=2, share_dropped=0.25, duration_ms=1234.4
+            ),
+            "shard_drain",
+            "pycm-0 gave up 25.0% of ring pycm after 1234ms (2 key(s) drained)",
+            id="shard-drained",
+        ),
+        pytest.param(
+            k.ShardMemberFenced(
+                ring="pycm", member="pycm-1", renew_age_s=10.5, renew_deadline_s=10
+            ),
+            "shard_fenced",
+            "pycm-1 fenced in ring pycm: no renew within 10s",
+            id="shard-fenced",
+        ),
+        pytest.param(
+            k.ShardMemberUnfenced(ring="pycm", member="pycm-1", fenced_s=4.25),
+            "shard_fenced",
+            "pycm-1 renewed in ring pycm after 4.2s",
+            id="shard-unfenced",
+        ),
     ],
 )
 def test_incidents_marked_event_makes_one_incident(event: Event, type_: str, text: str) -> None:
@@ -108,6 +154,10 @@ def test_incidents_marked_event_makes_one_incident(event: Event, type_: str, tex
         pytest.param(k.LeaseRenewed(lease="kube-system/pycm"), id="renew"),
         pytest.param(k.ApiRequestCompleted(code=200), id="api-ok"),
         pytest.param(k.ItemAdded(queue="d", key="a"), id="queue-add"),
+        pytest.param(
+            k.ShardViewChanged(ring="pycm", member="pycm-0", joined="pycm-3"), id="shard-view"
+        ),
+        pytest.param(k.ShardRelisted(ring="pycm", member="pycm-0"), id="shard-relist"),
     ],
 )
 def test_incidents_ordinary_event_makes_none(event: Event) -> None:

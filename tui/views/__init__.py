@@ -8,6 +8,7 @@ from tui.views.events import EventsView, key_term
 from tui.views.informers import InformersView
 from tui.views.leader import LeaderView
 from tui.views.overview import OverviewView
+from tui.views.sharding import ShardingView
 from tui.views.startup import StartupView
 
 __all__ = [
@@ -16,6 +17,7 @@ __all__ = [
     "InformersView",
     "LeaderView",
     "OverviewView",
+    "ShardingView",
     "StartupView",
     "View",
     "key_term",

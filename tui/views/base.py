@@ -23,6 +23,12 @@ class View(Vertical):
     # key's object on `/key:ns/name` (enter).
     filters_keys = False
 
+    @staticmethod
+    def wanted(snapshot: Snapshot) -> bool:
+        """Whether the tab is shown for this snapshot (a view of something the trace may not
+        have, such as a sharding ring, stays hidden until it does)."""
+        return True
+
     def show(self, snapshot: Snapshot, feed: Feed) -> None:
         raise NotImplementedError
 

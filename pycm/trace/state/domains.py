@@ -21,6 +21,7 @@ from pycm.trace.state import (
     objects,
     queue_contents,
     queues,
+    sharding,
     startup,
     steps,
 )
@@ -34,6 +35,7 @@ from pycm.trace.state.object_histories import ObjectHistories
 from pycm.trace.state.queues import QueueRecord
 from pycm.trace.state.record import BoundedTable
 from pycm.trace.state.schema import ErrorEntry
+from pycm.trace.state.sharding import RingRecord
 from pycm.trace.state.startup import InstanceRecord
 
 __all__ = ["DOMAINS", "State"]
@@ -48,6 +50,7 @@ DOMAINS: tuple[Domain, ...] = (
     steps,
     errors,
     objects,
+    sharding,
 )
 
 
@@ -66,6 +69,7 @@ class State(StateCore):
     ended_early: dict[str, None]
     errors: deque[ErrorEntry]
     objects: ObjectHistories  # each object's history (in snapshots only when asked)
+    sharding: BoundedTable[str, RingRecord]
 
 
 if TYPE_CHECKING:
@@ -83,5 +87,6 @@ if TYPE_CHECKING:
         steps.StateView,
         errors.StateView,
         objects.StateView,
+        sharding.StateView,
     ]:
-        return (state, state, state, state, state, state, state, state, state, state)
+        return (state, state, state, state, state, state, state, state, state, state, state)

@@ -23,6 +23,7 @@ from pycm.trace.state.informers import InformerSnapshot
 from pycm.trace.state.leases import LeaseSnapshot
 from pycm.trace.state.object_steps import ObjectHistorySnapshot
 from pycm.trace.state.queues import QueueSnapshot
+from pycm.trace.state.sharding import RingSnapshot
 from pycm.trace.state.startup import InstanceSnapshot
 from pycm.trace.state.steps import InFlightSnapshot
 
@@ -74,4 +75,7 @@ class Snapshot(TypedDict):
         dict[str, ObjectHistorySnapshot],
         "resource/namespace/name -> the history of each object asked for (the stream's "
         "objects=, State.snapshot(objects=...)); empty otherwise",
+    ]
+    sharding: Annotated[
+        dict[str, RingSnapshot], "ring name -> its members and moves (sharded mode)"
     ]

@@ -9,6 +9,7 @@ import { LeasePanel } from "./panels/lease.js";
 import { LogPanel } from "./panels/log.js";
 import { ObjectPanel } from "./panels/object.js";
 import { renderReplicas } from "./panels/replicas.js";
+import { RingPanel } from "./panels/ring.js";
 import { ReplayBar, sendReplay } from "./replay.js";
 
 const FRAME_MS = 250;
@@ -18,6 +19,7 @@ const jaegerMeta = document.querySelector('meta[name="pycm-jaeger-url"]');
 const panels = {
   lease: new LeasePanel($("#lease-panel")),
   incidents: new IncidentPanel($("#incident-panel")),
+  ring: new RingPanel($("#ring-panel")),
   controllers: new ControllersPanel($("#controllers-panel")),
   informers: new InformersPanel($("#informers-panel")),
   log: new LogPanel($("#log-panel")),
@@ -66,6 +68,7 @@ function render() {
     const span = windowNs(now);
     panels.lease.render(model, now, span);
     panels.incidents.render(model, now, span);
+    panels.ring.render(model, now);
     panels.controllers.render(model, now, span, jaeger);
     panels.informers.render(model, leader ? leader.name : "");
   }

@@ -1,6 +1,7 @@
 // Incident timeline: one time axis, one row per incident type (lease transitions, relists and
-// 410s, dropped watches, error bursts, slow reconciles, stuck workers); hovering a marker lists the incidents
-// at that spot.
+// 410s, dropped watches, error bursts, slow reconciles, stuck workers; and, only when there are
+// any, a sharding ring's moves, drains and fenced members); hovering a marker lists the
+// incidents at that spot.
 import { el, fmtClock, fmtTime, pct } from "../dom.js";
 import { axis } from "./lease.js";
 
@@ -12,7 +13,12 @@ export const TYPES = [
   ["error_burst", "error bursts"],
   ["slow_reconcile", "slow reconciles"],
   ["stuck_worker", "stuck workers"],
+  ["shard_move", "ring moves", true],
+  ["shard_drain", "drains", true],
+  ["shard_fenced", "fenced members", true],
 ];
+// (A third element: the lane is drawn only when it has incidents — a manager that is not
+// sharded shows no sharding lanes.)
 const BUCKETS = 200; // markers closer than 1/200 of the window share one marker
 
 export class IncidentPanel {
@@ -39,7 +45,9 @@ export class IncidentPanel {
     }
     this.groups = groups;
     const rows = [];
-    for (const [type, label] of TYPES) {
+    const present = new Set([...groups.keys()].map((key) => key.slice(0, key.lastIndexOf(":"))));
+    for (const [type, label, optional] of TYPES) {
+      if (optional && !present.has(type)) continue;
       const lane = el("div", { class: "lane", "data-type": type }, el("span", { class: "label", text: label }));
       for (const [key, incs] of groups) {
         if (!key.startsWith(`${type}:`)) continue;
