@@ -204,7 +204,14 @@ async def test_a_member_takes_no_key_while_its_informers_relist_for_a_new_share(
                     kind="latency", seconds=1.5, resource="pods", verb="list", duration=10
                 )
                 b.member.stop()
-                await _until(lambda: a.member.membership.claims.published == {a.name}, "a alone")
+                draining = "sharded: claimed by another member until it drains"
+                await _until(
+                    lambda: (
+                        a.member.membership.claims.published == {a.name}
+                        and a.member.gate.admit(f"{b_ns}/p0")[1] != draining
+                    ),
+                    "a alone, b's claim gone",
+                )
                 admission, why = a.member.gate.admit(f"{b_ns}/p0")
                 assert (admission, why) == (
                     KeyAdmission.WAIT,
