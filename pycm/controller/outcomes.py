@@ -10,20 +10,20 @@ names the reconcile as the cause of the key's next one (a requeue or a retry: it
 from __future__ import annotations
 
 import logging
+from contextvars import Token
 from typing import Any, Protocol
 
 from pycm.controller.bound_metrics import BoundMetrics
 from pycm.controller.reconcile import Result, TerminalError
 from pycm.kube.errors import ApiError, Conflict, FencedError
 from pycm.trace.causes import Trigger, cause_of_record
-from pycm.trace.context import error_text
+from pycm.trace.context import SpanValue, error_text, reset_span
 from pycm.trace.kinds import ReconcileResult
 from pycm.trace.reconciles import ReconcileRecorder
-from pycm.trace.span_holder import SpanToken, close_span
 from pycm.util.clock import Clock
 from pycm.workqueue.rate_limiting_queue import RateLimitingQueue
 
-__all__ = ["OutcomeHandler", "is_api_error"]
+__all__ = ["OutcomeHandler", "SpanToken", "is_api_error"]
 
 # The worker's log (its name is what users filter on: the handling moved here from it).
 log = logging.getLogger("pycm.controller.worker")
@@ -33,6 +33,9 @@ _SUCCESS = ReconcileResult.SUCCESS
 _REQUEUE = ReconcileResult.REQUEUE
 _REQUEUE_AFTER = ReconcileResult.REQUEUE_AFTER
 _ERROR = ReconcileResult.ERROR
+
+SpanToken = Token[SpanValue | None]
+"""What closes a reconcile's span (the span contextvar's token)."""
 
 
 class Owner(Protocol):
@@ -141,7 +144,7 @@ class OutcomeHandler:
     def ended(self, token: SpanToken, start: float, outcome: ReconcileResult) -> None:
         """After the end record of a reconcile that did not end in the worker's own success
         path (which does what this does, inline): the span closed, the metrics."""
-        close_span(token)
+        reset_span(token)
         metrics = self._bound
         if metrics is not None:
             metrics.active_workers.dec()

@@ -8,8 +8,7 @@ every other end by :class:`~pycm.controller.outcomes.OutcomeHandler`.
 
 Each sync is one traced step (``reconcile.begin`` / ``reconcile.end``), the root of a trace of its
 own: the key, the queue wait, the retries so far, the informer event that enqueued it
-(:class:`Trigger`, the span link), and the outcome. Its span is the worker's span holder
-(:mod:`pycm.trace.span_holder`), filled for the reconcile and emptied after it.
+(:class:`Trigger`, the span link), and the outcome.
 """
 
 from __future__ import annotations
@@ -23,7 +22,7 @@ from pycm.api.diff import changed_paths
 from pycm.controller.bound_metrics import BoundMetrics
 from pycm.controller.gates import KeyGate, ReconcileGate
 from pycm.controller.metrics import ControllerMetrics
-from pycm.controller.outcomes import OutcomeHandler
+from pycm.controller.outcomes import OutcomeHandler, SpanToken
 from pycm.controller.reconcile import (
     DEFAULT_MAX_RETRIES,
     Result,
@@ -41,7 +40,6 @@ from pycm.trace.kinds import (
     ReconcileResult,
 )
 from pycm.trace.reconciles import ReconcileRecorder
-from pycm.trace.span_holder import SpanToken
 from pycm.util.clock import REAL_CLOCK, Clock
 from pycm.util.tasks import cancel_and_wait
 from pycm.workqueue.priority_queue import DEFAULT_PRIORITY, LOW_PRIORITY, PriorityQueue
@@ -381,7 +379,7 @@ class Controller:
                 self._recorder.end_raised(begin, exc)
                 self._outcomes.ended(token, start if metrics is not None else 0.0, _SUCCESS)
                 raise
-        reset_span(token)  # type: ignore[arg-type]
+        reset_span(token)
         self._recorder.end_ok(begin, result.action, result.uid, result.api_calls or calls[0])
         if metrics is not None:
             metrics.active_workers.dec()
