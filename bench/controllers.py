@@ -45,9 +45,11 @@ from bench.replicaset import cluster, wait_until, writes_between
 from pycm.cache.listwatch import FakeListWatch
 from pycm.cache.shared_informer import SharedIndexInformer
 from pycm.controller import Result
+from pycm.controller.builder import ControllerBuilder
 from pycm.controller.worker import Controller
 from pycm.controllers.deployment import util
 from pycm.controllers.deployment.controller import DeploymentController
+from pycm.kube.resources import DEPLOYMENTS, PODS, REPLICASETS
 from pycm.trace.bus import Bus
 
 _SIZES = {
@@ -220,14 +222,10 @@ def settled_controller(n: int) -> tuple[DeploymentController, _SettlingClient, l
     for informer in informers:
         informer.fifo.resource_version = str(10**12)
     client = _SettlingClient(informers[0], informers[1])
-    controller = DeploymentController(
-        deployment_informer=informers[0],
-        rs_informer=informers[1],
-        pod_informer=informers[2],
-        client=client,
-        recorder=_Recorder(),
-        bus=bus,
+    builder = ControllerBuilder.standalone(
+        "deployment", dict(zip((DEPLOYMENTS, REPLICASETS, PODS), informers, strict=True)), bus=bus
     )
+    controller = DeploymentController(builder, client=client, recorder=_Recorder())
     return controller, client, keys, bus
 
 

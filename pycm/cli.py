@@ -36,7 +36,6 @@ def _launch_top(
     token: str,
     controls: Sequence[tuple[str, str, Any]],
     stop: Any,
-    timing: tuple[float, float],
 ) -> Any:
     """``pycm top`` for ``pycm demo``: SSE sources for its replicas (TLS verified against each
     replica's own certificate), the chaos controls as keys. Imports the TUI only when used."""
@@ -45,16 +44,13 @@ def _launch_top(
     from tui.actions import Action
     from tui.app import run_top_async
     from tui.sources import SseSource
-    from tui.views.base import LeaseTiming
 
     sources = [
         SseSource(url, token=token, verify=ssl.create_default_context(cafile=ca), name=name)
         for name, url, ca in replicas
     ]
     actions = [Action(key, description, run) for key, description, run in controls]
-    return run_top_async(
-        sources, stop=stop, actions=actions, timing=LeaseTiming(timing[0], timing[1])
-    )
+    return run_top_async(sources, stop=stop, actions=actions)
 
 
 async def _launch_dashboard(

@@ -36,7 +36,6 @@ from tui.views import (
     EventsView,
     InformersView,
     LeaderView,
-    LeaseTiming,
     OverviewView,
     StartupView,
     View,
@@ -136,11 +135,9 @@ class TopApp(App[int]):
         *,
         refresh_hz: float = REFRESH_HZ,
         feed: Feed | None = None,
-        timing: LeaseTiming | None = None,
         actions: Sequence[Action] = (),
     ) -> None:
         super().__init__()
-        self.timing = timing or LeaseTiming()
         self.actions = {a.key: a for a in actions}
         self._running_actions: set[str] = set()
         self.sources = list(sources)
@@ -157,9 +154,7 @@ class TopApp(App[int]):
         with TabbedContent(id="tabs", initial="overview"):
             for vid, title, cls in VIEWS:
                 with TabPane(title, id=vid):
-                    view = cls(id=f"{vid}-view")
-                    view.timing = self.timing
-                    yield view
+                    yield cls(id=f"{vid}-view")
         yield Input(placeholder="filter (esc clears)", id="filter", disabled=True)
         yield Footer()
 
@@ -384,10 +379,10 @@ class TopApp(App[int]):
         self.flush(force=True)
 
 
-def run_top(sources: Sequence[Source], *, timing: LeaseTiming | None = None) -> int:
+def run_top(sources: Sequence[Source]) -> int:
     """Run `pycm top` on ``sources`` in this terminal until the user quits (blocking: it runs
     its own event loop)."""
-    app = TopApp(sources, timing=timing)
+    app = TopApp(sources)
     app.run()
     return app.return_code or 0
 
@@ -397,12 +392,11 @@ async def run_top_async(
     *,
     stop: asyncio.Event | None = None,
     headless: bool = False,
-    timing: LeaseTiming | None = None,
     actions: Sequence[Action] = (),
 ) -> int:
     """:func:`run_top` inside a running event loop (`pycm demo`): returns when the user quits
     or, if given, once ``stop`` is set. ``actions`` add keys (the demo's chaos controls)."""
-    app = TopApp(sources, timing=timing, actions=actions)
+    app = TopApp(sources, actions=actions)
 
     async def exit_on_stop(event: asyncio.Event) -> None:
         await event.wait()

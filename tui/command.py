@@ -13,7 +13,6 @@ from urllib.parse import urlsplit
 from pycm.trace import credentials
 from pycm.trace.credentials import CredentialsError
 from pycm.trace.recorder import recording_problem
-from pycm.util.durations import duration_arg
 from tui.sources import ReplaySource, Source, SseSource
 
 __all__ = ["add_subcommand", "build_sources"]
@@ -47,21 +46,6 @@ def add_subcommand(subparsers: Any) -> None:
         default=1.0,
         help="replay speed factor (0 = as fast as possible; default 1)",
     )
-    le = parser.add_argument_group("leader election (what the managers use, for the lease gauge)")
-    le.add_argument(
-        "--leader-elect-renew-deadline",
-        type=duration_arg,
-        default=10.0,
-        metavar="DURATION",
-        help="the managers' renew deadline (default 10s)",
-    )
-    le.add_argument(
-        "--leader-elect-lease-duration",
-        type=duration_arg,
-        default=15.0,
-        metavar="DURATION",
-        help="the lease duration until one is observed (default 15s)",
-    )
     credentials.add_flags(parser)
     parser.set_defaults(func=_run)
 
@@ -76,8 +60,6 @@ def build_sources(args: argparse.Namespace) -> list[Source]:
     """The sources the flags describe; raises ValueError (one line) for bad input."""
     if not args.server and not args.replay:
         raise ValueError("give --server URL (repeatable) or --replay FILE")
-    if args.leader_elect_renew_deadline >= args.leader_elect_lease_duration:
-        raise ValueError("--leader-elect-renew-deadline must be less than the lease duration")
     if args.speed < 0 or args.speed != args.speed:
         raise ValueError(f"--speed must be >= 0, not {args.speed}")
     sources: list[Source] = []
@@ -117,7 +99,5 @@ def _run(args: argparse.Namespace) -> int:
         return _fail(str(exc))
     # Here, not at the top: `pycm --help` and `pycm run` need not load Textual.
     from tui.app import run_top
-    from tui.views.base import LeaseTiming
 
-    timing = LeaseTiming(args.leader_elect_renew_deadline, args.leader_elect_lease_duration)
-    return run_top(sources, timing=timing)
+    return run_top(sources)

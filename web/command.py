@@ -19,7 +19,6 @@ import argparse
 import asyncio
 import ipaddress
 import sys
-from dataclasses import replace
 from typing import Any
 from urllib.parse import SplitResult, urlsplit
 
@@ -32,8 +31,6 @@ from web.plan import DashboardPlan
 __all__ = ["add_subcommand", "plan_from"]
 
 DEFAULT_LISTEN = "127.0.0.1:8080"
-# The page's defaults (KCM's lease timings: what a manager runs with unless told).
-_DEFAULTS = DashboardConfig()
 
 
 def add_subcommand(subparsers: Any) -> None:
@@ -65,26 +62,8 @@ def add_subcommand(subparsers: Any) -> None:
     serving.add_argument(
         "--jaeger-url", default="", metavar="URL", help="link trace ids to this Jaeger UI"
     )
-    page = parser.add_argument_group("the page's lease gauge and marks")
-    page.add_argument(
-        "--renew-deadline",
-        "--leader-elect-renew-deadline",
-        dest="renew_deadline",
-        type=duration_arg,
-        default=None,
-        metavar="DURATION",
-        help="the managers' renew deadline (default: with --replay the recording's, else 10s)",
-    )
-    page.add_argument(
-        "--lease-duration",
-        "--leader-elect-lease-duration",
-        dest="lease_duration",
-        type=duration_arg,
-        default=None,
-        metavar="DURATION",
-        help="the lease duration until one is observed (default: with --replay the "
-        "recording's, else 15s)",
-    )
+    # (The lease gauge's timings come from the trace: lease.election_configured.)
+    page = parser.add_argument_group("the page's marks")
     page.add_argument(
         "--slow-reconcile",
         dest="slow_reconcile",
@@ -128,14 +107,6 @@ def plan_from(args: argparse.Namespace) -> DashboardPlan:
     if bool(args.server) == bool(args.replay):
         raise ValueError("give --server URL (repeatable) or --replay FILE, not both")
     host, port = _listen(args.listen)
-    renew_deadline = (
-        _DEFAULTS.renew_deadline_s if args.renew_deadline is None else args.renew_deadline
-    )
-    lease_duration = (
-        _DEFAULTS.lease_duration_s if args.lease_duration is None else args.lease_duration
-    )
-    if renew_deadline >= lease_duration:
-        raise ValueError("--renew-deadline must be less than --lease-duration")
     if args.slow_reconcile <= 0:
         raise ValueError("--slow-reconcile must be positive")
     jaeger = args.jaeger_url.rstrip("/") or None
@@ -143,8 +114,6 @@ def plan_from(args: argparse.Namespace) -> DashboardPlan:
         _http_url("--jaeger-url", args.jaeger_url, "http(s)://host:port")
     config = DashboardConfig(
         jaeger_url=jaeger,
-        renew_deadline_s=float(renew_deadline),
-        lease_duration_s=float(lease_duration),
         slow_reconcile_ms=float(args.slow_reconcile) * 1000.0,
     )
     if args.replay:
@@ -178,7 +147,6 @@ def _fail(message: str) -> int:
 def _run(args: argparse.Namespace) -> int:
     # Here, not at the top: `pycm --help` and the other commands need not load the server.
     from pycm.trace.replay import load_recording
-    from web.replay import recorded_lease_timings
     from web.server import serve
 
     events = None
@@ -191,15 +159,6 @@ def _run(args: argparse.Namespace) -> int:
                     f"pycm dashboard: --replay {plan.replay}: skipped {bad_lines} line(s) that "
                     "are not events\n"
                 )
-            # The gauge and the deadline line as the recorded managers ran, unless told.
-            if args.renew_deadline is None and args.lease_duration is None:
-                renew, lease = recorded_lease_timings(
-                    events, plan.config.renew_deadline_s, plan.config.lease_duration_s
-                )
-                if renew < lease:
-                    plan.config = replace(
-                        plan.config, renew_deadline_s=renew, lease_duration_s=lease
-                    )
     except OSError as exc:
         return _fail(f"cannot read {exc.filename or args.replay}: {exc.strerror or exc}")
     except ValueError as exc:

@@ -11,10 +11,11 @@ memory beyond its bound and never slows the publisher or the other viewers.
 
 from __future__ import annotations
 
-import asyncio
 from collections import deque
 
 import orjson
+
+from pycm.util.wakeup import Wakeup
 
 __all__ = [
     "DEFAULT_QUEUE_BYTES",
@@ -55,7 +56,7 @@ class Viewer:
 
     __slots__ = (
         "_frames",
-        "_waiter",
+        "_wakeup",
         "closed",
         "cut",
         "dropped",
@@ -72,7 +73,7 @@ class Viewer:
         self.max_frames = max_frames
         self.max_bytes = max_bytes
         self._frames: deque[bytes] = deque()
-        self._waiter: asyncio.Future[None] | None = None
+        self._wakeup = Wakeup()  # the viewer's stream, parked in wait()
         self.queued_bytes = 0
         self.dropped = 0
         self.cut = False
@@ -112,27 +113,16 @@ class Viewer:
         seconds pass (False)."""
         if self._frames or self.cut or self.closed:
             return True
-        waiter = asyncio.get_running_loop().create_future()
-        self._waiter = waiter
-        try:
-            await asyncio.wait_for(waiter, seconds)
-        except TimeoutError:
-            return False
-        finally:
-            if self._waiter is waiter:
-                self._waiter = None
-        return True
+        return await self._wakeup.wait_for(seconds)
 
     def close(self) -> None:
         self.closed = True
         self._wake()
 
     def _wake(self) -> None:
-        waiter = self._waiter
-        if waiter is not None:
-            self._waiter = None
-            if not waiter.done():
-                waiter.set_result(None)
+        wakeup = self._wakeup
+        if wakeup.waiter is not None:
+            wakeup.wake()
 
 
 class Broadcast:

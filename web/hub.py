@@ -45,6 +45,7 @@ from pycm.trace.events import Event
 from pycm.trace.format import format_event
 from pycm.trace.incidents import DEFAULT_SLOW_RECONCILE_MS, Incident, Incidents
 from pycm.trace.state import State
+from pycm.util.leasetiming import KUBE_DEFAULTS
 from web.fanout import Broadcast, sse_frame
 
 __all__ = [
@@ -72,15 +73,18 @@ class DashboardConfig:
     """What the page needs to know and cannot learn from events."""
 
     jaeger_url: str | None = None
-    renew_deadline_s: float = 10.0
-    lease_duration_s: float = 15.0
     slow_reconcile_ms: float = DEFAULT_SLOW_RECONCILE_MS
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "jaeger_url": self.jaeger_url,
-            "renew_deadline_s": self.renew_deadline_s,
-            "lease_duration_s": self.lease_duration_s,
+            # The lease gauge reads each lease's timings from its snapshot (folded from
+            # lease.election_configured); these are for a recording without them, shown marked.
+            "kube_defaults": {
+                "lease_duration_s": KUBE_DEFAULTS.lease_duration,
+                "renew_deadline_s": KUBE_DEFAULTS.renew_deadline,
+                "retry_period_s": KUBE_DEFAULTS.retry_period,
+            },
             "slow_reconcile_ms": self.slow_reconcile_ms,
         }
 

@@ -67,13 +67,9 @@ def live_dashboard(
     identity: str,
     snapshot: Callable[[], Mapping[str, Any]] | None,
     door: ManagerDoor,
-    renew_deadline_s: float = 10.0,
-    lease_duration_s: float = 15.0,
     jaeger_url: str | None = None,
 ) -> LiveDashboard:
-    config = DashboardConfig(
-        jaeger_url=jaeger_url, renew_deadline_s=renew_deadline_s, lease_duration_s=lease_duration_s
-    )
+    config = DashboardConfig(jaeger_url=jaeger_url)
     hub = Hub("live", config)
     state = _state_behind(snapshot)
     hub.add_source(identity, snapshot=snapshot, objects=lambda: state)

@@ -39,7 +39,7 @@ from starlette.routing import Route
 
 from pycm.trace.objref import KIND_RESOURCES, ObjectRef, RefError, UnknownResource, parse_ref
 from pycm.trace.state import State
-from pycm.trace.state.objects import ObjectHistorySnapshot, ObjectStepSnapshot
+from pycm.trace.state.object_steps import ObjectHistorySnapshot, ObjectStepSnapshot
 from pycm.trace.why import CauseSnapshot, build_chain, empty_report
 
 __all__ = ["OUTSIDE", "ObjectSources", "object_view", "objects_route", "resolve"]

@@ -170,19 +170,16 @@ async def serve_replicas(
     replicas: Sequence[tuple[str, str, str, Callable[[], object]]],
     token: str,
     *,
-    renew_deadline_s: float,
-    lease_duration_s: float,
     announce: Callable[[str], None],
     stop: asyncio.Event,
 ) -> int:
     """The dashboard of ``pycm demo``: its replicas — ``(identity, URL, CA file, generation)``,
     each trusted by its own certificate — on a free loopback port, until ``stop``."""
-    config = DashboardConfig(renew_deadline_s=renew_deadline_s, lease_duration_s=lease_duration_s)
     plan = DashboardPlan(
         "fanin",
         "127.0.0.1",
         0,
-        config,
+        DashboardConfig(),
         servers=[(name, url, ca) for name, url, ca, _ in replicas],
         token=token,
     )

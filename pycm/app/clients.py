@@ -1,22 +1,21 @@
 """Adapters from the API client to the small protocols the other packages define.
 
-Each consumer states the few calls it makes (ReplicaSetClient, DeploymentClient, EventSink,
-LeaseClient, ReviewPoster); this module is the one place that maps them onto
-:class:`pycm.kube.Client` verbs, so those packages stay testable with fakes.
+Each consumer states the few calls it makes (EventSink, LeaseClient, ReviewPoster); this
+module maps them onto :class:`pycm.kube.Client` verbs, so those packages stay testable with
+fakes. A built-in controller's adapter lives in its own package (its descriptor's init makes
+it: ``pycm/controllers/<name>/client.py``); the two are re-exported here.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from pycm.controllers.deployment.client import DeploymentClientAdapter
+from pycm.controllers.replicaset.client import ReplicaSetClientAdapter
 from pycm.kube import Client
-from pycm.kube.client import PatchType
 from pycm.kube.resources import (
-    DEPLOYMENTS,
     EVENTS,
     LEASES,
-    PODS,
-    REPLICASETS,
     SUBJECTACCESSREVIEWS,
     TOKENREVIEWS,
 )
@@ -30,59 +29,6 @@ __all__ = [
 ]
 
 Obj = dict[str, Any]
-
-
-class ReplicaSetClientAdapter:
-    def __init__(self, client: Client) -> None:
-        self._c = client
-
-    async def create_pod(self, namespace: str, body: Obj) -> Obj:
-        return await self._c.create(PODS, body, namespace=namespace)
-
-    async def delete_pod(self, namespace: str, name: str) -> None:
-        await self._c.delete(PODS, name, namespace=namespace)
-
-    async def patch_pod(self, namespace: str, name: str, patch: Obj) -> Obj:
-        return await self._c.patch(
-            PODS, name, patch, namespace=namespace, patch_type=PatchType.MERGE
-        )
-
-    async def get_replica_set(self, namespace: str, name: str) -> Obj:
-        return await self._c.get(REPLICASETS, name, namespace=namespace)
-
-    async def update_replica_set_status(self, namespace: str, body: Obj) -> Obj:
-        return await self._c.update_status(REPLICASETS, body, namespace=namespace)
-
-
-class DeploymentClientAdapter:
-    def __init__(self, client: Client) -> None:
-        self._c = client
-
-    async def create_replica_set(self, namespace: str, body: Obj) -> Obj:
-        return await self._c.create(REPLICASETS, body, namespace=namespace)
-
-    async def update_replica_set(self, namespace: str, body: Obj) -> Obj:
-        return await self._c.update(REPLICASETS, body, namespace=namespace)
-
-    async def delete_replica_set(self, namespace: str, name: str, uid: str) -> None:
-        await self._c.delete(
-            REPLICASETS, name, namespace=namespace, uid=uid or None, propagation_policy="Background"
-        )
-
-    async def patch_replica_set(self, namespace: str, name: str, patch: Obj) -> Obj:
-        return await self._c.patch(
-            REPLICASETS, name, patch, namespace=namespace, patch_type=PatchType.MERGE
-        )
-
-    async def get_deployment(self, namespace: str, name: str) -> Obj:
-        return await self._c.get(DEPLOYMENTS, name, namespace=namespace)
-
-    async def update_deployment_status(self, namespace: str, body: Obj) -> Obj:
-        return await self._c.update_status(DEPLOYMENTS, body, namespace=namespace)
-
-    async def update_deployment(self, namespace: str, body: Obj) -> Obj:
-        """The deprecated rollback annotation rewrites the deployment's spec (rollback.py)."""
-        return await self._c.update(DEPLOYMENTS, body, namespace=namespace)
 
 
 class EventSinkAdapter:

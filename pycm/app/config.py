@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
 from pycm.app.features import BINARY_VERSION, FEATURE_GATES
+from pycm.util.leasetiming import KUBE_DEFAULTS
 from pycm.util.serving_limits import DEFAULT_LIMITS, ServingLimits
 
 __all__ = [
@@ -32,11 +33,12 @@ __all__ = [
     "FeatureGatesConfig",
     "GenericConfig",
     "InsecureServingConfig",
-    "LeaderElectionConfig",
+    "LeaderElectionConfiguration",
     "LogsConfig",
     "MiscConfig",
     "ReplicaSetControllerConfig",
     "SecureServingConfig",
+    "ShardingConfig",
     "TracingConfig",
     "default_identity",
 ]
@@ -80,11 +82,14 @@ class ControllersConfig:
 
 
 @dataclass(frozen=True)
-class LeaderElectionConfig:
+class LeaderElectionConfiguration:
+    """component-base's ``LeaderElectionConfiguration``: the manager's ``--leader-elect-*``
+    settings (the elector's own config is :class:`pycm.leaderelection.LeaderElectionConfig`)."""
+
     leader_elect: bool = True
-    lease_duration: float = 15.0
-    renew_deadline: float = 10.0
-    retry_period: float = 2.0
+    lease_duration: float = KUBE_DEFAULTS.lease_duration
+    renew_deadline: float = KUBE_DEFAULTS.renew_deadline
+    retry_period: float = KUBE_DEFAULTS.retry_period
     resource_lock: str = "leases"
     resource_name: str = "pycm"
     resource_namespace: str = "kube-system"
@@ -92,6 +97,20 @@ class LeaderElectionConfig:
     identity: str = ""
     # pycm's own (controller-runtime's EnableWarmup; KCM has none): informers run before leading.
     warm_standby: bool = False
+
+
+@dataclass(frozen=True)
+class ShardingConfig:
+    """Sharded mode (``--sharded``, pycm's own): every replica runs the sharded controllers on
+    its share of the namespaces (pycm.sharding); singletons still elect a leader."""
+
+    sharded: bool = False
+    ring: str = "pycm"
+    # "": the leader election's rule (the pod's namespace in-cluster, else kube-system).
+    lease_namespace: str = ""
+    lease_duration: float = KUBE_DEFAULTS.lease_duration
+    renew_deadline: float = KUBE_DEFAULTS.renew_deadline
+    retry_period: float = KUBE_DEFAULTS.retry_period
 
 
 @dataclass(frozen=True)
@@ -219,7 +238,10 @@ class Config:
 
     generic: GenericConfig = field(default_factory=GenericConfig)
     controllers: ControllersConfig = field(default_factory=ControllersConfig)
-    leader_election: LeaderElectionConfig = field(default_factory=LeaderElectionConfig)
+    leader_election: LeaderElectionConfiguration = field(
+        default_factory=LeaderElectionConfiguration
+    )
+    sharding: ShardingConfig = field(default_factory=ShardingConfig)
     deployment_controller: DeploymentControllerConfig = field(
         default_factory=DeploymentControllerConfig
     )
@@ -250,6 +272,7 @@ class Config:
             generic=self.generic,
             controllers=self.controllers,
             leader_election=leader_election,
+            sharding=self.sharding,
             deployment_controller=self.deployment_controller,
             replicaset_controller=self.replicaset_controller,
             secure_serving=self.secure_serving,
@@ -272,7 +295,7 @@ class CompletedConfig:
 
     generic: GenericConfig
     controllers: ControllersConfig
-    leader_election: LeaderElectionConfig
+    leader_election: LeaderElectionConfiguration
     deployment_controller: DeploymentControllerConfig
     replicaset_controller: ReplicaSetControllerConfig
     secure_serving: SecureServingConfig
@@ -286,3 +309,4 @@ class CompletedConfig:
     changed: Mapping[str, str]  # a read-only view (see Config.changed)
     feature_gates: FeatureGatesConfig = field(default_factory=FeatureGatesConfig)
     flags: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    sharding: ShardingConfig = field(default_factory=ShardingConfig)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 from pycm import __version__
 from pycm.app.clients import EventSinkAdapter
@@ -21,12 +21,18 @@ from pycm.app.runnables import Group
 from pycm.cache.factory import MetadataInformerFactory, SharedInformerFactory
 from pycm.controller.context import ControllerContext
 from pycm.controller.metrics import ControllerMetrics
+from pycm.controller.worker import ReconcileGate
 from pycm.kube import Client
+from pycm.kube.fence import WriteFence
 from pycm.kube.restmapper import RESTMapper
-from pycm.leaderelection.gate import RenewGate
 from pycm.record import EventRecorder
 
-__all__ = ["ControllerContext", "build_context", "resync_period"]
+__all__ = ["ControllerContext", "ControllerGate", "build_context", "resync_period"]
+
+
+class ControllerGate(WriteFence, ReconcileGate, Protocol):
+    """What fences a controller's writes and holds its workers' next key: the elector's renew
+    gate (pycm.leaderelection.gate), or a sharded member's Lease (pycm.app.sharding)."""
 
 
 def resync_period(min_resync_period: float, rng: random.Random) -> float:
@@ -41,7 +47,7 @@ def build_context(
     *,
     rng: random.Random,
     metrics: ControllerMetrics,
-    gate: RenewGate | None,
+    gate: ControllerGate | None,
     service_accounts: Callable[[str], Client] | None,
 ) -> ControllerContext:
     """The context StartControllers hands each controller's init. ``gate``: the elector's

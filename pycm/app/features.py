@@ -10,6 +10,7 @@ lists them under "Feature gates").
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
@@ -18,6 +19,7 @@ __all__ = [
     "COMPONENT_FLAGZ",
     "COMPONENT_STATUSZ",
     "COORDINATED_LEADER_ELECTION",
+    "DEPLOYMENT_POD_REPLACEMENT_POLICY",
     "DEPLOYMENT_REPLICASET_TERMINATING_REPLICAS",
     "FEATURE_GATES",
     "LOGARITHMIC_SCALE_DOWN",
@@ -27,6 +29,7 @@ __all__ = [
     "STALE_CONTROLLER_CONSISTENCY_REPLICASET",
     "WATCH_LIST_CLIENT",
     "FeatureSpec",
+    "feature_gate_conflicts",
     "feature_gates_usage",
 ]
 
@@ -38,6 +41,7 @@ STALE_CONTROLLER_CONSISTENCY_DEPLOYMENT: Final = "StaleControllerConsistencyDepl
 POD_DELETION_COST: Final = "PodDeletionCost"
 LOGARITHMIC_SCALE_DOWN: Final = "LogarithmicScaleDown"
 DEPLOYMENT_REPLICASET_TERMINATING_REPLICAS: Final = "DeploymentReplicaSetTerminatingReplicas"
+DEPLOYMENT_POD_REPLACEMENT_POLICY: Final = "DeploymentPodReplacementPolicy"
 COORDINATED_LEADER_ELECTION: Final = "CoordinatedLeaderElection"
 
 BINARY_VERSION: Final = (1, 36)
@@ -53,6 +57,10 @@ class FeatureSpec:
     what: str  # what it switches in pycm (the docs' line)
     locked: bool = False  # a GA / deprecated gate locked to its default
     kcm: bool = True  # KCM has it (False: pycm's own, named in KCM's manner)
+    # Gates this one cannot be on without (kube declares DeploymentPodReplacementPolicy
+    # dependent on DeploymentReplicaSetTerminatingReplicas: its maths reads the ReplicaSets'
+    # status.terminatingReplicas).
+    requires: tuple[str, ...] = ()
 
 
 FEATURE_GATES: Final[dict[str, FeatureSpec]] = {
@@ -100,6 +108,15 @@ FEATURE_GATES: Final[dict[str, FeatureSpec]] = {
         "ReplicaSets and Deployments report status.terminatingReplicas, their pods being deleted "
         "that are not yet Succeeded or Failed (alpha 1.33, beta and on by default since 1.35)",
     ),
+    DEPLOYMENT_POD_REPLACEMENT_POLICY: FeatureSpec(
+        False,
+        "ALPHA",
+        "Deployments honour spec.podReplacementPolicy: with TerminationComplete a rolling "
+        "update counts terminating pods against replicas + maxSurge, with TerminationStarted "
+        "a Recreate rollout starts the new pods once the old ones are terminating (KEP-5882; "
+        "alpha and off by default in 1.36)",
+        requires=(DEPLOYMENT_REPLICASET_TERMINATING_REPLICAS,),
+    ),
     STALE_CONTROLLER_CONSISTENCY_DEPLOYMENT: FeatureSpec(
         True,
         "BETA",
@@ -110,6 +127,18 @@ FEATURE_GATES: Final[dict[str, FeatureSpec]] = {
     ),
 }
 """Every gate pycm knows, by name."""
+
+
+def feature_gate_conflicts(enabled: Mapping[str, bool]) -> list[str]:
+    """Every gate that is on while a gate it requires is off, one line each."""
+    problems = []
+    for name, spec in FEATURE_GATES.items():
+        if not enabled.get(name, spec.default):
+            continue
+        for needed in spec.requires:
+            if not enabled.get(needed, FEATURE_GATES[needed].default):
+                problems.append(f"feature gate {name} requires feature gate {needed} to be enabled")
+    return problems
 
 
 def feature_gates_usage() -> str:

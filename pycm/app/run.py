@@ -17,6 +17,10 @@ Start order (KCM's, and controller-runtime's runnable groups), written in
    ``--controller-start-interval`` jitter), then both factories started, InformersStarted
    closed, and the controllers' workers run once their caches sync.
 
+With ``--sharded`` (pycm's own) step 4 also joins the member's ring (:mod:`pycm.app.membership`)
+and step 5 runs twice: the sharded controllers at once on every member, each on its share of the
+namespaces, and the singletons (a descriptor's ``sharding="singleton"``) under the leader lease.
+
 With ``--leader-elect-warm-standby`` (controller-runtime's EnableWarmup; KCM has none) step 5 is
 split at the lease: everything up to InformersStarted runs right after the election starts,
 leading or not — the informers list and watch, their handlers fill the controllers' queues —
@@ -43,6 +47,7 @@ import os
 import random
 import signal
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from prometheus_client import CollectorRegistry
@@ -56,12 +61,15 @@ from pycm.app.election import start_election
 from pycm.app.errors import EXIT_FAILED, EXIT_OK, ManagerError
 from pycm.app.logs import configure_logging
 from pycm.app.manager_metrics import register_manager_metrics
+from pycm.app.membership import start_membership
 from pycm.app.observers import Observers
 from pycm.app.parts import Parts
 from pycm.app.registry import Registry
 from pycm.app.runnables import Group, RunnableGroups
 from pycm.app.serve import COMPONENT, Serving, add_health_checks
+from pycm.app.sharding import ShardedMember
 from pycm.app.startcontrollers import ControllerStarter
+from pycm.controller.descriptor import SINGLETON, ControllerDescriptor
 from pycm.controller.metrics import ControllerMetrics
 from pycm.kube import Client
 from pycm.leaderelection import LeaderElector
@@ -144,14 +152,25 @@ class Manager:
             dashboard_mounter=dashboard_mounter,  # handed down by pycm.cli, or none
         )
         self.elector: LeaderElector | None = None
-        # StartControllers, once the root client is there (None before).
+        # StartControllers, once the root client is there (None before); under --sharded the
+        # leader's one runs the singletons only.
         self.starter: ControllerStarter | None = None
+        # --sharded: the member, and StartControllers of the sharded controllers.
+        self.member: ShardedMember | None = None
+        self.sharded_starter: ControllerStarter | None = None
 
     @property
     def context(self) -> ControllerContext | None:
         """The controller context (None before StartControllers: while not leading, unless
-        the replica is a warm standby)."""
-        return self.starter.context if self.starter is not None else None
+        the replica is a warm standby); under --sharded, the sharded controllers' one."""
+        contexts = self.contexts()
+        return contexts[0] if contexts else None
+
+    def contexts(self) -> list[ControllerContext]:
+        """Every controller context built so far (two under --sharded: the sharded
+        controllers' and, while leading, the singletons')."""
+        starters = (self.sharded_starter, self.starter)
+        return [s.context for s in starters if s is not None and s.context is not None]
 
     @property
     def state(self) -> Any:
@@ -219,10 +238,14 @@ class Manager:
             self.root = root = await self._connect()
             await wait_for_api_server(root, self.clock)
             # 3. Health checks and serving, before the election: standbys serve too.
-            add_health_checks(self.health, lambda: self.context)
+            add_health_checks(self.health, self.contexts)
             await self.serving.start(root)
             await self.groups.start(Group.SERVERS)
-            if le.leader_elect:
+            if self.config.sharding.sharded:
+                # 4–5, sharded: join the ring; its controllers run at once, the singletons
+                # under the leader lease.
+                startup.finish(controllers_started=await self._start_sharded(root))
+            elif le.leader_elect:
                 # 4. Leader election; leading runs the controllers (_take_over).
                 self.elector = start_election(self.parts, root, take_over=self._take_over)
                 # Built before the election runs: a takeover waits for the warm start-up.
@@ -239,7 +262,41 @@ class Manager:
                 started = await starter.start()
                 startup.finish(controllers_started=started)
 
-    def _build_starter(self, root: Client, *, warm: bool) -> ControllerStarter:
+    async def _start_sharded(self, root: Client) -> int:
+        """Sharded mode's steps 4 and 5: the member joins when LEADER_ELECTION opens (before
+        any informer starts, so each starts on the member's share); the sharded controllers
+        start at once; the singletons start on leading (or at once without --leader-elect)."""
+        le = self.config.leader_election
+        self.member = member = await start_membership(self.parts, root)
+        if le.leader_elect:
+            self.elector = start_election(self.parts, root, take_over=self._take_over)
+        singletons = self._build_starter(root, warm=False, only=_is_singleton)
+        self.sharded_starter = ControllerStarter(
+            self.parts,
+            self.registry,
+            root,
+            elector=None,
+            warm=False,
+            rng=self._rng,
+            metrics=self._controller_metrics,
+            adopt=self._extra_clients.append,
+            stopping=self._stopping,
+            only=_is_sharded,
+            member=member,
+        )
+        await self.groups.start(Group.LEADER_ELECTION)
+        started = await self.sharded_starter.start()
+        if not le.leader_elect:
+            started += await singletons.start()
+        return started
+
+    def _build_starter(
+        self,
+        root: Client,
+        *,
+        warm: bool,
+        only: Callable[[ControllerDescriptor], bool] | None = None,
+    ) -> ControllerStarter:
         self.starter = ControllerStarter(
             self.parts,
             self.registry,
@@ -250,6 +307,7 @@ class Manager:
             metrics=self._controller_metrics,
             adopt=self._extra_clients.append,
             stopping=self._stopping,
+            only=only,
         )
         return self.starter
 
@@ -270,11 +328,14 @@ class Manager:
             kubeconfig=kubeconfig,
         )
 
+    def _starters(self) -> list[ControllerStarter]:
+        return [s for s in (self.sharded_starter, self.starter) if s is not None]
+
     def _queues(self) -> dict[str, InspectableQueue]:
-        return self.starter.queues() if self.starter is not None else {}
+        return {name: q for s in self._starters() for name, q in s.queues().items()}
 
     def _informers(self) -> list[tuple[Any, Any]]:
-        return self.starter.informers() if self.starter is not None else []
+        return [pair for s in self._starters() for pair in s.informers()]
 
     # -- shutdown -------------------------------------------------------------------------
 
@@ -287,6 +348,14 @@ class Manager:
             await extra.aclose()
         if self.root is not None:
             await self.root.aclose()
+
+
+def _is_singleton(descriptor: ControllerDescriptor) -> bool:
+    return descriptor.sharding == SINGLETON
+
+
+def _is_sharded(descriptor: ControllerDescriptor) -> bool:
+    return descriptor.sharding != SINGLETON
 
 
 def debug_clock(config: CompletedConfig) -> Clock:

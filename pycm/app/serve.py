@@ -53,20 +53,19 @@ QUEUE_STALL_THRESHOLD = 60.0
 
 
 def add_health_checks(
-    health: HealthRegistry, context: Callable[[], ControllerContext | None]
+    health: HealthRegistry, contexts: Callable[[], list[ControllerContext]]
 ) -> None:
-    """The manager's own checks: informers-synced (readyz only) and workqueues. ``context``
-    is None while not leading (or not yet), unless the replica is a warm standby."""
+    """The manager's own checks: informers-synced (readyz only) and workqueues, over every
+    controller context built — none while not leading (or not yet), unless the replica is a
+    warm standby; under --sharded the sharded controllers' and, while leading, the
+    singletons'."""
 
     async def informers_synced() -> str | None:
-        ctx = context()
-        if ctx is None:
-            return None  # not leading (or not yet), and not warm: nothing to sync
         # Both factories: a controller (a plugin's, say) may watch metadata only.
-        factories = (ctx.informer_factory, ctx.metadata_informer_factory)
         waiting = [
             name
-            for factory in factories
+            for ctx in contexts()
+            for factory in (ctx.informer_factory, ctx.metadata_informer_factory)
             for name, informer in factory.informers.items()
             if not informer.has_synced()
         ]
@@ -75,11 +74,9 @@ def add_health_checks(
     health.add("informers-synced", informers_synced, livez=False)
 
     async def workqueues() -> str | None:
-        ctx = context()
-        if ctx is None:
-            return None
         stalled = [
             f"{name}: {why}"
+            for ctx in contexts()
             for name, controller in ctx.queues.items()
             if (why := controller.stalled(QUEUE_STALL_THRESHOLD)) is not None
         ]
@@ -229,14 +226,12 @@ class Serving:
         mounter = self.dashboard_mounter
         if mounter is None:
             return []
-        le = self.config.leader_election
+        # (The page reads the lease timings from the trace: the elector emits them.)
         self.dashboard = mounter(
             bus=self.parts.bus,
             identity=self.parts.identity,
             snapshot=self.observers.snapshot,
             door=door,
-            renew_deadline_s=le.renew_deadline,
-            lease_duration_s=le.lease_duration,
         )
         # It folds the bus like the other observers, so it stops with them (last).
         self.parts.groups.add(Group.OBSERVERS, "dashboard", self.dashboard.run)

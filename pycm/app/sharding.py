@@ -46,6 +46,12 @@ class _Fence:
         age = self.age()
         return age is not None and age < self.renew_deadline
 
+    async def wait_open(self) -> None:
+        """Return once the Lease was renewed within the deadline again (a worker's wait)."""
+        membership = self._membership
+        while not self.is_open():
+            await membership.clock.sleep(membership.config.retry_period / 4)
+
 
 class ShardedMember:
     def __init__(self, membership: Membership) -> None:

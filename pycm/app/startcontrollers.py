@@ -19,13 +19,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pycm.app.context import ControllerContext, build_context
+from pycm.app.context import ControllerContext, ControllerGate, build_context
 from pycm.app.controller_init import checked_runnable, init_controller
 from pycm.app.errors import ManagerError
 from pycm.app.parts import Parts
 from pycm.app.registry import Registry
 from pycm.app.runnables import Group
 from pycm.app.service_account_clients import ServiceAccountClients
+from pycm.app.sharding import ShardedMember
 from pycm.app.wait_for_resources import wait_for_resource
 from pycm.controller import ControllerDescriptor, Runnable
 from pycm.controller.metrics import ControllerMetrics
@@ -60,7 +61,12 @@ class ControllerStarter:
     election; ``warm``: --leader-elect-warm-standby (built inside a running event loop, for
     the future a takeover waits on). ``adopt(client)`` hands each service-account client to
     the manager, which closes it at shutdown; ``parts.fail(reason)`` stops the manager;
-    ``stopping()`` says whether it is stopping."""
+    ``stopping()`` says whether it is stopping.
+
+    Under ``--sharded`` a manager has two: ``member`` set, for the sharded controllers (``only``
+    picks them; every member runs them at once, each key admitted by the member's share, the
+    namespaced informers caching only that share, every write fenced by the member's own
+    Lease); and one for the singletons, under the elector as without sharding."""
 
     def __init__(
         self,
@@ -74,8 +80,12 @@ class ControllerStarter:
         metrics: ControllerMetrics,
         adopt: Callable[[Client], None],
         stopping: Callable[[], bool],
+        only: Callable[[ControllerDescriptor], bool] | None = None,
+        member: ShardedMember | None = None,
     ) -> None:
         self.parts = parts
+        self.only = only
+        self.member = member
         self.config = parts.config
         self.bus = parts.bus
         self.clock = parts.clock
@@ -159,6 +169,13 @@ class ControllerStarter:
         )
         await self._run(prepared)
 
+    def _gate(self) -> ControllerGate | None:
+        """What fences the writes and the workers: the member's Lease for the sharded
+        controllers, else the elector's renew gate (None: neither)."""
+        if self.member is not None:
+            return self.member.fence
+        return self.elector.gate if self.elector is not None else None
+
     async def _prepare(self, *, standby: bool) -> _Prepared:
         """StartControllers up to InformersStarted: the context, each enabled controller's init
         (its informers and event handlers registered), both factories started. ``standby``:
@@ -173,7 +190,7 @@ class ControllerStarter:
             self.root,
             rng=self.rng,
             metrics=self.metrics,
-            gate=self.elector.gate if self.elector is not None else None,
+            gate=self._gate(),
             service_accounts=build,
         )
         self.context = ctx
@@ -185,6 +202,8 @@ class ControllerStarter:
         prepared = _Prepared(ctx, standby=standby)
         interval = cfg.controllers.controller_start_interval
         for descriptor in descriptors:
+            if self.only is not None and not self.only(descriptor):
+                continue  # the other starter's (sharded mode)
             if descriptor.name not in enabled:
                 self.bus.point(
                     ControllerDisabled(controller=descriptor.name, reason="--controllers")
@@ -205,8 +224,11 @@ class ControllerStarter:
                 prepared.runnables.append((descriptor.name, runnable))
         if self._has_tokens() and not standby:
             await self._first_tokens()
+        if self.member is not None:
+            self._shard(ctx)
         informers = _InformerFactories(ctx)
-        await self.groups.add_service(Group.CACHES, "informer factories", informers)
+        name = "informer factories" + (" (sharded)" if self.member is not None else "")
+        await self.groups.add_service(Group.CACHES, name, informers)
         await self.groups.start(Group.CACHES)
         ctx.informers_started.set()
         # (A warm start-up whose election was won meanwhile is no standby's any more.)
@@ -225,7 +247,7 @@ class ControllerStarter:
             # A standby asks for no service account or token (they are writes): its informers
             # read with the root client, and its controllers' clients wait for the lease too.
             await self._first_tokens()
-        gate = self.elector.gate if self.elector is not None else None
+        gate = self._gate()
         if gate is not None:
             # Before any worker runs: no reconcile starts on a stale lease (leaderelection/gate;
             # the controllers' clients fence each write with the same gate: build_context).
@@ -261,6 +283,25 @@ class ControllerStarter:
             self.groups.add(Group.CONTROLLERS, "stuck-worker watcher", watcher.run)
         await self.groups.start(Group.CONTROLLERS)
         return len(prepared.runnables)
+
+    def _shard(self, ctx: ControllerContext) -> None:
+        """Before the informers start: each controller's keys through the member's gate, each
+        namespaced informer listing and watching the member's share only."""
+        member = self.member
+        assert member is not None
+        for controller in ctx.queues.values():
+            member.add_controller(controller)
+        sharded = [
+            name
+            for factory in (ctx.informer_factory, ctx.metadata_informer_factory)
+            for name, informer in factory.informers.items()
+            if member.add_informer(informer)
+        ]
+        log.info(
+            "sharding: %d controllers gated by this member's share; informers sharded: %s",
+            len(ctx.queues),
+            ", ".join(str(name) for name in sharded) or "none",
+        )
 
     # -- one controller -----------------------------------------------------------------------
 

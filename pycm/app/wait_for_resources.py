@@ -9,10 +9,10 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 
+from pycm.app.context import ControllerGate
 from pycm.app.runnables import Group, RunnableGroups
 from pycm.controller import ControllerContext, ControllerDescriptor, Runnable
 from pycm.kube.restmapper import NoKindMatchError
-from pycm.leaderelection.gate import RenewGate
 from pycm.server import HealthRegistry
 from pycm.util.clock import Clock
 
@@ -38,7 +38,7 @@ def wait_for_resource(
     health: HealthRegistry,
     clock: Clock,
     groups: RunnableGroups,
-    gate: RenewGate | None,
+    gate: ControllerGate | None,
 ) -> None:
     """The controller's task joins the CONTROLLERS group: every RESOURCE_POLL_INTERVAL it
     runs ``init`` again, until no NoKindMatchError comes out. Meanwhile a readyz check named

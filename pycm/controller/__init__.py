@@ -15,7 +15,9 @@ Writing a controller (docs/controllers.md walks through one) needs only this mod
   ``await resource_for(group, version, kind)`` (any kind, custom resources included, over
   discovery).
 - :class:`ControllerBuilder` — ``for_`` / ``owns`` / ``watches`` then ``complete(reconcile)``:
-  informers → handlers → rate-limited queue → workers, health check, traces and metrics.
+  informers → handlers → rate-limited queue → workers, health check, traces and metrics. The
+  built-ins use it too: KCM's owner fan-out (``controls``, :mod:`~pycm.controller.owner_events`),
+  rules that see an event's old and new objects (``handles``), and ``build(sync)``.
 - The reconcile contract (:mod:`~pycm.controller.reconcile`): return ``None`` or ``Result()`` →
   done; ``Result(requeue_after=s)`` → again in ``s`` seconds; ``Result(requeue=True)`` → again
   with backoff; raise → retried with backoff, for ever unless the descriptor sets

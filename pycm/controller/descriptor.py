@@ -19,12 +19,23 @@ from dataclasses import dataclass
 
 from pycm.controller.context import ControllerContext, Runnable
 
-__all__ = ["ENTRY_POINT_GROUP", "ControllerDescriptor", "InitFunc"]
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "SHARD_BY_NAMESPACE",
+    "SINGLETON",
+    "ControllerDescriptor",
+    "InitFunc",
+]
 
 ENTRY_POINT_GROUP = "pycm.controllers"
 
 InitFunc = Callable[[ControllerContext], Awaitable[Runnable | None]]
 """``async init(ctx) -> run | None`` (None: the controller chose not to start)."""
+
+# How a controller runs under ``pycm run --sharded`` (its descriptor's ``sharding``):
+SHARD_BY_NAMESPACE = "namespace"  # every member, on its share of the namespaces
+SINGLETON = "singleton"  # once: on the elected leader only (cluster-scoped keys need this)
+_SHARDINGS = (SHARD_BY_NAMESPACE, SINGLETON)
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,3 +54,15 @@ class ControllerDescriptor:
     # yet), wait for it — /readyz names it — instead of stopping the manager (as the
     # manager-wide --wait-for-resources does for every controller).
     wait_for_resources: bool = False
+    # Under --sharded: "namespace" (its keys are "<namespace>/<name>"; each member reconciles
+    # the keys of its namespaces, its informers cache only those) or "singleton" (one replica
+    # runs it, elected as without sharding: a controller of cluster-scoped objects, or one
+    # that must see every namespace at once). Without --sharded it changes nothing.
+    sharding: str = SHARD_BY_NAMESPACE
+
+    def __post_init__(self) -> None:
+        if self.sharding not in _SHARDINGS:
+            raise ValueError(
+                f"controller {self.name!r}: sharding must be one of {', '.join(_SHARDINGS)}, "
+                f"got {self.sharding!r}"
+            )

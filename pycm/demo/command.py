@@ -27,7 +27,6 @@ from typing import Any
 from pycm.demo.chaos import Chaos, wait_for_file
 from pycm.demo.orchestrator import DemoOptions, Orchestrator
 from pycm.kube import load_config
-from pycm.util.durations import parse_duration
 
 __all__ = ["DashboardLauncher", "TuiLauncher", "Viewers", "add_subcommand", "run"]
 
@@ -46,12 +45,12 @@ def _seconds(text: str) -> float:
 
 
 TuiLauncher = Callable[..., Awaitable[int]]
-"""``launcher(replicas, token, controls, stop, timing)`` runs ``pycm top`` attached to the
+"""``launcher(replicas, token, controls, stop)`` runs ``pycm top`` attached to the
 replicas — ``[(identity, url, ca_file)]`` — with the chaos ``controls`` ``[(key, description,
 coroutine function)]`` as extra keys, until the user quits or ``stop`` is set."""
 
 DashboardLauncher = Callable[..., Awaitable[int]]
-"""``launcher(replicas, token, renew_deadline_s=, lease_duration_s=, announce=, stop=)`` serves
+"""``launcher(replicas, token, announce=, stop=)`` serves
 the web dashboard of the replicas — ``[(identity, url, ca_file, generation)]``, ``generation()``
 the replica's current process generation — on a free loopback port, calls ``announce(login
 URL)`` once serving, and returns when ``stop`` is set."""
@@ -151,8 +150,6 @@ async def _dashboard(
         await launcher(
             replicas,
             token,
-            renew_deadline_s=parse_duration(options.renew_deadline),
-            lease_duration_s=parse_duration(options.lease_duration),
             announce=announce,
             stop=stop,
         )
@@ -258,10 +255,9 @@ async def _top_until_done(
 ) -> None:
     token = (await load_config(str(orchestrator.workdir / "kubeconfig"))).token or ""
     replicas = [(r.identity, r.url, str(r.cert_file)) for r in orchestrator.replicas]
-    timing = (parse_duration(options.renew_deadline), parse_duration(options.lease_duration))
 
     async def top_app() -> int:
-        return await launcher(replicas, token, chaos.controls(), stop, timing)
+        return await launcher(replicas, token, chaos.controls(), stop)
 
     top = asyncio.create_task(top_app(), name="pycm top")
     await asyncio.wait({top, runner}, return_when=asyncio.FIRST_COMPLETED)

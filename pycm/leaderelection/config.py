@@ -6,6 +6,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from pycm.leaderelection.resourcelock import ResourceLock
+from pycm.util.leasetiming import KUBE_DEFAULTS
 
 __all__ = ["JITTER_FACTOR", "LeaderCallbacks", "LeaderElectionConfig", "LeaderElectionError"]
 
@@ -34,11 +35,14 @@ class LeaderCallbacks:
 
 @dataclass(frozen=True, slots=True)
 class LeaderElectionConfig:
+    """client-go's ``leaderelection.LeaderElectionConfig``: what one elector runs with (the
+    manager's flags are :class:`pycm.app.config.LeaderElectionConfiguration`)."""
+
     lock: ResourceLock
     callbacks: LeaderCallbacks
-    lease_duration: float = 15.0
-    renew_deadline: float = 10.0
-    retry_period: float = 2.0
+    lease_duration: float = KUBE_DEFAULTS.lease_duration
+    renew_deadline: float = KUBE_DEFAULTS.renew_deadline
+    retry_period: float = KUBE_DEFAULTS.retry_period
     release_on_cancel: bool = False
     name: str = ""  # the metrics label
     # Bound on stopping the leading work before a release (nothing may reconcile after it).

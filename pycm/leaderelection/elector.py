@@ -52,6 +52,7 @@ from pycm.trace.bus import Bus, default_bus
 from pycm.trace.context import error_text, root_context
 from pycm.trace.kinds import (
     AcquireResult,
+    LeaderElectionConfigured,
     LeaderObserved,
     LeaseAcquireAttempted,
     LeaseAcquired,
@@ -560,6 +561,7 @@ class LeaderElector:
         callbacks = self.config.callbacks
         leading: asyncio.Task[None] | None = None
         self.gate.close()
+        self._configured()
         try:
             await self._acquire()
 
@@ -601,6 +603,22 @@ class LeaderElector:
                 log.exception("OnStoppedLeading callback failed")
             if self._event_tasks:
                 await asyncio.wait(set(self._event_tasks), timeout=1.0)
+
+    def _configured(self) -> None:
+        """The timings this run campaigns with, once, before the first attempt: the viewers
+        read the renew deadline and lease duration from the trace, not from flags of theirs."""
+        config = self.config
+        self._bus.point(
+            LeaderElectionConfigured(
+                lease=self._lease,
+                identity=self.identity,
+                lease_duration_s=config.lease_duration,
+                renew_deadline_s=config.renew_deadline,
+                retry_period_s=config.retry_period,
+                coordinated=config.coordinated,
+                release_on_cancel=config.release_on_cancel,
+            )
+        )
 
     def _lost(self, reason: str) -> None:
         log.info("leaderelection lost: %s", reason)

@@ -38,7 +38,7 @@ DASHBOARD_PATHS = (DASHBOARD_PREFIX, DASHBOARD_PREFIX + "/*")
 EVENTS_PATH = "/debug/pycm/events"
 
 DashboardMounter = Callable[..., Any]
-"""``mounter(bus=, identity=, snapshot=, door=, renew_deadline_s=, lease_duration_s=)`` builds
+"""``mounter(bus=, identity=, snapshot=, door=)`` builds
 the web dashboard the manager mounts at ``/dashboard`` on its secure port, behind ``door`` (a
 :class:`DashboardDoor`): an object with ``app`` (ASGI), ``async run()``, ``close()`` and
 ``session_user(session_id)`` (:func:`web.mount.live_dashboard`). ``pycm.cli`` hands it down to

@@ -34,7 +34,7 @@ from pycm.trace.bus import Bus, Subscription
 from pycm.trace.codec import encode
 from pycm.trace.objref import ObjectRef, RefError, parse_ref
 from pycm.trace.state import Snapshot as StateSnapshot
-from pycm.trace.state.objects import ObjectHistorySnapshot
+from pycm.trace.state.object_steps import ObjectHistorySnapshot
 
 __all__ = ["EVENTS_PATH", "STATE_PATH", "OpenStreams", "debug_routes"]
 

@@ -30,6 +30,7 @@ from typing import Any, Final, Protocol
 
 from pycm.sharding.claims import MemberClaims, PeerRecord
 from pycm.util.clock import REAL_CLOCK, Clock
+from pycm.util.leasetiming import KUBE_DEFAULTS
 
 __all__ = [
     "RING_LABEL",
@@ -77,9 +78,9 @@ class LeaseStore(Protocol):
 class MembershipConfig:
     ring: str
     identity: str
-    lease_duration: float = 15.0
-    renew_deadline: float = 10.0
-    retry_period: float = 2.0
+    lease_duration: float = KUBE_DEFAULTS.lease_duration
+    renew_deadline: float = KUBE_DEFAULTS.renew_deadline
+    retry_period: float = KUBE_DEFAULTS.retry_period
 
     def __post_init__(self) -> None:
         if "," in self.identity or not self.identity:

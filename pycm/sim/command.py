@@ -79,6 +79,7 @@ SIM_FEATURE_GATES = {
     "WatchList": True,
     "CoordinatedLeaderElection": False,
     "ShardedListAndWatch": False,
+    "DeploymentPodReplacementPolicy": False,
 }
 """The kube-apiserver feature gates ``pycm sim --feature-gates`` takes, with their defaults."""
 
@@ -230,7 +231,9 @@ def add_subcommand(subparsers: Any) -> None:
         "CoordinatedLeaderElection (default false, as kube's beta: true runs the coordinator "
         "that elects leaders among LeaseCandidates), "
         "ShardedListAndWatch (default false, alpha as in kube 1.36: true filters lists and "
-        "watches by shardSelector)",
+        "watches by shardSelector), "
+        "DeploymentPodReplacementPolicy (default false, alpha as in kube 1.36: true keeps and "
+        "validates a Deployment's spec.podReplacementPolicy; false drops it from writes)",
     )
     security = parser.add_argument_group("security")
     security.add_argument(
@@ -286,6 +289,9 @@ def options_from_args(args: argparse.Namespace) -> EmulatorOptions:
         ),
         sharded_list_and_watch=args.feature_gates.get(
             "ShardedListAndWatch", SIM_FEATURE_GATES["ShardedListAndWatch"]
+        ),
+        deployment_pod_replacement_policy=args.feature_gates.get(
+            "DeploymentPodReplacementPolicy", SIM_FEATURE_GATES["DeploymentPodReplacementPolicy"]
         ),
         **stated,
     )

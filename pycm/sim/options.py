@@ -59,6 +59,10 @@ class EmulatorOptions:
     # kube's ShardedListAndWatch gate (KEP-5866, alpha in 1.36, off by default as there): lists
     # and watches honour shardSelector (pycm.sim.shardselector); off, the parameter is ignored.
     sharded_list_and_watch: bool = False
+    # kube's DeploymentPodReplacementPolicy gate (KEP-5882, alpha in 1.36, off by default as
+    # there): a Deployment keeps and validates spec.podReplacementPolicy; off, a write drops it
+    # unless the stored Deployment has it (pycm.sim.registry.workloads).
+    deployment_pod_replacement_policy: bool = False
     token_auth_file: str | None = None
     authz_policy_file: str | None = None
     # Where the kubeconfig is written; None: a file in the emulator's temporary directory.

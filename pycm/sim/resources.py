@@ -14,7 +14,7 @@ with the store's tables and watches; that is how a CustomResourceDefinition plug
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from pycm.sim.crd.kind import STRATEGY as CRD_STRATEGY
 from pycm.sim.registry import (
@@ -127,6 +127,17 @@ class Registry:
             del self._served[(resource.group, resource.version, resource.plural)]
         self.resources.pop((group, plural), None)
         return gone
+
+    def use_strategy(self, group: str, plural: str, strategy: Strategy) -> None:
+        """Serve every version of ``plural`` in ``group`` with ``strategy`` instead (the
+        emulator's feature gates choose a kind's strategy: a gated field's handling)."""
+        for key, resource in self._served.items():
+            if (key[0], key[2]) == (group, plural):
+                self._served[key] = replace(resource, strategy=strategy)
+        if (group, plural) in self.resources:
+            self.resources[(group, plural)] = replace(
+                self.resources[(group, plural)], strategy=strategy
+            )
 
     def copy(self) -> Registry:
         """A registry serving the same kinds, changed independently of this one."""

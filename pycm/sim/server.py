@@ -35,6 +35,8 @@ from pycm.sim.kubeconfig import write_kubeconfig
 from pycm.sim.kubelet import Kubelet, kubelet_options
 from pycm.sim.leader_coordinator import LeaderCoordinator
 from pycm.sim.options import EmulatorOptions
+from pycm.sim.registry.workloads import DEPLOYMENT_WITH_POD_REPLACEMENT_POLICY
+from pycm.sim.resources import REGISTRY
 from pycm.sim.seed import seed_cluster
 from pycm.sim.serving import SHUTDOWN_TIMEOUT, AppServer, ServingError, tls_context
 from pycm.sim.store import Store
@@ -62,7 +64,11 @@ class Emulator:
         problems = options.validate()
         if problems:
             raise EmulatorError("; ".join(problems))
+        registry = REGISTRY.copy()
+        if options.deployment_pod_replacement_policy:
+            registry.use_strategy("apps", "deployments", DEPLOYMENT_WITH_POD_REPLACEMENT_POLICY)
         self.store = Store(
+            registry=registry,
             clock=options.clock,
             watch_window=options.watch_window,
             watch_history_bytes=options.watch_history_bytes,

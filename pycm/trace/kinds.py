@@ -589,6 +589,22 @@ class WorkerUnstuck(Event):
 # ---------------------------------------------------------------------------------------------
 
 
+@kind("lease.election_configured")
+class LeaderElectionConfigured(Event):
+    """An elector starts campaigning for ``lease`` (its lock) with these timings, in seconds:
+    the viewers' renew-deadline and lease-duration marks come from here (a recording made
+    before this kind existed has none: they fall back to Kubernetes' defaults and say so).
+    ``coordinated``: the API server's coordinator picks the holder (KEP-4355)."""
+
+    lease: str = ""  # namespace/name
+    identity: str = ""
+    lease_duration_s: float = 0.0
+    renew_deadline_s: float = 0.0
+    retry_period_s: float = 0.0
+    coordinated: bool = False
+    release_on_cancel: bool = False
+
+
 @kind("lease.acquire_attempt")
 class LeaseAcquireAttempted(Event):
     """One attempt to acquire the lease while not leading."""

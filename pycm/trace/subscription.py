@@ -14,7 +14,6 @@ that stops reading loses its oldest events; when it reads again it first receive
 
 from __future__ import annotations
 
-import asyncio
 import operator
 from collections import deque
 from collections.abc import Callable, Iterable
@@ -25,6 +24,7 @@ from pycm.trace.events import Event
 from pycm.trace.kinds import SubscriberLagged
 from pycm.trace.records import Record, kind_of, materialize, materialize_all
 from pycm.util.clock import Clock
+from pycm.util.wakeup import Wakeup
 
 __all__ = ["DEFAULT_RING_SIZE", "DEFAULT_SUBSCRIBER_QUEUE", "EventLog", "Subscription"]
 
@@ -205,7 +205,7 @@ class Subscription:
         "_kinds",
         "_lost",
         "_next_seq",
-        "_waiter",
+        "_wakeup",
         "maxsize",
         "name",
     )
@@ -224,7 +224,7 @@ class Subscription:
         )
         self._lost = 0
         self._next_seq = bus.last_seq + 1
-        self._waiter: asyncio.Future[None] | None = None
+        self._wakeup = Wakeup()  # the reader parked in wait()
         self._closed = False
 
     def _push(self, event: Event | Record) -> None:
@@ -241,11 +241,9 @@ class Subscription:
         self._wake()
 
     def _wake(self) -> None:
-        waiter = self._waiter
-        if waiter is not None:
-            self._waiter = None
-            if not waiter.done():
-                waiter.set_result(None)
+        wakeup = self._wakeup
+        if wakeup.waiter is not None:
+            wakeup.wake()
 
     def _first_kept(self) -> int:
         """The oldest seq this log reader still has: its next one, unless it fell more than
@@ -346,16 +344,12 @@ class Subscription:
     async def wait(self) -> None:
         """Return once an event (or a lag notice) is waiting, or the subscription closed."""
         while not self.pending and not self._unannounced_loss() and not self._closed:
-            waiter = asyncio.get_running_loop().create_future()
-            self._waiter = waiter
             bus = self._bus
             if self._buffer is None:
-                bus._park(self)
+                bus._park(self)  # (a log reader is woken by the log's sink, see EventLog)
             try:
-                await waiter
+                await self._wakeup.wait()
             finally:
-                if self._waiter is waiter:
-                    self._waiter = None
                 bus._unpark(self)
 
     def __aiter__(self) -> Subscription:

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Annotated, TypedDict
 
 from pycm.trace.objref import ObjectRef, resource_of_kind
-from pycm.trace.state.objects import OKEY, ObjectHistorySnapshot, ObjectStepSnapshot
+from pycm.trace.state.object_steps import OKEY, ObjectHistorySnapshot, ObjectStepSnapshot
 
 if TYPE_CHECKING:
     from pycm.trace.state import State

@@ -4,6 +4,8 @@
 - :mod:`pycm.util.durations` — Go-style durations ("15s", "1m30s") parsed and printed.
 - :mod:`pycm.util.backoff` — jittered exponential backoff (client-go ``wait.Backoff``) and the
   reflector's backoff manager.
+- :mod:`pycm.util.leasetiming` — leader election's three timings and Kubernetes' defaults for
+  them (15s / 10s / 2s), written once.
 - :mod:`pycm.util.tasks` — named, guarded asyncio tasks, and cancelling them within a timeout.
 - :mod:`pycm.util.escape` — control characters of client text escaped before it is logged.
 - :mod:`pycm.util.redact` — the one redaction rule for secrets in flags and configuration.

@@ -23,6 +23,10 @@ def _errors(argv: list[str]) -> list[str]:
         pytest.param(
             "DeploymentReplicaSetTerminatingReplicas", True, "BETA", False, id="terminating"
         ),
+        # kube's feature-gate page: alpha from 1.36, default false (KEP-5882).
+        pytest.param(
+            "DeploymentPodReplacementPolicy", False, "ALPHA", False, id="pod-replacement-policy"
+        ),
     ],
 )
 def test_gate_has_kcm_136_stage_and_default(
@@ -43,11 +47,30 @@ def test_locked_gate_is_refused_against_its_lock_and_accepted_at_it() -> None:
     )
 
 
-def test_pod_replacement_policy_is_not_a_gate_pycm_has() -> None:
-    # KCM 1.36 has DeploymentPodReplacementPolicy (alpha, off); pycm lacks its behaviour, so
-    # the gate is refused rather than accepted and ignored.
-    (error,) = _errors(["--feature-gates=DeploymentPodReplacementPolicy=true"])
-    assert error.endswith("unrecognized feature gate: DeploymentPodReplacementPolicy")
+def test_pod_replacement_policy_is_known_and_off_by_default() -> None:
+    assert _errors(["--feature-gates=DeploymentPodReplacementPolicy=true"]) == []
+    options = ControllerManagerOptions()
+    assert options.parse([]) + options.validate() == []
+    assert options.config().feature_gates.enabled("DeploymentPodReplacementPolicy") is False
+    options = ControllerManagerOptions()
+    assert options.parse(["--feature-gates=DeploymentPodReplacementPolicy=true"]) == []
+    assert options.config().feature_gates.enabled("DeploymentPodReplacementPolicy") is True
+
+
+def test_pod_replacement_policy_needs_the_terminating_replicas_gate() -> None:
+    # kube makes DeploymentPodReplacementPolicy depend on DeploymentReplicaSetTerminatingReplicas
+    # (its strategy tests never run it on with the other off): the policy's maths reads
+    # status.terminatingReplicas.
+    argv = [
+        "--feature-gates=DeploymentPodReplacementPolicy=true,"
+        "DeploymentReplicaSetTerminatingReplicas=false"
+    ]
+    (error,) = _errors(argv)
+    assert error.endswith(
+        "feature gate DeploymentPodReplacementPolicy requires feature gate "
+        "DeploymentReplicaSetTerminatingReplicas to be enabled"
+    )
+    assert _errors(["--feature-gates=DeploymentReplicaSetTerminatingReplicas=false"]) == []
 
 
 @pytest.mark.parametrize("value", [True, False])

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from pycm.app.config import CompletedConfig, Config, LeaderElectionConfig
+from pycm.app.config import CompletedConfig, Config, LeaderElectionConfiguration
 from pycm.app.options import (
     SECTIONS,
     WITHHELD,
@@ -93,7 +93,7 @@ def test_complete_no_identity_hostname_underscore_uuid() -> None:
 
 
 def test_complete_identity_given_kept() -> None:
-    config = Config(leader_election=LeaderElectionConfig(identity="me"))
+    config = Config(leader_election=LeaderElectionConfiguration(identity="me"))
     assert config.complete(identity="other").leader_election.identity == "me"
 
 

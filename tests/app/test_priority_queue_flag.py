@@ -33,9 +33,10 @@ def _completed(argv: list[str]) -> CompletedConfig:
     return options.config().complete(identity="test-id")
 
 
-async def _built_ins(config: CompletedConfig, registry: CollectorRegistry) -> ControllerContext:
+def _context(config: CompletedConfig, registry: CollectorRegistry) -> ControllerContext:
+    """A manager's controller context with no API behind it (nothing may call it)."""
     clock, bus = FakeClock(), Bus()
-    ctx = ControllerContext(
+    return ControllerContext(
         config=config,
         bus=bus,
         clock=clock,
@@ -45,6 +46,10 @@ async def _built_ins(config: CompletedConfig, registry: CollectorRegistry) -> Co
         metadata_informer_factory=MetadataInformerFactory(NoClient(), bus=bus, clock=clock),
         metrics=ControllerMetrics(registry),
     )
+
+
+async def _built_ins(config: CompletedConfig, registry: CollectorRegistry) -> ControllerContext:
+    ctx = _context(config, registry)
     for descriptor in (DEPLOYMENT, REPLICASET):
         await descriptor.init(ctx)
     return ctx

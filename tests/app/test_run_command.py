@@ -70,6 +70,7 @@ def test_run_help_every_section_in_order() -> None:
         "Generic",
         "Controllers",
         "Leader election",
+        "Sharding",
         "Deployment controller",
         "ReplicaSet controller",
         "Secure serving",
@@ -146,6 +147,20 @@ def _flag_block(out: str, left: str) -> str:
             id="namespace",
         ),
         pytest.param("      --identity string", "Leader election", None, id="identity"),
+        pytest.param("      --sharded", "Sharding", None, id="sharded"),
+        pytest.param("      --sharding-ring string", "Sharding", '"pycm"', id="sharding-ring"),
+        pytest.param(
+            "      --sharding-lease-duration duration", "Sharding", "15s", id="sharding-lease"
+        ),
+        pytest.param(
+            "      --sharding-renew-deadline duration", "Sharding", "10s", id="sharding-renew"
+        ),
+        pytest.param(
+            "      --sharding-retry-period duration", "Sharding", "2s", id="sharding-retry"
+        ),
+        pytest.param(
+            "      --sharding-lease-namespace string", "Sharding", None, id="sharding-namespace"
+        ),
         pytest.param(
             "      --concurrent-deployment-syncs int32",
             "Deployment controller",
@@ -233,7 +248,7 @@ def test_run_help_lists_every_flag_once() -> None:
         for word in line.split()[:2]
         if word.startswith("--")
     ]
-    assert len(names) == len(set(names)) == 58  # the table above (KCM's refused flags are hidden)
+    assert len(names) == len(set(names)) == 64  # the table above (KCM's refused flags are hidden)
 
 
 def test_run_help_wins_over_other_problems() -> None:

@@ -44,6 +44,7 @@ from tests.e2e.conftest import (
 )
 from web.app import build_dashboard
 from web.auth import DashboardAuth
+from web.hub import DashboardConfig
 from web.sessions import Viewer
 
 CHROMIUM = "/usr/bin/chromium"
@@ -194,7 +195,6 @@ class Stack:
         # Each replica serves a self-signed certificate of its own: one CA flag cannot trust
         # all three, so the test (loopback only) skips verification.
         argv += ["--insecure-skip-tls-verify", "--listen", "127.0.0.1:0"]
-        argv += ["--renew-deadline", f"{RENEW_DEADLINE}s", "--lease-duration", f"{LEASE_DURATION}s"]
         argv += ["--jaeger-url", JAEGER]
         with (self.tmp / "dashboard.log").open("wb") as log:
             self.dashboard = await asyncio.create_subprocess_exec(
@@ -403,8 +403,7 @@ def hello(sources: list[dict[str, Any]], **config: Any) -> tuple[str, dict[str, 
         {
             "v": 1,
             "mode": "live",
-            "config": {"jaeger_url": None, "renew_deadline_s": 10.0, "lease_duration_s": 15.0}
-            | config,
+            "config": DashboardConfig().to_dict() | config,
             "sources": [
                 {"status": {"state": "connected", "reason": ""}, "series": [], "incidents": []}
                 | source

@@ -47,6 +47,14 @@ async def test_three_replicas_exactly_one_leader_lease_healthz_and_events(
     assert {s.holder for s in cluster.leases.history} == {leader}
     for replica in cluster.replicas.values():
         assert await cluster.healthz(replica, "/healthz/leaderElection") == 200
+        # Each elector puts the timings its flags gave it in the trace, once (the viewers'
+        # lease gauge reads them there).
+        (configured,) = replica.events("lease.election_configured")
+        assert (
+            configured["lease_duration_s"],
+            configured["renew_deadline_s"],
+            configured["retry_period_s"],
+        ) == (LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD)
         acquired = replica.events("lease.acquired")
         if replica.identity == leader:
             assert len(acquired) == 1

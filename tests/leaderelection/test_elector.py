@@ -22,6 +22,7 @@ from pycm.leaderelection.fake import FakeLock, FakeLockServer
 from pycm.trace.bus import Bus
 from pycm.trace.kinds import (
     AcquireResult,
+    LeaderElectionConfigured,
     LeaderObserved,
     LeaseAcquireAttempted,
     LeaseAcquired,
@@ -545,3 +546,24 @@ async def test_master_status_is_0_on_a_standby_and_1_on_the_leader(h: Harness) -
     finally:
         await _cancel(ta)
         await _cancel(tb)
+
+
+@pytest.mark.asyncio
+async def test_run_emits_its_timings_once_before_the_first_attempt(h: Harness) -> None:
+    elector, _ = h.elector("a", release=True, lease=8, renew=4, retry=1)
+    task = asyncio.create_task(elector.run(), name="a")
+    await h.settle()
+    await h.advance(3.0)  # a few renews: still one configuration event
+    (configured,) = h.kinds(LeaderElectionConfigured)
+    assert (
+        configured.lease,
+        configured.identity,
+        configured.lease_duration_s,
+        configured.renew_deadline_s,
+        configured.retry_period_s,
+        configured.coordinated,
+        configured.release_on_cancel,
+    ) == ("kube-system/pycm", "a", 8.0, 4.0, 1.0, False, True)
+    kinds = [type(e) for e in h.bus.recent()]
+    assert kinds.index(LeaderElectionConfigured) < kinds.index(LeaseAcquireAttempted)
+    await _cancel(task)

@@ -62,16 +62,46 @@ def _connect(port: int, *, timeout: float = 5.0) -> ssl.SSLSocket:
 
 
 def _connect_completed(port: int, attempts: int = 3) -> ssl.SSLSocket:
-    """A connection whose handshake completed, for the tests that are not about handshakes:
-    the ``quick`` manager drops a handshake after 0.5 s, which a starved test process can
-    exceed — that case is the handshake-timeout test's, so retried here."""
+    """A connection whose handshake completed **on both sides**, for the tests that are not
+    about handshakes: the ``quick`` manager drops a handshake after 0.5 s, which a starved test
+    process can exceed — that case is the handshake-timeout test's, so retried here.
+
+    In TLS 1.3 the client is done before the server has read its Finished, so a returned
+    ``wrap_socket`` does not prove the server's handshake timer was stopped. The server sends its
+    session tickets only once it has finished; a ticket seen here is that proof."""
     for attempt in range(attempts):
         try:
-            return _connect(port)
+            sock = _connect(port)
         except ssl.SSLEOFError:
             if attempt == attempts - 1:
                 raise
-    raise AssertionError("unreachable")
+            continue
+        if _server_finished_handshake(sock):
+            return sock
+        sock.close()
+    raise AssertionError(f"no handshake completed on both sides in {attempts} attempts")
+
+
+def _server_finished_handshake(sock: ssl.SSLSocket, wait: float = 5.0) -> bool:
+    """True once the server's session ticket arrived; False if the server closed first."""
+    timeout = sock.gettimeout()
+    sock.setblocking(False)
+    try:
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            try:
+                if sock.recv(1) == b"":  # the server closed: its handshake timed out
+                    return False
+            except ssl.SSLWantReadError:
+                pass  # no application data, as expected; any ticket records were read
+            except (ssl.SSLEOFError, ConnectionError):
+                return False
+            if sock.session is not None and sock.session.has_ticket:
+                return True
+            time.sleep(0.005)
+        raise AssertionError(f"the server neither finished the handshake nor closed in {wait} s")
+    finally:
+        sock.settimeout(timeout)
 
 
 def _read_response(sock: socket.socket) -> bytes:

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import inspect
 import re
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, cast
 
-from pycm.sim.faults.fault import Action
+import pytest
+
+from pycm.sim.faults.fault import Action, Fault, FaultHost, LastingFault
 from pycm.sim.faults.kinds import KINDS
 
 DOCS = Path(__file__).parents[2] / "docs" / "sim.md"
@@ -22,3 +27,52 @@ def test_fault_kinds_are_unique_and_each_is_documented_as_lasting_or_action() ->
     names = [kind.kind for kind in KINDS]
     assert len(set(names)) == len(names)
     assert _documented_kinds() == [(kind.kind, issubclass(kind, Action)) for kind in KINDS]
+
+
+@dataclass
+class _Describes(LastingFault):
+    kind = "test-describes"
+
+    def what(self) -> str:
+        return "what it does"
+
+
+@dataclass
+class _Acts(Action):
+    kind = "test-acts"
+
+    def act(self, host: FaultHost) -> dict[str, Any]:
+        return {"n": 1}
+
+    def done(self, result: dict[str, Any]) -> str:
+        return f"did {result.get('n')}"
+
+
+@pytest.mark.parametrize(
+    ("base", "missing"),
+    [
+        pytest.param(LastingFault, {"what"}, id="lasting-without-what"),
+        pytest.param(Action, {"act", "done"}, id="action-without-act-and-done"),
+    ],
+)
+def test_fault_kind_missing_its_own_methods_cannot_be_built(
+    base: type[Fault], missing: set[str]
+) -> None:
+    incomplete = dataclass(type("Incomplete", (base,), {"kind": "incomplete"}))
+    assert set(incomplete.__abstractmethods__) == missing
+    with pytest.raises(TypeError, match="abstract"):
+        incomplete(id="f1")
+
+
+def test_fault_kinds_describe_lasting_with_bounds_and_actions_by_their_result() -> None:
+    lasting = _Describes(id="f1", count=3, duration=2.0)
+    assert lasting.describe() == "what it does (count 3, for 2.0s)"
+    action = _Acts(id="f2")
+    assert action.describe() == "did None"
+    action.result = action.act(cast(FaultHost, None))
+    assert action.describe() == "did 1"
+    assert action.to_json(0.0)["result"] == {"n": 1}
+
+
+def test_every_registered_kind_is_concrete() -> None:
+    assert [kind.kind for kind in KINDS if inspect.isabstract(kind)] == []

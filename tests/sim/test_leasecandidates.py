@@ -252,3 +252,28 @@ def test_kubectl_get_leasecandidates_prints_kubes_columns(
         ) in refused.stderr
     finally:
         client.CoreV1Api(kube_api).delete_namespace(ns)
+
+
+@pytest.mark.asyncio
+async def test_leasecandidate_unknown_fields_pruned_warned_or_refused(
+    http: httpx.AsyncClient,
+) -> None:
+    body = candidate("pruned", leaseNme="typo")
+    r = await http.post(BASE, json=body)
+    assert r.status_code == 201, r.text
+    assert "leaseNme" not in r.json()["spec"]
+    assert 'unknown field \\"spec.leaseNme\\"' in r.headers["warning"]
+    body["metadata"]["name"] = "refused"
+    r = await http.post(f"{BASE}?fieldValidation=Strict", json=body)
+    assert r.status_code == 400, r.text
+    assert 'strict decoding error: unknown field "spec.leaseNme"' in r.json()["message"]
+    r = await http.get("/openapi/v2")
+    definition = r.json()["definitions"]["io.k8s.api.coordination.v1beta1.LeaseCandidate"]
+    assert sorted(definition["properties"]["spec"]["properties"]) == [
+        "binaryVersion",
+        "emulationVersion",
+        "leaseName",
+        "pingTime",
+        "renewTime",
+        "strategy",
+    ]

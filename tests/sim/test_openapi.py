@@ -52,7 +52,10 @@ WEBSITE = ServedSchema(
 # ---------------------------------------------------------------- leaf types
 
 
-_MODELS = {kind: f"V1{kind}" for kind in KINDS} | {"Event": "CoreV1Event"}
+_MODELS = {kind: f"V1{kind}" for kind in KINDS} | {
+    "Event": "CoreV1Event",
+    "LeaseCandidate": "V1beta1LeaseCandidate",
+}
 _API_TYPES = {"str": "string", "int": "integer", "bool": "boolean", "datetime": "string"}
 
 

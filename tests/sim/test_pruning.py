@@ -196,6 +196,23 @@ def test_prune_service_drops_what_its_type_does_not_declare() -> None:
     assert service == {"metadata": {"name": "s"}, "spec": {"ports": [{"port": 80}]}}
 
 
+def test_prune_lease_candidate_drops_what_its_type_does_not_declare() -> None:
+    spec = {
+        "leaseName": "kcm",
+        "binaryVersion": "1.36.0",
+        "emulationVersion": "1.36.0",
+        "strategy": "OldestEmulationVersion",
+        "pingTime": "2026-01-01T00:00:00.000000Z",
+        "renewTime": "2026-01-01T00:00:00.000000Z",
+    }
+    candidate = {"metadata": {"name": "c"}, "spec": {**spec, "leaseNme": "x"}, "status": {}}
+    dropped = prune_unknown_fields(
+        "LeaseCandidate", "coordination.k8s.io/v1beta1", candidate, "Warn"
+    )
+    assert dropped == ["spec.leaseNme", "status"]
+    assert candidate == {"metadata": {"name": "c"}, "spec": spec}
+
+
 def test_prune_unknown_mode_is_400() -> None:
     with pytest.raises(APIError) as err:
         prune_unknown_fields("Pod", "v1", _pod(), "Loose")

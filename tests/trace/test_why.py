@@ -6,7 +6,7 @@ from __future__ import annotations
 from pycm.trace import kinds as k
 from pycm.trace.events import Outcome
 from pycm.trace.objref import ObjectRef
-from pycm.trace.state import objects as o
+from pycm.trace.state import object_steps
 from pycm.trace.why import empty_report, merge_reports, object_report, render_text
 from tests.trace.state.script import Feed
 from tests.trace.state.test_objects import DEPLOY, POD, RS, scale_story
@@ -35,7 +35,7 @@ def test_why_replicaset_chain_crosses_controllers_back_to_kubectl_scale() -> Non
         "deployment",
         "default/web",
         d_trace,
-        o.step_dict(f.state.objects.spans[spans["deployment"]])["ts"],
+        object_steps.step_dict(f.state.objects.spans[spans["deployment"]])["ts"],
     )
     assert report["chain"][2]["writer"] == "kubectl-scale"
 

@@ -82,6 +82,12 @@ def startup(s: Script, inst: str, t: int) -> None:
 def build() -> list[Event]:
     s = Script()
     startup(s, A, T0)
+    for inst, at in ((A, T0 + 100 * MS), (B, T0 + 1 * S)):
+        # The electors' timings (KCM's defaults), which the lease gauge reads.
+        configured = k.LeaderElectionConfigured(
+            lease=LEASE, identity=inst, lease_duration_s=15.0, renew_deadline_s=10.0
+        )
+        s.add(configured, at, inst)
     s.add(
         k.LeaseAcquired(lease=LEASE, identity=A, transitions=4, waited_ms=100.0), T0 + 150 * MS, A
     )

@@ -225,7 +225,7 @@ async def test_events_view_filter_select_and_copy_trace_id() -> None:
         await settle(pilot)
         await pilot.press("6")
         await settle(pilot)
-        assert len(table_rows(app, "#events-table")) == 257 if len(events) < 300 else 300
+        assert len(table_rows(app, "#events-table")) == 259 if len(events) < 300 else 300
         await pilot.press("slash", *"kind:lease.renew_failed", "enter")
         await settle(pilot)
         rows = table_rows(app, "#events-table")
@@ -339,10 +339,32 @@ async def test_controllers_sort_by_clicked_header_and_s_key() -> None:
 
 
 @pytest.mark.asyncio
-async def test_lease_gauge_uses_the_given_timing_until_a_duration_is_observed() -> None:
-    from tui.views import LeaseTiming
-
+@pytest.mark.parametrize(
+    ("configured", "gauge", "note"),
+    [
+        pytest.param(
+            k.LeaderElectionConfigured(
+                lease=scenario.LEASE,
+                identity=scenario.A,
+                lease_duration_s=8.0,
+                renew_deadline_s=4.0,
+                retry_period_s=1.0,
+            ),
+            "3.0s / 4s renew / 8s lease",
+            False,
+            id="timings-in-the-trace",
+        ),
+        pytest.param(
+            None, "3.0s / 10s* renew / 15s* lease", True, id="older-recording-kube-defaults"
+        ),
+    ],
+)
+async def test_lease_gauge_reads_the_electors_timings_from_the_trace_else_says_it_assumes_kubes(
+    configured: k.LeaderElectionConfigured | None, gauge: str, note: bool
+) -> None:
     s = scenario.Script()
+    if configured is not None:
+        s.add(configured, scenario.T0, scenario.A)
     s.add(k.LeaseAcquired(lease=scenario.LEASE, identity=scenario.A), scenario.T0, scenario.A)
     s.add(
         k.LeaseRenewed(lease=scenario.LEASE, identity=scenario.A, latency_ms=2.0),
@@ -354,15 +376,18 @@ async def test_lease_gauge_uses_the_given_timing_until_a_duration_is_observed() 
         scenario.T0 + 5 * scenario.S,
         scenario.A,
     )
-    app = TopApp([ListSource(s.events)], timing=LeaseTiming(renew_deadline=4.0, lease_duration=8.0))
+    app = TopApp([ListSource(s.events)])
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        row = next(
-            line
-            for line in text_of(app, "#overview-replicas").splitlines()
-            if line.strip().startswith("pycm-a")
-        )
-        assert "3.0s / 4s renew / 8s* lease" in row  # * marks the assumed duration
+        replicas = text_of(app, "#overview-replicas")
+        row = next(line for line in replicas.splitlines() if line.strip().startswith("pycm-a"))
+        assert gauge in row  # * marks a timing assumed, not read from the trace
+        assert ("* Kubernetes' default: the trace does not say" in replicas) is note
+        await pilot.press("2")  # the leader view: the same gauge, the same note
+        await settle(pilot)
+        summary = text_of(app, "#lease-summary")
+        assert gauge in summary
+        assert ("* Kubernetes' default: the trace does not say" in summary) is note
 
 
 @pytest.mark.asyncio

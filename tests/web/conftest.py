@@ -22,7 +22,14 @@ ORIGIN = "https://dash.test"
 HELLO = {
     "v": 1,
     "mode": "live",
-    "config": {"jaeger_url": None, "renew_deadline_s": 10.0, "lease_duration_s": 15.0},
+    "config": {
+        "jaeger_url": None,
+        "kube_defaults": {
+            "lease_duration_s": 15.0,
+            "renew_deadline_s": 10.0,
+            "retry_period_s": 2.0,
+        },
+    },
     "sources": [],
     "replay": None,
 }

@@ -20,9 +20,9 @@ from pycm.cli import main
 from pycm.trace import kinds as k
 from pycm.trace.codec import encode
 from pycm.trace.events import Event
-from pycm.trace.replay import load_recording
+from pycm.trace.replay import ReplayPlayer, load_recording
 from tests.web.streams import T0, S, added, parse_frames
-from web.hub import DashboardConfig
+from web.hub import DashboardConfig, Hub
 from web.plan import DashboardPlan
 from web.server import serve
 
@@ -123,11 +123,6 @@ def _two_replicas() -> list[Event]:
         ),
         pytest.param(["--replay", "REC", "--listen", "8080"], "want HOST:PORT", id="bad-listen"),
         pytest.param(["--replay", "REC", "--speed", "0"], "--speed must be > 0", id="speed"),
-        pytest.param(
-            ["--replay", "REC", "--renew-deadline", "20s"],
-            "--renew-deadline must be less",
-            id="timings",
-        ),
         pytest.param(
             ["--replay", "REC", "--jaeger-url", "jaeger:16686"], "--jaeger-url", id="jaeger"
         ),
@@ -357,27 +352,59 @@ def test_dashboard_process_prints_its_login_url_and_stops_on_sigterm(tmp_path: P
 
 
 @pytest.mark.parametrize(
-    ("flags", "timings"),
+    ("recorded", "timings"),
     [
-        pytest.param([], (3.0, 4.0), id="as-recorded"),
-        pytest.param(["--renew-deadline", "5s", "--lease-duration", "8s"], (5.0, 8.0), id="told"),
+        # The recorded managers' electors put their timings in the trace.
+        pytest.param(True, (3.0, 4.0), id="as-recorded"),
+        # A recording made before lease.election_configured: nothing in the state (the page
+        # falls back to kube's defaults, which hello carries, and marks them).
+        pytest.param(False, (0.0, 0.0), id="older-recording"),
     ],
 )
 def test_dashboard_replay_gauge_timings_are_the_recorded_managers(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, flags: list[str], timings: tuple[float, float]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, recorded: bool, timings: tuple[float, float]
 ) -> None:
-    # The recorded manager ran with a 3 s renew deadline and a 4 s lease (the demo's), which
-    # its flags.parsed lists; the page's gauge and deadline line must use those, not 10 s.
-    changed = "identity=r1,leader-elect-lease-duration=4s,leader-elect-renew-deadline=3s"
+    # The recorded manager ran with a 3 s renew deadline and a 4 s lease (the demo's); its
+    # flags.parsed lists them too, with a comma inside a value, which nothing re-parses now.
+    changed = "controllers=a,b,leader-elect-lease-duration=4s,leader-elect-renew-deadline=3s"
     flags_parsed = k.FlagsParsed(command="run", changed=changed, seq=1, ts=T0)
-    recording = _recording(tmp_path / "REC", [flags_parsed, *_two_replicas()])
-    plans: list[DashboardPlan] = []
+    configured = k.LeaderElectionConfigured(
+        lease="kube-system/pycm",
+        identity="r2",
+        lease_duration_s=4.0,
+        renew_deadline_s=3.0,
+        retry_period_s=1.0,
+        seq=2,
+        ts=T0 + 1,
+        instance="r2",
+    )
+    events = [flags_parsed, *([configured] if recorded else []), *_two_replicas()]
+    recording = _recording(tmp_path / "REC", events)
+    seen: list[tuple[dict[str, Any], dict[str, Any]]] = []
 
     async def serve_nothing(plan: DashboardPlan, events: list[Event], **_: Any) -> int:
-        plans.append(plan)
+        hub = Hub("replay", plan.config)
+        player = ReplayPlayer(hub, events, speed=1.0)
+        player.seek(3600)
+        seen.append((hub.state()["config"], dict(hub.sources["r2"].snapshot()["leases"])))
         return 0
 
     monkeypatch.setattr("web.server.serve", serve_nothing)
-    assert main(["dashboard", "--replay", str(recording), *flags]) == 0
-    [plan] = plans
-    assert (plan.config.renew_deadline_s, plan.config.lease_duration_s) == timings
+    assert main(["dashboard", "--replay", str(recording)]) == 0
+    [(config, leases)] = seen
+    lease = leases["kube-system/pycm"]
+    assert (lease["renew_deadline_s"], lease["lease_duration_s"]) == timings
+    assert config["kube_defaults"] == {
+        "lease_duration_s": 15.0,
+        "renew_deadline_s": 10.0,
+        "retry_period_s": 2.0,
+    }
+    assert "renew_deadline_s" not in config  # no page-wide timing: each lease has its own
+
+
+def test_dashboard_has_no_timing_flags(capsys: pytest.CaptureFixture[str]) -> None:
+    # The lease timings come from the trace (lease.election_configured), not from flags.
+    with pytest.raises(SystemExit) as exit_info:
+        main(["dashboard", "--replay", "REC", "--renew-deadline", "20s"])
+    assert exit_info.value.code == 2
+    assert "unrecognized arguments: --renew-deadline 20s" in capsys.readouterr().err

@@ -13,7 +13,7 @@ from starlette.applications import Starlette
 from pycm.trace import kinds as k
 from pycm.trace.objref import ObjectRef, RefError
 from pycm.trace.state import State
-from pycm.trace.state.objects import step_dict
+from pycm.trace.state.object_steps import step_dict
 from tests.trace.state.script import T0, Feed, S
 from tests.trace.state.test_objects import DEPLOY, RS, scale_story
 from web.hub import Hub

@@ -2,7 +2,7 @@
 :meth:`~tui.views.base.View.show` with the reducer snapshot on its refresh tick (method calls
 down), and views post messages up (a drill-in request, a selection)."""
 
-from tui.views.base import LeaseTiming, View
+from tui.views.base import View
 from tui.views.controllers import ControllersView
 from tui.views.events import EventsView, key_term
 from tui.views.informers import InformersView
@@ -15,7 +15,6 @@ __all__ = [
     "EventsView",
     "InformersView",
     "LeaderView",
-    "LeaseTiming",
     "OverviewView",
     "StartupView",
     "View",

@@ -2,26 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from textual.containers import Vertical
 from textual.widgets import DataTable
 
 from pycm.trace.state import Snapshot
 from tui.feed import Feed
 
-__all__ = ["LeaseTiming", "View"]
-
-
-@dataclass(frozen=True, slots=True)
-class LeaseTiming:
-    """What the managers' leader election uses (the trace carries the lease duration once a
-    LeaderObserved is seen, never the renew deadline). Defaults are KCM's
-    (--leader-elect-renew-deadline 10s, --leader-elect-lease-duration 15s); `pycm top` takes
-    the same flags."""
-
-    renew_deadline: float = 10.0
-    lease_duration: float = 15.0
+__all__ = ["View"]
 
 
 class View(Vertical):
@@ -35,7 +22,6 @@ class View(Vertical):
     # Whether a `key:` term filters this view's rows; where it does not, the app opens the
     # key's object on `/key:ns/name` (enter).
     filters_keys = False
-    timing = LeaseTiming()  # set by the app from its flags
 
     def show(self, snapshot: Snapshot, feed: Feed) -> None:
         raise NotImplementedError

@@ -17,7 +17,7 @@ from pycm.trace.state import LeaseSnapshot, Snapshot
 from tui import format as fmt
 from tui.feed import Feed
 from tui.views.base import View
-from tui.views.overview import lease_gauge
+from tui.views.overview import ASSUMED_NOTE, assumes_defaults, lease_gauge
 
 __all__ = ["FLAP_THRESHOLD", "LeaderView", "candidates_table", "timeline"]
 
@@ -158,7 +158,9 @@ class LeaderView(View):
                     style="bold white on red",
                 )
             )
-        parts.append(lease_gauge(lease, now, self.timing))
+        parts.append(lease_gauge(lease, now))
+        if assumes_defaults(lease):
+            parts.append(Text(ASSUMED_NOTE, style="dim"))
         parts.append(Text(""))
         parts.append(timeline(lease, now))
         return Group(*parts)

@@ -10,19 +10,30 @@ from textual.app import ComposeResult
 from textual.widgets import Static
 
 from pycm.trace.state import LeaseSnapshot, Snapshot
+from pycm.util.leasetiming import KUBE_DEFAULTS
 from tui import format as fmt
 from tui.feed import Feed
-from tui.views.base import LeaseTiming, View
+from tui.views.base import View
 
-__all__ = ["OverviewView", "lease_gauge"]
+__all__ = ["ASSUMED_NOTE", "OverviewView", "assumes_defaults", "lease_gauge"]
 
 GAUGE_WIDTH = 20
-_KCM = LeaseTiming()
+ASSUMED_NOTE = (
+    "* Kubernetes' default: the trace does not say what this lease's electors run with "
+    "(a recording older than lease.election_configured, or a lease pycm only watches)"
+)
 
 
-def lease_gauge(lease: LeaseSnapshot | None, now_ts: int, timing: LeaseTiming = _KCM) -> Text:
+def assumes_defaults(lease: LeaseSnapshot | None) -> bool:
+    """Whether the gauge of ``lease`` shows a timing the trace does not carry."""
+    return lease is not None and not (lease["renew_deadline_s"] and lease["lease_duration_s"])
+
+
+def lease_gauge(lease: LeaseSnapshot | None, now_ts: int) -> Text:
     """Time since the holder's last renew, against the renew deadline (│) and lease duration
-    (the observed one when a LeaderObserved carried it, else ``timing``'s, marked ``*``)."""
+    its electors run with (``lease.election_configured``; the duration also as observed on the
+    Lease): a timing the trace lacks is Kubernetes' default, marked ``*`` (:data:`ASSUMED_NOTE`
+    says why)."""
     if lease is None:
         return Text("no renew seen", style="dim")
     holder = lease["holder"]
@@ -31,16 +42,20 @@ def lease_gauge(lease: LeaseSnapshot | None, now_ts: int, timing: LeaseTiming = 
     if not last:
         history = lease["history"]
         last = history[-1]["ts"] if history else 0
-    duration = lease["lease_duration_s"] or timing.lease_duration
-    deadline = min(timing.renew_deadline, duration)
+    duration = lease["lease_duration_s"] or KUBE_DEFAULTS.lease_duration
+    deadline = min(lease["renew_deadline_s"] or KUBE_DEFAULTS.renew_deadline, duration)
     if not holder or not last:
         return Text("no renew seen", style="dim")
     since = max(0, now_ts - last) / 1e9
     style = "green" if since < deadline / 2 else "yellow" if since < deadline else "red"
     mark = min(GAUGE_WIDTH - 1, int(deadline / duration * GAUGE_WIDTH))
     text = fmt.bar(since / duration, GAUGE_WIDTH, style=style, marks={mark: "│"})
-    known = "" if lease["lease_duration_s"] else "*"
-    text.append(f" {since:.1f}s / {deadline:g}s renew / {duration:g}s{known} lease", style=style)
+    deadline_mark = "" if lease["renew_deadline_s"] else "*"
+    duration_mark = "" if lease["lease_duration_s"] else "*"
+    text.append(
+        f" {since:.1f}s / {deadline:g}s{deadline_mark} renew / {duration:g}s{duration_mark} lease",
+        style=style,
+    )
     return text
 
 
@@ -72,15 +87,16 @@ class OverviewView(View):
             "last event",
         ):
             table.add_column(column)
+        assumed = False
         for name, inst in sorted(snapshot["instances"].items()):
             if not name or not self.matches(name):
                 continue
             lease = leases.get(inst["lease"])
-            gauge = (
-                lease_gauge(lease, now, self.timing)
-                if inst["role"] == "leader"
-                else Text(f"holder {(lease['holder'] if lease else '') or '-'}", style="dim")
-            )
+            if inst["role"] == "leader":
+                gauge = lease_gauge(lease, now)
+                assumed = assumed or assumes_defaults(lease)
+            else:
+                gauge = Text(f"holder {(lease['holder'] if lease else '') or '-'}", style="dim")
             informers = snapshot["informers"].get(name, {})
             synced = sum(1 for i in informers.values() if i["synced"])
             synced_text = Text(
@@ -96,6 +112,9 @@ class OverviewView(View):
                 synced_text,
                 fmt.since_ns(now, inst["last_ts"]),
             )
+        if assumed:
+            table.caption = ASSUMED_NOTE
+            table.caption_justify = "left"
         return table
 
     def controllers(self, snapshot: Snapshot) -> Group:

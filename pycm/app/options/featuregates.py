@@ -17,6 +17,7 @@ from pycm.app.features import (
     BINARY_VERSION,
     FEATURE_GATES,
     MIN_EMULATED_VERSION,
+    feature_gate_conflicts,
     feature_gates_usage,
 )
 from pycm.app.options.flagset import FlagSet, FlagType, FlagValueError
@@ -122,7 +123,8 @@ class FeatureGatesOptions:
         )
 
     def validate(self) -> list[str]:
-        return []  # every pair was checked as it was parsed
+        # Every pair was checked as it was parsed; what is left is gates that need another.
+        return feature_gate_conflicts(gate_map(self.gates))
 
     def apply_to(self, config: Config) -> None:
         enabled = {name: spec.default for name, spec in FEATURE_GATES.items()}

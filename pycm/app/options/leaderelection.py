@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pycm.app.config import Config, LeaderElectionConfig
+from pycm.app.config import Config, LeaderElectionConfiguration
 from pycm.app.options.flagset import BOOL, DURATION, STRING, FlagSet, go_quote
 from pycm.util.durations import format_duration
 
 __all__ = ["DEFAULT_LEASE_NAMESPACE", "JITTER_FACTOR", "LeaderElectionOptions", "lease_namespace"]
 
-_D = LeaderElectionConfig()
+_D = LeaderElectionConfiguration()
 JITTER_FACTOR = 1.2  # client-go leaderelection.JitterFactor
 _LOCK_TYPES = ("leases",)
 DEFAULT_LEASE_NAMESPACE = "kube-system"  # KCM's, where no pod namespace applies
@@ -151,7 +151,7 @@ class LeaderElectionOptions:
         return errors
 
     def apply_to(self, config: Config) -> None:
-        config.leader_election = LeaderElectionConfig(
+        config.leader_election = LeaderElectionConfiguration(
             leader_elect=self.leader_elect,
             lease_duration=self.lease_duration,
             renew_deadline=self.renew_deadline,

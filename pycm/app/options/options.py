@@ -39,6 +39,7 @@ from pycm.app.options.priority_queue import PriorityQueueOptions
 from pycm.app.options.refused import REFUSED, RefusedFlagsOptions
 from pycm.app.options.replicaset import ReplicaSetControllerOptions
 from pycm.app.options.secure_serving import SecureServingOptions
+from pycm.app.options.sharding import ShardingOptions
 from pycm.app.options.tracing import TracingOptions
 from pycm.util.redact import WITHHELD
 
@@ -50,6 +51,7 @@ SECTIONS = (
     "Generic",
     "Controllers",
     "Leader election",
+    "Sharding",
     "Deployment controller",
     "ReplicaSet controller",
     "Secure serving",
@@ -72,6 +74,7 @@ class ControllerManagerOptions:
         self.controllers = ControllersOptions(known=known)
         self.priority_queue = PriorityQueueOptions()
         self.leader_election = LeaderElectionOptions()
+        self.sharding = ShardingOptions()
         self.deployment_controller = DeploymentControllerOptions()
         self.replicaset_controller = ReplicaSetControllerOptions()
         self.secure_serving = SecureServingOptions()
@@ -97,6 +100,7 @@ class ControllerManagerOptions:
             ("Controllers", self.controllers),
             ("Controllers", self.priority_queue),  # (applied after the group above)
             ("Leader election", self.leader_election),
+            ("Sharding", self.sharding),
             ("Deployment controller", self.deployment_controller),
             ("ReplicaSet controller", self.replicaset_controller),
             ("Secure serving", self.secure_serving),

@@ -63,6 +63,9 @@ class SyncContext:
     rs_lister: ReplicaSetLister | None = None
     # Gate DeploymentReplicaSetTerminatingReplicas: the status carries terminatingReplicas.
     terminating_replicas: bool = True
+    # Gate DeploymentPodReplacementPolicy: spec.podReplacementPolicy is honoured
+    # (replacement.py).
+    pod_replacement_policy: bool = False
     # What this sync did, in order (for the trace and for tests).
     scaled: list[ScaleAction] = field(default_factory=list)
     created: list[str] = field(default_factory=list)

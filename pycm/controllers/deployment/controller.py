@@ -1,8 +1,13 @@
 """The deployment controller (KCM deployment_controller.go): handlers and syncDeployment.
 
-Handlers (key computation only, KCM's enqueue rules):
+Handlers (key computation only, KCM's enqueue rules), declared on the
+:class:`~pycm.controller.builder.ControllerBuilder` the descriptor's init hands it —
+``for_(deployments, forget=…)``, ``controls(replicasets, …)`` (KCM's owner fan-out,
+:mod:`pycm.controller.owner_events`) and ``handles(pods, on_delete=…)``:
 
-- Deployment add/update/delete (tombstones unwrapped) → enqueue it.
+- Deployment add/update/delete (tombstones unwrapped) → enqueue it; a delete, or an update
+  whose UID changed (deleted and re-created between two events), also drops the old one's
+  compiled selector and recorded writes.
 - ReplicaSet add → its owning Deployment (Kind Deployment, name, UID must match); an orphan →
   every Deployment whose non-empty selector matches (one may adopt it); a ReplicaSet added
   while being deleted counts as a delete.
@@ -32,16 +37,13 @@ from typing import Any
 from pycm.api.labels import Selector, selector_from_dict
 from pycm.api.meta import controller_ref, split_key
 from pycm.api.meta import key as key_of
-from pycm.cache.processor import HandlerFuncs
-from pycm.cache.shared_informer import SharedIndexInformer
-from pycm.cache.store import DeletedFinalStateUnknown
-from pycm.controller.metrics import ControllerMetrics
+from pycm.controller.builder import ControllerBuilder
 from pycm.controller.ref_manager import (
     ControllerRefManager,
     add_claim_index,
     claim_candidates,
 )
-from pycm.controller.worker import Controller, Result
+from pycm.controller.worker import Result
 from pycm.controllers.consistency import ConsistencyStore, StaleCache
 from pycm.controllers.deployment import util
 from pycm.controllers.deployment.context import DeploymentClient, Recorder, SyncContext
@@ -56,18 +58,13 @@ from pycm.controllers.deployment.sync import (
     sync_deployment_status,
     update_status,
 )
-from pycm.trace.bus import Bus, default_bus
-from pycm.util.clock import REAL_CLOCK, Clock
+from pycm.kube import resources
 
 __all__ = ["DeploymentController"]
 
 log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
-
-
-def _unwrap(obj: Any) -> Obj:
-    return obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
 
 
 def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -93,22 +90,23 @@ class DeploymentController:
 
     def __init__(
         self,
+        builder: ControllerBuilder,
         *,
-        deployment_informer: SharedIndexInformer,
-        rs_informer: SharedIndexInformer,
-        pod_informer: SharedIndexInformer,
         client: DeploymentClient,
         recorder: Recorder,
-        name: str = "deployment",
-        clock: Clock = REAL_CLOCK,
-        bus: Bus | None = None,
-        metrics: ControllerMetrics | None = None,
         staleness_guard: bool = True,
         terminating_replicas: bool = True,
+        pod_replacement_policy: bool = False,
     ) -> None:
-        self._bus = bus or default_bus()
+        """Declare the controller's watches on ``builder`` and build its worker loop there
+        (the descriptor's init hands it the manager's builder; tests and benches a
+        :meth:`~pycm.controller.builder.ControllerBuilder.standalone` one)."""
+        deployment_informer = builder.informer(resources.DEPLOYMENTS)
+        rs_informer = builder.informer(resources.REPLICASETS)
+        pod_informer = builder.informer(resources.PODS)
         # Gate DeploymentReplicaSetTerminatingReplicas (on in KCM 1.36).
         self.terminating_replicas = terminating_replicas
+        self.pod_replacement_policy = pod_replacement_policy  # gate (off in KCM 1.36)
         # The staleness guard (None: off), reading the two informers it writes through.
         self.consistency: ConsistencyStore | None = None
         if staleness_guard:
@@ -119,7 +117,7 @@ class DeploymentController:
                 }
             )
         self.stale_skips: dict[str, int] = {}  # resource -> syncs skipped
-        self._clock = clock
+        self._clock = builder.context.clock
         self.client = client
         self.recorder = recorder
         self.informers = (deployment_informer, rs_informer, pod_informer)
@@ -129,54 +127,26 @@ class DeploymentController:
         self._d_indexer = deployment_informer.indexer
         self._rs_indexer = rs_informer.indexer
         add_claim_index(self._rs_indexer)
-        self.controller = Controller(
-            name, self.sync, resource="deployments", clock=clock, bus=self._bus, metrics=metrics
-        )
         # Compiled selectors by deployment key, with the selector dict they were compiled
         # from (see _selector); an entry goes when its deployment is deleted.
         self._selectors: dict[str, tuple[Any, Selector]] = {}
-        deployment_informer.add_event_handler(
-            HandlerFuncs(
-                on_add=lambda d, initial: self._enqueue(d, d, "add", initial=initial),
-                on_update=lambda old, cur: self._enqueue(cur, cur, "update", old),
-                on_delete=self._delete_deployment,
-            )
-        )
-        rs_informer.add_event_handler(
-            HandlerFuncs(on_add=self._add_rs, on_update=self._update_rs, on_delete=self._delete_rs)
-        )
-        pod_informer.add_event_handler(HandlerFuncs(on_delete=self._delete_pod))
+        # The handlers: KCM's rules (see the module docstring), declared on the builder.
+        builder.for_(resources.DEPLOYMENTS, forget=self._forget).controls(
+            resources.REPLICASETS, adopters=self._deployments_for_rs
+        ).handles(resources.PODS, on_delete=self._pod_deleted)
+        self._builder = builder
+        self.controller = builder.build(self.sync)
 
     async def run(self, workers: int) -> None:
-        async def synced() -> bool:
-            for informer in self.informers:
-                await informer.wait_synced()
-            return True
+        await self._builder.run(workers)
 
-        await self.controller.run(workers, synced)
+    # -- what the handlers ask ----------------------------------------------------------------
 
-    # -- handlers -----------------------------------------------------------------------------
-
-    def _enqueue(
-        self,
-        deployment: Obj,
-        trigger_obj: Any,
-        event: str,
-        old: Any = None,
-        *,
-        initial: bool = False,
-    ) -> None:
-        """Enqueue ``deployment``, caused by ``event`` on ``trigger_obj`` (``old``: an update's
-        previous object; ``initial``: an add from the informer's first list)."""
-        ctrl = self.controller
-        ctrl.enqueue(key_of(deployment), ctrl.trigger(trigger_obj, event, old, initial))
-
-    def _delete_deployment(self, obj: Any) -> None:
-        d = _unwrap(obj)
-        self._selectors.pop(key_of(d), None)
+    def _forget(self, key: str, d: Obj) -> None:
+        """A deployment is gone (or re-created): its compiled selector and writes with it."""
+        self._selectors.pop(key, None)
         if self.consistency is not None:
-            self.consistency.clear(key_of(d), str(_meta(d).get("uid", "")))
-        self._enqueue(d, d, "delete")
+            self.consistency.clear(key, str(_meta(d).get("uid", "")))
 
     def _resolve(self, namespace: str, ref: Mapping[str, Any] | None) -> Obj | None:
         if ref is None or ref.get("kind") != self.kind:
@@ -187,6 +157,8 @@ class DeploymentController:
         return d
 
     def _deployments_for_rs(self, rs: Obj) -> list[Obj]:
+        """The deployments that may adopt an orphan ReplicaSet (KCM's
+        getDeploymentsForReplicaSet: a non-empty selector matching its labels)."""
         labels = _meta(rs).get("labels") or {}
         if not labels:
             return []
@@ -200,56 +172,19 @@ class DeploymentController:
                 out.append(d)
         return out
 
-    def _add_rs(self, rs: Obj, is_in_initial_list: bool) -> None:
-        if _meta(rs).get("deletionTimestamp"):
-            self._delete_rs(rs)
-            return
-        ref = controller_ref(rs)
-        if ref is not None:
-            d = self._resolve(_meta(rs).get("namespace", ""), ref)
-            if d is not None:
-                self._enqueue(d, rs, "add", initial=is_in_initial_list)
-            return
-        for d in self._deployments_for_rs(rs):
-            self._enqueue(d, rs, "add", initial=is_in_initial_list)
-
-    def _update_rs(self, old: Obj, cur: Obj) -> None:
-        if _meta(old).get("resourceVersion") == _meta(cur).get("resourceVersion"):
-            return
-        old_ref, cur_ref = controller_ref(old), controller_ref(cur)
-        ref_changed = (old_ref or {}).get("uid") != (cur_ref or {}).get("uid")
-        namespace = _meta(cur).get("namespace", "")
-        if ref_changed and old_ref is not None:
-            d = self._resolve(namespace, old_ref)
-            if d is not None:
-                self._enqueue(d, cur, "update", old)
-        if cur_ref is not None:
-            d = self._resolve(namespace, cur_ref)
-            if d is not None:
-                self._enqueue(d, cur, "update", old)
-            return
-        if ref_changed or _meta(old).get("labels") != _meta(cur).get("labels"):
-            for d in self._deployments_for_rs(cur):
-                self._enqueue(d, cur, "update", old)
-
-    def _delete_rs(self, obj: Any) -> None:
-        rs = _unwrap(obj)
-        d = self._resolve(_meta(rs).get("namespace", ""), controller_ref(rs))
-        if d is not None:
-            self._enqueue(d, rs, "delete")
-
-    def _delete_pod(self, obj: Any) -> None:
-        pod = _unwrap(obj)
+    def _pod_deleted(self, pod: Obj) -> tuple[str, ...]:
+        """KCM's deletePod: a Recreate deployment waits for its old pods to go before it
+        creates the new ReplicaSet, so the last one's deletion enqueues it."""
         namespace = _meta(pod).get("namespace", "")
         rs_ref = controller_ref(pod)
         if rs_ref is None or rs_ref.get("kind") != "ReplicaSet":
-            return
+            return ()
         rs = self.rs_lister.get(namespace, str(rs_ref.get("name", "")))
         if rs is None or _meta(rs).get("uid") != rs_ref.get("uid"):
-            return
+            return ()
         d = self._resolve(namespace, controller_ref(rs))
         if d is None or util.is_rolling_update(d):
-            return
+            return ()
         owned = {
             _meta(r).get("uid")
             for r in self.rs_lister.list(namespace)
@@ -260,8 +195,7 @@ class DeploymentController:
             for p in self.pod_lister.list(namespace)
             if (controller_ref(p) or {}).get("uid") in owned
         ]
-        if not remaining:
-            self._enqueue(d, pod, "delete")
+        return () if remaining else (key_of(d),)
 
     # -- sync ---------------------------------------------------------------------------------
 
@@ -290,6 +224,7 @@ class DeploymentController:
             self._clock,
             self.rs_lister,
             terminating_replicas=self.terminating_replicas,
+            pod_replacement_policy=self.pod_replacement_policy,
         )
         await self.sync_deployment(ctx, d)
         uid = str(_meta(d).get("uid", ""))

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pycm.api.meta import parse_time
-from pycm.controllers.deployment import util
+from pycm.controllers.deployment import replacement, util
 from pycm.controllers.deployment.context import SyncContext
 from pycm.controllers.deployment.status import (
     available_condition,
@@ -57,6 +57,21 @@ def _replica_failures(all_rss: Sequence[Obj | None], new_rs: Obj | None) -> list
     return []
 
 
+def _complete(deployment: Obj, status: Mapping[str, Any], gate: bool) -> bool:
+    """DeploymentComplete, and (podReplacementPolicy TerminationComplete) no pod terminating
+    (replacement.py)."""
+    return util.deployment_complete(deployment, status) and not replacement.completion_waits(
+        deployment, gate, status
+    )
+
+
+def _progressing(deployment: Obj, status: Mapping[str, Any], gate: bool) -> bool:
+    """DeploymentProgressing, or (TerminationComplete) fewer pods terminating."""
+    return util.deployment_progressing(deployment, status) or replacement.termination_progressed(
+        deployment, gate, status
+    )
+
+
 def _rs_name(rs: Obj | None) -> str:
     return str(((rs or {}).get("metadata") or {}).get("name", ""))
 
@@ -67,12 +82,14 @@ def rollout_status_unchanged(
     deployment: Obj,
     counts: Mapping[str, int],
     now: float,
+    *,
+    gate: bool = False,
 ) -> bool:
     """Whether the status :func:`sync_rollout_status` builds would be equal to the one the
     deployment holds — read in place, decision by decision in the build's order: the counts,
     then each condition the build sets or removes (Available; Progressing by the progress
     deadline; ReplicaFailure) must already be as the build would leave it. False sends the
-    sync to the build, which decides."""
+    sync to the build, which decides. ``gate``: DeploymentPodReplacementPolicy."""
     old = deployment.get("status") or {}
     if not counts_unchanged(old, counts):
         return False
@@ -87,10 +104,10 @@ def rollout_status_unchanged(
         and current is not None
         and current.get("reason") == util.NEW_RS_AVAILABLE
     ):
-        if util.deployment_complete(deployment, counts):
+        if _complete(deployment, counts, gate):
             if not condition_unchanged(old, util.PROGRESSING, "True", util.NEW_RS_AVAILABLE):
                 return False
-        elif util.deployment_progressing(deployment, counts):
+        elif _progressing(deployment, counts, gate):
             return False  # the build refreshes lastUpdateTime (and counts differ anyway)
         elif util.deployment_timed_out(deployment, old, now) and not condition_unchanged(
             old, util.PROGRESSING, "False", util.TIMED_OUT
@@ -114,11 +131,12 @@ async def sync_rollout_status(
     old_status = deployment.get("status") or {}
     terminating = ctx.terminating_replicas
     counts = replica_counts(all_rss, new_rs, deployment, terminating=terminating)
-    if rollout_status_unchanged(all_rss, new_rs, deployment, counts, now):
+    gate = ctx.pod_replacement_policy
+    if rollout_status_unchanged(all_rss, new_rs, deployment, counts, now, gate=gate):
         # Compared first, nothing built: the old status is the one the build would equal.
         requeue_stuck_deployment(ctx, deployment, old_status)
         return
-    status = rollout_status(all_rss, new_rs, deployment, now, terminating=terminating)
+    status = rollout_status(all_rss, new_rs, deployment, now, terminating=terminating, gate=gate)
     if status_equal(old_status, status):
         requeue_stuck_deployment(ctx, deployment, status)
         return
@@ -132,9 +150,11 @@ def rollout_status(
     now: float,
     *,
     terminating: bool = True,
+    gate: bool = False,
 ) -> Obj:
     """The status a rollout sync builds (calculateStatus, then the Progressing condition by
-    the progress deadline and the replica failures)."""
+    the progress deadline and the replica failures). ``gate``: DeploymentPodReplacementPolicy
+    (a TerminationComplete rollout completes only once no pod terminates)."""
     status = calculate_status(all_rss, new_rs, deployment, now, terminating=terminating)
     if not util.has_progress_deadline(deployment):
         util.remove_condition(status, util.PROGRESSING)
@@ -147,7 +167,7 @@ def rollout_status(
     )
     if util.has_progress_deadline(deployment) and not complete_already:
         name = _rs_name(new_rs)
-        if util.deployment_complete(deployment, status):
+        if _complete(deployment, status, gate):
             util.set_condition(
                 status,
                 util.new_condition(
@@ -158,7 +178,7 @@ def rollout_status(
                     now,
                 ),
             )
-        elif util.deployment_progressing(deployment, status):
+        elif _progressing(deployment, status, gate):
             condition = util.new_condition(
                 util.PROGRESSING,
                 "True",
@@ -198,7 +218,10 @@ def requeue_stuck_deployment(ctx: SyncContext, deployment: Obj, new_status: Obj)
     current = util.get_condition(deployment.get("status") or {}, util.PROGRESSING)
     if not util.has_progress_deadline(deployment) or current is None:
         return
-    if util.deployment_complete(deployment, new_status) or current.get("reason") == util.TIMED_OUT:
+    if (
+        _complete(deployment, new_status, ctx.pod_replacement_policy)
+        or current.get("reason") == util.TIMED_OUT
+    ):
         return
     stamp = current.get("lastUpdateTime")
     if not stamp:

@@ -1,12 +1,13 @@
 """The Recreate strategy (KCM deployment/recreate.go): old ReplicaSets to zero, wait until
-no old pod runs, then the new ReplicaSet at full size — old and new never run together."""
+no old pod runs, then the new ReplicaSet at full size — old and new never run together (with
+podReplacementPolicy TerminationStarted the wait ends once every old pod is terminating)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pycm.controllers.deployment import util
+from pycm.controllers.deployment import replacement, util
 from pycm.controllers.deployment.context import SyncContext
 from pycm.controllers.deployment.progress import sync_rollout_status
 from pycm.controllers.deployment.sync import (
@@ -21,8 +22,15 @@ Obj = dict[str, Any]
 
 
 def old_pods_running(
-    new_rs: Obj | None, old_rss: Sequence[Obj], pod_map: Mapping[str, Sequence[Obj]]
+    new_rs: Obj | None,
+    old_rss: Sequence[Obj],
+    pod_map: Mapping[str, Sequence[Obj]],
+    terminating_is_enough: bool = False,
 ) -> bool:
+    """Does an old pod still run — or, with ``terminating_is_enough`` (podReplacementPolicy
+    TerminationStarted, replacement.py), one that has not started terminating?
+
+    status.replicas counts only pods not being deleted, so it answers both questions alike."""
     if util.get_status_replica_count(old_rss) > 0:
         return True
     new_uid = ((new_rs or {}).get("metadata") or {}).get("uid")
@@ -32,6 +40,8 @@ def old_pods_running(
         for pod in pods:
             if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
                 continue  # finished pods do not count
+            if terminating_is_enough and (pod.get("metadata") or {}).get("deletionTimestamp"):
+                continue  # terminating: its replacement may start
             return True
     return False
 
@@ -48,7 +58,8 @@ async def rollout_recreate(
     if scaled_down:
         await sync_rollout_status(ctx, all_rss, new_rs, deployment)
         return
-    if old_pods_running(new_rs, old_rss, pod_map):
+    enough = replacement.terminating_is_enough(deployment, ctx.pod_replacement_policy)
+    if old_pods_running(new_rs, old_rss, pod_map, enough):
         await sync_rollout_status(ctx, all_rss, new_rs, deployment)
         return
     if new_rs is None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pycm.controllers.deployment import util
+from pycm.controllers.deployment import replacement, util
 from pycm.controllers.deployment.context import SyncContext
 from pycm.controllers.deployment.progress import sync_rollout_status
 from pycm.controllers.deployment.sync import (
@@ -45,7 +45,9 @@ async def reconcile_new_replica_set(
     if current > replicas:
         scaled, _ = await scale_replica_set_and_record_event(ctx, new_rs, replicas, deployment)
         return scaled
-    target = util.new_rs_new_replicas(deployment, all_rss, new_rs)
+    target = replacement.new_rs_new_replicas(
+        deployment, all_rss, new_rs, gate=ctx.pod_replacement_policy
+    )
     scaled, _ = await scale_replica_set_and_record_event(ctx, new_rs, target, deployment)
     return scaled
 

@@ -1,17 +1,25 @@
 """The parts of syncDeployment shared by every strategy (KCM deployment/sync.go): finding or
-creating the new ReplicaSet, scaling (with proportional scaling), history cleanup, status."""
+creating the new ReplicaSet, scaling events (the scaling itself is scaling.py's), history
+cleanup, status."""
 
 from __future__ import annotations
 
 import copy
-import functools
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pycm.api.owner import new_controller_ref
-from pycm.controllers.deployment import util
-from pycm.controllers.deployment.context import ScaleAction, SyncContext
+from pycm.controllers.deployment import replacement, util
+from pycm.controllers.deployment.context import SyncContext
+from pycm.controllers.deployment.scaling import (
+    find_active_or_latest,
+    replicas_annotations_need_update,
+    scale,
+    scale_replica_set,
+    scale_replica_set_and_record_event,
+    set_replicas_annotations,
+)
 from pycm.controllers.deployment.status import (
     calculate_status,
     replica_counts,
@@ -20,14 +28,18 @@ from pycm.controllers.deployment.status import (
 )
 from pycm.kube.errors import NotFound, is_already_exists, is_not_found
 
+# scaling.py's names stay importable from here, where they lived before the split.
 __all__ = [
     "cleanup_deployment",
+    "find_active_or_latest",
     "get_all_replica_sets_and_sync_revision",
     "get_new_replica_set",
     "is_scaling_event",
+    "replicas_annotations_need_update",
     "scale",
     "scale_replica_set",
     "scale_replica_set_and_record_event",
+    "set_replicas_annotations",
     "sync",
     "sync_deployment_status",
     "update_status",
@@ -69,28 +81,6 @@ def _copy_deployment_annotations(deployment: Obj, rs: Obj) -> bool:
         target[key] = value
         changed = True
     return changed
-
-
-def set_replicas_annotations(rs: Obj, desired: int, max_replicas: int) -> bool:
-    annotations = _annotations(rs)
-    changed = False
-    for key, value in (
-        (util.DESIRED_REPLICAS_ANNOTATION, str(desired)),
-        (util.MAX_REPLICAS_ANNOTATION, str(max_replicas)),
-    ):
-        if annotations.get(key) != value:
-            annotations[key] = value
-            changed = True
-    return changed
-
-
-def replicas_annotations_need_update(
-    rs: Mapping[str, Any], desired: int, max_replicas: int
-) -> bool:
-    annotations = (rs.get("metadata") or {}).get("annotations") or {}
-    return annotations.get(util.DESIRED_REPLICAS_ANNOTATION) != str(desired) or annotations.get(
-        util.MAX_REPLICAS_ANNOTATION
-    ) != str(max_replicas)
 
 
 def new_replica_set_annotations_need_update(
@@ -245,7 +235,9 @@ async def get_new_replica_set(
             "template": template,
         },
     }
-    new_replicas = util.new_rs_new_replicas(deployment, [*old_rss, new_rs], new_rs)
+    new_replicas = replacement.new_rs_new_replicas(
+        deployment, [*old_rss, new_rs], new_rs, gate=ctx.pod_replacement_policy
+    )
     new_rs["spec"]["replicas"] = new_replicas
     set_new_replica_set_annotations(deployment, new_rs, new_revision, False)
     try:
@@ -381,131 +373,6 @@ async def get_all_replica_sets_and_sync_revision(
     return new_rs, all_old
 
 
-async def scale_replica_set(
-    ctx: SyncContext, rs: Mapping[str, Any], new_scale: int, deployment: Obj, operation: str
-) -> tuple[bool, Obj]:
-    old_scale = util.replicas_of(rs)
-    size_needs_update = old_scale != new_scale
-    replicas = util.replicas_of(deployment)
-    max_replicas = replicas + util.max_surge(deployment)
-    if not size_needs_update and not replicas_annotations_need_update(rs, replicas, max_replicas):
-        return False, dict(rs)
-    rs_copy: Obj = copy.deepcopy(dict(rs))
-    rs_copy["spec"]["replicas"] = new_scale
-    set_replicas_annotations(rs_copy, replicas, max_replicas)
-    updated = await ctx.client.update_replica_set(_ns(rs_copy), rs_copy)
-    if size_needs_update:
-        ctx.scaled.append(ScaleAction(_name(rs), old_scale, new_scale))
-        ctx.recorder.event(
-            deployment,
-            "Normal",
-            "ScalingReplicaSet",
-            f"Scaled {operation} replica set {_name(rs)} to {new_scale} from {old_scale}",
-        )
-    return size_needs_update, updated
-
-
-async def scale_replica_set_and_record_event(
-    ctx: SyncContext, rs: Mapping[str, Any], new_scale: int, deployment: Obj
-) -> tuple[bool, Obj]:
-    current = util.replicas_of(rs)
-    if current == new_scale:
-        return False, dict(rs)
-    operation = "up" if current < new_scale else "down"
-    return await scale_replica_set(ctx, rs, new_scale, deployment, operation)
-
-
-def _by_creation(rs: Mapping[str, Any]) -> tuple[float, str]:
-    return util.creation_key(rs)
-
-
-def _older_first(a: Mapping[str, Any], b: Mapping[str, Any]) -> int:
-    """ReplicaSetsByCreationTimestamp: older first, then by name."""
-    ka, kb = _by_creation(a), _by_creation(b)
-    return -1 if ka < kb else (1 if ka > kb else 0)
-
-
-def _larger_first(tie: Callable[[Mapping[str, Any], Mapping[str, Any]], int]) -> Any:
-    def compare(a: Mapping[str, Any], b: Mapping[str, Any]) -> int:
-        ra, rb = util.replicas_of(a), util.replicas_of(b)
-        if ra != rb:
-            return -1 if ra > rb else 1
-        return tie(a, b)
-
-    return functools.cmp_to_key(compare)
-
-
-# ReplicaSetsBySizeNewer / ReplicaSetsBySizeOlder: larger first; ties newer / older first.
-_BY_SIZE_NEWER = _larger_first(lambda a, b: _older_first(b, a))
-_BY_SIZE_OLDER = _larger_first(_older_first)
-
-
-def find_active_or_latest(new_rs: Obj | None, old_rss: Sequence[Obj]) -> Obj | None:
-    if new_rs is None and not old_rss:
-        return None
-    newest_first = sorted(old_rss, key=_by_creation, reverse=True)
-    active = util.filter_active_replica_sets([*newest_first, new_rs])
-    if not active:
-        return new_rs if new_rs is not None else newest_first[0]
-    if len(active) == 1:
-        return active[0]
-    return None
-
-
-def _get_proportion(rs: Obj, deployment: Obj, to_add: int, added: int) -> int:
-    if util.replicas_of(rs) == 0 or to_add == 0 or to_add == added:
-        return 0
-    fraction = util.get_replica_set_fraction(rs, deployment)
-    allowed = to_add - added
-    return min(fraction, allowed) if to_add > 0 else max(fraction, allowed)
-
-
-async def scale(
-    ctx: SyncContext, deployment: Obj, new_rs: Obj | None, old_rss: Sequence[Obj]
-) -> list[ScaleAction]:
-    """Scale the ReplicaSets to the deployment's size: the only active one directly; a
-    saturated new RS → old ones to 0; otherwise proportionally, leftovers to the largest
-    (newest on ties when adding, oldest when removing). Returns what it scaled."""
-    before = len(ctx.scaled)
-    replicas = util.replicas_of(deployment)
-    active_or_latest = find_active_or_latest(new_rs, old_rss)
-    if active_or_latest is not None:
-        if util.replicas_of(active_or_latest) != replicas:
-            await scale_replica_set_and_record_event(ctx, active_or_latest, replicas, deployment)
-        return ctx.scaled[before:]
-    if util.is_saturated(deployment, new_rs):
-        for old in util.filter_active_replica_sets(old_rss):
-            await scale_replica_set_and_record_event(ctx, old, 0, deployment)
-        return ctx.scaled[before:]
-    if not util.is_rolling_update(deployment):
-        return ctx.scaled[before:]
-    all_rss = util.filter_active_replica_sets([*old_rss, new_rs])
-    allowed = replicas + util.max_surge(deployment) if replicas > 0 else 0
-    to_add = allowed - util.get_replica_count(all_rss)
-    operation = ""
-    if to_add > 0:
-        all_rss.sort(key=_BY_SIZE_NEWER)
-        operation = "up"
-    elif to_add < 0:
-        all_rss.sort(key=_BY_SIZE_OLDER)
-        operation = "down"
-    added = 0
-    sizes: dict[str, int] = {}
-    for rs in all_rss:
-        if to_add != 0:
-            proportion = _get_proportion(rs, deployment, to_add, added)
-            sizes[_name(rs)] = util.replicas_of(rs) + proportion
-            added += proportion
-        else:
-            sizes[_name(rs)] = util.replicas_of(rs)
-    if to_add != 0 and all_rss:
-        first = _name(all_rss[0])
-        sizes[first] = max(0, sizes[first] + (to_add - added))
-    for rs in all_rss:
-        await scale_replica_set(ctx, rs, sizes[_name(rs)], deployment, operation)
-    return ctx.scaled[before:]
-
-
 async def is_scaling_event(ctx: SyncContext, deployment: Obj, rs_list: Sequence[Obj]) -> bool:
     new_rs, old_rss = await get_all_replica_sets_and_sync_revision(ctx, deployment, rs_list, False)
     replicas = util.replicas_of(deployment)
@@ -525,7 +392,7 @@ async def cleanup_deployment(ctx: SyncContext, old_rss: Sequence[Obj], deploymen
     diff = len(alive) - int(limit)
     if diff <= 0:
         return
-    alive.sort(key=lambda r: (util.revision(r), _by_creation(r)))  # ReplicaSetsByRevision
+    alive.sort(key=lambda r: (util.revision(r), util.creation_key(r)))  # ReplicaSetsByRevision
     for rs in alive[:diff]:
         status = rs.get("status") or {}
         meta = rs.get("metadata") or {}

@@ -29,6 +29,7 @@ __all__ = [
     "DESIRED_REPLICAS_ANNOTATION",
     "MAX_REPLICAS_ANNOTATION",
     "POD_TEMPLATE_HASH_LABEL",
+    "REPLICAS_BEFORE_SCALE_ANNOTATION",
     "REVISION_ANNOTATION",
     "annotated_replicas",
     "compute_hash",
@@ -75,6 +76,10 @@ DESIRED_REPLICAS_ANNOTATION = "deployment.kubernetes.io/desired-replicas"
 MAX_REPLICAS_ANNOTATION = "deployment.kubernetes.io/max-replicas"
 CHANGE_CAUSE_ANNOTATION = "kubernetes.io/change-cause"
 ROLLBACK_TO_ANNOTATION = "deprecated.deployment.rollback.to"
+# A ReplicaSet's spec.replicas before a scaling event that could not finish at once under
+# podReplacementPolicy TerminationComplete (KEP-3973): kept, with the pre-scale desired and max
+# annotations, until its partial scaling completes (replacement.py).
+REPLICAS_BEFORE_SCALE_ANNOTATION = "deployment.kubernetes.io/replicaset-replicas-before-scale"
 POD_TEMPLATE_HASH_LABEL = "pod-template-hash"
 # Annotations a deployment never copies to its ReplicaSets, nor a rollback from one back to
 # the deployment (KCM's annotationsToSkip).
@@ -85,6 +90,7 @@ ANNOTATIONS_TO_SKIP = frozenset(
         REVISION_HISTORY_ANNOTATION,
         DESIRED_REPLICAS_ANNOTATION,
         MAX_REPLICAS_ANNOTATION,
+        REPLICAS_BEFORE_SCALE_ANNOTATION,
         ROLLBACK_TO_ANNOTATION,
     }
 )
@@ -294,12 +300,17 @@ def get_terminating_replica_count(rss: Iterable[Obj | None]) -> int | None:
     return total
 
 
-def new_rs_new_replicas(deployment: Obj, all_rss: Sequence[Obj | None], new_rs: Obj) -> int:
-    """How many replicas the new ReplicaSet should have now (NewRSNewReplicas)."""
+def new_rs_new_replicas(
+    deployment: Obj, all_rss: Sequence[Obj | None], new_rs: Obj, current: int | None = None
+) -> int:
+    """How many replicas the new ReplicaSet should have now (NewRSNewReplicas). ``current``:
+    the pods counted against replicas + maxSurge, :func:`pod_count_upper_bound` unless given
+    (replacement.py counts terminating pods too)."""
     replicas = replicas_of(deployment)
     if is_rolling_update(deployment):
         surge = max_surge(deployment)
-        current = pod_count_upper_bound(all_rss)
+        if current is None:
+            current = pod_count_upper_bound(all_rss)
         max_total = replicas + surge
         new_replicas = replicas_of(new_rs)
         if current >= max_total:

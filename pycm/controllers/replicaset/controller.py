@@ -1,12 +1,17 @@
 """The ReplicaSet controller (KCM pkg/controller/replicaset), on pycm's machinery.
 
-Handlers (synchronous, key computation only):
+Handlers (synchronous, key computation only), declared on the
+:class:`~pycm.controller.builder.ControllerBuilder` the descriptor's init hands it —
+``for_(replicasets, forget=…)`` and ``controls(pods, …)``, KCM's owner fan-out
+(:mod:`pycm.controller.owner_events`):
 
-- ReplicaSet add/update/delete → enqueue it (delete also forgets its expectations).
+- ReplicaSet add/update/delete → enqueue it (a delete, or an update whose UID changed, also
+  forgets the old one's expectations and writes).
 - Pod add → its owning ReplicaSet (observing one expected creation); an orphan → every
   ReplicaSet whose selector matches it (one of them may adopt it). A pod added already being
   deleted counts as a delete.
-- Pod update → the owner; the old owner too when the controller reference changed; an orphan
+- Pod update (same resourceVersion: skipped; being deleted: a delete, of the old labels too
+  when they changed) → the owner; the old owner too when the controller reference changed; an orphan
   whose labels changed → the matching ReplicaSets; a pod that just turned Ready with
   minReadySeconds → the owner again after minReadySeconds + 1 s.
 - Pod delete (tombstones included) → the owner, observing one expected deletion.
@@ -35,14 +40,11 @@ from pycm.api.meta import controller_ref, split_key
 from pycm.api.meta import key as key_of
 from pycm.api.owner import new_controller_ref
 from pycm.cache.indexer import CONTROLLER_UID_INDEX
-from pycm.cache.processor import HandlerFuncs
-from pycm.cache.shared_informer import SharedIndexInformer
-from pycm.cache.store import DeletedFinalStateUnknown
+from pycm.controller.builder import ControllerBuilder
 from pycm.controller.expectations import EXPECTATIONS_TIMEOUT, UIDTrackingExpectations
-from pycm.controller.metrics import ControllerMetrics
 from pycm.controller.pod_control import PodControl, Recorder
 from pycm.controller.ref_manager import ControllerRefManager
-from pycm.controller.worker import Controller, Result
+from pycm.controller.worker import Result
 from pycm.controllers.consistency import ConsistencyStore, StaleCache
 from pycm.controllers.replicaset.metrics import ReplicaSetMetrics
 from pycm.controllers.replicaset.pods import (
@@ -53,9 +55,8 @@ from pycm.controllers.replicaset.pods import (
 )
 from pycm.controllers.replicaset.ranking import deletion_age_ratios, pods_to_delete
 from pycm.controllers.replicaset.status import calculate_status, status_unchanged
+from pycm.kube import resources
 from pycm.kube.errors import is_not_found
-from pycm.trace.bus import Bus, default_bus
-from pycm.util.clock import REAL_CLOCK, Clock
 
 __all__ = ["BURST_REPLICAS", "ReplicaSetClient", "ReplicaSetController"]
 
@@ -64,6 +65,7 @@ log = logging.getLogger(__name__)
 BURST_REPLICAS = 500
 SLOW_START_INITIAL_BATCH_SIZE = 1
 STATUS_UPDATE_RETRIES = 1
+# The staleness guard's names of the caches it reads.
 PODS = "pods"
 REPLICASETS = "replicasets.apps"
 
@@ -84,10 +86,6 @@ class ReplicaSetClient(Protocol):
     async def update_replica_set_status(self, namespace: str, body: Obj) -> Obj: ...
 
 
-def _unwrap(obj: Any) -> Obj:
-    return obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
-
-
 def _rv(obj: Mapping[str, Any]) -> str:
     return str((obj.get("metadata") or {}).get("resourceVersion", ""))
 
@@ -102,15 +100,10 @@ class ReplicaSetController:
 
     def __init__(
         self,
+        builder: ControllerBuilder,
         *,
-        rs_informer: SharedIndexInformer,
-        pod_informer: SharedIndexInformer,
         client: ReplicaSetClient,
         recorder: Recorder,
-        name: str = "replicaset",
-        clock: Clock = REAL_CLOCK,
-        bus: Bus | None = None,
-        metrics: ControllerMetrics | None = None,
         burst_replicas: int = BURST_REPLICAS,
         staleness_guard: bool = True,
         rs_metrics: ReplicaSetMetrics | None = None,
@@ -118,8 +111,10 @@ class ReplicaSetController:
         pod_deletion_cost: bool = True,
         terminating_replicas: bool = True,
     ) -> None:
-        self._bus = bus or default_bus()
-        self._clock = clock
+        """Declare the controller's watches on ``builder`` and build its worker loop there
+        (the descriptor's init hands it the manager's builder; tests and benches a
+        :meth:`~pycm.controller.builder.ControllerBuilder.standalone` one)."""
+        self._clock = clock = builder.context.clock
         self.client = client
         self.recorder = recorder
         self.burst_replicas = burst_replicas
@@ -127,8 +122,8 @@ class ReplicaSetController:
         # DeploymentReplicaSetTerminatingReplicas writes status.terminatingReplicas.
         self.pod_deletion_cost = pod_deletion_cost
         self.terminating_replicas = terminating_replicas
-        self.rs_informer = rs_informer
-        self.pod_informer = pod_informer
+        self.rs_informer = rs_informer = builder.informer(resources.REPLICASETS)
+        self.pod_informer = pod_informer = builder.informer(resources.PODS)
         self.rs_lister = rs_informer.lister
         self.pod_lister = pod_informer.lister
         self.expectations = UIDTrackingExpectations(clock, timeout=expectations_timeout)
@@ -144,61 +139,29 @@ class ReplicaSetController:
         self.rs_metrics = rs_metrics
         self.stale_skips: dict[str, int] = {}  # resource -> syncs skipped (also the metric)
         self.pod_control = PodControl(client, recorder)
-        self.controller = Controller(
-            name, self.sync, resource="replicasets", clock=clock, bus=self._bus, metrics=metrics
+        # The handlers: KCM's rules (see the module docstring), declared on the builder.
+        builder.for_(resources.REPLICASETS, forget=self._forget).controls(
+            resources.PODS,
+            adopters=self._matching_replica_sets,
+            expectations=self.expectations,
+            after_update=self._ready_recheck,
         )
-        rs_informer.add_event_handler(
-            HandlerFuncs(on_add=self._add_rs, on_update=self._update_rs, on_delete=self._delete_rs)
-        )
-        pod_informer.add_event_handler(
-            HandlerFuncs(
-                on_add=self._add_pod, on_update=self._update_pod, on_delete=self._delete_pod
-            )
-        )
+        self._builder = builder
+        self.controller = builder.build(self.sync)
 
     async def run(self, workers: int) -> None:
-        async def synced() -> bool:
-            await self.rs_informer.wait_synced()
-            await self.pod_informer.wait_synced()
-            return True
+        await self._builder.run(workers)
 
-        await self.controller.run(workers, synced)
+    # -- what the handlers ask ----------------------------------------------------------------
 
-    # -- handlers -----------------------------------------------------------------------------
-
-    def _enqueue(
-        self, rs: Obj, trigger_obj: Any, event: str, old: Any = None, *, initial: bool = False
-    ) -> None:
-        """Enqueue ``rs``, caused by ``event`` on ``trigger_obj`` (``old``: an update's previous
-        object; ``initial``: an add from the informer's first list)."""
-        ctrl = self.controller
-        ctrl.enqueue(key_of(rs), ctrl.trigger(trigger_obj, event, old, initial))
-
-    def _add_rs(self, rs: Obj, is_in_initial_list: bool) -> None:
-        self._enqueue(rs, rs, "add", initial=is_in_initial_list)
-
-    def _update_rs(self, old: Obj, cur: Obj) -> None:
-        if (old.get("metadata") or {}).get("uid") != (cur.get("metadata") or {}).get("uid"):
-            self._delete_rs(old)
-        self._enqueue(cur, cur, "update", old)
-
-    def _delete_rs(self, obj: Any) -> None:
-        rs = _unwrap(obj)
-        key = key_of(rs)
+    def _forget(self, key: str, rs: Obj) -> None:
+        """A ReplicaSet is gone (or re-created): its expectations and writes with it."""
         self.expectations.delete(key)
         if self.consistency is not None:
             self.consistency.clear(key, _uid(rs))
-        self.controller.enqueue(key, self.controller.trigger(rs, "delete"))
-
-    def _resolve(self, namespace: str, ref: Mapping[str, Any] | None) -> Obj | None:
-        if ref is None or ref.get("kind") != self.kind:
-            return None
-        rs = self.rs_lister.get(namespace, str(ref.get("name", "")))
-        if rs is None or (rs.get("metadata") or {}).get("uid") != ref.get("uid"):
-            return None
-        return rs
 
     def _matching_replica_sets(self, pod: Obj) -> list[Obj]:
+        """The ReplicaSets that may adopt an orphan pod (KCM's getPodReplicaSets)."""
         namespace = (pod.get("metadata") or {}).get("namespace", "")
         pod_labels = _labels(pod)
         out = []
@@ -212,62 +175,14 @@ class ReplicaSetController:
                 out.append(rs)
         return out
 
-    def _add_pod(self, pod: Obj, is_in_initial_list: bool) -> None:
-        if (pod.get("metadata") or {}).get("deletionTimestamp"):
-            self._delete_pod(pod)
-            return
-        namespace = (pod.get("metadata") or {}).get("namespace", "")
-        ref = controller_ref(pod)
-        if ref is not None:
-            rs = self._resolve(namespace, ref)
-            if rs is not None:
-                self.expectations.creation_observed(key_of(rs))
-                self._enqueue(rs, pod, "add", initial=is_in_initial_list)
-            return
-        for rs in self._matching_replica_sets(pod):
-            self._enqueue(rs, pod, "add", initial=is_in_initial_list)
-
-    def _update_pod(self, old: Obj, cur: Obj) -> None:
-        if _rv(old) == _rv(cur):
-            return  # a resync: the RS resync covers it
-        labels_changed = _labels(old) != _labels(cur)
-        if (cur.get("metadata") or {}).get("deletionTimestamp"):
-            self._delete_pod(cur)
-            if labels_changed:
-                self._delete_pod(old)
-            return
-        namespace = (cur.get("metadata") or {}).get("namespace", "")
-        old_ref, cur_ref = controller_ref(old), controller_ref(cur)
-        ref_changed = (old_ref or {}).get("uid") != (cur_ref or {}).get("uid")
-        if ref_changed and old_ref is not None:
-            old_rs = self._resolve(namespace, old_ref)
-            if old_rs is not None:
-                self._enqueue(old_rs, cur, "update", old)
-        if cur_ref is not None:
-            rs = self._resolve(namespace, cur_ref)
-            if rs is None:
-                return
-            self._enqueue(rs, cur, "update", old)
-            min_ready = int((rs.get("spec") or {}).get("minReadySeconds") or 0)
-            if min_ready > 0 and not is_pod_ready(old) and is_pod_ready(cur):
-                self.controller.enqueue_after(key_of(rs), min_ready + 1.0, "min_ready")
-            return
-        if labels_changed or ref_changed:
-            for rs in self._matching_replica_sets(cur):
-                self._enqueue(rs, cur, "update", old)
-
-    def _delete_pod(self, obj: Any) -> None:
-        pod = _unwrap(obj)
-        ref = controller_ref(pod)
-        if ref is None:
-            return
-        meta = pod.get("metadata") or {}
-        rs = self._resolve(meta.get("namespace", ""), ref)
-        if rs is None:
-            return
-        rs_key = key_of(rs)
-        self.expectations.deletion_observed_uid(rs_key, key_of(pod))
-        self._enqueue(rs, pod, "delete")
+    @staticmethod
+    def _ready_recheck(rs: Obj, old: Obj, cur: Obj) -> float | None:
+        """A pod that just turned Ready under minReadySeconds: its ReplicaSet again once it
+        may count as available (KCM's updatePod: minReadySeconds + 1 s)."""
+        min_ready = int((rs.get("spec") or {}).get("minReadySeconds") or 0)
+        if min_ready > 0 and not is_pod_ready(old) and is_pod_ready(cur):
+            return min_ready + 1.0
+        return None
 
     # -- sync ---------------------------------------------------------------------------------
 

@@ -16,7 +16,7 @@ from starlette.responses import Response
 from pycm.sim import errors
 from pycm.sim.auth import TokenAuthenticator, bearer_token
 from pycm.sim.faults.endpoint import FaultsEndpoint
-from pycm.sim.faults.fault import TICK, Action, Fault, Intercepted
+from pycm.sim.faults.fault import TICK, Action, Fault, Intercepted, LastingFault
 from pycm.sim.faults.kinds import PHASES, parse
 from pycm.sim.kubelet import Kubelet
 from pycm.sim.requestinfo import request_info, request_path
@@ -47,18 +47,18 @@ class Faults:
         self.rng = random.Random(seed)
         self._ids = itertools.count(1)
         # Invariant: every fault in `_active` is lasting and not yet past a bound.
-        self._active: dict[str, Fault] = {}
+        self._active: dict[str, LastingFault] = {}
         self._added = asyncio.Event()  # set on every addition (wakes the idle ticker)
         self._endpoint = FaultsEndpoint(self)
 
     # ---------------------------------------------------------------- the Python API
 
     @property
-    def active(self) -> list[Fault]:
+    def active(self) -> list[LastingFault]:
         self.expire()
         return list(self._active.values())
 
-    def get(self, fault_id: str) -> Fault | None:
+    def get(self, fault_id: str) -> LastingFault | None:
         """The active fault ``fault_id``, or None."""
         self.expire()
         return self._active.get(fault_id)
@@ -125,14 +125,14 @@ class Faults:
 
     # ---------------------------------------------------------------- for the kinds (FaultHost)
 
-    def active_faults(self) -> Iterable[Fault]:
+    def active_faults(self) -> Iterable[LastingFault]:
         """The active faults as they are (no expiry check)."""
         return self._active.values()
 
-    def is_active(self, fault: Fault) -> bool:
+    def is_active(self, fault: LastingFault) -> bool:
         return fault.id in self._active
 
-    def end(self, fault: Fault, why: str) -> None:
+    def end(self, fault: LastingFault, why: str) -> None:
         """``fault`` is no longer active (``why`` is logged); a no-op if it already is not."""
         if self._active.pop(fault.id, None) is None:
             return
@@ -141,7 +141,7 @@ class Faults:
             "pycm sim: fault %s ended (%s): %s", fault.id, why, escape_control(fault.describe())
         )
 
-    def use(self, fault: Fault) -> None:
+    def use(self, fault: LastingFault) -> None:
         """``fault`` acted on a request: counted, and ended when its count is used up."""
         fault.hits += 1
         if fault.count is not None:

@@ -3,7 +3,7 @@ emulator's admin token only."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 import orjson
@@ -28,7 +28,7 @@ class FaultSet(Protocol):
     clock: Clock
 
     @property
-    def active(self) -> list[Fault]: ...
+    def active(self) -> Sequence[Fault]: ...
 
     def get(self, fault_id: str) -> Fault | None: ...
 

@@ -1,10 +1,13 @@
-"""A fault: what every kind shares (its scope, its bounds, its wire form), what a kind sees of
-a request (:class:`Intercepted`) and the subset of the fault set a kind acts through
-(:class:`FaultHost`). The kinds themselves are in :mod:`pycm.sim.faults.kinds`."""
+"""A fault: what every kind shares (its scope, its bounds, its wire form), the two kinds of
+fault (:class:`LastingFault`, which says what it does and acts on requests while active, and
+:class:`Action`, which acts once and says what it did), what a lasting one sees of a request
+(:class:`Intercepted`) and the subset of the fault set a kind acts through (:class:`FaultHost`).
+The kinds themselves are in :mod:`pycm.sim.faults.kinds`."""
 
 from __future__ import annotations
 
 import random
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
@@ -16,7 +19,7 @@ from pycm.sim.kubelet import Kubelet
 from pycm.sim.store import Store
 from pycm.util.clock import Clock
 
-__all__ = ["TICK", "Action", "Fault", "FaultHost", "Intercepted", "invalid"]
+__all__ = ["TICK", "Action", "Fault", "FaultHost", "Intercepted", "LastingFault", "invalid"]
 
 # How often the expiry ticker and a held request look again (a paused kubelet resumes, a held
 # request is released, within this).
@@ -36,13 +39,13 @@ class FaultHost(Protocol):
     rng: random.Random  # the seeded draw of an error fault's rate
     kubelet: Callable[[], Kubelet | None]
 
-    def active_faults(self) -> Iterable[Fault]: ...
+    def active_faults(self) -> Iterable[LastingFault]: ...
 
-    def is_active(self, fault: Fault) -> bool: ...
+    def is_active(self, fault: LastingFault) -> bool: ...
 
-    def use(self, fault: Fault) -> None: ...
+    def use(self, fault: LastingFault) -> None: ...
 
-    def end(self, fault: Fault, why: str) -> None: ...
+    def end(self, fault: LastingFault, why: str) -> None: ...
 
     def expire(self) -> None: ...
 
@@ -64,19 +67,20 @@ class Intercepted:
 
 
 @dataclass
-class Fault:
-    """One active (or, for actions, done) fault. ``count`` is what is left of its count bound.
+class Fault(ABC):
+    """What every fault shares: its id, scope and bounds, and its wire form, which carries its
+    description. ``count`` is what is left of its count bound.
 
-    A kind is a subclass that names itself (``kind``), declares the JSON fields of its own
-    (``own_fields``) and overrides what it does differently; :data:`pycm.sim.faults.kinds.KINDS`
-    lists them.
+    A kind is a concrete subclass of one of the two kinds of fault, which differ in what they
+    define: a :class:`LastingFault` is active until a bound ends it and says what it does
+    (``what``); an :class:`Action` acts once when added (``act``) and says what it did
+    (``done``). Each names itself (``kind``) and declares the JSON fields of its own
+    (``own_fields``); :data:`pycm.sim.faults.kinds.KINDS` lists them. What a kind must define
+    is abstract, so a kind that misses one cannot be built (and mypy says so).
     """
 
     kind: ClassVar[str]
     own_fields: ClassVar[frozenset[str]] = frozenset()
-    # When it acts on a request: phases run in increasing order, each over the faults of its
-    # phase active at its start. None: it never sees a request.
-    phase: ClassVar[int | None] = None
 
     id: str
     verb: str | None = None
@@ -88,31 +92,13 @@ class Fault:
     expires_at: float | None = None  # on the Faults' clock (monotonic)
     hits: int = 0
 
-    # ---------------------------------------------------------------- what a kind overrides
-
-    def configure(self, spec: Mapping[str, Any]) -> None:
-        """Read this kind's own fields from ``spec`` (after the shared ones and the bound);
-        raise :func:`invalid` for a bad one."""
-
-    def what(self) -> str:
-        """The description of the fault without its bounds."""
-        raise NotImplementedError
+    @abstractmethod
+    def describe(self) -> str:
+        """One line for the log and the wire form's ``description``."""
 
     def own_json(self) -> dict[str, Any]:
         """This kind's fields in the wire form (after the shared ones)."""
         return {}
-
-    def start(self, host: FaultHost) -> None:
-        """Called once it is active; raising :func:`invalid` takes it back."""
-
-    def stop(self, host: FaultHost) -> None:
-        """Called once it is no longer active (cleared, expired or used up)."""
-
-    async def intercept(self, request: Intercepted, host: FaultHost) -> Response | None:
-        """Act on a request it matches (in its phase); a response answers the request."""
-        return None
-
-    # ---------------------------------------------------------------- shared
 
     def matches(self, verb: str, resource: str, namespace: str, user: str) -> bool:
         """An absent field matches anything; ``resource`` also matches its subresources."""
@@ -130,14 +116,6 @@ class Fault:
         if self.user:
             scope += f" for user {self.user}"
         return scope
-
-    def describe(self) -> str:
-        bounds = []
-        if self.count is not None:
-            bounds.append(f"count {self.count}")
-        if self.duration is not None:
-            bounds.append(f"for {self.duration}s")
-        return f"{self.what()} ({', '.join(bounds)})"
 
     def to_json(self, now: float) -> dict[str, Any]:
         body: dict[str, Any] = {"id": self.id, "kind": self.kind, "description": self.describe()}
@@ -159,17 +137,54 @@ class Fault:
 
 
 @dataclass
+class LastingFault(Fault):
+    """A fault that is active from its addition until a bound (count, duration) is reached or
+    it is cleared, acting on the requests it matches in its ``phase``."""
+
+    # When it acts on a request: phases run in increasing order, each over the faults of its
+    # phase active at its start. None: it never sees a request.
+    phase: ClassVar[int | None] = None
+
+    @abstractmethod
+    def what(self) -> str:
+        """The description of the fault without its bounds."""
+
+    def configure(self, spec: Mapping[str, Any]) -> None:
+        """Read this kind's own fields from ``spec`` (after the shared ones and the bound);
+        raise :func:`invalid` for a bad one."""
+
+    def start(self, host: FaultHost) -> None:
+        """Called once it is active; raising :func:`invalid` takes it back."""
+
+    def stop(self, host: FaultHost) -> None:
+        """Called once it is no longer active (cleared, expired or used up)."""
+
+    async def intercept(self, request: Intercepted, host: FaultHost) -> Response | None:
+        """Act on a request it matches (in its phase); a response answers the request."""
+        return None
+
+    def describe(self) -> str:
+        bounds = []
+        if self.count is not None:
+            bounds.append(f"count {self.count}")
+        if self.duration is not None:
+            bounds.append(f"for {self.duration}s")
+        return f"{self.what()} ({', '.join(bounds)})"
+
+
+@dataclass
 class Action(Fault):
     """A one-shot fault: done when added (``act``), never active, needs no bound."""
 
     result: dict[str, Any] | None = None  # what it did
 
+    @abstractmethod
     def act(self, host: FaultHost) -> dict[str, Any]:
-        raise NotImplementedError
+        """Do it now; the result is what :meth:`done` describes and the wire form carries."""
 
+    @abstractmethod
     def done(self, result: dict[str, Any]) -> str:
         """What it did, from its result."""
-        raise NotImplementedError
 
     def describe(self) -> str:
         return self.done(self.result or {})

@@ -1,8 +1,9 @@
 """The fault kinds, one class each, and :data:`KINDS`, the one place a new kind is added.
 
 A kind names itself (its wire ``kind``), declares the JSON fields of its own, reads them
-(``configure``), describes itself and, by its ``phase``, acts on the requests it matches; a
-one-shot kind is an :class:`~pycm.sim.faults.fault.Action`. :func:`parse` reads any kind from
+(``configure``), describes itself and, by its ``phase``, acts on the requests it matches: a
+:class:`~pycm.sim.faults.fault.LastingFault`; a one-shot kind is an
+:class:`~pycm.sim.faults.fault.Action`. :func:`parse` reads any kind from
 its JSON spec, the shared fields first.
 """
 
@@ -15,7 +16,7 @@ from typing import Any, ClassVar
 from starlette.responses import Response
 
 from pycm.sim import errors
-from pycm.sim.faults.fault import TICK, Action, Fault, FaultHost, Intercepted, invalid
+from pycm.sim.faults.fault import TICK, Action, FaultHost, Intercepted, LastingFault, invalid
 from pycm.sim.handlers import error_response
 from pycm.sim.watchlag import WATCH_LAG_SCOPE_KEY
 
@@ -63,7 +64,7 @@ def _text(spec: Mapping[str, Any], key: str) -> str | None:
 
 
 @dataclass
-class PartitionFault(Fault):
+class PartitionFault(LastingFault):
     """Every request of ``user`` hangs until the fault ends (then it is served) or ``hold``
     seconds pass (then 504 Timeout). Its count is the number of requests it holds."""
 
@@ -118,7 +119,7 @@ class PartitionFault(Fault):
 
 
 @dataclass
-class _SecondsFault(Fault):
+class _SecondsFault(LastingFault):
     """A kind whose own field is a number of ``seconds`` it delays something by."""
 
     own_fields = frozenset({"seconds"})
@@ -176,7 +177,7 @@ class WatchLagFault(_SecondsFault):
 
 
 @dataclass
-class ErrorFault(Fault):
+class ErrorFault(LastingFault):
     """Matching requests fail, with probability ``rate``, as a v1 Status: 500 InternalError,
     429 TooManyRequests (``Retry-After: retryAfter``) or 409 Conflict."""
 
@@ -240,7 +241,7 @@ class ErrorFault(Fault):
 
 
 @dataclass
-class PauseKubeletFault(Fault):
+class PauseKubeletFault(LastingFault):
     """The simulated kubelet stops; it resumes when the last such fault ends."""
 
     kind = "pause-kubelet"
@@ -314,7 +315,7 @@ class ResumeKubeletFault(Action):
 # ---------------------------------------------------------------- the registry
 
 # Every kind, lasting ones first (the order the refusal of an unknown kind lists them in).
-KINDS: tuple[type[Fault], ...] = (
+KINDS: tuple[type[LastingFault] | type[Action], ...] = (
     LatencyFault,
     ErrorFault,
     PartitionFault,
@@ -327,10 +328,14 @@ KINDS: tuple[type[Fault], ...] = (
 _BY_NAME = {kind.kind: kind for kind in KINDS}
 _FIELDS = _SHARED_FIELDS.union(*(kind.own_fields for kind in KINDS))
 # The phases in which active faults act on a request, in order.
-PHASES = tuple(sorted({kind.phase for kind in KINDS if kind.phase is not None}))
+PHASES = tuple(
+    sorted(
+        {kind.phase for kind in KINDS if issubclass(kind, LastingFault) and kind.phase is not None}
+    )
+)
 
 
-def parse(spec: Mapping[str, Any], fault_id: str) -> Fault:
+def parse(spec: Mapping[str, Any], fault_id: str) -> LastingFault | Action:
     """The fault ``spec`` (its JSON form) describes; :func:`invalid` for an invalid or (a
     lasting one) unbounded one."""
     unknown = sorted(set(spec) - _FIELDS)

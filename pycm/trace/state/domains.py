@@ -30,7 +30,7 @@ from pycm.trace.state.core import StateCore
 from pycm.trace.state.domain import Domain
 from pycm.trace.state.informers import InformerRecord
 from pycm.trace.state.leases import LeaseRecord
-from pycm.trace.state.objects import ObjectHistories
+from pycm.trace.state.object_histories import ObjectHistories
 from pycm.trace.state.queues import QueueRecord
 from pycm.trace.state.record import BoundedTable
 from pycm.trace.state.schema import ErrorEntry

@@ -1,4 +1,6 @@
-"""Leases and roles: each Lease's holder timeline, renew latency and failures, per holder;
+"""Leases and roles: each Lease's holder timeline, renew latency and failures, per holder; the
+timings its electors run with (``lease.election_configured``: what the viewers' renew-deadline
+and lease-duration marks read);
 with coordinated leader election (KEP-4355) its candidates (``lease.candidate_renewed``), the
 coordinator's strategy and the preferred holder it asked the leader to hand over to
 (``lease.coordination_observed``).
@@ -19,6 +21,7 @@ from pycm.trace.events import Event
 from pycm.trace.histogram import Histogram
 from pycm.trace.kinds import (
     AcquireResult,
+    LeaderElectionConfigured,
     LeaderObserved,
     LeaseAcquireAttempted,
     LeaseAcquired,
@@ -125,7 +128,15 @@ class LeaseSnapshot(TypedDict):
     holder: Annotated[str, 'the current holder ("" none)']
     transitions: Annotated[int, "leaseTransitions as reported (the highest seen)"]
     changes: Annotated[int, "holder changes this state saw"]
-    lease_duration_s: Annotated[float, "the lease duration as observed"]
+    lease_duration_s: Annotated[
+        float, "the lease duration, as its electors configured it or as observed (0 unknown)"
+    ]
+    renew_deadline_s: Annotated[
+        float, "the renew deadline its electors were configured with (0: not in the trace)"
+    ]
+    retry_period_s: Annotated[
+        float, "the retry period its electors were configured with (0: not in the trace)"
+    ]
     skew_ms: Annotated[float, "the last observed renewTime minus the observer's clock"]
     max_abs_skew_ms: Annotated[float, "the largest absolute skew seen"]
     acquired: Annotated[int, "acquisitions"]
@@ -186,6 +197,10 @@ class LeaseRecord(Record):
     transitions: int = 0  # leaseTransitions as reported (the highest seen)
     changes: int = 0  # holder changes this state saw
     lease_duration_s: float = 0.0
+    # As the electors configured them (lease.election_configured); 0 when the trace has no
+    # such event (a recording older than the kind): the viewers then show kube's defaults.
+    renew_deadline_s: float = 0.0
+    retry_period_s: float = 0.0
     skew_ms: float = 0.0  # the last observed renewTime - local clock
     max_abs_skew_ms: float = 0.0
     acquired: int = 0
@@ -269,6 +284,18 @@ def _set_holder(
     for inst in state.instances.values():
         if inst.lease == lease.name and inst.role != "stopped":
             inst.role = "leader" if inst.name == new else "standby"
+
+
+@handles(LeaderElectionConfigured)
+def _election_configured(
+    state: StateView, ev: LeaderElectionConfigured, inst: InstanceRecord
+) -> None:
+    lease = state.leases[ev.lease]
+    lease.touched = state.applied
+    inst.lease = ev.lease
+    lease.lease_duration_s = ev.lease_duration_s
+    lease.renew_deadline_s = ev.renew_deadline_s
+    lease.retry_period_s = ev.retry_period_s
 
 
 @handles(LeaseAcquireAttempted)

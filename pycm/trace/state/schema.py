@@ -21,7 +21,7 @@ from pycm.trace.state.api import ApiSnapshot
 from pycm.trace.state.controllers import ControllerSnapshot
 from pycm.trace.state.informers import InformerSnapshot
 from pycm.trace.state.leases import LeaseSnapshot
-from pycm.trace.state.objects import ObjectHistorySnapshot
+from pycm.trace.state.object_steps import ObjectHistorySnapshot
 from pycm.trace.state.queues import QueueSnapshot
 from pycm.trace.state.startup import InstanceSnapshot
 from pycm.trace.state.steps import InFlightSnapshot

@@ -16,10 +16,12 @@ import pytest
 from pycm.cache.listwatch import FakeListWatch
 from pycm.cache.shared_informer import SharedIndexInformer
 from pycm.controller import Result
+from pycm.controller.builder import ControllerBuilder
 from pycm.controllers.deployment import util
 from pycm.controllers.deployment.context import SyncContext
 from pycm.controllers.deployment.controller import DeploymentController
 from pycm.controllers.deployment.sync import get_all_replica_sets_and_sync_revision, update_status
+from pycm.kube.resources import DEPLOYMENTS, PODS, REPLICASETS
 from pycm.trace.bus import Bus
 from pycm.util.clock import FakeClock
 
@@ -183,15 +185,13 @@ class Settled:
         put(self.informers[1], other)
         self.client = SettlingClient(self.informers, self.clock)
         self.recorder = Recorder()
-        self.controller = DeploymentController(
-            deployment_informer=self.informers[0],
-            rs_informer=self.informers[1],
-            pod_informer=self.informers[2],
-            client=self.client,
-            recorder=self.recorder,
+        builder = ControllerBuilder.standalone(
+            "deployment",
+            dict(zip((DEPLOYMENTS, REPLICASETS, PODS), self.informers, strict=True)),
             clock=self.clock,
             bus=bus,
         )
+        self.controller = DeploymentController(builder, client=self.client, recorder=self.recorder)
 
     async def sync(self) -> Result:
         try:

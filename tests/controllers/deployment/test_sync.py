@@ -11,12 +11,14 @@ import pytest
 from pycm.cache.listwatch import FakeListWatch
 from pycm.cache.shared_informer import SharedIndexInformer
 from pycm.controller import Result
+from pycm.controller.builder import ControllerBuilder
 from pycm.controllers.deployment import util
 from pycm.controllers.deployment.context import SyncContext
 from pycm.controllers.deployment.controller import DeploymentController
 from pycm.controllers.deployment.rollback import last_revision, rollback_to
 from pycm.controllers.deployment.sync import scale
 from pycm.kube.errors import AlreadyExists, NotFound
+from pycm.kube.resources import DEPLOYMENTS, PODS, REPLICASETS
 from pycm.trace.bus import Bus
 from pycm.util.clock import FakeClock
 
@@ -217,15 +219,13 @@ def _fixture(
         # KCM's fixture marks the caches synced: here, far past any write (no staleness).
         informer.fifo.resource_version = str(10**12)
     client, recorder = FakeClient(d, **client_kw), Recorder()
-    controller = DeploymentController(
-        deployment_informer=informers[0],
-        rs_informer=informers[1],
-        pod_informer=informers[2],
-        client=client,
-        recorder=recorder,
+    builder = ControllerBuilder.standalone(
+        "deployment",
+        dict(zip((DEPLOYMENTS, REPLICASETS, PODS), informers, strict=True)),
         clock=clock,
         bus=bus,
     )
+    controller = DeploymentController(builder, client=client, recorder=recorder)
     sync = controller.sync
 
     async def checked_sync(key: str) -> Result:

@@ -13,6 +13,7 @@ from prometheus_client import CollectorRegistry
 
 from pycm.app.clients import ReplicaSetClientAdapter
 from pycm.cache.factory import SharedInformerFactory
+from pycm.controller.builder import ControllerBuilder
 from pycm.controllers.replicaset.controller import ReplicaSetController
 from pycm.controllers.replicaset.metrics import ReplicaSetMetrics
 from pycm.kube import Client, load_config
@@ -148,12 +149,11 @@ async def test_lagging_pod_watch_double_create_is_prevented_by_the_guard(guard: 
             bus = Bus()
             factory = SharedInformerFactory(kube, bus=bus)
             client = CountingClient(kube)
+            informers = {r: factory.informer_for(r) for r in (REPLICASETS, PODS)}
             controller = ReplicaSetController(
-                rs_informer=factory.informer_for(REPLICASETS),
-                pod_informer=factory.informer_for(PODS),
+                ControllerBuilder.standalone("replicaset", informers, bus=bus),
                 client=client,
                 recorder=_NoEvents(),
-                bus=bus,
                 staleness_guard=guard,
                 expectations_timeout=EXPECTATIONS_TIMEOUT,
             )

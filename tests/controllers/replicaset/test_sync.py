@@ -10,7 +10,9 @@ import pytest
 
 from pycm.cache.listwatch import FakeListWatch
 from pycm.cache.shared_informer import SharedIndexInformer
+from pycm.controller.builder import ControllerBuilder
 from pycm.controllers.replicaset.controller import ReplicaSetController
+from pycm.kube.resources import PODS, REPLICASETS
 from pycm.trace.bus import Bus
 from pycm.util.clock import FakeClock
 
@@ -149,15 +151,10 @@ def _fixture(
     for pod in pods:
         pod_informer.indexer.add(pod)
     client, recorder = FakeClient(rs), Recorder()
-    controller = ReplicaSetController(
-        rs_informer=rs_informer,
-        pod_informer=pod_informer,
-        client=client,
-        recorder=recorder,
-        clock=clock,
-        bus=bus,
-        **gates,
+    builder = ControllerBuilder.standalone(
+        "replicaset", {REPLICASETS: rs_informer, PODS: pod_informer}, clock=clock, bus=bus
     )
+    controller = ReplicaSetController(builder, client=client, recorder=recorder, **gates)
     return controller, client, recorder
 
 

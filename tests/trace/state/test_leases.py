@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pycm.trace import kinds as k
+from pycm.trace.state import State
 from tests.trace.state.script import (
     LEASE,
     T0,
@@ -103,3 +104,44 @@ def test_lease_released_clears_holder_and_standby() -> None:
     assert snap["leases"][LEASE]["holder"] == ""
     assert snap["leases"][LEASE]["released"] == 1
     assert snap["instances"]["a"]["role"] == "standby"
+
+
+def test_lease_timings_fold_from_the_electors_configuration_and_survive_a_dump() -> None:
+    f = Feed()
+    before = f.state.snapshot()["leases"]
+    assert LEASE not in before
+    f(
+        k.LeaderElectionConfigured(
+            lease=LEASE,
+            identity="a",
+            lease_duration_s=8.0,
+            renew_deadline_s=4.0,
+            retry_period_s=1.0,
+        ),
+        at=0,
+        instance="a",
+    )
+    # A holder change observed later carries the Lease's own duration (whole seconds).
+    f(k.LeaderObserved(lease=LEASE, new_holder="a", lease_duration_s=8.0), at=1, instance="a")
+    lease = f.state.snapshot()["leases"][LEASE]
+    assert (lease["lease_duration_s"], lease["renew_deadline_s"], lease["retry_period_s"]) == (
+        8.0,
+        4.0,
+        1.0,
+    )
+    assert f.state.snapshot()["instances"]["a"]["lease"] == LEASE
+    restored = State.restore(f.state.snapshot())
+    again = restored.snapshot()["leases"][LEASE]
+    assert (again["renew_deadline_s"], again["retry_period_s"]) == (4.0, 1.0)
+
+
+def test_lease_timings_unknown_without_the_configuration_event() -> None:
+    f = Feed()
+    f(k.LeaseAcquired(lease=LEASE, identity="a"), at=0, instance="a")
+    lease = f.state.snapshot()["leases"][LEASE]
+    # An older recording: 0 says "not in the trace" (the viewers then assume kube's defaults).
+    assert (lease["lease_duration_s"], lease["renew_deadline_s"], lease["retry_period_s"]) == (
+        0.0,
+        0.0,
+        0.0,
+    )

@@ -11,8 +11,7 @@ import pytest
 from pycm.trace import kinds as k
 from pycm.trace.events import Outcome
 from pycm.trace.objref import ObjectRef
-from pycm.trace.state import State
-from pycm.trace.state import objects as o
+from pycm.trace.state import State, object_histories, object_steps
 from tests.trace.state.script import T0, Feed
 
 DEPLOY = ObjectRef("deployments", "default", "web")
@@ -188,13 +187,13 @@ def test_objects_reconcile_failure_error_and_result_derived_from_outcome() -> No
     assert hist is not None
     (step,) = hist["steps"]
     assert step["result"] == "error"
-    assert step["error"] == "x" * o.MAX_ERROR
-    assert hist["bytes"] == o.step_bytes(f.state.objects.table["widgets", "ns", "a"][0])
+    assert step["error"] == "x" * object_steps.MAX_ERROR
+    assert hist["bytes"] == object_steps.step_bytes(f.state.objects.table["widgets", "ns", "a"][0])
 
 
 def test_objects_bounded_steps_per_object_bytes_and_objects() -> None:
     state = State()
-    for i in range(o.MAX_STEPS + 30):
+    for i in range(object_histories.MAX_STEPS + 30):
         state.apply(
             k.ApiRequestCompleted(
                 verb="patch", resource="pods", namespace="ns", name="p", ts=T0 + i, seq=i + 1
@@ -202,24 +201,24 @@ def test_objects_bounded_steps_per_object_bytes_and_objects() -> None:
         )
     hist = state.objects.history(ObjectRef("pods", "ns", "p"))
     assert hist is not None
-    assert len(hist["steps"]) == o.MAX_STEPS
+    assert len(hist["steps"]) == object_histories.MAX_STEPS
     assert hist["dropped"] == 30
     assert hist["steps"][0]["ts"] == T0 + 30
-    for i in range(o.MAX_OBJECTS + 10):
+    for i in range(object_histories.MAX_OBJECTS + 10):
         state.apply(
             k.ApiRequestCompleted(
                 verb="create", resource="pods", namespace="ns", name=f"q{i}", ts=T0, seq=0
             )
         )
     objs = state.objects
-    assert len(objs.table) == o.MAX_OBJECTS
+    assert len(objs.table) == object_histories.MAX_OBJECTS
     assert objs.evicted == 11  # p and the first ten
     assert objs.bytes == sum(h.bytes for h in objs.table.values())
-    assert objs.bytes <= o.MAX_BYTES
+    assert objs.bytes <= object_histories.MAX_BYTES
 
 
 def test_objects_byte_budget_evicts_least_recently_touched(monkeypatch: Any) -> None:
-    monkeypatch.setattr(o, "MAX_BYTES", 3 * o._STEP_BASE + 100)
+    monkeypatch.setattr(object_histories, "MAX_BYTES", 3 * object_steps.STEP_BASE + 100)
     state = State()
     for name in ("a", "b", "c", "d"):
         state.apply(k.ApiRequestCompleted(verb="create", resource="pods", namespace="n", name=name))
@@ -227,7 +226,7 @@ def test_objects_byte_budget_evicts_least_recently_touched(monkeypatch: Any) -> 
 
 
 def test_objects_span_index_bounded_oldest_dropped(monkeypatch: Any) -> None:
-    monkeypatch.setattr(o, "MAX_SPANS", 3)
+    monkeypatch.setattr(object_histories, "MAX_SPANS", 3)
     f = Feed()
     spans = [f.span() for _ in range(5)]
     for i, span in enumerate(spans):
@@ -333,7 +332,7 @@ def test_a_deleted_objects_history_leaves_after_the_ttl_unless_made_again() -> N
     manager's memory growing for an hour; each now leaves DELETED_TTL_NS after its deletion,
     unless a step touched the name again (an object made again keeps its history)."""
     f = Feed()
-    ttl = o.DELETED_TTL_NS / 1e9
+    ttl = object_histories.DELETED_TTL_NS / 1e9
     for pod in ("gone", "back"):
         f(
             k.ApiRequestCompleted(verb="create", resource="pods", namespace="default", name=pod),
@@ -352,14 +351,14 @@ def test_a_deleted_objects_history_leaves_after_the_ttl_unless_made_again() -> N
     back = objs.history(ObjectRef("pods", "default", "back"))
     assert back is not None and back["steps"][-1]["verb"] == "create"
     assert objs.history(ObjectRef("replicasets", "default", "web-6dc5")) is not None
-    assert objs.bytes < before + 2 * o._STEP_BASE and objs.bytes == sum(
+    assert objs.bytes < before + 2 * object_steps.STEP_BASE and objs.bytes == sum(
         h.bytes for h in objs.table.values()
     )
 
 
 def test_objects_span_index_bounded_in_age() -> None:
     f = Feed()
-    ttl = o.DELETED_TTL_NS / 1e9
+    ttl = object_histories.DELETED_TTL_NS / 1e9
     old, recent, now = f.span(), f.span(), f.span()
     f(k.ReconcileStarted(controller="c", key="n/a", resource="pods"), at=0.0, span_id=old)
     f(k.ReconcileStarted(controller="c", key="n/b", resource="pods"), at=ttl / 2, span_id=recent)

@@ -8,7 +8,7 @@ const INCIDENT_CAPACITY = 500;
 export class Model {
   constructor() {
     this.mode = "live";
-    this.config = { jaeger_url: null, renew_deadline_s: 10, lease_duration_s: 15, slow_reconcile_ms: 1000 };
+    this.config = { jaeger_url: null, kube_defaults: null, slow_reconcile_ms: 1000 }; // hello's
     this.sources = new Map(); // name -> Source
     this.replay = null;
     this.stream = "connecting"; // the EventSource's own state

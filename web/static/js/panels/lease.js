@@ -5,6 +5,7 @@
 // candidates with their versions, oldest emulation version (the coordinator's pick) first.
 import { LineChart } from "../charts.js";
 import { el, fmtClock, fmtNum, pct } from "../dom.js";
+import { leaseTimings } from "../timings.js";
 
 export const FLAP_THRESHOLD = 3; // holder changes within the window
 
@@ -202,7 +203,9 @@ export class LeasePanel {
     const xs = points.map((r) => r.ts / 1e9);
     const lines = holders.map((h) => ({ label: h, values: points.map((r) => (r.holder === h ? Math.max(0.01, r.latency_ms || 0) : null)) }));
     if (xs.length) {
-      const deadline = [{ label: "renew deadline", value: (model.config.renew_deadline_s || 10) * 1000 }];
+      const { deadline: seconds, deadlineAssumed } = leaseTimings(model, name);
+      const label = deadlineAssumed ? "renew deadline (kube default*)" : "renew deadline";
+      const deadline = [{ label, value: seconds * 1000 }];
       this.chart.update(xs, lines, deadline, [start / 1e9, nowNs / 1e9]);
     }
   }

@@ -1,6 +1,7 @@
 // Replicas: one card per source — identity, role, lease health gauge, informers synced, and
 // the connection state of its stream as the protocol names it.
 import { el, fmtNum, pct } from "../dom.js";
+import { ASSUMED_NOTE, leaseTimings } from "../timings.js";
 
 export function leaderOf(model) {
   // The holder the freshest source reports (a stopped replica's picture stops ageing), and
@@ -10,7 +11,7 @@ export function leaderOf(model) {
     for (const lease of Object.values(s.snapshot.leases || {})) {
       const ts = s.snapshot.now_ts || 0;
       if (lease.holder && (!best || ts > best.ts)) {
-        best = { name: lease.holder, ts, lease: lease.name, duration: lease.lease_duration_s, renewTs: 0 };
+        best = { name: lease.holder, ts, lease: lease.name, renewTs: 0 };
       }
     }
   }
@@ -37,8 +38,8 @@ export function instanceOf(s) {
 }
 
 export function renderReplicas(model, host, nowNs) {
-  const cfg = model.config;
   const leader = leaderOf(model);
+  const timings = leader ? leaseTimings(model, leader.lease) : null;
   const cards = [];
   const ordered = [...model.sources.values()].map((s) => [instanceOf(s), s]).sort((a, b) => a[0].localeCompare(b[0]));
   for (const [identity, s] of ordered) {
@@ -48,11 +49,11 @@ export function renderReplicas(model, host, nowNs) {
     const informers = Object.values((s.snapshot.informers || {})[identity] || {});
     const synced = informers.filter((i) => i.synced).length;
     // Lease health: time since the holder's last renew (as this source saw it), against the
-    // renew deadline (the holder gives up) and the lease duration (others may take over).
+    // renew deadline (the holder gives up) and the lease duration (others may take over), as
+    // the electors run with them (a timing the trace lacks is kube's default, marked *).
     let gauge = el("div", { class: "muted", text: "no lease seen" });
     if (leader) {
-      const duration = leader.duration || cfg.lease_duration_s || 15;
-      const deadline = cfg.renew_deadline_s || 10;
+      const { duration, deadline, durationAssumed, deadlineAssumed } = timings;
       const since = leader.renewTs ? Math.max(0, (nowNs - leader.renewTs) / 1e9) : null;
       const fill = el("div", { class: "fill" });
       const bar = el("div", { class: "gauge", title: `renew deadline ${deadline}s, lease ${duration}s` }, fill);
@@ -69,8 +70,14 @@ export function renderReplicas(model, host, nowNs) {
         bar,
         el("div", { class: "row" },
           el("span", { class: "lease-since", text: since === null ? "no renew seen" : `${what} ${fmtNum(since)}s ago` })),
-        el("div", { class: "row muted" }, el("span", { text: `renew deadline ${deadline}s · lease ${fmtNum(duration)}s` })),
+        el("div", { class: "row muted" }, el("span", {
+          class: "lease-timings",
+          text: `renew deadline ${deadline}s${deadlineAssumed ? "*" : ""} · lease ${fmtNum(duration)}s${durationAssumed ? "*" : ""}`,
+        })),
       );
+      if (durationAssumed || deadlineAssumed) {
+        gauge.append(el("div", { class: "row muted" }, el("span", { class: "lease-assumed", text: ASSUMED_NOTE })));
+      }
     }
     const state = (s.status && s.status.state) || "connecting";
     cards.push(

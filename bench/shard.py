@@ -1,0 +1,482 @@
+"""Sharded mode (``pycm run --sharded``): throughput under churn, memory per member, failover.
+
+One emulator (its own process, ``ShardedListAndWatch`` on, no kubelet) holds N namespaces with
+D Deployments each (2 pods a Deployment, each pod template carrying ~2 KB of annotations so the
+caches weigh something). For each configuration — the singleton (one ``pycm run``, no
+sharding: the peer) and 2 and 3 members (each its own ``pycm run --sharded`` process) — the
+managers start, sync and converge (every Deployment has its pods); then writers scale the
+Deployments between 2 and 3 replicas as fast as the emulator answers for ``churn`` seconds.
+
+- ``shard.reconciles.<m>``: reconciles finished per second across the members during the churn
+  (every member's trace file), peer the singleton's; ratio ours / peer. On this 2-core machine
+  the emulator and the writers share the cores with the members: the comment line says how busy
+  the emulator was (its CPU seconds per second of churn) — near 1.0, it is the limit.
+- ``shard.rss_per_member.<m>``: the members' median RSS after converging, peer the aim
+  ``base + (singleton − base) / m`` (``base``: a manager's RSS on an empty emulator, the
+  process with no cache); ratio aim / ours (≥ 1 meets the aim).
+- ``shard.failover``: with 3 members, one is sent SIGKILL and a Deployment in one of its
+  namespaces is scaled at once; the figure is the time until the Deployment's status shows the
+  new replicas (another member reconciled it), peer the bound (the member lease + 1.2 × its
+  retry period + one relist); ratio measured / bound (≤ 1 is within).
+
+Namespaces are named ``<6 hex digits>-shard``: kube's FNV-1a (KEP-5866's hash) barely spreads
+names that differ only in their last characters, so names sharing a long prefix would land on
+one member (docs/operations.md, "Sharding").
+
+Sizes: tiny — 6 namespaces × 1 Deployment, churn 2 s, members 1 and 2, lease 2 s (< 25 s);
+full — 60 × 5 (300 Deployments, 600 pods), churn 15 s, members 1, 2 and 3, lease 4 s.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import os
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import yaml
+
+from bench.harness import Figure
+
+_LINE = re.compile(r"pycm sim: serving (\S+) \(kubeconfig: (.+)\)")
+START_TIMEOUT = 60.0
+RECONCILE_END = b'"kind":"reconcile.end"'
+WRITERS = 8
+
+
+@dataclass(frozen=True, slots=True)
+class Size:
+    namespaces: int
+    deployments: int  # per namespace
+    churn: float  # seconds
+    members: tuple[int, ...]
+    lease: float
+    renew: float
+    retry: float
+
+    @property
+    def failover_bound(self) -> float:
+        # The dead member's lease, the survivors' next look (jittered retry), and their
+        # relist of the share that moved to them (one retry period more, at most).
+        return self.lease + 2.2 * self.retry
+
+
+SIZES = {
+    "tiny": Size(6, 1, 2.0, (2,), 2.0, 1.5, 0.5),
+    "full": Size(60, 5, 15.0, (2, 3), 4.0, 3.0, 1.0),
+}
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def namespace_name(i: int) -> str:
+    return hashlib.sha256(str(i).encode()).hexdigest()[:6] + "-shard"
+
+
+def _deployment(name: str) -> dict[str, Any]:
+    labels = {"app": name}
+    # Weight for the caches: what real pods carry in annotations (config hashes, checksums).
+    annotations = {f"bench.pycm.io/note-{i}": "x" * 200 for i in range(10)}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": 2,
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels, "annotations": annotations},
+                "spec": {"containers": [{"name": "c", "image": "nginx"}]},
+            },
+        },
+    }
+
+
+class Bench:
+    def __init__(self, size: Size, tmp: Path) -> None:
+        self.size = size
+        self.tmp = tmp
+        self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        kubeconfig = tmp / "kubeconfig"
+        argv = [sys.executable, "-m", "pycm", "sim", "--port", "0", "--tls=false", "--kubelet=off"]
+        argv += ["--feature-gates=ShardedListAndWatch=true"]
+        self.emu = subprocess.Popen(
+            [*argv, "--kubeconfig-out", str(kubeconfig)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        assert self.emu.stdout is not None
+        match = _LINE.search(self.emu.stdout.readline())
+        if not match:
+            self.emu.kill()
+            raise RuntimeError("the emulator did not start")
+        self.kubeconfig = str(kubeconfig)
+        doc = yaml.safe_load(kubeconfig.read_text())
+        self.url, self.token = match.group(1), str(doc["users"][0]["user"]["token"])
+        self.http = httpx.Client(
+            base_url=self.url, headers={"Authorization": f"Bearer {self.token}"}, timeout=10
+        )
+        self.namespaces = [namespace_name(i) for i in range(size.namespaces)]
+        self.runs = 0
+
+    # -- the managers -------------------------------------------------------------------------
+
+    def start(self, members: int, *, sharded: bool) -> list[str]:
+        """``members`` managers (sharded, or one singleton), their ring agreed."""
+        self.runs += 1
+        names = []
+        for m in range(members):
+            identity = f"m{self.runs}-{m}"
+            argv = [sys.executable, "-m", "pycm", "run", "--kubeconfig", self.kubeconfig]
+            argv += ["--secure-port", str(_free_port()), "--bind-address", "127.0.0.1"]
+            argv += ["--identity", identity, "--trace-file", str(self.trace(identity))]
+            argv += ["--leader-elect=false", "--controllers=deployment,replicaset"]
+            if sharded:
+                argv += ["--sharded", f"--sharding-ring=r{self.runs}"]
+                argv += [f"--sharding-lease-duration={self.size.lease}s"]
+                argv += [f"--sharding-renew-deadline={self.size.renew}s"]
+                argv += [f"--sharding-retry-period={self.size.retry}s"]
+            with (self.tmp / f"{identity}.log").open("wb") as log:
+                self.procs[identity] = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=log)
+            names.append(identity)
+        if sharded:
+            self._wait(lambda: self._ring_agrees(f"r{self.runs}", names), "the ring to agree")
+        return names
+
+    def trace(self, identity: str) -> Path:
+        return self.tmp / f"{identity}.jsonl"
+
+    def _ring_agrees(self, ring: str, names: list[str]) -> bool:
+        r = self.http.get(
+            "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases",
+            params={"labelSelector": f"sharding.pycm.io/ring={ring}"},
+        )
+        views = {
+            (lease["spec"] or {}).get("holderIdentity", ""): lease["metadata"]
+            .get("annotations", {})
+            .get("sharding.pycm.io/view", "")
+            for lease in r.json()["items"]
+        }
+        return sorted(views) == sorted(names) and set(views.values()) == {",".join(sorted(names))}
+
+    def stop(self, names: list[str]) -> None:
+        for name in names:
+            proc = self.procs.pop(name)
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        for name in names:
+            with contextlib.suppress(FileNotFoundError):
+                self.trace(name).unlink()
+
+    def _wait(self, done: Any, what: str, timeout: float = START_TIMEOUT) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for name, proc in self.procs.items():
+                if proc.poll() is not None:
+                    log = (self.tmp / f"{name}.log").read_text(errors="replace")[-2000:]
+                    raise RuntimeError(f"{name} exited while waiting for {what}:\n{log}")
+            if done():
+                return
+            time.sleep(0.1)
+        raise RuntimeError(f"timed out waiting for {what}")
+
+    # -- the cluster --------------------------------------------------------------------------
+
+    def seed(self) -> None:
+        for namespace in self.namespaces:
+            self._post("/api/v1/namespaces", {"metadata": {"name": namespace}})
+            for d in range(self.size.deployments):
+                path = f"/apis/apps/v1/namespaces/{namespace}/deployments"
+                self._post(path, _deployment(f"web-{d}"))
+
+    def _post(self, path: str, body: dict[str, Any]) -> None:
+        r = self.http.post(path, json=body)
+        if r.status_code != 201:
+            raise RuntimeError(f"POST {path}: {r.status_code} {r.text[:200]}")
+
+    def converged(self, replicas: int) -> bool:
+        """Every Deployment's status shows ``replicas`` replicas of its current generation."""
+        r = self.http.get("/apis/apps/v1/deployments")
+        items = r.json()["items"]
+        return len(items) == self.size.namespaces * self.size.deployments and all(
+            (d.get("status") or {}).get("observedGeneration") == d["metadata"]["generation"]
+            and (d.get("status") or {}).get("replicas") == replicas
+            and d["spec"]["replicas"] == replicas
+            for d in items
+        )
+
+    def scale_all(self, replicas: int) -> None:
+        for namespace in self.namespaces:
+            for d in range(self.size.deployments):
+                self._scale(self.http, namespace, f"web-{d}", replicas)
+
+    @staticmethod
+    def _scale(http: httpx.Client, namespace: str, name: str, replicas: int) -> None:
+        r = http.patch(
+            f"/apis/apps/v1/namespaces/{namespace}/deployments/{name}",
+            json={"spec": {"replicas": replicas}},
+            headers={"Content-Type": "application/merge-patch+json"},
+        )
+        r.raise_for_status()
+
+    def churn(self) -> tuple[int, float, float]:
+        """Scale the Deployments between 2 and 3, ``WRITERS`` at a time, for the churn time;
+        returns how many writes were made and the churn's wall-clock window (time.time())."""
+        keys = [(ns, f"web-{d}") for ns in self.namespaces for d in range(self.size.deployments)]
+        writes = 0
+        window = [0.0, 0.0]
+
+        async def writer(http: httpx.AsyncClient, offset: int, deadline: float) -> None:
+            nonlocal writes
+            i = offset
+            while time.monotonic() < deadline:
+                namespace, name = keys[i % len(keys)]
+                replicas = 3 if (i // len(keys)) % 2 == 0 else 2
+                r = await http.patch(
+                    f"/apis/apps/v1/namespaces/{namespace}/deployments/{name}",
+                    json={"spec": {"replicas": replicas}},
+                    headers={"Content-Type": "application/merge-patch+json"},
+                )
+                r.raise_for_status()
+                writes += 1
+                i += WRITERS
+
+        async def main() -> None:
+            headers = {"Authorization": f"Bearer {self.token}"}
+            clients = [
+                httpx.AsyncClient(base_url=self.url, headers=headers, timeout=10)
+                for _ in range(WRITERS)
+            ]
+            try:
+                # Connected before the window opens: a new client's first request costs
+                # ~1 s here (its set-up, not the emulator's answer).
+                await asyncio.gather(*(c.get("/healthz") for c in clients))
+                window[0] = time.time()
+                deadline = time.monotonic() + self.size.churn
+                await asyncio.gather(*(writer(c, w, deadline) for w, c in enumerate(clients)))
+                window[1] = time.time()
+            finally:
+                for c in clients:
+                    await c.aclose()
+
+        asyncio.run(main())
+        return writes, window[0], window[1]
+
+    def reconciles_between(self, names: list[str], start_ns: int, end_ns: int) -> int:
+        count = 0
+        for name in names:
+            for line in self.trace(name).read_bytes().splitlines():
+                if RECONCILE_END in line:
+                    ts = re.search(rb'"ts":(\d+)', line)
+                    if ts and start_ns <= int(ts.group(1)) <= end_ns:
+                        count += 1
+        return count
+
+    # -- one configuration --------------------------------------------------------------------
+
+    def measure(self, members: int) -> tuple[float, float, float]:
+        """(reconciles/s under churn, median RSS MiB after converging, emulator CPU share)."""
+        names = self.start(members, sharded=members > 1)
+        try:
+            self.scale_all(2)
+            self._wait(lambda: self.converged(2), "the managers to converge", 120)
+            time.sleep(0.5)
+            rss = statistics.median(_rss_mib(self.procs[n].pid) for n in names)
+            emu_cpu = _cpu_seconds(self.emu.pid)
+            writes, began, ended = self.churn()
+            elapsed = ended - began
+            emu_share = (_cpu_seconds(self.emu.pid) - emu_cpu) / elapsed
+            print(f"#   {members} member(s): {writes / elapsed:.0f} writes/s offered", flush=True)
+            # Let the last reconciles of the window land in the trace files.
+            time.sleep(1.0)
+            reconciles = self.reconciles_between(names, int(began * 1e9), int(ended * 1e9))
+            return reconciles / elapsed, rss, emu_share
+        finally:
+            self.stop(names)
+            time.sleep(0.5)
+
+    def base_rss(self) -> float:
+        """A manager's RSS with nothing to cache (its own namespace-less emulator view): the
+        process base. Measured on a ring of one in an empty ring namespace: its informers list
+        nothing but the cluster-scoped kinds."""
+        names = self.start(1, sharded=False)
+        try:
+            # The same manager, on a cluster of the same kinds but no objects: stop it at once
+            # after its caches synced on an emulator of its own.
+            time.sleep(0.1)
+            return self._empty_rss()
+        finally:
+            self.stop(names)
+
+    def _empty_rss(self) -> float:
+        kubeconfig = self.tmp / "empty.kubeconfig"
+        argv = [sys.executable, "-m", "pycm", "sim", "--port", "0", "--tls=false", "--kubelet=off"]
+        emu = subprocess.Popen(
+            [*argv, "--kubeconfig-out", str(kubeconfig)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        try:
+            assert emu.stdout is not None
+            if not _LINE.search(emu.stdout.readline()):
+                raise RuntimeError("the empty emulator did not start")
+            argv = [sys.executable, "-m", "pycm", "run", "--kubeconfig", str(kubeconfig)]
+            argv += ["--secure-port", str(_free_port()), "--bind-address", "127.0.0.1"]
+            argv += ["--leader-elect=false", "--controllers=deployment,replicaset"]
+            trace = self.tmp / "empty.jsonl"
+            argv += ["--trace-file", str(trace)]
+            proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            try:
+                deadline = time.monotonic() + START_TIMEOUT
+                while b'"kind":"informers.started"' not in (
+                    trace.read_bytes() if trace.exists() else b""
+                ):
+                    if time.monotonic() > deadline or proc.poll() is not None:
+                        raise RuntimeError("the empty-cluster manager did not start")
+                    time.sleep(0.1)
+                time.sleep(1.0)  # its informers listed (nothing) and its workers run
+                return _rss_mib(proc.pid)
+            finally:
+                proc.terminate()
+                proc.wait(timeout=20)
+        finally:
+            emu.terminate()
+            emu.wait(timeout=20)
+
+    def failover(self) -> float:
+        """3 members (2 at tiny size); SIGKILL one, scale a Deployment of one of its
+        namespaces at once: seconds until its status shows the new replicas."""
+        members = max(self.size.members)
+        names = self.start(members, sharded=True)
+        try:
+            self.scale_all(2)
+            self._wait(lambda: self.converged(2), "the members to converge", 120)
+            from pycm.api.sharding import hash_field
+            from pycm.sharding.ring import Ring
+
+            ring = Ring.of(names)
+            victim = names[0]
+            namespace = next(ns for ns in self.namespaces if ring.owner(hash_field(ns)) == victim)
+            self.procs[victim].send_signal(signal.SIGKILL)
+            self.procs[victim].wait()
+            sent = time.monotonic()
+            self._scale(self.http, namespace, "web-0", 3)
+            deadline = sent + self.size.failover_bound * 4 + 10
+            while time.monotonic() < deadline:
+                d = self.http.get(f"/apis/apps/v1/namespaces/{namespace}/deployments/web-0").json()
+                status = d.get("status") or {}
+                if (
+                    status.get("observedGeneration") == d["metadata"]["generation"]
+                    and status.get("replicas") == 3
+                ):
+                    return time.monotonic() - sent
+                time.sleep(0.02)
+            raise RuntimeError("the killed member's namespace was not taken over")
+        finally:
+            self.procs.pop(names[0], None)
+            self.stop([n for n in names if n in self.procs])
+
+    def close(self) -> None:
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        self.http.close()
+        self.emu.terminate()
+        try:
+            self.emu.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.emu.kill()
+
+
+def run(size: str) -> list[Figure]:
+    sz = SIZES[size]
+    tmp = Path(tempfile.mkdtemp(prefix="pycm-bench-shard-"))
+    bench = Bench(sz, tmp)
+    figures: list[Figure] = []
+    try:
+        bench.seed()
+        base = bench._empty_rss()
+        single_rate, single_rss, single_emu = bench.measure(1)
+        print(
+            f"# singleton: {single_rate:.0f} reconciles/s, RSS {single_rss:.1f} MiB "
+            f"(process base {base:.1f} MiB), emulator CPU {single_emu:.2f} s/s",
+            flush=True,
+        )
+        for members in sz.members:
+            rate, rss, emu = bench.measure(members)
+            aim = base + (single_rss - base) / members
+            print(
+                f"# {members} members: {rate:.0f} reconciles/s ({rate / members:.0f} a member), "
+                f"RSS {rss:.1f} MiB a member (aim {aim:.1f}), emulator CPU {emu:.2f} s/s",
+                flush=True,
+            )
+            figures.append(
+                Figure(
+                    f"shard.reconciles.{members}",
+                    rate,
+                    "reconciles/s",
+                    "singleton",
+                    single_rate,
+                    "reconciles/s",
+                    rate / single_rate if single_rate else 0.0,
+                )
+            )
+            figures.append(
+                Figure(
+                    f"shard.rss_per_member.{members}",
+                    rss,
+                    "MiB",
+                    "aim base+(singleton-base)/members",
+                    aim,
+                    "MiB",
+                    aim / rss if rss else 0.0,
+                )
+            )
+        took = bench.failover()
+        figures.append(
+            Figure(
+                "shard.failover",
+                took,
+                "s",
+                "bound",
+                sz.failover_bound,
+                "s",
+                took / sz.failover_bound,
+            )
+        )
+    finally:
+        bench.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+    return figures
