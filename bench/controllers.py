@@ -32,6 +32,9 @@ from __future__ import annotations
 import asyncio
 import copy
 import gc
+import os
+import subprocess
+import sys
 import time
 from typing import Any
 
@@ -436,3 +439,33 @@ def run(size: str) -> list[Figure]:
         ),
         priority,
     ]
+
+
+async def _instruction_passes(mode: str, passes: int) -> None:
+    """Warm both kinds of no-op sync, then ``passes`` passes of ``mode`` with callgrind's
+    instrumentation on (see the module docstring)."""
+    controller, client, keys, bus = settled_controller(200)
+    await settle(controller, client, keys)
+    subscription = bus.subscribe(name="bench-recorder", maxsize=4 * len(keys) + 16)
+    process = controller.controller.process
+    for key in keys:
+        await controller.sync(key)
+    for key in keys:
+        await process(key)
+    subscription.drain_entries()
+    gc.collect()
+    one = process if mode == "traced" else controller.sync
+    subprocess.run(
+        ["callgrind_control", "-i", "on", str(os.getpid())], check=False, capture_output=True
+    )
+    for _ in range(passes):
+        for key in keys:
+            await one(key)
+        subscription.drain_entries()
+    subscription.close()
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3 or sys.argv[1] not in ("traced", "bare"):
+        sys.exit("usage: python -m bench.controllers traced|bare PASSES (under callgrind)")
+    asyncio.run(in_worker_context(_instruction_passes(sys.argv[1], int(sys.argv[2]))))

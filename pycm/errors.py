@@ -51,7 +51,7 @@ Rightly local, and why (each stays a plain ``Exception`` or ``ValueError``):
   ``AdoptionRefused``, ``Unknown``, ``CheckFailed``, and the private ``_NoWatchList``,
   ``_NoEventYet``, ``_Restarted``, ``_ConfigError``, ``_Timeout``, ``_BadInput``, ``_Mismatch``,
   ``_Refused``): control flow that never leaves the caller that expects it.
-- **Raised by a user to pycm**: ``TerminalError`` (pycm.controller.worker) is the reconcile
+- **Raised by a user to pycm**: ``TerminalError`` (pycm.controller.reconcile) is the reconcile
   contract's "do not retry", raised by a controller's sync, not a failure pycm reports.
 - **Turned into an HTTP answer where it is raised**: the serving chain's
   ``AuthenticationError``, ``AuthorizationError``, ``TokenReviewError`` become 401/403 in one

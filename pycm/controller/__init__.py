@@ -18,7 +18,7 @@ Writing a controller (docs/controllers.md walks through one) needs only this mod
   informers → handlers → rate-limited queue → workers, health check, traces and metrics. The
   built-ins use it too: KCM's owner fan-out (``controls``, :mod:`~pycm.controller.owner_events`),
   rules that see an event's old and new objects (``handles``), and ``build(sync)``.
-- The reconcile contract (:mod:`~pycm.controller.worker`): return ``None`` or ``Result()`` →
+- The reconcile contract (:mod:`~pycm.controller.reconcile`): return ``None`` or ``Result()`` →
   done; ``Result(requeue_after=s)`` → again in ``s`` seconds; ``Result(requeue=True)`` → again
   with backoff; raise → retried with backoff, for ever unless the descriptor sets
   ``max_retries`` (409 Conflict quietly); raise :class:`TerminalError` → a Warning event on
@@ -71,7 +71,8 @@ from pycm.controller.ownerrefs import (
     set_controller_reference,
     set_owner_reference,
 )
-from pycm.controller.worker import Controller, Result, TerminalError, Trigger
+from pycm.controller.reconcile import Result, TerminalError
+from pycm.controller.worker import Controller, Trigger
 
 __all__ = [
     "ENTRY_POINT_GROUP",

@@ -1,28 +1,10 @@
-"""The worker loop and the reconcile contract, on one page.
+"""The worker loop: a named queue and its workers around a sync handler.
 
 Event handlers only compute keys and call :meth:`Controller.enqueue`; workers take keys off
-the rate-limiting queue and run the sync handler. What happens next is decided by how the
-sync ended:
-
-=============================== ==================================================== =========
-sync ended with                 the worker then                                      result
-=============================== ==================================================== =========
-``Result()`` / ``None``         ``forget`` (the key's retry count resets)            success
-``Result(requeue_after=d)``     ``forget``, then ``add_after(key, d)``               requeue_after
-``Result(requeue=True)``        ``add_rate_limited`` (backoff, no error)             requeue
-a 409 Conflict                  ``add_rate_limited``, logged quietly                 conflict
-:class:`TerminalError`          ``drop`` (forget, ``queue.drop`` event), counted     error
-any other exception             ``add_rate_limited`` while retries < max_retries     error
-                                (for ever when it is None), else ``drop`` — logged
-                                once, counted, the worker lives on
-cancellation                    propagates (the controller is stopping)
-=============================== ==================================================== =========
-
-With a :class:`~pycm.workqueue.priority_queue.PriorityQueue` (``priority_queue=True``, or
-:meth:`Controller.use_priority_queue`), :meth:`Controller.enqueue` gives the keys of
-initial-list adds and resyncs ``LOW_PRIORITY`` and every other event the default priority, and
-the requeues above keep the priority the key was taken with (as controller-runtime's controller
-does), so a retry of a fresh change does not fall behind the initial list.
+the rate-limiting queue, pass the gates (:mod:`pycm.controller.gates`: the leader elector's,
+a shard's) and run the sync handler. What happens next is the reconcile contract
+(:mod:`pycm.controller.reconcile`): the plain success is handled here, inline (the hot path),
+every other end by :class:`~pycm.controller.outcomes.OutcomeHandler`.
 
 Each sync is one traced step (``reconcile.begin`` / ``reconcile.end``), the root of a trace of its
 own: the key, the queue wait, the retries so far, the informer event that enqueued it
@@ -34,24 +16,23 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from contextvars import Token
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from pycm.api.diff import changed_paths
+from pycm.controller.bound_metrics import BoundMetrics
+from pycm.controller.gates import KeyGate, ReconcileGate
 from pycm.controller.metrics import ControllerMetrics
-from pycm.kube.errors import ApiError, Conflict, FencedError
+from pycm.controller.outcomes import OutcomeHandler, SpanToken
+from pycm.controller.reconcile import (
+    DEFAULT_MAX_RETRIES,
+    Result,
+    SyncHandler,
+    TerminalError,
+)
 from pycm.sharding.gate import KeyAdmission
 from pycm.trace.bus import Bus, default_bus
-from pycm.trace.causes import Trigger, cause_of_record
-from pycm.trace.context import (
-    SpanValue,
-    error_text,
-    get_span,
-    reset_span,
-    root_context,
-    set_span,
-)
+from pycm.trace.causes import Trigger
+from pycm.trace.context import get_span, reset_span, root_context, set_span
 from pycm.trace.kinds import (
     ControllerStarted,
     ControllerStopped,
@@ -65,7 +46,10 @@ from pycm.workqueue.priority_queue import DEFAULT_PRIORITY, LOW_PRIORITY, Priori
 from pycm.workqueue.queue import ShutDown
 from pycm.workqueue.rate_limiting_queue import RateLimitingQueue
 
+# (DEFAULT_MAX_RETRIES, KeyGate, ReconcileGate, Result, SyncHandler and TerminalError live in
+# modules of their own, pycm.controller.reconcile and .gates; imported from here they work.)
 __all__ = [
+    "DEFAULT_MAX_RETRIES",
     "Controller",
     "KeyGate",
     "ReconcileGate",
@@ -77,8 +61,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-DEFAULT_MAX_RETRIES = 15  # KCM's deployment and replicaset controllers
-
 # The triggers a priority queue takes at LOW_PRIORITY: an add from the informer's initial list
 # and an update whose resourceVersion did not change (a resync). Nothing changed in either, so
 # a key that did change goes first (controller-runtime's WithLowPriorityWhenUnchanged).
@@ -87,48 +69,6 @@ _LOW_PRIORITY_EVENTS = frozenset({"initial", "resync"})
 # The enum members process() uses, bound once: reading one off its class goes through
 # EnumType.__getattr__ in Python 3.11 (~0.9k instructions, a tenth of a no-op sync's tracing).
 _SUCCESS = ReconcileResult.SUCCESS
-_REQUEUE = ReconcileResult.REQUEUE
-_REQUEUE_AFTER = ReconcileResult.REQUEUE_AFTER
-_ERROR = ReconcileResult.ERROR
-
-
-class TerminalError(Exception):
-    """A sync failure that retrying cannot fix: the key is dropped at once."""
-
-
-@dataclass(frozen=True, slots=True)
-class Result:
-    requeue: bool = False
-    requeue_after: float = 0.0
-    action: str = ""  # what the sync did, for the trace: "noop", "scaled_up", ...
-    uid: str = ""
-    api_calls: int = 0
-
-
-class KeyGate(Protocol):
-    """A sharded member's say over each key (pycm.sharding.gate.ShardKeyGate): take it, drop
-    it (another member's) or retry it after ``retry_after`` seconds (claimed elsewhere)."""
-
-    retry_after: float
-
-    def admit(self, key: str) -> tuple[KeyAdmission, str]: ...
-
-
-class ReconcileGate(Protocol):
-    """What a worker checks before it takes the next key (the leader elector's renew gate:
-    closed while the last lease renew is older than RenewDeadline, pycm.leaderelection.gate)."""
-
-    def is_open(self) -> bool: ...
-
-    async def wait_open(self) -> None: ...
-
-    def age(self) -> float | None: ...
-
-
-SpanToken = Token[SpanValue | None]
-
-SyncHandler = Callable[[str], Awaitable[Result | None]]
-"""``async sync(key) -> Result | None`` — injectable, so tests call it directly."""
 
 
 class Controller:
@@ -175,8 +115,8 @@ class Controller:
         self._metrics = metrics
         # The labelled children every reconcile touches, looked up once (a labels() call is a
         # lock and a dict lookup per metric per reconcile); results by outcome, on first use.
-        self._bound: _BoundMetrics | None = (
-            _BoundMetrics(metrics, name) if metrics is not None else None
+        self._bound: BoundMetrics | None = (
+            BoundMetrics(metrics, name) if metrics is not None else None
         )
         self._stop_timeout = stop_timeout
         # The newest trigger per key waiting in the queue (a burst of events for one key is one
@@ -193,6 +133,8 @@ class Controller:
         # Set when run() stops: a worker waiting at a closed gate gives up its key at once
         # (else stopping would wait stop_timeout for it).
         self._stopping = asyncio.Event()
+        # Every end of a reconcile but the plain success (the reconcile contract's other rows).
+        self._outcomes = OutcomeHandler(self, self._recorder, self._triggers, self._bound, clock)
 
     def use_priority_queue(self) -> PriorityQueue[str]:
         """Replace the queue with a :class:`~pycm.workqueue.priority_queue.PriorityQueue`
@@ -382,7 +324,8 @@ class Controller:
         :class:`~pycm.trace.reconciles.ReconcileRecorder` (compact records, as cheap as a
         trace gets; see there), and its span and API-call counter are one contextvar set.
         Only a sync that returns a plain success runs the rest of this body: one that raises
-        ends in :meth:`_end_failed`, one that asks to be requeued in :meth:`_end_requeued`.
+        or asks to be requeued ends in the controller's
+        :class:`~pycm.controller.outcomes.OutcomeHandler`.
         Keeping those paths out keeps this coroutine small enough for CPython's small-object
         allocator (the benchmark note "the reconcile's frame" in docs/operations.md;
         tests/controller/test_worker_events.py holds the size).
@@ -408,7 +351,7 @@ class Controller:
         # The span and the API-call counter of the sync, in one contextvar: a root's is this
         # list itself (its ids are derived from the begin record when read: context.py).
         calls: list[Any] = [0, begin]
-        token = set_span(calls if parent is None else (*begin[2][1], calls))
+        token: SpanToken = set_span(calls if parent is None else (*begin[2][1], calls))
         metrics = self._bound
         if metrics is not None:
             metrics.active_workers.inc()
@@ -418,14 +361,14 @@ class Controller:
             sync = self.sync
             result = await sync(key) or _EMPTY
         except BaseException as exc:
-            outcome = self._end_failed(
+            outcome = self._outcomes.failed(
                 key, exc, retries, calls, token, start if metrics is not None else 0.0
             )
             if outcome is None:  # cancelled: propagates
                 raise
             return outcome
         if result.requeue_after > 0.0 or result.requeue:
-            return self._end_requeued(
+            return self._outcomes.requeued(
                 key, result, calls, token, start if metrics is not None else 0.0
             )
         if requeues is None or requeues:
@@ -434,7 +377,7 @@ class Controller:
                 forget(key)
             except BaseException as exc:  # the handling failed: as a step ends (and propagates)
                 self._recorder.end_raised(begin, exc)
-                self._ended(token, start if metrics is not None else 0.0, _SUCCESS)
+                self._outcomes.ended(token, start if metrics is not None else 0.0, _SUCCESS)
                 raise
         reset_span(token)
         self._recorder.end_ok(begin, result.action, result.uid, result.api_calls or calls[0])
@@ -443,95 +386,6 @@ class Controller:
             metrics.reconcile_time_seconds.observe(self._clock.monotonic() - start)
             metrics.reconcile_total(_SUCCESS).inc()
         return _SUCCESS
-
-    def _end_requeued(
-        self,
-        key: str,
-        result: Result,
-        calls: list[Any],
-        token: SpanToken,
-        start: float,
-    ) -> ReconcileResult:
-        """The end of a reconcile (:meth:`process`) whose sync asked to be requeued: after a
-        delay (``requeue_after``, the retries forgotten) or rate limited (``requeue``). A
-        failure of the handling ends the step with its error and propagates."""
-        queue = self.queue
-        requeue_after = result.requeue_after
-        requeue_after_ms = 0.0
-        try:
-            if requeue_after > 0.0:
-                self._requeued_by(key, calls[1], "requeue_after")
-                queue.forget(key)
-                queue.add_after(key, requeue_after, "requeue_after")
-                outcome = _REQUEUE_AFTER
-                requeue_after_ms = requeue_after * 1000
-            else:
-                self._requeued_by(key, calls[1], "requeue")
-                queue.add_rate_limited(key)
-                outcome = _REQUEUE
-        except BaseException as exc:
-            self._recorder.end_raised(calls[1], exc)
-            self._ended(token, start, _SUCCESS)
-            raise
-        self._recorder.end_requeued(
-            calls[1],
-            outcome._value_,
-            result.action,
-            result.uid,
-            result.api_calls or calls[0],
-            requeue_after_ms,
-        )
-        self._ended(token, start, outcome)
-        return outcome
-
-    def _end_failed(
-        self,
-        key: str,
-        exc: BaseException,
-        retries: int,
-        calls: list[Any],
-        token: SpanToken,
-        start: float,
-    ) -> ReconcileResult | None:
-        """The end of a reconcile (:meth:`process`) whose sync raised ``exc``: an Exception is
-        handled under the contract and its outcome returned; anything else (cancelled) ends
-        the step and returns None, for process to re-raise it. A failure of the handling ends
-        the step with its error and propagates, as a step's would."""
-        if not isinstance(exc, Exception):
-            self._recorder.end_raised(calls[1], exc)
-            self._ended(token, start, _SUCCESS)
-            return None
-        try:
-            if isinstance(exc, TerminalError):
-                self.queue.drop(key, reason="terminal error")
-                log.error("%s: dropping %s: terminal error: %s", self.name, key, exc)
-                if self._bound is not None:
-                    self._bound.terminal_errors_total.inc()
-                    self._bound.dropped("terminal error").inc()
-                outcome = _ERROR
-            else:
-                outcome = self._handle_error(key, exc, retries, calls[1])
-            error = error_text(exc)
-        except BaseException as failed:
-            # (The metric counts what the handling got to: nothing.)
-            self._recorder.end_raised(calls[1], failed)
-            self._ended(token, start, _SUCCESS)
-            raise
-        self._recorder.end_error(calls[1], outcome._value_, error, calls[0])
-        self._ended(token, start, outcome)
-        return outcome
-
-    def _ended(self, token: SpanToken, start: float, outcome: ReconcileResult) -> None:
-        """After the end record of a reconcile that did not end in :meth:`process`'s own
-        success path (which does what this does, inline): the span closed, the metrics."""
-        reset_span(token)
-        metrics = self._bound
-        if metrics is not None:
-            metrics.active_workers.dec()
-            metrics.reconcile_time_seconds.observe(self._clock.monotonic() - start)
-            metrics.reconcile_total(outcome).inc()
-            if outcome is _ERROR:
-                metrics.reconcile_errors_total.inc()
 
     def stalled(self, threshold: float) -> str | None:
         """Why the queue is not making progress, or None: keys wait, yet no worker has taken
@@ -543,94 +397,6 @@ class Controller:
         if waiting and idle > threshold:
             return f"{waiting} keys waiting, no progress for {idle:.0f}s"
         return None
-
-    def _requeued_by(self, key: str, begin: tuple[Any, ...], event: str) -> None:
-        """The reconcile of ``begin`` asked for ``key`` again (a retry, a requeue): the next
-        reconcile's cause is this one (merged with an event that already waits for it)."""
-        trigger = Trigger("", "", event, object=key, cause=cause_of_record(begin))
-        waiting = self._triggers.get(key)
-        self._triggers[key] = trigger if waiting is None else waiting.merge(trigger)
-
-    def _handle_error(
-        self, key: str, exc: Exception, retries: int, begin: tuple[Any, ...]
-    ) -> ReconcileResult:
-        if isinstance(exc, Conflict):
-            log.debug("%s: conflict syncing %s, requeueing: %s", self.name, key, exc)
-            self._requeued_by(key, begin, "retry")
-            self.queue.add_rate_limited(key)
-            return ReconcileResult.CONFLICT
-        max_retries = self.max_retries
-        if max_retries is None or retries < max_retries:
-            # An unexpected exception's traceback is logged at the key's first failure only: a
-            # sync that fails the same way on every retry would repeat it up to max_retries
-            # times (an API error is its message alone, as KCM's HandleError logs it, and so is
-            # a write the lease fence refused: its message names the renew age and deadline).
-            log.warning(
-                "%s: error syncing %s (retry %d): %s",
-                self.name,
-                key,
-                retries,
-                exc,
-                exc_info=retries == 0 and not _is_api_error(exc),
-            )
-            self._requeued_by(key, begin, "retry")
-            self.queue.add_rate_limited(key)
-        else:
-            log.error(
-                "%s: dropping %s out of the queue after %d retries: %s",
-                self.name,
-                key,
-                retries,
-                exc,
-            )
-            self.queue.drop(key, reason="max retries")
-            if self._bound is not None:
-                self._bound.dropped("max retries").inc()
-        return ReconcileResult.ERROR
-
-
-class _BoundMetrics:
-    """One controller's children of the :class:`ControllerMetrics` families."""
-
-    __slots__ = (
-        "_by_outcome",
-        "_dropped",
-        "_families",
-        "_name",
-        "active_workers",
-        "reconcile_errors_total",
-        "reconcile_time_seconds",
-        "terminal_errors_total",
-    )
-
-    def __init__(self, metrics: ControllerMetrics, name: str) -> None:
-        self._families, self._name = metrics, name
-        self.active_workers = metrics.active_workers.labels(name)
-        self.reconcile_time_seconds = metrics.reconcile_time_seconds.labels(name)
-        self.reconcile_errors_total = metrics.reconcile_errors_total.labels(name)
-        self.terminal_errors_total = metrics.terminal_errors_total.labels(name)
-        self._by_outcome: dict[ReconcileResult, Any] = {}
-        self._dropped: dict[str, Any] = {}
-
-    def dropped(self, reason: str) -> Any:
-        child = self._dropped.get(reason)
-        if child is None:
-            child = self._dropped[reason] = self._families.dropped_keys_total.labels(
-                self._name, reason
-            )
-        return child
-
-    def reconcile_total(self, outcome: ReconcileResult) -> Any:
-        child = self._by_outcome.get(outcome)
-        if child is None:
-            child = self._by_outcome[outcome] = self._families.reconcile_total.labels(
-                self._name, outcome.value
-            )
-        return child
-
-
-def _is_api_error(exc: Exception) -> bool:
-    return isinstance(exc, (ApiError, FencedError))
 
 
 _EMPTY = Result()

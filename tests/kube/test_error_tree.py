@@ -8,7 +8,7 @@ import pytest
 
 from pycm.cache.listwatch import StatusError as CacheStatusError
 from pycm.cache.reflector import is_expired, is_too_many_requests
-from pycm.controller.worker import _is_api_error
+from pycm.controller.outcomes import is_api_error as _is_api_error
 from pycm.errors import PycmError
 from pycm.kube import ApiError, ConfigError, FencedError, KubeError, NotFound, TransportError
 from pycm.kube.errors import StatusError, error_from_status
