@@ -1,3 +1,4 @@
+# Over 500 lines, one concept: the dashboard's one record per source.
 """The dashboard's data: one record per source (a replica, or a recording's instance), fed by
 whatever reads the events, read by ``/api/state`` and broadcast to ``/api/stream``.
 

@@ -1,3 +1,4 @@
+# Over 500 lines, one concept: what the reflector needs of the API.
 """What the reflector needs of the API: list pages and watch streams.
 
 :class:`ListerWatcher` is the subset of the client the reflector uses, defined here where it is

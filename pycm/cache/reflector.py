@@ -1,3 +1,4 @@
+# Over 500 lines, one concept: client-go's reflector.go, one list-and-watch loop.
 """The reflector: list, then watch, forever, feeding a store (client-go ``reflector.go``).
 
 One loop (:meth:`Reflector.run`), stopped by cancellation:

@@ -1,3 +1,4 @@
+# Over 500 lines, one concept: client-go's leaderelection.go state machine.
 """LeaderElector: client-go's leader election (RunOrDie) on a resource lock.
 
 The algorithm, as client-go has it (tools/leaderelection/leaderelection.go):

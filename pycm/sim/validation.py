@@ -1,3 +1,4 @@
+# Over 500 lines, one concept: kube-apiserver's validation of the core kinds.
 """What kube-apiserver validates for the emulator's core kinds, as ``details.causes``.
 
 Each validator returns every cause (never only the first); each kind's strategy

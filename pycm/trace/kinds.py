@@ -1,3 +1,4 @@
+# Over 500 lines, one concept: the one registry of event kinds (docs and wire come from it).
 """Every trace event kind pycm emits: the one registry (see :mod:`pycm.trace.events`).
 
 Grouped by the part of pycm that emits them. Wire names are ``<subject>.<verb>``; steps are a

@@ -1,3 +1,4 @@
+# Over 500 lines, one concept: KCM's deployment_util.go, pure maths.
 """The deployment controller's pure maths (KCM pkg/controller/deployment/util), over plain dicts.
 
 Nothing here does I/O or reads a clock: time comes in as ``now`` (Unix seconds). Names follow
