@@ -12,7 +12,11 @@ from typing import Any
 from pycm.api.owner import new_controller_ref
 from pycm.controllers.deployment import replacement, util
 from pycm.controllers.deployment.context import SyncContext
-from pycm.controllers.deployment.scaling import (
+from pycm.controllers.deployment.scaling import (  # (the object helpers: one copy, there)
+    _annotations,
+    _meta,
+    _name,
+    _ns,
     find_active_or_latest,
     replicas_annotations_need_update,
     scale,
@@ -51,25 +55,6 @@ Obj = dict[str, Any]
 
 # get_new_replica_set's "look the new RS up yourself" default (None means "there is none").
 _FIND: Any = object()
-
-
-def _meta(obj: Obj) -> dict[str, Any]:
-    return obj.setdefault("metadata", {})  # type: ignore[no-any-return]
-
-
-def _annotations(obj: Obj) -> dict[str, str]:
-    meta = _meta(obj)
-    if meta.get("annotations") is None:
-        meta["annotations"] = {}
-    return meta["annotations"]  # type: ignore[no-any-return]
-
-
-def _ns(obj: Mapping[str, Any]) -> str:
-    return str((obj.get("metadata") or {}).get("namespace", ""))
-
-
-def _name(obj: Mapping[str, Any]) -> str:
-    return str((obj.get("metadata") or {}).get("name", ""))
 
 
 def _copy_deployment_annotations(deployment: Obj, rs: Obj) -> bool:
