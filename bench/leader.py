@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import re
 import shutil
 import signal
 import socket
@@ -54,13 +53,12 @@ from pathlib import Path
 
 import httpx
 import orjson
-import yaml
 
 from bench._kubehttp import PODS, HttpClient
+from bench._sim_process import start_sim
 from bench.harness import Figure
 from bench.informers import TINY_WRITERS, WRITERS, realistic_pod
 
-_LINE = re.compile(r"pycm sim: serving (\S+) \(kubeconfig: (.+)\)")
 POLL = 0.01
 START_TIMEOUT = 30.0
 
@@ -112,22 +110,13 @@ class Bench:
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
         self.ports: dict[str, int] = {}
         self.started = 0
-        kubeconfig = tmp / "kubeconfig"
-        argv = [sys.executable, "-m", "pycm", "sim", "--port", "0", "--tls=false", "--kubelet=off"]
-        self.emu = subprocess.Popen(
-            [*argv, "--kubeconfig-out", str(kubeconfig)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
+        sim = start_sim(tmp / "kubeconfig")
+        self.emu, self.url, self.token, self.kubeconfig = (
+            sim.process,
+            sim.url,
+            sim.token,
+            sim.kubeconfig,
         )
-        assert self.emu.stdout is not None
-        match = _LINE.search(self.emu.stdout.readline())
-        if not match:
-            self.emu.kill()
-            raise RuntimeError("the emulator did not start")
-        self.kubeconfig = str(kubeconfig)
-        doc = yaml.safe_load(kubeconfig.read_text())
-        self.url, self.token = match.group(1), str(doc["users"][0]["user"]["token"])
         self.http = httpx.Client(
             base_url=self.url, headers={"Authorization": f"Bearer {self.token}"}, timeout=5
         )

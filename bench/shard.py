@@ -47,11 +47,10 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import yaml
 
+from bench._sim_process import start_sim
 from bench.harness import Figure
 
-_LINE = re.compile(r"pycm sim: serving (\S+) \(kubeconfig: (.+)\)")
 START_TIMEOUT = 60.0
 RECONCILE_END = b'"kind":"reconcile.end"'
 WRITERS = 8
@@ -126,23 +125,13 @@ class Bench:
         self.size = size
         self.tmp = tmp
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
-        kubeconfig = tmp / "kubeconfig"
-        argv = [sys.executable, "-m", "pycm", "sim", "--port", "0", "--tls=false", "--kubelet=off"]
-        argv += ["--feature-gates=ShardedListAndWatch=true"]
-        self.emu = subprocess.Popen(
-            [*argv, "--kubeconfig-out", str(kubeconfig)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
+        sim = start_sim(tmp / "kubeconfig", "--feature-gates=ShardedListAndWatch=true")
+        self.emu, self.url, self.token, self.kubeconfig = (
+            sim.process,
+            sim.url,
+            sim.token,
+            sim.kubeconfig,
         )
-        assert self.emu.stdout is not None
-        match = _LINE.search(self.emu.stdout.readline())
-        if not match:
-            self.emu.kill()
-            raise RuntimeError("the emulator did not start")
-        self.kubeconfig = str(kubeconfig)
-        doc = yaml.safe_load(kubeconfig.read_text())
-        self.url, self.token = match.group(1), str(doc["users"][0]["user"]["token"])
         self.http = httpx.Client(
             base_url=self.url, headers={"Authorization": f"Bearer {self.token}"}, timeout=10
         )
@@ -328,17 +317,8 @@ class Bench:
     def empty_rss(self) -> float:
         """A manager's RSS on an empty emulator of its own: the process base, no cache."""
         kubeconfig = self.tmp / "empty.kubeconfig"
-        argv = [sys.executable, "-m", "pycm", "sim", "--port", "0", "--tls=false", "--kubelet=off"]
-        emu = subprocess.Popen(
-            [*argv, "--kubeconfig-out", str(kubeconfig)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-        )
+        emu = start_sim(kubeconfig).process
         try:
-            assert emu.stdout is not None
-            if not _LINE.search(emu.stdout.readline()):
-                raise RuntimeError("the empty emulator did not start")
             argv = [sys.executable, "-m", "pycm", "run", "--kubeconfig", str(kubeconfig)]
             argv += ["--secure-port", str(_free_port()), "--bind-address", "127.0.0.1"]
             argv += ["--leader-elect=false", "--controllers=deployment,replicaset"]

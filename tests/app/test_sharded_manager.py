@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -24,6 +23,7 @@ from pycm.kube.resources import PODS, REPLICASETS
 from pycm.sharding.membership import RING_LABEL
 from pycm.sim.server import Emulator, run_emulator
 from pycm.trace.bus import Bus
+from tests.app.leases import lease_held_by_another, replicaset
 
 pytestmark = pytest.mark.asyncio
 
@@ -36,42 +36,6 @@ async def emu_api() -> AsyncIterator[tuple[Emulator, Client]]:
         config = await load_config(str(emu.kubeconfig_path))
         async with await Client.connect(config) as api:
             yield emu, api
-
-
-def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def _lease_held_by_another() -> dict[str, Any]:
-    return {
-        "apiVersion": "coordination.k8s.io/v1",
-        "kind": "Lease",
-        "metadata": {"name": "pycm", "namespace": "kube-system"},
-        "spec": {
-            "holderIdentity": "another",
-            "leaseDurationSeconds": 3600,
-            "acquireTime": _now(),
-            "renewTime": _now(),
-            "leaseTransitions": 0,
-        },
-    }
-
-
-def _replicaset(name: str) -> dict[str, Any]:
-    labels = {"app": name}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "ReplicaSet",
-        "metadata": {"name": name, "namespace": NAMESPACE},
-        "spec": {
-            "replicas": 2,
-            "selector": {"matchLabels": labels},
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {"containers": [{"name": "c", "image": "nginx"}]},
-            },
-        },
-    }
 
 
 class Census:
@@ -120,13 +84,13 @@ async def test_sharded_controllers_run_unelected_singletons_once_leading(
     emu_api: tuple[Emulator, Client],
 ) -> None:
     emu, api = emu_api
-    await api.create(LEASES, _lease_held_by_another(), namespace="kube-system")
+    await api.create(LEASES, lease_held_by_another(), namespace="kube-system")
     census = Census()
     manager = _manager(str(emu.kubeconfig_path), census)
     run = asyncio.ensure_future(manager.run())
     try:
         # Not leading: the sharded replicaset controller reconciles all the same.
-        await api.create(REPLICASETS, _replicaset("web"), namespace=NAMESPACE)
+        await api.create(REPLICASETS, replicaset("web"), namespace=NAMESPACE)
         await _pods(api, 2)
         assert manager.elector is not None and not manager.elector.is_leader()
         assert not census.started.is_set(), "a singleton started without the lease"

@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -39,6 +38,7 @@ from pycm.trace.kinds import (
     LeaseAcquireAttempted,
 )
 from pycm.trace.state import State
+from tests.app.leases import lease_held_by_another, replicaset
 
 NAMESPACE = "default"
 WATCHED = ("/api/v1/pods", "/apis/apps/v1/replicasets")
@@ -87,42 +87,6 @@ async def rig() -> AsyncIterator[Rig]:
 
             emu.before_request.insert(0, record)
             yield rig
-
-
-def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def _lease_held_by_another() -> dict[str, Any]:
-    return {
-        "apiVersion": "coordination.k8s.io/v1",
-        "kind": "Lease",
-        "metadata": {"name": "pycm", "namespace": "kube-system"},
-        "spec": {
-            "holderIdentity": "another",
-            "leaseDurationSeconds": 3600,  # valid for the whole test: a standby stays one
-            "acquireTime": _now(),
-            "renewTime": _now(),
-            "leaseTransitions": 0,
-        },
-    }
-
-
-def _replicaset(name: str) -> dict[str, Any]:
-    labels = {"app": name}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "ReplicaSet",
-        "metadata": {"name": name, "namespace": NAMESPACE},
-        "spec": {
-            "replicas": 2,
-            "selector": {"matchLabels": labels},
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {"containers": [{"name": "c", "image": "nginx"}]},
-            },
-        },
-    }
 
 
 def _manager(kubeconfig: str, bus: Bus, *, warm: bool) -> Manager:
@@ -199,8 +163,8 @@ def test_warm_standby_flag_help_says_kcm_has_none_and_names_controller_runtimes(
 async def test_standby_writes_nothing_then_takes_over_warm_without_a_list_cold_with_one(
     rig: Rig, warm: bool
 ) -> None:
-    await rig.api.create(LEASES, _lease_held_by_another(), namespace="kube-system")
-    await rig.api.create(REPLICASETS, _replicaset("before"), namespace=NAMESPACE)
+    await rig.api.create(LEASES, lease_held_by_another(), namespace="kube-system")
+    await rig.api.create(REPLICASETS, replicaset("before"), namespace=NAMESPACE)
     bus = Bus()
     watched = ("informers.started", "lease.acquire_attempt", "controllers.took_over")
     events = Events(bus.subscribe(name="test", maxsize=4096, since=0, kinds=watched))
@@ -223,7 +187,7 @@ async def test_standby_writes_nothing_then_takes_over_warm_without_a_list_cold_w
                     await informer.wait_synced()
             assert await _readyz_informers(manager) is None
             # A change while standing by: cached and queued, not acted on.
-            await rig.api.create(REPLICASETS, _replicaset("during"), namespace=NAMESPACE)
+            await rig.api.create(REPLICASETS, replicaset("during"), namespace=NAMESPACE)
             queue = ctx.queues["replicaset"].queue
             async with asyncio.timeout(10):
                 while len(queue) < 2:
@@ -239,7 +203,7 @@ async def test_standby_writes_nothing_then_takes_over_warm_without_a_list_cold_w
         else:
             assert manager.context is None  # nothing built, nothing watched
             assert await _readyz_informers(manager) is None
-            await rig.api.create(REPLICASETS, _replicaset("during"), namespace=NAMESPACE)
+            await rig.api.create(REPLICASETS, replicaset("during"), namespace=NAMESPACE)
         # Two more failed attempts (a retry period each): the standby still writes nothing.
         await events.wait(LeaseAcquireAttempted, 3)
         assert [s for s in rig.requests if s.write] == []
@@ -275,7 +239,7 @@ async def test_standby_writes_nothing_then_takes_over_warm_without_a_list_cold_w
 async def test_warm_standby_stopped_before_leading_exits_0_having_written_nothing(
     rig: Rig,
 ) -> None:
-    await rig.api.create(LEASES, _lease_held_by_another(), namespace="kube-system")
+    await rig.api.create(LEASES, lease_held_by_another(), namespace="kube-system")
     bus = Bus()
     events = Events(bus.subscribe(name="test", maxsize=4096, since=0, kinds=["informer.synced"]))
     manager = _manager(str(rig.emu.kubeconfig_path), bus, warm=True)
