@@ -38,11 +38,13 @@ CREATE_LATENCY = 0.4  # the issue's fault on the old leader's pod creates
 RENEW_LATENCY = 0.6
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 UNFENCED = ("/events", "/leases")  # path segments of the calls fencing leaves alone
+ARRIVED = "tests.fencing.arrived"  # where a request's arrival time is kept in its ASGI scope
 
 
 @dataclass(frozen=True, slots=True)
 class Landed:
     at: float  # time.monotonic() when the emulator was about to serve it
+    arrived: float  # time.monotonic() when the emulator read its head, before any fault
     user: str
     method: str
     path: str
@@ -93,6 +95,7 @@ async def test_deposed_leader_sends_no_write_after_the_takeover(cluster: Cluster
         # First in the chain, before the latency fault: stop the leader as its second pod
         # create arrives — the first of batch 2, so a reconcile is in flight with more to do.
         nonlocal creates_seen
+        request.scope[ARRIVED] = time.monotonic()
         if (
             not stopped.is_set()
             and request.method == "POST"
@@ -114,9 +117,9 @@ async def test_deposed_leader_sends_no_write_after_the_takeover(cluster: Cluster
     async def on_serve(request: Any) -> None:
         # Last in the chain, after the fault's delay: the request lands now.
         if request.method in WRITE_METHODS:
-            landed.append(
-                Landed(time.monotonic(), _user(cluster, request), request.method, request.url.path)
-            )
+            arrived = request.scope.get(ARRIVED, 0.0)
+            user, path = _user(cluster, request), request.url.path
+            landed.append(Landed(time.monotonic(), arrived, user, request.method, path))
 
     cluster.emu.before_request.insert(0, on_arrival)
     cluster.emu.before_request.append(on_serve)
@@ -147,11 +150,16 @@ async def test_deposed_leader_sends_no_write_after_the_takeover(cluster: Cluster
 
     b_lease_writes = [w.at for w in landed if w.user == "replica-b" and "/leases" in w.path]
     takeover = min([seen, *b_lease_writes])
+    # Sent after the takeover: landed after it, and arrived once the old leader ran again — it
+    # was stopped from before the takeover until `resumed`, so what arrived earlier was sent
+    # before the pause and only held up (the create latency, or a starved emulator reading it
+    # late: this test's loop serves the emulator too).
     late = [
         f"{w.method} {w.path} +{w.at - takeover:.2f}s"
         for w in landed
         if w.user == "replica-a"
         and w.at >= takeover
+        and w.arrived >= resumed
         and not any(part in w.path for part in UNFENCED)
     ]
     assert late == [], f"the deposed leader wrote after the takeover: {late}"
