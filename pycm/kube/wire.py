@@ -1,4 +1,4 @@
-"""A watch-only HTTP/1.1 transport that reads a response body in large blocks.
+"""A bulk-reading HTTP/1.1 transport for watch streams and list pages: bodies read in large blocks.
 
 Why: through httpx → httpcore → h11, every chunk of a watch stream (one per event, as
 kube-apiserver writes them) becomes one h11 ``Data`` event and climbs half a dozen Python
