@@ -11,10 +11,14 @@ import orjson
 import pytest
 import pytest_asyncio
 
+from pycm.sim.gc import DeleteOptions
 from pycm.sim.reads import list_body
+from pycm.sim.seed import seed_cluster
 from pycm.sim.selectors import FieldSelector, LabelSelector
 from pycm.sim.server import Emulator, run_emulator
+from pycm.sim.store import Store
 from pycm.sim.table import Table
+from pycm.util.clock import FakeClock
 
 CMS = "/api/v1/namespaces/default/configmaps"
 MERGE = "application/merge-patch+json"
@@ -119,3 +123,50 @@ def test_table_keeps_each_objects_encoding_with_it() -> None:
     table.pop(("ns", "a"))
     assert table.encoded(("ns", "a")) is None
     assert table.page("ns", LabelSelector(), FieldSelector(), 1, None, 5).encoded == [b"given"]
+
+
+def _deployment(name: str) -> dict[str, Any]:
+    labels = {"app": name}
+    return {
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {"containers": [{"name": "c", "image": "nginx"}]},
+            },
+        },
+    }
+
+
+def test_every_stored_encoding_stays_its_objects_through_writes_of_every_kind() -> None:
+    store = Store(clock=FakeClock(), watch_window=5)  # (a short history: the table must hold)
+    seed_cluster(store, 1)
+    pods, deps = store.resource("pods"), store.resource("deployments", "apps")
+    dep = store.create(deps, _deployment("d"), "default")
+    owner = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "name": "d",
+        "uid": dep["metadata"]["uid"],
+    }
+    for i in range(3):
+        pod = {
+            "metadata": {"name": f"p{i}", "finalizers": ["x/y"], "ownerReferences": [owner]},
+            "spec": {"containers": [{"name": "c", "image": "nginx"}]},
+        }
+        store.create(pods, pod, "default")
+    status = {**store.get(pods, "default", "p0"), "status": {"phase": "Running"}}
+    store.update_status(pods, status, "default")
+    store.patch(pods, "default", "p1", MERGE, {"metadata": {"labels": {"l": "v"}}})
+    store.update_scale(deps, "default", "d", {"spec": {"replicas": 3}})
+    store.delete(pods, "default", "p2")  # a finalizer holds it: deletionTimestamp set
+    store.delete(deps, "default", "d", DeleteOptions(propagation_policy="Background"))
+    store.patch(pods, "default", "p2", MERGE, {"metadata": {"finalizers": None}})
+    checked = 0
+    for table in store._objects.values():
+        for key in table:
+            assert table.encoded(key) == orjson.dumps(table.get(key)), key
+            checked += 1
+    assert checked >= 4 and store.peek(pods, "default", "p2") is None
