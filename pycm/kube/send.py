@@ -12,8 +12,9 @@ connections, the rate limiter, the credentials, the write fence, the metrics and
    inside a trace step — sampled (flag 01) only in the traces the manager exports by ratio
    (:class:`pycm.util.sampling.TraceIdRatio` at ``trace_sample_ratio``), 00 otherwise;
 3. the request, with the config's timeout (watch streams use ``timeoutSeconds`` plus a read
-   margin instead); watch requests go through a second httpx client over the wire transport
-   (:mod:`pycm.kube.wire`: one connection per watch, the body read in bulk), unless the client
+   margin instead); watch and list requests go through a second httpx client over the wire
+   transport (:mod:`pycm.kube.wire`: the body read in bulk, a list page's 2.8 MB in a few
+   blocks where httpcore and h11 took ~45 reads of 64 KiB at 2–3× the CPU), unless the client
    was given a transport of its own (a test's) or no TLS context to reuse; a write of a
    fenced client passes its fence first and again as it is written (:mod:`pycm.kube.fence`);
 4. a 429 — or a 5xx — carrying Retry-After is retried after that many seconds, up to
@@ -107,7 +108,7 @@ class Sender:
             config, ssl_context=ssl_context, transport=transport
         )
         self._owns_http = _http is None
-        # Watch streams go through the wire transport (bulk reads; see pycm.kube.wire) when
+        # Watch streams and lists go through the wire transport (bulk reads; pycm.kube.wire) when
         # requests go over the network as configured; a test transport serves them too.
         if _http is None and transport is None:
             _watch_http = build_watch_client(config, ssl_context)
@@ -234,7 +235,9 @@ class Sender:
         host = self.host
         metrics = self._metrics
         span_id, traceparent = self._traceparent()
-        http = self._watch_http if stream and self._watch_http is not None else self._http
+        # Watch streams and list pages (MBs each) read their bodies in bulk (pycm.kube.wire).
+        bulk = stream or request.verb == "list"
+        http = self._watch_http if bulk and self._watch_http is not None else self._http
         fence = self.fence if method in MUTATING_METHODS else None
         extensions = self._extensions
         if fence is not None:

@@ -69,8 +69,9 @@ def build_http_client(
 
 
 def build_watch_client(config: ClientConfig, ssl_context: object) -> httpx.AsyncClient | None:
-    """An AsyncClient for watch streams over the wire transport (:mod:`pycm.kube.wire`), or
-    None where the regular client must serve them: a server URL that is neither http nor
+    """An AsyncClient for watch streams and list pages over the wire transport
+    (:mod:`pycm.kube.wire`), or None where the regular client must serve them: a server URL that
+    is neither http nor
     https, or https without a built TLS context (``Client.connect`` always builds one; a
     client made without one trusts httpx's default CA bundle, which the wire path does not
     reproduce)."""

@@ -1,4 +1,4 @@
-"""A watch-only HTTP/1.1 transport that reads a response body in large blocks.
+"""A bulk-reading HTTP/1.1 transport for watch streams and list pages: bodies read in large blocks.
 
 Why: through httpx → httpcore → h11, every chunk of a watch stream (one per event, as
 kube-apiserver writes them) becomes one h11 ``Data`` event and climbs half a dozen Python
@@ -12,10 +12,15 @@ split into forty lines at once by :class:`~pycm.kube.watch.Watch`.
 unchanged (headers, auth, retries, metrics, error mapping): it gets the same ``httpx.Request``
 and answers an ``httpx.Response`` whose stream is a :class:`WireBody`, also published in the
 response's extensions under :data:`WIRE_BODY` for a reader that wants the blocks without
-httpx's per-block layers. h11 writes the request and parses the response head; each request
-has its own connection, closed with the response (a watch holds its connection for minutes,
-so there is nothing to pool). Errors are httpx's: ``ConnectError``/``ConnectTimeout``,
-``ReadError``/``ReadTimeout``, ``RemoteProtocolError``.
+httpx's per-block layers. h11 writes the request and parses the response head. A connection
+serves one request at a time; once a response's body has been read to its end, and neither
+side asked to close, the connection waits idle for the next request (at most
+:data:`MAX_IDLE` of them an origin): list pages (MBs each, one after another) come through here
+too, and a connection per page would cost a handshake each. A watch holds its connection for
+minutes and ends it, as a rule, by closing it. Errors are httpx's:
+``ConnectError``/``ConnectTimeout``, ``ReadError``/``ReadTimeout``, ``RemoteProtocolError``; a
+GET on an idle connection the server closed meanwhile (before any byte of an answer) is sent
+again on a new one, as Go's net/http does for idempotent requests.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from __future__ import annotations
 import asyncio
 import re
 import ssl
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import h11
@@ -41,6 +46,8 @@ WIRE_BODY = "pycm.wire_body"
 HIGH_WATER = 512 * 1024
 # The longest response head accepted (h11's own default limit for a head is 16 KiB).
 MAX_HEAD = 64 * 1024
+# Idle connections kept an origin (a prefetched list page runs beside the page being read).
+MAX_IDLE = 2
 # The end of a response head: an empty line, CRLF or bare LF (as h11 accepts).
 _HEAD_END = re.compile(rb"\n\r?\n")
 
@@ -124,6 +131,18 @@ class _Socket(asyncio.Protocol):
             self.transport.resume_reading()
         return data
 
+    def reusable(self) -> bool:
+        """Open, and with nothing received that no request asked for."""
+        transport = self.transport
+        return (
+            transport is not None
+            and not transport.is_closing()
+            and not self._eof
+            and self._error is None
+            and not self._pieces
+            and not self._paused
+        )
+
     def close(self, *, clean: bool) -> None:
         """Close the connection: at once (no TLS close_notify exchange) unless the response
         ended cleanly, so a cancelled watch lets its socket go promptly."""
@@ -142,13 +161,32 @@ class WireBody(httpx.AsyncByteStream):
     the connection."""
 
     def __init__(
-        self, sock: _Socket, framing: Framing, first: bytes, read_timeout: float | None
+        self,
+        sock: _Socket,
+        framing: Framing,
+        first: bytes,
+        read_timeout: float | None,
+        release: Callable[[_Socket], None] | None = None,
     ) -> None:
         self._sock = sock
         self._framing = framing
         self._first = first  # bytes that came with the head
         self._timeout = read_timeout
         self._closed = False
+        # Takes the connection back once the body is read to its end (None: close it then).
+        self._release = release
+        self._handed_back = False  # the connection released or closed: no longer this body's
+
+    def _done_with(self, sock: _Socket) -> None:
+        """The connection after this body (once): kept for another request if the body ended
+        cleanly and the response allows it, else closed."""
+        if self._handed_back:
+            return
+        self._handed_back = True
+        if self._release is not None and self._framing.done and not self._first:
+            self._release(sock)
+        else:
+            sock.close(clean=self._framing.done)
 
     async def read(self) -> bytes | None:
         framing = self._framing
@@ -174,7 +212,7 @@ class WireBody(httpx.AsyncByteStream):
                 raise httpx.RemoteProtocolError(str(e)) from None
             if body:
                 return body
-        self._sock.close(clean=framing.done)
+        self._done_with(self._sock)
         return None
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
@@ -183,7 +221,7 @@ class WireBody(httpx.AsyncByteStream):
 
     def close(self) -> None:
         self._closed = True
-        self._sock.close(clean=self._framing.done)
+        self._done_with(self._sock)
 
     async def aclose(self) -> None:
         self.close()
@@ -199,20 +237,68 @@ class WireTransport(httpx.AsyncBaseTransport):
 
     def __init__(self, ssl_context: ssl.SSLContext | None) -> None:
         self._ssl = ssl_context
+        # Invariant: at most MAX_IDLE connections an origin, each reusable when put here.
+        self._idle: dict[tuple[str, str, int], list[_Socket]] = {}
+
+    async def aclose(self) -> None:
+        idle, self._idle = self._idle, {}
+        for socks in idle.values():
+            for sock in socks:
+                sock.close(clean=True)
+
+    def _idle_socket(self, origin: tuple[str, str, int]) -> _Socket | None:
+        socks = self._idle.get(origin)
+        while socks:
+            sock = socks.pop()
+            if sock.reusable():
+                return sock
+            sock.close(clean=False)  # the server closed it meanwhile
+        return None
+
+    def _releaser(self, origin: tuple[str, str, int]) -> Callable[[_Socket], None]:
+        def release(sock: _Socket) -> None:
+            socks = self._idle.setdefault(origin, [])
+            if len(socks) < MAX_IDLE and sock.reusable():
+                socks.append(sock)
+            else:
+                sock.close(clean=True)
+
+        return release
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         timeouts: dict[str, float | None] = request.extensions.get("timeout") or {}
         url = request.url
         if url.scheme not in ("http", "https") or (url.scheme == "https" and self._ssl is None):
             raise httpx.UnsupportedProtocol(f"the wire transport cannot serve {url.scheme!r}")
+        origin = (url.scheme, url.host, url.port or (443 if url.scheme == "https" else 80))
+        content = await request.aread()
+        idle = self._idle_socket(origin)
+        if idle is not None:
+            try:
+                return await self._exchange(request, content, idle, timeouts, origin)
+            except _StaleConnection:
+                if request.method != "GET":
+                    raise httpx.RemoteProtocolError(_DISCONNECTED) from None
         sock = await self._connect(request, timeouts.get("connect"))
         try:
+            return await self._exchange(request, content, sock, timeouts, origin)
+        except _StaleConnection:
+            raise httpx.RemoteProtocolError(_DISCONNECTED) from None
+
+    async def _exchange(
+        self,
+        request: httpx.Request,
+        content: bytes,
+        sock: _Socket,
+        timeouts: dict[str, float | None],
+        origin: tuple[str, str, int],
+    ) -> httpx.Response:
+        try:
             conn = h11.Connection(h11.CLIENT)
-            content = await request.aread()
             data = conn.send(
                 h11.Request(
                     method=request.method,
-                    target=url.raw_path,
+                    target=request.url.raw_path,
                     headers=list(request.headers.raw),
                 )
             )
@@ -221,7 +307,7 @@ class WireTransport(httpx.AsyncBaseTransport):
             data += conn.send(h11.EndOfMessage())
             assert sock.transport is not None
             sock.transport.write(data)
-            return await self._response(request, conn, sock, timeouts.get("read"))
+            return await self._response(request, conn, sock, timeouts.get("read"), origin)
         except BaseException:
             sock.close(clean=False)
             raise
@@ -255,9 +341,11 @@ class WireTransport(httpx.AsyncBaseTransport):
         conn: h11.Connection,
         sock: _Socket,
         read_timeout: float | None,
+        origin: tuple[str, str, int],
     ) -> httpx.Response:
         """Read and parse the head (skipping 1xx answers); the body stays on the socket."""
         buffered = b""
+        answered = False
         while True:
             end = _HEAD_END.search(buffered)
             if end is None:
@@ -265,9 +353,10 @@ class WireTransport(httpx.AsyncBaseTransport):
                     raise httpx.RemoteProtocolError("response head too long")
                 more = await sock.read(read_timeout)
                 if not more:
-                    raise httpx.RemoteProtocolError(
-                        "Server disconnected without sending a response."
-                    )
+                    if not answered:
+                        raise _StaleConnection
+                    raise httpx.RemoteProtocolError(_DISCONNECTED)
+                answered = True
                 buffered += more
                 continue
             head, buffered = buffered[: end.end()], buffered[end.end() :]
@@ -283,7 +372,9 @@ class WireTransport(httpx.AsyncBaseTransport):
             break
         headers = list(event.headers)
         framing = framing_for(event.status_code, headers, request.method.encode("ascii"))
-        body = WireBody(sock, framing, buffered, read_timeout)
+        keep = event.http_version == b"1.1" and not _closes(headers, request.headers)
+        release = self._releaser(origin) if keep else None
+        body = WireBody(sock, framing, buffered, read_timeout, release)
         extensions: dict[str, Any] = {
             "http_version": b"HTTP/" + event.http_version,
             "reason_phrase": event.reason,
@@ -292,3 +383,18 @@ class WireTransport(httpx.AsyncBaseTransport):
         return httpx.Response(
             event.status_code, headers=headers, stream=body, extensions=extensions
         )
+
+
+_DISCONNECTED = "Server disconnected without sending a response."
+
+
+class _StaleConnection(Exception):
+    """The connection ended before any byte of an answer (an idle one the server closed)."""
+
+
+def _closes(headers: list[tuple[bytes, bytes]], request_headers: httpx.Headers) -> bool:
+    """Whether either side said ``Connection: close``."""
+    for name, value in headers:
+        if name.lower() == b"connection" and b"close" in value.lower():
+            return True
+    return "close" in request_headers.get("connection", "").lower()

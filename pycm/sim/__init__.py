@@ -52,7 +52,8 @@ servermeta: the metadata the server owns and write preconditions; deletion), man
 (fieldset: the FieldsV1 set algebra; fieldcompare: the fields a write changes; listrules),
 watch, gc, selectors, validation, defaults, shape, patch, scale, history, tables, discovery,
 negotiation, watchlist, watchlag, requestinfo, listoptions, writeoptions, gostrconv (Go's
-parsing and its messages), bodies, handlers, app, auth, reviews, kubeconfig, certs, seed,
+parsing and its messages), bodies, handlers (reads: get, list, watch; responses;
+apicontext), app, auth, reviews, kubeconfig, certs, seed,
 options, server, command; the kubelet/ package (loop, podstatus, nodes, options) and the
 faults/ package (fault, kinds, active, endpoint).
 

@@ -236,6 +236,10 @@ class Store:
         meta(obj)["resourceVersion"] = str(self._rv)
         m = obj["metadata"]
         ref: ObjectRef = (res.key, m.get("namespace", "") if res.namespaced else "", m["name"])
+        # Encoded once here: the history sizes the event by it, every typed watch serves these
+        # bytes and the table keeps them for lists (the object is never mutated after its
+        # commit).
+        encoded = orjson.dumps(obj)
         table = self._objects[res.key]
         if old is not None:
             self._gc.index.remove(ref, old)
@@ -243,12 +247,9 @@ class Store:
             table.pop(ref[1:])
             self._by_uid.pop(str(m.get("uid")), None)
         else:
-            table.put(ref[1:], obj)
+            table.put(ref[1:], obj, encoded)
             self._by_uid[str(m.get("uid"))] = ref
             self._gc.index.add(ref, obj)
-        # Encoded once here: the history sizes the event by it and every typed watch serves
-        # these bytes (the object is never mutated after its commit).
-        encoded = orjson.dumps(obj)
         event = StoreEvent(type_, res.key, obj, old, self._rv, encoded)
         self._history.append(event, event_size(encoded))
         for watcher in list(self._watchers):
@@ -289,8 +290,9 @@ class Store:
             selected = self._table(res).select(
                 watcher.namespace, watcher.labels, watcher.fields, shards=shards
             )
-            for _, obj in selected:
-                watcher.add_initial(ADDED, obj)
+            table = self._table(res)
+            for key, obj in selected:  # (served as their stored encodings: see Table)
+                watcher.add_initial(ADDED, obj, table.encoded(key))
         else:
             since = parse_resource_version(resource_version) or 0
             watcher.replay(self._history.since(since))

@@ -68,9 +68,11 @@ def _watch_list_responses(client: Client) -> list[weakref.ref[httpx.Response]]:
         if resp.request.method == "GET" and "limit" in resp.request.url.params:
             pages.append(weakref.ref(resp))
 
-    http = client._http
-    hooks = http.event_hooks
-    http.event_hooks = {"request": hooks["request"], "response": [*hooks["response"], seen]}
+    # (List pages go through the bulk-reading client where there is one: pycm.kube.send.)
+    for http in (client._http, client._watch_http):
+        if http is not None:
+            hooks = http.event_hooks
+            http.event_hooks = {"request": hooks["request"], "response": [*hooks["response"], seen]}
     return pages
 
 

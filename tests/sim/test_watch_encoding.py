@@ -107,7 +107,7 @@ async def test_live_events_after_the_replay_are_the_same_bytes(emu: Emulator) ->
 
 
 @pytest.mark.asyncio
-async def test_initial_state_watch_encodes_what_it_has_no_commit_bytes_for(emu: Emulator) -> None:
+async def test_initial_state_watch_serves_the_stored_encodings(emu: Emulator) -> None:
     _changes(emu.store)
     a = emu.store.peek(emu.store.resource("configmaps"), "default", "a")
     assert await _chunks(emu, "resourceVersion=0", 1) == [
