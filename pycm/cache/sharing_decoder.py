@@ -1,3 +1,4 @@
+# Over 500 lines, one concept: decoding API objects straight into the cache's shape.
 """Decoding API objects straight into the cache's shape: managedFields never decoded, repeated
 sub-trees decoded once and shared.
 
