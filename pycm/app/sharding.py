@@ -65,6 +65,9 @@ class ShardedMember:
         # The sharded informers relisting for the current share: each one's syncs_started when
         # its selector changed (pycm.cache.reflector); empty once every one synced after it.
         self._relisting: dict[SharedIndexInformer, int] = {}
+        # For an informer whose relist is in its FIFO: how many deltas its processing must have
+        # applied to the indexer (what the controllers read) before its keys are taken.
+        self._applying: dict[SharedIndexInformer, int] = {}
         membership.in_flight = self.in_flight
         if membership.metrics is not None:  # the membership's bus and metrics report for both
             config = membership.config
@@ -139,6 +142,7 @@ class ShardedMember:
             if selector is not None:
                 lw.shard_selector = selector
                 self._relisting[informer] = informer.reflector.syncs_started
+                self._applying.pop(informer, None)
                 informer.reflector.relist("shard changed")
         bus = self.membership.bus
         if bus is not None and selector is not None and self._sharded:
@@ -157,13 +161,18 @@ class ShardedMember:
         return True
 
     def caches_current(self) -> bool:
-        """Whether every sharded informer has synced since the share last changed (a relist
-        begun after the change, with the new selector, is in its store)."""
+        """Whether every sharded informer has synced since the share last changed: a relist
+        begun after the change, with the new selector, is in its FIFO and applied to its
+        indexer (the reflector's sync fills the FIFO; the informer's loop applies it)."""
         relisting = self._relisting
         if relisting:
             for informer, mark in list(relisting.items()):
-                if informer.reflector.synced_through > mark:
+                if informer.reflector.synced_through <= mark:
+                    continue
+                target = self._applying.setdefault(informer, informer.fifo.enqueued)
+                if informer.fifo.processed(target):
                     del relisting[informer]
+                    del self._applying[informer]
         return not relisting
 
     def stop(self) -> None:

@@ -184,6 +184,16 @@ class RealFIFO:
     def __len__(self) -> int:
         return len(self._queue)
 
+    @property
+    def enqueued(self) -> int:
+        """How many deltas have been queued so far (a target for :meth:`processed`)."""
+        return self._enqueued
+
+    def processed(self, target: int) -> bool:
+        """Whether the first ``target`` deltas queued have been popped — and so, by
+        :meth:`pop_batch`'s contract, applied to the indexer."""
+        return self._popped >= target
+
     def has_synced(self) -> bool:
         """True once the first Replace (or first write) has been popped entirely."""
         target = self._initial_target
