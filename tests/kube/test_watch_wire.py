@@ -29,6 +29,7 @@ from pycm.kube import (
 from pycm.kube.config import ClientConfig
 from pycm.trace.bus import Bus
 from pycm.util.clock import FakeClock
+from tests.kube.loopback import serving
 
 Script = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 
@@ -60,13 +61,8 @@ class Server:
 @pytest_asyncio.fixture
 async def server() -> AsyncIterator[Server]:
     srv = Server()
-    tcp = await asyncio.start_server(srv.handle, "127.0.0.1", 0)
-    srv.port = tcp.sockets[0].getsockname()[1]
-    try:
+    async with serving(srv):
         yield srv
-    finally:
-        tcp.close()
-        await tcp.wait_closed()
 
 
 @pytest_asyncio.fixture

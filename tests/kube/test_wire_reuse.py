@@ -19,6 +19,7 @@ from pycm.kube import PODS, Client
 from pycm.kube.config import ClientConfig
 from pycm.kube.wire import MAX_IDLE
 from pycm.trace.bus import Bus
+from tests.kube.loopback import serving
 
 # What the server does with a request: the bytes it answers, or None to close without a word.
 Answer = Callable[[int, int], bytes | None]
@@ -65,13 +66,8 @@ class KeepAliveServer:
 @pytest_asyncio.fixture
 async def server() -> AsyncIterator[KeepAliveServer]:
     srv = KeepAliveServer()
-    tcp = await asyncio.start_server(srv.handle, "127.0.0.1", 0)
-    srv.port = tcp.sockets[0].getsockname()[1]
-    try:
+    async with serving(srv):
         yield srv
-    finally:
-        tcp.close()
-        await tcp.wait_closed()
 
 
 @pytest_asyncio.fixture
