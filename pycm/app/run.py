@@ -169,8 +169,7 @@ class Manager:
     def contexts(self) -> list[ControllerContext]:
         """Every controller context built so far (two under --sharded: the sharded
         controllers' and, while leading, the singletons')."""
-        starters = (self.sharded_starter, self.starter)
-        return [s.context for s in starters if s is not None and s.context is not None]
+        return [s.context for s in self._starters() if s.context is not None]
 
     @property
     def state(self) -> Any:
@@ -271,18 +270,8 @@ class Manager:
         if le.leader_elect:
             self.elector = start_election(self.parts, root, take_over=self._take_over)
         singletons = self._build_starter(root, warm=False, only=_is_singleton)
-        self.sharded_starter = ControllerStarter(
-            self.parts,
-            self.registry,
-            root,
-            elector=None,
-            warm=False,
-            rng=self._rng,
-            metrics=self._controller_metrics,
-            adopt=self._extra_clients.append,
-            stopping=self._stopping,
-            only=_is_sharded,
-            member=member,
+        self.sharded_starter = self._new_starter(
+            root, elector=None, warm=False, only=_is_sharded, member=member
         )
         await self.groups.start(Group.LEADER_ELECTION)
         started = await self.sharded_starter.start()
@@ -297,19 +286,32 @@ class Manager:
         warm: bool,
         only: Callable[[ControllerDescriptor], bool] | None = None,
     ) -> ControllerStarter:
-        self.starter = ControllerStarter(
+        """The leader's StartControllers (under --sharded: the singletons')."""
+        self.starter = self._new_starter(root, elector=self.elector, warm=warm, only=only)
+        return self.starter
+
+    def _new_starter(
+        self,
+        root: Client,
+        *,
+        elector: LeaderElector | None,
+        warm: bool,
+        only: Callable[[ControllerDescriptor], bool] | None,
+        member: ShardedMember | None = None,
+    ) -> ControllerStarter:
+        return ControllerStarter(
             self.parts,
             self.registry,
             root,
-            elector=self.elector,
+            elector=elector,
             warm=warm,
             rng=self._rng,
             metrics=self._controller_metrics,
             adopt=self._extra_clients.append,
             stopping=self._stopping,
             only=only,
+            member=member,
         )
-        return self.starter
 
     async def _take_over(self) -> None:
         """OnStartedLeading: StartControllers' run (the elector starts only once the starter
