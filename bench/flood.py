@@ -45,7 +45,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import ssl
 import subprocess
 import sys
@@ -58,6 +57,7 @@ import httpx
 import yaml
 
 from bench.harness import Figure
+from pycm.util.ports import free_port
 
 _LINE = re.compile(r"pycm sim: serving (\S+) \(kubeconfig: (.+)\)")
 START_TIMEOUT = 30.0
@@ -75,12 +75,6 @@ class Size:
 
 
 SIZES = {"tiny": Size(100, 0.25, 0.5), "full": Size(3000, 5.0, 15.0)}
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _rss(pid: int) -> float:
@@ -215,7 +209,7 @@ class Processes:
         doc = yaml.safe_load(kubeconfig.read_text())
         self.token = doc["users"][0]["user"]["token"]
         self.ca = base64.b64decode(doc["clusters"][0]["cluster"]["certificate-authority-data"])
-        self.port = _free_port()
+        self.port = free_port()
         argv = [sys.executable, "-m", "pycm", "run", "--kubeconfig", str(kubeconfig)]
         argv += ["--leader-elect-lease-duration", f"{LEASE}s"]
         argv += ["--leader-elect-renew-deadline", f"{RENEW}s"]

@@ -41,7 +41,6 @@ import asyncio
 import os
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -58,6 +57,7 @@ from bench._kubehttp import PODS, HttpClient
 from bench._sim_process import start_sim
 from bench.harness import Figure
 from bench.informers import TINY_WRITERS, WRITERS, realistic_pod
+from pycm.util.ports import free_port
 
 POLL = 0.01
 START_TIMEOUT = 30.0
@@ -97,12 +97,6 @@ RECONCILE_BEGIN = b'"kind":"reconcile.begin"'
 LEASE_ACQUIRED = b'"kind":"lease.acquired"'
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 class Bench:
     def __init__(self, timings: Timings, tmp: Path) -> None:
         self.t = timings
@@ -126,7 +120,7 @@ class Bench:
     def start(self, *extra: str, lease: str = "") -> str:
         self.started += 1
         identity = f"replica-{self.started}"
-        port = _free_port()
+        port = free_port()
         argv = [sys.executable, "-m", "pycm", "run", "--kubeconfig", self.kubeconfig]
         argv += ["--leader-elect-lease-duration", f"{self.t.lease}s"]
         argv += ["--leader-elect-renew-deadline", f"{self.t.renew}s"]

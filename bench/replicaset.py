@@ -21,7 +21,6 @@ import contextlib
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -36,6 +35,7 @@ import yaml
 
 from bench.harness import Figure
 from pycm.trace.recorder import read_events
+from pycm.util.ports import free_port
 
 _SIZES = {"tiny": 20, "full": 1000}
 _SIM_LINE = re.compile(r"^pycm sim: serving (\S+) \(kubeconfig: (.+)\)$")
@@ -58,12 +58,6 @@ class Cluster:
     def api(self) -> httpx.Client:
         headers = {"Authorization": f"Bearer {self.token}"}
         return httpx.Client(base_url=self.url, headers=headers, timeout=30)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _stop(proc: subprocess.Popen[Any]) -> None:
@@ -125,7 +119,7 @@ def cluster(
             if match is None:
                 raise RuntimeError(f"pycm sim did not start: {line!r}")
             token = str(yaml.safe_load(kubeconfig.read_text())["users"][0]["user"]["token"])
-            port, trace = _free_port(), tmp / "trace.jsonl"
+            port, trace = free_port(), tmp / "trace.jsonl"
             manager = subprocess.Popen(
                 [
                     sys.executable,

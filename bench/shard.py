@@ -37,7 +37,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -51,6 +50,7 @@ import httpx
 
 from bench._sim_process import start_sim
 from bench.harness import Figure
+from pycm.util.ports import free_port
 
 START_TIMEOUT = 60.0
 RECONCILE_END = b'"kind":"reconcile.end"'
@@ -78,12 +78,6 @@ SIZES = {
     "tiny": Size(6, 1, 1.0, (2,), 2.0, 1.5, 0.5),
     "full": Size(60, 5, 15.0, (2, 3), 4.0, 3.0, 1.0),
 }
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _rss_mib(pid: int) -> float:
@@ -148,7 +142,7 @@ class Bench:
         for m in range(members):
             identity = f"m{self.runs}-{m}"
             argv = [sys.executable, "-m", "pycm", "run", "--kubeconfig", self.kubeconfig]
-            argv += ["--secure-port", str(_free_port()), "--bind-address", "127.0.0.1"]
+            argv += ["--secure-port", str(free_port()), "--bind-address", "127.0.0.1"]
             argv += ["--identity", identity, "--trace-file", str(self.trace(identity))]
             argv += ["--leader-elect=false", "--controllers=deployment,replicaset"]
             if sharded:
@@ -336,7 +330,7 @@ class Bench:
         emu = start_sim(kubeconfig).process
         try:
             argv = [sys.executable, "-m", "pycm", "run", "--kubeconfig", str(kubeconfig)]
-            argv += ["--secure-port", str(_free_port()), "--bind-address", "127.0.0.1"]
+            argv += ["--secure-port", str(free_port()), "--bind-address", "127.0.0.1"]
             argv += ["--leader-elect=false", "--controllers=deployment,replicaset"]
             trace = self.tmp / "empty.jsonl"
             argv += ["--trace-file", str(trace)]

@@ -38,7 +38,6 @@ import asyncio
 import contextlib
 import os
 import secrets
-import socket
 import subprocess
 import sys
 import tempfile
@@ -55,6 +54,7 @@ from bench._churn import measure
 from bench.harness import Figure
 from pycm.sim.auth import ADMIN_GROUP, UserInfo
 from pycm.sim.server import Emulator, run_emulator
+from pycm.util.ports import free_port
 
 __all__ = ["SoakResult", "run", "soak"]
 
@@ -223,12 +223,6 @@ class Observer:
                 self._checked("relist")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _deployment() -> Obj:
     labels = {"app": NAME}
     return {
@@ -317,7 +311,7 @@ async def _rollout(
 
 
 def _start_manager(emu: Emulator, tmp: Path) -> tuple[subprocess.Popen[bytes], str, Any]:
-    port = _free_port()
+    port = free_port()
     env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
     out = (tmp / "manager.log").open("wb")
     argv = [sys.executable, "-m", "pycm", "run", "--kubeconfig", str(emu.kubeconfig_path)]

@@ -31,10 +31,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pycm.demo.processes import Child, free_port
+from pycm.demo.processes import Child
 from pycm.demo.stream import EventFormatter, ReplicaStream
 from pycm.kube import DEPLOYMENTS, NAMESPACES, AlreadyExists, Client, KubeError, load_config
 from pycm.trace.events import Event
+from pycm.util.ports import free_port
 
 __all__ = ["DemoOptions", "Orchestrator"]
 

@@ -10,22 +10,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
-import socket
 from collections.abc import Sequence
 from pathlib import Path
+
+from pycm.util.ports import free_port
 
 __all__ = ["STOP_TIMEOUT", "Child", "free_port"]
 
 # A replica's ordered shutdown (release the lease, stop controllers) takes well under a second
 # with the demo's timings; 8 s leaves room for a slow machine before the SIGKILL.
 STOP_TIMEOUT = 8.0
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    """A port that was free a moment ago (the kernel's pick for port 0)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
 
 
 class Child:

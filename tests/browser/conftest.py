@@ -13,7 +13,6 @@ import contextlib
 import os
 import shutil
 import signal
-import socket
 import sys
 import threading
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
@@ -32,6 +31,7 @@ from starlette.routing import Mount, Route
 from pycm.demo.orchestrator import _deployment
 from pycm.kube import DEPLOYMENTS, Client, load_config
 from pycm.sim.server import run_emulator
+from pycm.util.ports import free_port
 from tests.e2e.conftest import (
     LEASE,
     LEASE_DURATION,
@@ -68,12 +68,6 @@ NO_NETWORK_FEATURES = (
 _T = TypeVar("_T")
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 class BrowserCluster(Cluster):
     """The e2e cluster, whose replicas restart on their own port (a restarted process is the
     same replica to the dashboard's stream reader, with a new generation)."""
@@ -85,7 +79,7 @@ class BrowserCluster(Cluster):
 
     async def start(self, identity: str) -> Replica:
         kubeconfig = self.kubeconfig_for(identity)
-        port = self.ports.setdefault(identity, _free_port())
+        port = self.ports.setdefault(identity, free_port())
         trace, log = self.tmp / f"{identity}.jsonl", self.tmp / f"{identity}.log"
         argv = [sys.executable, "-m", "pycm", "run", "--kubeconfig", str(kubeconfig)]
         argv += ["--leader-elect-lease-duration", f"{LEASE_DURATION}s"]
@@ -324,7 +318,7 @@ class ThreadedServer:
     Playwright tests' servers): ``with`` starts and stops it."""
 
     def __init__(self, app: Any, name: str) -> None:
-        self.port = _free_port()
+        self.port = free_port()
         config = uvicorn.Config(
             app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="off"
         )

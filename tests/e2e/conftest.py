@@ -32,6 +32,7 @@ from pycm.leaderelection.record import LeaderElectionRecord
 from pycm.sim.auth import UserInfo
 from pycm.sim.kubeconfig import write_kubeconfig
 from pycm.sim.server import Emulator, run_emulator
+from pycm.util.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 NAMESPACE, LEASE = "kube-system", "pycm"
@@ -177,7 +178,7 @@ class Cluster:
         """Start ``pycm run`` as ``identity`` with the short election timings (and ``extra``
         flags after them)."""
         kubeconfig = self.kubeconfig_for(identity)
-        port = _free_port()
+        port = free_port()
         trace, log = self.tmp / f"{identity}.jsonl", self.tmp / f"{identity}.log"
         argv = [sys.executable, "-m", "pycm", "run", "--kubeconfig", str(kubeconfig)]
         argv += ["--leader-elect-lease-duration", f"{LEASE_DURATION}s"]
@@ -233,14 +234,6 @@ class Cluster:
                     replica.process.kill()
         for replica in self.replicas.values():
             await replica.process.wait()
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @contextlib.asynccontextmanager

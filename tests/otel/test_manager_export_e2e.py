@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -20,6 +19,7 @@ import pytest_asyncio
 
 from pycm.sim.server import run_emulator
 from pycm.trace.recorder import read_events
+from pycm.util.ports import free_port
 from tests.otel.receivers import Received, otlp_grpc_receiver
 from tests.support.manager import record_traceparents
 
@@ -38,12 +38,6 @@ DEPLOYMENT = {
         },
     },
 }
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest_asyncio.fixture
@@ -66,7 +60,7 @@ def _start(emu: Any, tmp_path: Path, endpoint: str, *extra: str) -> tuple[Any, P
             "--kubeconfig",
             str(emu.kubeconfig_path),
             "--secure-port",
-            str(_free_port()),
+            str(free_port()),
             "--bind-address",
             "127.0.0.1",
             "--identity",

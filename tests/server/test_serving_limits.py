@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from pycm.util.ports import free_port
 from pycm.util.serving_limits import LINGER
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,12 +38,6 @@ class Manager:
     port: int
     process: subprocess.Popen[bytes]
     log: Path
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _tls() -> ssl.SSLContext:
@@ -194,7 +189,7 @@ def kubeconfig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 
 def _start(tmp: Path, kubeconfig: Path, name: str, flags: list[str]) -> Manager:
-    port = _free_port()
+    port = free_port()
     log = tmp / f"{name}.log"
     argv = [sys.executable, "-m", "pycm", "run", "--kubeconfig", str(kubeconfig)]
     argv += ["--leader-elect=false", "--secure-port", str(port), "--bind-address", "127.0.0.1"]

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -20,6 +19,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
+
+from pycm.util.ports import free_port
 
 __all__ = [
     "ManagerProcess",
@@ -44,12 +45,6 @@ def record_traceparents(emu: Any) -> list[str]:
 
     emu.before_request.insert(0, record)
     return seen
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 async def poll(
