@@ -24,6 +24,7 @@ from pycm.api.sharding import FIELD_NAMESPACE, HASH_SPACE, ShardSelector
 from pycm.cache.listwatch import ClientListWatch
 from pycm.cache.shared_informer import SharedIndexInformer
 from pycm.controller.worker import Controller
+from pycm.sharding.claims import Claim
 from pycm.sharding.gate import ShardKeyGate
 from pycm.sharding.membership import Membership
 from pycm.sharding.ring import join_spans
@@ -61,7 +62,7 @@ class ShardedMember:
         self.fence = _Fence(membership)
         self._controllers: list[Controller] = []
         self._sharded: list[tuple[SharedIndexInformer, ClientListWatch]] = []
-        self._shape: tuple[frozenset[str], frozenset[str]] | None = None
+        self._shape: tuple[Claim, Claim] | None = None
         # The sharded informers relisting for the current share: each one's syncs_started when
         # its selector changed (pycm.cache.reflector); empty once every one synced after it.
         self._relisting: dict[SharedIndexInformer, int] = {}
@@ -106,9 +107,8 @@ class ShardedMember:
         claims = self.membership.claims
         now = self.membership.clock.monotonic()
         spans: list[tuple[int, int]] = []
-        for view in {claims.published, claims.target(now)}:
-            if claims.identity in view:
-                spans.extend(claims.ring(view).spans(claims.identity))
+        for claim in {claims.published_claim, claims.target_claim(now)}:  # view and layout
+            spans.extend(claims.spans(claim))
         if not spans:
             return None
         return ShardSelector.of(FIELD_NAMESPACE, join_spans(spans))
@@ -178,6 +178,7 @@ class ShardedMember:
     def stop(self) -> None:
         self.membership.stop()
 
-    def _current_shape(self) -> tuple[frozenset[str], frozenset[str]]:
+    def _current_shape(self) -> tuple[Claim, Claim]:
+        """The published and target claims: views and layouts (a new layout moves keys too)."""
         claims = self.membership.claims
-        return claims.published, claims.target(self.membership.clock.monotonic())
+        return claims.published_claim, claims.target_claim(self.membership.clock.monotonic())

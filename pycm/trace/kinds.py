@@ -830,6 +830,28 @@ class ShardRelisted(Event):
 
 
 # ---------------------------------------------------------------------------------------------
+# The sharding layout (pycm.sharding.layout_writer, written by pycm.sharding.membership): where
+# namespace hashes sit on the ring. Counts and digests only, never namespace names.
+# ---------------------------------------------------------------------------------------------
+
+
+@kind("shard.layout_changed")
+class ShardLayoutChanged(Event):
+    """This member wrote a new layout for the ring (the old one was clearly unbalanced): every
+    member adopts it like a membership change (drain what moves, publish, relist)."""
+
+    ring: str = ""
+    member: str = ""  # the writer
+    digest: str = ""  # the new layout's digest
+    previous: str = ""  # the digest it replaced ("" is the identity layout)
+    namespaces: int = 0  # distinct namespace hashes it was built from
+    knots: int = 0
+    members: int = 0  # the members it was built for
+    most_before: int = 0  # the most namespaces one member owned under the previous layout
+    most_after: int = 0  # and under the new one
+
+
+# ---------------------------------------------------------------------------------------------
 # The OpenTelemetry sink (pycm.otel)
 # ---------------------------------------------------------------------------------------------
 

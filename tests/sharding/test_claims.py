@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from pycm.sharding.claims import MemberClaims, PeerRecord
+from pycm.sharding.claims import Claim, MemberClaims, PeerRecord
+from pycm.sharding.layout import IDENTITY, Layout
 from pycm.sharding.ring import Ring
 
 LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD = 15.0, 10.0, 2.0
@@ -35,10 +36,12 @@ class _Cluster:
 
     rng: random.Random
     now: float = 0.0
-    leases: dict[str, tuple[frozenset[str], int]] = field(default_factory=dict)
+    leases: dict[str, tuple[frozenset[str], int, str]] = field(default_factory=dict)
     members: dict[str, _Member] = field(default_factory=dict)
     version: int = 0
     taken: int = 0
+    keys: list[int] = field(default_factory=lambda: KEYS)
+    layout: Layout = IDENTITY  # the ring's shared layout Lease
 
     def join(self, name: str) -> None:
         self.members[name] = _Member(
@@ -46,7 +49,7 @@ class _Cluster:
         )
 
     def records(self) -> list[PeerRecord]:
-        return [PeerRecord(n, view, str(v)) for n, (view, v) in self.leases.items()]
+        return [PeerRecord(n, view, str(v), lay) for n, (view, v, lay) in self.leases.items()]
 
     def step_member(self, name: str, member: _Member) -> None:
         claims = member.claims
@@ -60,20 +63,20 @@ class _Cluster:
         reachable = self.now >= member.cut_off_until
         if self.now >= member.next_renew and reachable:
             member.next_renew = self.now + RETRY_PERIOD
-            view = claims.view_to_publish(self.now, member.in_flight)
-            written = claims.published if view is None else view
-            if not written and claims.published == frozenset() and view is not None:
+            claim = claims.to_publish(self.now, member.in_flight)
+            written = claims.published_claim if claim is None else claim
+            if not written.view and claims.published == frozenset() and claim is not None:
                 # Released (rule 5): the Lease goes; the member is done once drained.
                 self.leases.pop(name, None)
                 member.left = True
                 return
             self.version += 1
-            self.leases[name] = (written, self.version)
-            claims.renewed(self.now, written)
-            claims.observed(self.now, self.records())
+            self.leases[name] = (written.view, self.version, written.layout)
+            claims.renewed(self.now, written.view, written.layout)
+            claims.observed(self.now, self.records(), self.layout)
         if not reachable:
             return
-        for key in self.rng.sample(KEYS, 8):
+        for key in self.rng.sample(self.keys, 8):
             if key not in member.in_flight and claims.may_take(self.now, key):
                 member.in_flight[key] = self.now + self.rng.choice([0.5, 1.0, 3.0, 8.0])
                 self.taken += 1
@@ -108,8 +111,8 @@ class _Cluster:
             for n, m in self.members.items()
             if not (m.crashed or m.left or self.now < m.paused_until)
         ]
-        ring = Ring.of(live)
-        for key in KEYS:
+        ring = Ring.of(live, layout=self.layout)
+        for key in self.keys:
             owner = ring.owner(key)
             assert owner is not None
             takers = [n for n in live if self.members[n].claims.may_take(self.now, key)]
@@ -205,8 +208,8 @@ def test_claims_a_member_draining_a_key_delays_its_new_view() -> None:
     staying = next(k for k in KEYS if Ring.of(["a", "b"]).owner(k) == "a")
     assert not claims.may_take(1.0, moving), "a stops taking a moved key at once"
     assert claims.may_take(1.0, staying)
-    assert claims.view_to_publish(1.0, [moving, staying]) is None, "still draining"
-    assert claims.view_to_publish(1.0, [staying]) == frozenset({"a", "b"})
+    assert claims.to_publish(1.0, [moving, staying]) is None, "still draining"
+    assert claims.to_publish(1.0, [staying]) == Claim(frozenset({"a", "b"}))
 
 
 @pytest.mark.parametrize("seed", range(12))
