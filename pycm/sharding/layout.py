@@ -37,7 +37,7 @@ from typing import Final
 
 from pycm.api.sharding import HASH_SPACE, hash_field
 
-__all__ = ["IDENTITY", "MAX_KNOTS", "Layout", "LayoutError", "spread"]
+__all__ = ["IDENTITY", "MAX_KNOTS", "Layout", "LayoutError", "spread", "spread_hashes"]
 
 MAX_KNOTS: Final = 256
 """At most this many knots: quantiles of the namespaces past it. 256 knots are ~9 KB in an
@@ -165,7 +165,16 @@ def spread(
     about ±25 % of 1/N, so ten evenly spread namespaces still split 1/4/5 over three members.
     The layout fits the ring it was built for; a later join moves about 1/N of the namespaces
     (the tokens are unchanged) and the writer rebuilds only when the split is clearly off."""
-    hashes = sorted({hash_field(ns) for ns in namespaces})
+    return spread_hashes({hash_field(ns) for ns in namespaces}, arcs, max_knots)
+
+
+def spread_hashes(
+    hashed: Iterable[int],
+    arcs: Sequence[tuple[int, int, str]] = ((0, HASH_SPACE, ""),),
+    max_knots: int = MAX_KNOTS,
+) -> Layout:
+    """:func:`spread` of namespace hashes rather than names."""
+    hashes = sorted(set(hashed))
     count = len(hashes)
     if count == 0:
         return IDENTITY
