@@ -830,9 +830,9 @@ class ShardRelisted(Event):
 
 
 # ---------------------------------------------------------------------------------------------
-# The sharding layout (pycm.sharding.layout_writer, written by pycm.sharding.membership): where
-# namespace hashes sit on the ring. Counts and digests only, never namespace names.
+# The sharding layout (pycm.sharding.layout_writer, pycm.sharding.membership)
 # ---------------------------------------------------------------------------------------------
+# Where namespace hashes sit on the ring. Counts and digests only, never namespace names.
 
 
 @kind("shard.layout_changed")
