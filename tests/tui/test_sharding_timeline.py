@@ -5,13 +5,17 @@ empty state, and the view's filter."""
 
 from __future__ import annotations
 
+import io
 import math
 
 import pytest
+from rich.console import Console
 from textual.widgets import Input
 
 from pycm.trace import kinds as k
 from pycm.trace.events import Event
+from pycm.trace.state import State
+from pycm.trace.state.sharding import MARKS
 from tests.support.sharding_trace import T0, ring_trace
 from tests.tui import scenario
 from tests.tui.conftest import settle, text_of
@@ -19,7 +23,7 @@ from tui.app import TopApp
 from tui.sources import ListSource
 from tui.views.leader import TIMELINE_WIDTH
 from tui.views.sharding import ShardingView
-from tui.views.sharding_timeline import EMPTY_TEXT
+from tui.views.sharding_timeline import EMPTY_TEXT, ring_timeline
 
 SIZE = (180, 60)
 S = 1_000_000_000
@@ -167,3 +171,26 @@ async def test_sharding_timeline_says_so_when_the_trace_has_no_ring() -> None:
         view.show(app.snapshot, app.feed)
         await pilot.pause()
         assert text_of(app, "#sharding-timeline").strip() == EMPTY_TEXT
+
+
+def test_sharding_timeline_draws_a_member_whose_marks_rolled_out_as_it_is_now() -> None:
+    """The ring keeps its newest MARKS marks: a flapping member's push a quiet one's out; the
+    quiet lanes are then drawn from the members' state (on the ring, or left)."""
+    flaps: list[tuple[float, str, Event]] = [
+        (40.0 + i, "pycm-1", (k.ShardMemberFenced if i % 2 == 0 else k.ShardMemberUnfenced)())
+        for i in range(MARKS)
+    ]
+    for _, _, event in flaps:
+        object.__setattr__(event, "ring", "pycm")
+        object.__setattr__(event, "member", "pycm-1")
+    state = State()
+    state.apply_all(_stamped(ring_trace(), flaps))
+    snap = state.snapshot()
+    ring = snap["sharding"]["pycm"]
+    assert {m["member"] for m in ring["marks"]} == {"pycm-1"}
+    console = Console(width=200, record=True, file=io.StringIO())
+    console.print(ring_timeline("pycm", ring, snap["now_ts"]))
+    lanes = _lanes(console.export_text())
+    assert lanes["pycm-0"] == lanes["pycm-2"] == "─" * TIMELINE_WIDTH  # live, no mark left
+    assert lanes["pycm-3"] == "·" * TIMELINE_WIDTH  # it left
+    assert lanes["pycm-1"][0] == "▒" and set(lanes["pycm-1"]) == {"▒", "─"}  # its flaps
