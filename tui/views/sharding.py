@@ -16,6 +16,7 @@ from pycm.trace.state.sharding import MemberSnapshot, RingSnapshot
 from tui.feed import Feed
 from tui.format import count, ms, since_ns
 from tui.views.base import View
+from tui.views.sharding_timeline import RingTimeline
 from tui.views.table import LiveTable
 
 __all__ = ["COLUMNS", "MOVES_SHOWN", "ShardingView", "lease_text"]
@@ -82,6 +83,7 @@ class ShardingView(View):
         yield Static(id="sharding-summary")
         yield LiveTable(COLUMNS, id="sharding-table")
         yield Static(id="sharding-moves")
+        yield RingTimeline(id="sharding-timeline")  # lanes per member: sharding_timeline.py
 
     def show(self, snapshot: Snapshot, feed: Feed) -> None:
         self._last = (snapshot, feed)
@@ -109,6 +111,7 @@ class ShardingView(View):
         self.query_one("#sharding-summary", Static).update(summary)
         self.query_one(LiveTable).refill(rows)
         self.query_one("#sharding-moves", Static).update(moves)
+        self.query_one(RingTimeline).show(rings, now, self.matches)
 
     @staticmethod
     def _summarize(out: Text, name: str, ring: RingSnapshot) -> None:

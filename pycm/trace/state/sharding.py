@@ -30,16 +30,18 @@ from pycm.trace.state.domain import Moment, Stream
 from pycm.trace.state.informers import InformerRecord
 from pycm.trace.state.record import BoundedTable, Record, records, text_key
 from pycm.trace.state.record import ring as ring_loader  # `ring` is a field name here
-from pycm.trace.state.registry import handles
+from pycm.trace.state.registry import also_handles, handles
 
 if TYPE_CHECKING:
     from pycm.trace.state.startup import InstanceRecord
 
 __all__ = [
+    "MARKS",
     "MAX_MEMBERS",
     "MAX_RINGS",
     "MOVES",
     "SECTION",
+    "MarkSnapshot",
     "MemberRecord",
     "MemberSnapshot",
     "MoveSnapshot",
@@ -54,6 +56,7 @@ __all__ = [
 MAX_RINGS = 16
 MAX_MEMBERS = 64  # per ring: replicas of one manager
 MOVES = 64  # moves kept per ring (minutes of a churning ring, hours of a quiet one)
+MARKS = 64  # timeline marks kept per ring (the mark-history block at the end)
 
 
 class MemberSnapshot(TypedDict):
@@ -106,6 +109,7 @@ class RingSnapshot(TypedDict):
     ring: Annotated[str, "its name"]
     members: Annotated[dict[str, MemberSnapshot], "identity -> member"]
     moves: Annotated[list[MoveSnapshot], "joins, leaves, fences, drains and relists, oldest first"]
+    marks: Annotated[list[MarkSnapshot], "the members' timeline marks, oldest first"]
     drains: Annotated[int, "drains finished by its members"]
     fences: Annotated[int, "times its members were fenced"]
     touched: Annotated[int, "recency for eviction"]
@@ -154,6 +158,7 @@ class RingRecord(Record):
     ring: str = ""
     members: BoundedTable[str, MemberRecord] = field(default_factory=_members)
     moves: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=MOVES))
+    marks: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=MARKS))  # at the end
     drains: int = 0
     fences: int = 0
     touched: int = 0
@@ -161,6 +166,7 @@ class RingRecord(Record):
     _LOAD: ClassVar[dict[str, Callable[[Any], Any]]] = {
         "members": records(MemberRecord, MAX_MEMBERS),
         "moves": ring_loader(MOVES),
+        "marks": ring_loader(MARKS),
     }
 
 
@@ -365,3 +371,85 @@ def _relisted(state: StateView, ev: ShardRelisted, inst: InstanceRecord) -> None
         f" ({ev.spans} span(s); {ev.objects_cached} cached before)"
     )
     _move(rec, ev, ev.member, "relist", text)
+
+
+# ---------------------------------------------------------------------------------------------
+# Mark history: each member's lane on the ring's timeline (tui/views/sharding_timeline.py).
+#
+# ``moves`` says, as text, what each member reported; a timeline needs, per member, what happened
+# to it and when. A mark names the member it is about (``member``) and the member that reported
+# it (``by``): a member killed without a word gets its ``gone`` mark from the first other member
+# that sees it gone, and one that never reports its ``joined`` from the first that sees it live.
+# Each mark carries the ring's live members after it (``live``), so the member count is drawn
+# without a replay. These functions run after the handlers above (``also_handles``), on the
+# records those left; they only append to ``RingRecord.marks``.
+# ---------------------------------------------------------------------------------------------
+
+
+class MarkSnapshot(TypedDict):
+    """One mark on a member's lane of its ring's timeline."""
+
+    ts: Annotated[int, "when (Unix ns)"]
+    member: Annotated[str, "the member it is about"]
+    kind: Annotated[
+        str,
+        "joined, left, gone (another member saw its Lease expire), fenced, unfenced, "
+        "drain_started, drain (finished), view (its view or target changed), relist",
+    ]
+    by: Annotated[str, "the member that reported it (itself but for gone and a join only seen)"]
+    live: Annotated[int, "the ring's live members after it"]
+
+
+_OFF_RING = frozenset({"left", "gone"})
+
+
+def _add_mark(rec: RingRecord, ts: int, member: str, kind: str, by: str) -> None:
+    live = sum(1 for m in rec.members.values() if m.lease_live)
+    rec.marks.append({"ts": ts, "member": member, "kind": kind, "by": by, "live": live})
+
+
+def _on_lane(rec: RingRecord, member: str, *, unmarked: bool) -> bool:
+    """Whether ``member`` is on the ring by its newest mark (``unmarked``: it has none left)."""
+    for mark in reversed(rec.marks):
+        if mark["member"] == member:
+            return mark["kind"] not in _OFF_RING
+    return unmarked
+
+
+def _marks_own(kind: str) -> Callable[[StateView, Any, Any], None]:
+    """The mark handler of a shard.* event a member reports about itself."""
+
+    def mark(state: StateView, event: Any, inst: Any) -> None:
+        ev: _ShardEvent = event  # each kind registered below is one
+        _add_mark(state.sharding[ev.ring], ev.ts, ev.member, kind, ev.member)
+
+    return mark
+
+
+for _kind, _mark_kind in (
+    (ShardMemberJoined, "joined"),
+    (ShardMemberLeft, "left"),
+    (ShardMemberFenced, "fenced"),
+    (ShardMemberUnfenced, "unfenced"),
+    (ShardDrainStarted, "drain_started"),
+    (ShardDrainFinished, "drain"),
+    (ShardRelisted, "relist"),
+):
+    also_handles(_kind)(_marks_own(_mark_kind))
+
+
+@also_handles(ShardViewChanged)
+def _mark_view(state: StateView, ev: ShardViewChanged, inst: InstanceRecord) -> None:
+    """The reporter's move, and what it is the first to see of members that say nothing."""
+    rec = state.sharding[ev.ring]
+    for name in _names(ev.target):
+        seen = rec.members.get(name)
+        fresh = seen is not None and not seen.reported and name != ev.member
+        if fresh and not _on_lane(rec, name, unmarked=False):
+            _add_mark(rec, ev.ts, name, "joined", ev.member)
+    for name in _names(ev.left):
+        gone = rec.members.get(name)
+        unsaid = gone is not None and not gone.lease_live and not gone.left
+        if unsaid and _on_lane(rec, name, unmarked=True):
+            _add_mark(rec, ev.ts, name, "gone", ev.member)
+    _add_mark(rec, ev.ts, ev.member, "view", ev.member)
