@@ -17,7 +17,8 @@ from pycm.app.parts import Parts
 from pycm.app.runnables import Group
 from pycm.app.sharding import ShardedMember
 from pycm.kube import Client
-from pycm.sharding.leases import ClientLeaseStore
+from pycm.sharding.layout_writer import LayoutWriter
+from pycm.sharding.leases import ClientLeaseStore, namespace_names
 from pycm.sharding.membership import Membership, MembershipConfig
 from pycm.sharding.metrics import ShardingMetrics
 from pycm.util.tasks import cancel_and_wait
@@ -75,7 +76,8 @@ async def start_membership(parts: Parts, client: Client) -> ShardedMember:
         renew_deadline=sharding.renew_deadline,
         retry_period=sharding.retry_period,
     )
-    store = ClientLeaseStore(client.with_user_agent("pycm/sharding"), namespace)
+    sharding_client = client.with_user_agent("pycm/sharding")
+    store = ClientLeaseStore(sharding_client, namespace)
     membership = Membership(
         config,
         store,
@@ -83,6 +85,10 @@ async def start_membership(parts: Parts, client: Client) -> ShardedMember:
         clock=parts.clock,
         bus=parts.bus,  # shard.* events: pycm top's Sharding view, the dashboard's ring panel
         metrics=ShardingMetrics(parts.metrics_registry),  # controller_sharding_*
+        # Any member may write the ring's layout (namespaces FNV-1a clusters, spread): it lists
+        # the namespaces' names every 10 periods; without RBAC for that it says so once and
+        # follows the layouts others write.
+        layouts=LayoutWriter(store, lambda: namespace_names(sharding_client)),
     )
     member = ShardedMember(membership)
     await parts.groups.add_service(

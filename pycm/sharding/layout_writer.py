@@ -120,7 +120,10 @@ class LayoutWriter:
     async def plan(
         self, members: frozenset[str], current: Layout, tokens_per_member: int
     ) -> LayoutPlan | None:
-        """Called at each period of a settled member; lists the namespaces when due."""
+        """Called at each period of a settled member; lists the namespaces when due. A ring of
+        one is balanced whatever the layout: nothing is listed."""
+        if len(members) < 2:
+            return None
         if self._due_in > 0:
             self._due_in -= 1
             return None

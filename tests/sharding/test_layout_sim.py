@@ -32,29 +32,53 @@ from pycm.sharding.membership import (
 )
 from pycm.sharding.ring import Ring
 from pycm.sim import run_emulator
+from pycm.sim.requestinfo import request_info
 from pycm.trace.bus import Bus
 from pycm.trace.kinds import ShardLayoutChanged
 from pycm.util.clock import FakeClock
+from tests.deploy.rbac import DEPLOY, MANAGER_ROLES, SHARDING_ROLE, Call, grants
 
-LEASE_NS = "kube-system"
+LEASE_NS = "pycm-system"  # the deploy manifests' namespace: their Roles are there
 TEAMS = [f"team-{i}" for i in range(9)]
 NAMES = ["pycm-0", "pycm-1", "pycm-2"]
+MEMBER_AGENT = "pycm/sharding-test"
+LAYOUT_ROLE = DEPLOY / "kubernetes" / "sharded" / "clusterrole.yaml"
+
+
+class _Rig:
+    def __init__(self, client: Client) -> None:
+        self.client = client
+        self.calls: list[Call] = []  # every resource request the members made
 
 
 @pytest_asyncio.fixture
-async def client() -> AsyncIterator[Client]:
+async def rig() -> AsyncIterator[_Rig]:
     async with run_emulator(tls=False, kubelet=False, nodes=1, sharded_list_and_watch=True) as emu:
         c = await Client.connect(await load_config(kubeconfig=str(emu.kubeconfig_path), qps=-1))
+        rig = _Rig(c)
         try:
-            for ns in TEAMS:
+            for ns in [LEASE_NS, *TEAMS]:
                 await c.create(NAMESPACES, {"metadata": {"name": ns}})
+            for ns in TEAMS:
                 await c.create(CONFIGMAPS, {"metadata": {"name": "cm"}}, namespace=ns)
-            yield c
+
+            async def hook(request: Any) -> None:
+                if request.headers.get("user-agent") != MEMBER_AGENT:
+                    return
+                info = request_info(request.method, request.url.path, dict(request.query_params))
+                if info.is_resource_request:
+                    rig.calls.append(
+                        Call(info.verb, info.api_group, info.resource, info.namespace, info.name)
+                    )
+
+            emu.before_request.insert(0, hook)
+            yield rig
         finally:
             await c.aclose()
 
 
 def _members(client: Client, clock: FakeClock, bus: Bus) -> dict[str, ShardedMember]:
+    client = client.with_user_agent(MEMBER_AGENT)
     return {
         name: ShardedMember(
             Membership(
@@ -88,7 +112,8 @@ async def _layout_lease(client: Client) -> dict[str, Any]:
 
 
 @pytest.mark.asyncio
-async def test_three_members_write_adopt_and_select_by_one_layout(client: Client) -> None:
+async def test_three_members_write_adopt_and_select_by_one_layout(rig: _Rig) -> None:
+    client = rig.client
     plain = Ring.of(NAMES)
     assert len({plain.owner(hash_field(ns)) for ns in TEAMS}) == 1, "the defect, as an anchor"
     clock, bus = FakeClock(), Bus()
@@ -99,8 +124,11 @@ async def test_three_members_write_adopt_and_select_by_one_layout(client: Client
     for member in members.values():  # settled on the plain ring: no layout Lease yet
         assert member.membership.claims.published_claim == Claim(frozenset(NAMES), "")
     # One member gets a writer (any may write; one is enough to see the others follow).
+    writer_client = client.with_user_agent(MEMBER_AGENT)
     members["pycm-1"].membership.layouts = LayoutWriter(
-        ClientLeaseStore(client, LEASE_NS), lambda: namespace_names(client), every=3
+        ClientLeaseStore(writer_client, LEASE_NS),
+        lambda: namespace_names(writer_client),
+        every=3,
     )
     moved = await _rounds(members, clock, 6)
     assert moved == set(NAMES), "a new layout is a change of every member's shape: relists"
@@ -145,3 +173,10 @@ async def test_three_members_write_adopt_and_select_by_one_layout(client: Client
     assert not await _rounds(members, clock, 10), "no member's share moved again"
     assert (await _layout_lease(client))["metadata"]["resourceVersion"] == version
     assert [e for e in bus.recent() if isinstance(e, ShardLayoutChanged)] == written
+
+    # What the members called is what the sharded overlay grants (the layout's namespaces list
+    # by its ClusterRole), and the overlay's ClusterRole is used.
+    roles = (*MANAGER_ROLES, SHARDING_ROLE, LAYOUT_ROLE)
+    refused = sorted(str(c) for c in rig.calls if not any(g.allows(c) for g in grants(roles)))
+    assert not refused, f"used but not granted: {refused}"
+    assert all(any(g.allows(c) for c in rig.calls) for g in grants([LAYOUT_ROLE]))

@@ -151,3 +151,13 @@ async def test_layout_writer_that_cannot_list_says_so_once(
     ]
     lister.fail = False
     assert await writer.plan(MEMBERS, IDENTITY, TOKENS_PER_MEMBER) is not None
+
+
+@pytest.mark.asyncio
+async def test_layout_writer_of_a_ring_of_one_lists_nothing() -> None:
+    lister = _Lister(TEAMS)
+    writer = LayoutWriter(_Store([]), lister, every=1)
+    for _ in range(3):
+        assert await writer.plan(frozenset({"pycm-0"}), IDENTITY, TOKENS_PER_MEMBER) is None
+    assert lister.calls == 0, "one member owns everything under any layout"
+    assert await writer.plan(MEMBERS, IDENTITY, TOKENS_PER_MEMBER) is not None
