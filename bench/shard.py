@@ -44,13 +44,16 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
 from bench._sim_process import start_sim
 from bench.harness import Figure
 from pycm.util.ports import free_port
+
+if TYPE_CHECKING:
+    from pycm.sharding.layout import Layout
 
 START_TIMEOUT = 60.0
 RECONCILE_END = b'"kind":"reconcile.end"'
@@ -161,17 +164,44 @@ class Bench:
         return self.tmp / f"{identity}.jsonl"
 
     def _ring_agrees(self, ring: str, names: list[str]) -> bool:
+        from pycm.sharding.membership import LAYOUT_ANNOTATION, VIEW_ANNOTATION, layout_lease_name
+
         r = self.http.get(
             "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases",
             params={"labelSelector": f"sharding.pycm.io/ring={ring}"},
         )
-        views = {
-            (lease["spec"] or {}).get("holderIdentity", ""): lease["metadata"]
-            .get("annotations", {})
-            .get("sharding.pycm.io/view", "")
-            for lease in r.json()["items"]
+        leases = r.json()["items"]
+        claims = {
+            holder: (annotations.get(VIEW_ANNOTATION, ""), annotations.get(LAYOUT_ANNOTATION, ""))
+            for lease in leases
+            if (holder := (lease["spec"] or {}).get("holderIdentity", ""))
+            for annotations in [lease["metadata"].get("annotations") or {}]
         }
-        return sorted(views) == sorted(names) and set(views.values()) == {",".join(sorted(names))}
+        # The ring's layout Lease (no holder) when a member wrote one: every member on it.
+        layout = next(
+            (
+                (lease["metadata"].get("annotations") or {}).get(LAYOUT_ANNOTATION, "")
+                for lease in leases
+                if lease["metadata"]["name"] == layout_lease_name(ring)
+            ),
+            "",
+        )
+        return sorted(claims) == sorted(names) and set(claims.values()) == {
+            (",".join(sorted(names)), layout)
+        }
+
+    def _layout(self, ring: str) -> Layout:
+        """The ring's layout as its members read it (the plain ring's when none was written)."""
+        from pycm.sharding.layout import IDENTITY, Layout
+        from pycm.sharding.membership import KNOTS_ANNOTATION, layout_lease_name
+
+        r = self.http.get(
+            f"/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/{layout_lease_name(ring)}"
+        )
+        if r.status_code == 404:
+            return IDENTITY
+        r.raise_for_status()
+        return Layout.decode(r.json()["metadata"]["annotations"][KNOTS_ANNOTATION])
 
     def stop(self, names: list[str]) -> None:
         for name in names:
@@ -359,7 +389,7 @@ class Bench:
         from pycm.api.sharding import hash_field
         from pycm.sharding.ring import Ring
 
-        ring = Ring.of(names)
+        ring = Ring.of(names, layout=self._layout(f"r{self.runs}"))
         victim = names[0]
         namespace = next(ns for ns in self.namespaces if ring.owner(hash_field(ns)) == victim)
         path = f"/apis/apps/v1/namespaces/{namespace}/deployments/web-0"
