@@ -8,6 +8,7 @@
   clusters (``team-0`` … ``team-9``) still spread; :mod:`pycm.sharding.layout_writer` — who
   writes the ring's shared layout, and when.
 
-The wire form of shard selectors is :mod:`pycm.api.sharding`. Wiring into ``pycm run`` (the
-membership Leases, the worker's gate, the informers' selectors) is not built yet.
+The wire form of shard selectors is :mod:`pycm.api.sharding`. The wiring into ``pycm run``
+(the membership Lease, the worker's gate, the informers' selectors) is :mod:`pycm.app.membership`
+and :mod:`pycm.app.sharding`.
 """

@@ -279,9 +279,10 @@ class Membership:
             "spec": {},
         }
 
-    def _read_layout(self, leases: list[dict[str, Any]]) -> Layout | None:
-        """The ring's layout as read (identity when there is no layout Lease); None when its
-        Lease does not parse: the target keeps its layout, and a writer may replace it."""
+    def _read_layout(self, leases: list[dict[str, Any]]) -> Layout:
+        """The ring's layout as read: identity when there is no layout Lease, and when its Lease
+        does not parse (logged once) — every member then agrees on the plain ring, and a writer
+        may replace the Lease (its resourceVersion is kept for the update)."""
         lease = next(
             (x for x in leases if (x.get("metadata") or {}).get("name") == self.layout_name), None
         )
@@ -295,7 +296,7 @@ class Membership:
             if not self._layout_broken:
                 log.warning("sharding: ignoring layout Lease %s: %s", self.layout_name, exc)
             self._layout_broken = True
-            return None
+            return IDENTITY
         self._layout_broken = False
         return layout
 
@@ -307,8 +308,7 @@ class Membership:
             return
         if claims.published_claim != claims.target_claim(now):
             return  # moving: the member set or the layout is changing already
-        current = claims.target_layout if not self._layout_broken else None
-        plan = await writer.plan(claims.published, current or IDENTITY, claims.tokens_per_member)
+        plan = await writer.plan(claims.published, claims.target_layout, claims.tokens_per_member)
         if plan is None:
             return
         if not await writer.write(self.layout_name, self._layout_body(plan), self._layout_version):

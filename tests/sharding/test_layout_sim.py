@@ -176,7 +176,44 @@ async def test_three_members_write_adopt_and_select_by_one_layout(rig: _Rig) -> 
 
     # What the members called is what the sharded overlay grants (the layout's namespaces list
     # by its ClusterRole), and the overlay's ClusterRole is used.
-    roles = (*MANAGER_ROLES, SHARDING_ROLE, LAYOUT_ROLE)
-    refused = sorted(str(c) for c in rig.calls if not any(g.allows(c) for g in grants(roles)))
+    rules = grants((*MANAGER_ROLES, SHARDING_ROLE, LAYOUT_ROLE))
+    refused = sorted(str(c) for c in rig.calls if not any(g.allows(c) for g in rules))
     assert not refused, f"used but not granted: {refused}"
     assert all(any(g.allows(c) for c in rig.calls) for g in grants([LAYOUT_ROLE]))
+
+
+@pytest.mark.asyncio
+async def test_a_broken_layout_lease_counts_as_none_and_is_replaced(
+    rig: _Rig, caplog: pytest.LogCaptureFixture
+) -> None:
+    client = rig.client
+    store = ClientLeaseStore(client, LEASE_NS)
+    name = layout_lease_name("pycm")
+    broken = {
+        "metadata": {
+            "name": name,
+            "labels": {RING_LABEL: "pycm"},
+            "annotations": {LAYOUT_ANNOTATION: "0123456789ab", KNOTS_ANNOTATION: "zz:zz"},
+        },
+        "spec": {},
+    }
+    assert await store.write_layout(name, broken, "")
+    assert not await store.write_layout(name, broken, ""), "a second create conflicts"
+    version = (await _layout_lease(client))["metadata"]["resourceVersion"]
+    assert not await store.write_layout(name, broken, str(int(version) - 1)), "a stale update"
+
+    clock = FakeClock()
+    members = _members(client, clock, Bus())
+    members["pycm-0"].membership.layouts = LayoutWriter(
+        ClientLeaseStore(client, LEASE_NS), lambda: namespace_names(client), every=3
+    )
+    for member in members.values():
+        await member.join()
+    await _rounds(members, clock, 8)
+    warnings = [r.getMessage() for r in caplog.records if "ignoring layout Lease" in r.message]
+    assert len(warnings) == len(NAMES), "each member says so once"
+    lease = await _layout_lease(client)
+    layout = Layout.decode(lease["metadata"]["annotations"][KNOTS_ANNOTATION])
+    assert layout.digest == lease["metadata"]["annotations"][LAYOUT_ANNOTATION] != ""
+    for member in members.values():
+        assert member.membership.claims.published_claim == Claim(frozenset(NAMES), layout.digest)
