@@ -1,7 +1,8 @@
 """Sharding: per ring, its members — whose Lease is live, each one's share of the hash space
 (published, and the target it moves to), the keys of its share (the objects of its controllers'
-primary resources) and all the objects its sharded informers cache, its drains and fences — and the ring's moves, newest last (joins, leaves, drains, fences, relists). The tab is
-shown only once the trace has a ring (``pycm run --sharded``)."""
+primary resources) and all the objects its sharded informers cache, its drains and fences — and
+the ring's moves, newest last (joins, leaves, drains, fences, relists). The tab is shown only
+once the trace has a ring (``pycm run --sharded``)."""
 
 from __future__ import annotations
 
