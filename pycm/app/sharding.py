@@ -149,6 +149,8 @@ class ShardedMember:
         lw = informer.reflector.list_watch
         if not isinstance(lw, ClientListWatch):
             return False
+        if any(s.informer is informer for s in self._sharded):
+            return True  # (added already: a late controller's start shards the new ones)
         if field == FIELD_NAMESPACE and not getattr(lw.resource, "namespaced", False):
             return False
         lw.shard_selector = self.selector(field)

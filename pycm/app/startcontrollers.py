@@ -275,6 +275,8 @@ class ControllerStarter:
                 clock=self.clock,
                 groups=self.groups,
                 gate=gate,
+                # (Sharded: the late controller's keys gated, its informers on the share too.)
+                before_start=functools.partial(self._shard, ctx) if self.member else None,
             )
 
         # Plugins' own background tasks run with the controllers, added now or later; their
@@ -298,7 +300,8 @@ class ControllerStarter:
         """Before the informers start: each controller's keys through the member's gate; by
         namespace, each namespaced informer listing and watching the member's share only; by
         uid, each controller's primary informer (the others cache everything: a secondary
-        object's uid says nothing of its owner's)."""
+        object's uid says nothing of its owner's). Run again when a controller that waited for
+        its kind is built (--wait-for-resources): what is already gated or sharded stays so."""
         member = self.member
         assert member is not None
         field = self.shard_field

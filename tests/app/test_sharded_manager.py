@@ -17,6 +17,7 @@ import pytest
 import pytest_asyncio
 
 from pycm.api.sharding import FIELD_NAMESPACE, FIELD_UID
+from pycm.app import wait_for_resources
 from pycm.app.controllers import build_registry
 from pycm.app.options import ControllerManagerOptions
 from pycm.app.run import Manager
@@ -30,6 +31,7 @@ from pycm.sharding.membership import RING_LABEL
 from pycm.sim.server import Emulator, run_emulator
 from pycm.trace.bus import Bus
 from tests.app.leases import lease_held_by_another, replicaset
+from tests.app.test_wait_for_resources import CRDS, WEBSITE_CRD
 
 pytestmark = pytest.mark.asyncio
 
@@ -205,3 +207,54 @@ async def test_a_uid_sharded_controller_without_a_primary_cache_stops_the_manage
         "controller 'hand-made': uid sharding needs the cache of the objects its keys name "
         "(build it with ControllerBuilder.for_)"
     )
+
+
+async def test_a_sharded_controller_that_waited_for_its_kind_is_gated_and_sharded_once_built(
+    emu_api: tuple[Emulator, Client], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # --wait-for-resources: its init runs again until the CRD is served; the controller it then
+    # builds must go through the member's gate like the others (else every member reconciles
+    # every key), and its new informers list the member's share.
+    emu, api = emu_api
+    monkeypatch.setattr(wait_for_resources, "RESOURCE_POLL_INTERVAL", 0.1)
+    reconciled: list[str] = []
+
+    async def init(ctx: ControllerContext) -> Any:
+        websites = await ctx.resource_for("example.com", "v1", "Website")
+        builder = ControllerBuilder(ctx, "website").for_(websites)
+
+        async def reconcile(request: Request) -> None:
+            reconciled.append(request.key)
+
+        return builder.complete(reconcile)
+
+    descriptor = ControllerDescriptor(
+        "website", init, sharding=SHARD_BY_UID, wait_for_resources=True
+    )
+    manager = _manager(str(emu.kubeconfig_path), Census(), descriptor, controllers="website")
+    run = asyncio.ensure_future(manager.run())
+    try:
+        async with asyncio.timeout(10):
+            while manager.uid_starter is None or manager.uid_starter.context is None:
+                await asyncio.sleep(0.05)
+        assert manager.uid_starter.queues() == {}  # waiting for its kind
+        await api.create(CRDS, WEBSITE_CRD)
+        async with asyncio.timeout(10):
+            while "website" not in manager.uid_starter.queues():
+                await asyncio.sleep(0.05)
+        ctx = manager.uid_starter.context
+        assert ctx is not None
+        websites = await ctx.resource_for("example.com", "v1", "Website")
+        await api.create(websites, {"metadata": {"name": "shop", "namespace": NAMESPACE}})
+        async with asyncio.timeout(10):
+            while not reconciled:
+                await asyncio.sleep(0.05)
+        assert reconciled == [f"{NAMESPACE}/shop"]
+        controller = ctx.queues["website"]
+        assert manager.member is not None
+        assert controller.key_gate is not None and controller.key_gate is not manager.member.gate
+        lw = _informer(manager.uid_starter, "websites.example.com").reflector.list_watch
+        assert lw.shard_selector is not None and lw.shard_selector.field == FIELD_UID
+    finally:
+        manager.request_stop()
+        assert await asyncio.wait_for(run, 30) == 0
