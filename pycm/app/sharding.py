@@ -1,8 +1,8 @@
 """A sharded member's wiring: its membership Lease, its controllers' key gates, its informers'
 share, and the relist when the share changes.
 
-What ``pycm run`` in sharded mode will build once its flags land (issue 42): here as one object
-so the parts are tested together, in-process, against the emulator.
+What ``pycm run --sharded`` builds (pycm.app.membership, pycm.app.startcontrollers), as one
+object so that the parts are tested together, in-process, against the emulator.
 
 - **Join first.** :meth:`ShardedMember.join` publishes this member's Lease and reads the ring
   once, so the informers start with the right share (``shardSelector``) instead of everything.
