@@ -29,8 +29,10 @@ object so that the parts are tested together, in-process, against the emulator.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from pycm.api.sharding import FIELD_NAMESPACE, FIELD_UID, HASH_SPACE, ShardSelector
 from pycm.cache.listwatch import ClientListWatch
@@ -46,17 +48,37 @@ __all__ = ["ShardedMember", "uid_in"]
 _FIELDS = (FIELD_NAMESPACE, FIELD_UID)
 
 
+# How many deleted keys' uids a uid-sharded gate remembers (the delete's reconcile comes soon
+# after the delete; a key forgotten meanwhile is dropped, as one never cached).
+GONE_UIDS = 4096
+
+
+def _uid_of(obj: Any) -> str:
+    metadata = obj.get("metadata") if isinstance(obj, dict) else None
+    return str(metadata.get("uid") or "") if isinstance(metadata, dict) else ""
+
+
 def uid_in(informer: SharedIndexInformer) -> Callable[[str], str | None]:
-    """A key's shard value under uid sharding: the uid of its object in ``informer``'s cache
-    (None when the object is not there: not this member's share, or gone)."""
+    """A key's shard value under uid sharding: the uid of its object in ``informer``'s cache,
+    else of the object that last left it under that key (a deletion: the delete's reconcile
+    is the owner's, as under namespace sharding; or a move out of this member's share: the
+    ring then names the new owner); None for a key never cached here."""
     indexer = informer.indexer
+    gone: OrderedDict[str, str] = OrderedDict()
+
+    def removed(key: str, last: Any) -> None:
+        gone[key] = _uid_of(last)
+        gone.move_to_end(key)
+        if len(gone) > GONE_UIDS:
+            gone.popitem(last=False)
+
+    informer.removal_hooks.append(removed)
 
     def uid(key: str) -> str | None:
         obj = indexer.get_by_key(key)
         if obj is None:
-            return None
-        metadata = obj.get("metadata") or {}
-        return str(metadata.get("uid") or "")
+            return gone.get(key)
+        return _uid_of(obj)
 
     return uid
 

@@ -11,8 +11,8 @@ The worker asks before each reconcile (``Controller.key_gate``, pycm.controller.
 
 A key maps to the value the ring hashes by ``shard_value``: its namespace (``"ns/name"`` →
 ``"ns"``; a cluster-scoped key → ``""``) or, for uid sharding, the object's uid from the
-controller's cache (None when the object is not there: dropped, the cache holds only this
-member's share).
+controller's cache, or of the object last removed from it under that key (None when neither:
+dropped, the cache holds only this member's share; pycm.app.sharding.uid_in).
 """
 
 from __future__ import annotations

@@ -234,3 +234,32 @@ async def test_uid_sharding_refuses_a_controller_without_a_primary_cache(client:
     )
     with pytest.raises(ValueError, match=r"unsupported shard field 'object\.metadata\.name'"):
         member.add_controller(controller, "object.metadata.name")
+
+
+async def test_a_deleted_objects_key_is_reconciled_by_the_owner_of_its_uid(
+    client: Client,
+) -> None:
+    # The object is gone from every cache when its delete is handled: the gate hashes the uid
+    # the cache last held under the key, so the delete's reconcile is its owner's, once.
+    log: list[Reconcile] = []
+    members = [_Member(f"pycm-{n}", client, log) for n in "ab"]
+    uids = await _uids(client)
+    owner = _owners(members, uids)
+    doomed = sorted(uids)[:8]
+    assert len({owner[k] for k in doomed}) == 2, "both members own some of the deleted keys"
+    try:
+        for m in members:
+            await m.start()
+        await until(lambda: _settled(members, owner), "two members, each its share of uids")
+        mark = len(log)
+        for key in doomed:
+            await client.delete(CONFIGMAPS, key.partition("/")[2], namespace=NAMESPACE)
+        await until(lambda: {k for _, k, _, _ in log[mark:]} >= set(doomed), "deletes reconciled")
+        await asyncio.sleep(0.3)  # a wrong member's reconcile would come as soon
+        by = [(m, k) for m, k, _, _ in log[mark:] if k in doomed]
+        assert all(m == owner[k] for m, k in by), by
+        assert all(not m.held() & set(doomed) for m in members)
+    finally:
+        for m in members:
+            await m.stop()
+    no_overlap(log)
