@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from pycm.api.diff import changed_paths
+from pycm.cache.shared_informer import SharedIndexInformer
 from pycm.controller.bound_metrics import BoundMetrics
 from pycm.controller.gates import KeyGate, ReconcileGate
 from pycm.controller.metrics import ControllerMetrics
@@ -133,6 +134,11 @@ class Controller:
         self.gate: ReconcileGate | None = None
         # Sharded: asked before each key (after the gate); None takes every key.
         self.key_gate: KeyGate | None = None
+        # The informers a ControllerBuilder wired it to (None / (): built otherwise): its
+        # primary one caches the objects its keys name (a uid-sharded member reads a key's uid
+        # there), ``watched`` is every one it reads, the primary included.
+        self.primary: SharedIndexInformer | None = None
+        self.watched: tuple[SharedIndexInformer, ...] = ()
         # Set when run() stops: a worker waiting at a closed gate gives up its key at once
         # (else stopping would wait stop_timeout for it).
         self._stopping = asyncio.Event()

@@ -23,7 +23,9 @@ uses (:mod:`pycm.sharding.layout`: where namespace hashes sit between the tokens
    an empty view (or deletes its Lease): its keys move at once, without waiting out a lease.
 
 A new layout (read from the ring's shared layout Lease) is adopted exactly like a new member
-set: it is part of the target, so rules 1–3 hold unchanged. A peer whose layout this member
+set: it is part of the target, so rules 1–3 hold unchanged. The layout places namespace hashes
+only: keys sharded by uid (hashes that spread evenly) sit on the plain ring of the same view, so
+the judgements take the field a key's hash is of. A peer whose layout this member
 does not know (written and replaced between two of its reads) is taken to claim everything
 until it moves on: this member waits, which is safe.
 
@@ -41,6 +43,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from pycm.api.sharding import FIELD_NAMESPACE, FIELD_UID
 from pycm.sharding.layout import IDENTITY, Layout
 from pycm.sharding.ring import Ring
 
@@ -186,14 +189,17 @@ class MemberClaims:
         """The layout of the target (the latest read)."""
         return self._layouts[self.layout]
 
-    def ring(self, claim: Claim) -> Ring:
-        """The ring of a claim whose layout this member knows (its own claims' always are)."""
-        ring = self._ring(claim)
+    def ring(self, claim: Claim, field: str = FIELD_NAMESPACE) -> Ring:
+        """The ring of a claim whose layout this member knows (its own claims' always are), for
+        hashes of ``field``: namespaces are placed by the layout, anything else plainly."""
+        ring = self._ring(claim, field)
         if ring is None:
             raise KeyError(f"unknown layout {claim.layout!r}")
         return ring
 
-    def _ring(self, claim: Claim) -> Ring | None:
+    def _ring(self, claim: Claim, field: str = FIELD_NAMESPACE) -> Ring | None:
+        if field != FIELD_NAMESPACE:
+            claim = Claim(claim.view)
         ring = self._rings.get(claim)
         if ring is None:
             layout = self._layouts.get(claim.layout)
@@ -204,41 +210,56 @@ class MemberClaims:
             ring = self._rings[claim] = Ring(claim.view, self.tokens_per_member, layout)
         return ring
 
-    def spans(self, claim: Claim) -> list[tuple[int, int]]:
-        """This member's hash spans under ``claim`` (none when it is not in the view)."""
-        return self.ring(claim).spans(self.identity)
+    def spans(self, claim: Claim, field: str = FIELD_NAMESPACE) -> list[tuple[int, int]]:
+        """This member's spans of ``field``'s hashes under ``claim`` (none when it is not in the
+        view)."""
+        return self.ring(claim, field).spans(self.identity)
 
-    def owns(self, now: float, hashed: int) -> bool:
+    def owns(self, now: float, hashed: int, field: str = FIELD_NAMESPACE) -> bool:
         """Whether the key is this member's under its target ring (whether to keep it queued)."""
-        return self.ring(self.target_claim(now)).owner(hashed) == self.identity
+        return self.ring(self.target_claim(now), field).owner(hashed) == self.identity
 
-    def may_take(self, now: float, hashed: int) -> bool:
-        """Rules 1, 2 and 4: whether this member may start a reconcile of this key now."""
+    def may_take(self, now: float, hashed: int, field: str = FIELD_NAMESPACE) -> bool:
+        """Rules 1, 2 and 4: whether this member may start a reconcile of this key (the hash of
+        its ``field``) now."""
         if self._stopping or self.fenced(now) or not self._read_after_publish:
             return False
-        if self.ring(self.published_claim).owner(hashed) != self.identity:
+        if self.ring(self.published_claim, field).owner(hashed) != self.identity:
             return False
-        if not self.owns(now, hashed):
+        if not self.owns(now, hashed, field):
             return False
         for name, record in self.live_peers(now).items():
-            ring = self._ring(Claim(record.view, record.layout))
+            ring = self._ring(Claim(record.view, record.layout), field)
             if ring is None:
                 return False  # a layout this member does not know: it may claim anything
             if ring.owner(hashed) == name:
                 return False  # still claimed by a live other: wait for its drain or its lease
         return True
 
-    def to_publish(self, now: float, in_flight: Iterable[int]) -> Claim | None:
+    def to_publish(
+        self, now: float, in_flight: Iterable[int], in_flight_uids: Iterable[int] = ()
+    ) -> Claim | None:
         """Rule 3 (and 5): the claim to write now, or None to keep the published one.
 
-        ``in_flight`` are the hashes of the keys whose reconciles are running. The new claim is
-        due once no running key is one this member would drop by adopting it. A member that
-        leaves publishes an empty view."""
+        ``in_flight`` are the namespace hashes of the keys whose reconciles are running,
+        ``in_flight_uids`` the uid hashes of uid-sharded ones. The new claim is due once no
+        running key is one this member would drop by adopting it. A member that leaves
+        publishes an empty view."""
         target = self.target_claim(now)
         if target == self.published_claim:
             return None
-        new_ring = self.ring(target) if self.identity in target.view else None
-        for hashed in in_flight:
-            if new_ring is None or new_ring.owner(hashed) != self.identity:
-                return None  # still draining a key that would be dropped
-        return target if new_ring is not None else Claim(frozenset(), target.layout)
+        if self.dropped(target, in_flight, in_flight_uids):
+            return None  # still draining a key that would be dropped
+        return target if self.identity in target.view else Claim(frozenset(), target.layout)
+
+    def dropped(
+        self, claim: Claim, in_flight: Iterable[int], in_flight_uids: Iterable[int] = ()
+    ) -> int:
+        """How many of the running keys (namespace hashes, uid hashes) ``claim`` would drop."""
+        if self.identity not in claim.view:
+            return sum(1 for _ in in_flight) + sum(1 for _ in in_flight_uids)
+        laid, plain = self.ring(claim), self.ring(claim, FIELD_UID)
+        me = self.identity
+        return sum(1 for h in in_flight if laid.owner(h) != me) + sum(
+            1 for h in in_flight_uids if plain.owner(h) != me
+        )

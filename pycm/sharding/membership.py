@@ -41,7 +41,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
-from pycm.api.sharding import HASH_SPACE
+from pycm.api.sharding import FIELD_NAMESPACE, HASH_SPACE
 from pycm.sharding.claims import Claim, MemberClaims, PeerRecord
 from pycm.sharding.layout import IDENTITY, Layout, LayoutError
 from pycm.sharding.layout_writer import LayoutPlan, LayoutWriter
@@ -186,7 +186,8 @@ def _names(members: Iterable[str]) -> str:
 
 
 class Membership:
-    """One member's loop. ``in_flight`` returns the hashes of the keys being reconciled.
+    """One member's loop. ``in_flight`` returns the namespace hashes of the keys being
+    reconciled, :attr:`in_flight_uids` the uid hashes of uid-sharded ones.
     ``bus`` and ``metrics`` are optional: without them the member reports nothing."""
 
     def __init__(
@@ -207,6 +208,7 @@ class Membership:
         # The hashes of the keys being reconciled (replaceable: the sharded member's wiring
         # sets it once its controllers are known).
         self.in_flight = in_flight
+        self.in_flight_uids: Callable[[], Iterable[int]] = tuple  # (the layout moves neither)
         self.clock = clock
         self._on_fenced = on_fenced
         self._was_fenced = False
@@ -228,16 +230,16 @@ class Membership:
                 config.ring, config.identity, config.lease_duration, self.drain_age
             )
 
-    def may_take(self, hashed: int) -> bool:
-        return self.claims.may_take(self.clock.monotonic(), hashed)
+    def may_take(self, hashed: int, field: str = FIELD_NAMESPACE) -> bool:
+        return self.claims.may_take(self.clock.monotonic(), hashed, field)
 
-    def owns(self, hashed: int) -> bool:
-        return self.claims.owns(self.clock.monotonic(), hashed)
+    def owns(self, hashed: int, field: str = FIELD_NAMESPACE) -> bool:
+        return self.claims.owns(self.clock.monotonic(), hashed, field)
 
-    def owner(self, hashed: int) -> str | None:
-        """Who owns the hash under the ring of the members this one sees live now."""
+    def owner(self, hashed: int, field: str = FIELD_NAMESPACE) -> str | None:
+        """Who owns the hash (of ``field``) under the ring of the members this one sees now."""
         claims = self.claims
-        return claims.ring(claims.target_claim(self.clock.monotonic())).owner(hashed)
+        return claims.ring(claims.target_claim(self.clock.monotonic()), field).owner(hashed)
 
     def _body(self, claim: Claim, now_ns: int) -> dict[str, Any]:
         stamp = _micro_time(now_ns)
@@ -341,9 +343,9 @@ class Membership:
     async def tick(self) -> None:
         """One period: publish or renew, then read the ring."""
         now = self.clock.monotonic()
-        in_flight = list(self.in_flight())
-        claim = self.claims.to_publish(now, in_flight)
-        self._follow_drain(now, claim, in_flight)
+        in_flight, in_flight_uids = list(self.in_flight()), list(self.in_flight_uids())
+        claim = self.claims.to_publish(now, in_flight, in_flight_uids)
+        self._follow_drain(now, claim, in_flight, in_flight_uids)
         written = self.claims.published_claim if claim is None else claim
         try:
             await self._store.write(self.name, self._body(written, self.clock.wall_ns()))
@@ -377,7 +379,7 @@ class Membership:
         if fenced != self._was_fenced:
             self._report_fence(fenced)
         self._was_fenced = fenced
-        self._report_view(len(in_flight))
+        self._report_view(len(in_flight) + len(in_flight_uids))
 
     async def run(self) -> None:
         """Tick every ``retry_period`` until released (after :meth:`stop`) or cancelled."""
@@ -402,7 +404,9 @@ class Membership:
         drain = self._drain
         return 0.0 if drain is None else self.clock.monotonic() - drain.started
 
-    def _follow_drain(self, now: float, claim: Claim | None, in_flight: list[int]) -> None:
+    def _follow_drain(
+        self, now: float, claim: Claim | None, in_flight: list[int], in_flight_uids: list[int]
+    ) -> None:
         """Start (or keep up) the drain when the target gives up part of this member's share
         (a membership change or a new layout)."""
         claims, me = self.claims, self.config.identity
@@ -418,8 +422,7 @@ class Membership:
             if dropped <= 0:
                 return  # it only gains: nothing to drain
             drain = self._drain = _Drain(now, dropped)
-        new_ring = claims.ring(target) if me in target.view else None
-        waiting = sum(1 for h in in_flight if new_ring is None or new_ring.owner(h) != me)
+        waiting = claims.dropped(target, in_flight, in_flight_uids)
         drain.keys = max(drain.keys, waiting)
         if claim is None and not drain.announced and self.bus is not None:
             drain.announced = True

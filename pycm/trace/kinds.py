@@ -818,7 +818,8 @@ class ShardDrainFinished(Event):
 @kind("shard.relist")
 class ShardRelisted(Event):
     """This member's share changed: its sharded informers relist with the new ``shardSelector``.
-    ``objects_cached``: what they held before the relist."""
+    ``objects_cached``: what they held before the relist; ``keys_cached``: what its sharded
+    controllers' primary informers held (the keys of its share), ``key_resources`` naming those."""
 
     ring: str = ""
     member: str = ""
@@ -827,6 +828,8 @@ class ShardRelisted(Event):
     spans: int = 0  # the selector's hash spans
     objects_cached: int = 0
     resources: str = ""  # the sharded informers' resources, comma-separated
+    keys_cached: int = 0
+    key_resources: str = ""  # those whose objects are reconcile keys, comma-separated
 
 
 # ---------------------------------------------------------------------------------------------

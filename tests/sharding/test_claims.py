@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from pycm.api.sharding import hash_field
+from pycm.api.sharding import FIELD_UID, hash_field
 from pycm.sharding.claims import Claim, MemberClaims, PeerRecord
 from pycm.sharding.layout import IDENTITY, Layout, spread_hashes
 from pycm.sharding.ring import Ring
@@ -387,3 +387,27 @@ def test_claims_a_new_layout_is_a_target_change_drained_then_published() -> None
     assert claims.to_publish(1.0, [staying]) == Claim(both, layout.digest)
     claims.renewed(1.5, both, layout.digest)
     assert not claims.may_take(1.5, staying), "rule 1: a new claim needs a read after it"
+
+
+def test_claims_uid_keys_sit_on_the_plain_ring_and_a_layout_moves_none() -> None:
+    both = frozenset({"a", "b"})
+    layout, other = _fitted(["a", "b"]), spread_hashes(TEAM_KEYS)
+    claims = MemberClaims("a", LEASE_DURATION, RENEW_DEADLINE)
+    claims.observed(0.0, [], layout)
+    claims.renewed(0.0, both, layout.digest)
+    claims.observed(0.5, [PeerRecord("b", both, "1", layout.digest)], layout)
+    plain, laid = Ring.of(both), Ring.of(both, layout=layout)
+    assert [claims.may_take(0.5, k, FIELD_UID) for k in KEYS] == [
+        plain.owner(k) == "a" for k in KEYS
+    ]
+    assert [claims.may_take(0.5, k) for k in TEAM_KEYS] == [laid.owner(k) == "a" for k in TEAM_KEYS]
+    # A new layout: a uid key in flight does not hold the publish back, a namespace key that
+    # moves does.
+    claims.observed(1.0, [PeerRecord("b", both, "1", layout.digest)], other)
+    uid_key = next(k for k in KEYS if plain.owner(k) == "a" and laid.owner(k) == "b")
+    moving = next(
+        k for k in TEAM_KEYS if laid.owner(k) == "a" and Ring.of(both, layout=other).owner(k) == "b"
+    )
+    assert claims.to_publish(1.0, [], [uid_key]) == Claim(both, other.digest)
+    assert claims.to_publish(1.0, [moving], [uid_key]) is None
+    assert claims.dropped(Claim(both, other.digest), [moving], [uid_key]) == 1

@@ -21,6 +21,7 @@ T0 = 1_790_000_000_000_000_000
 _S = 1_000_000_000
 THREE = ("pycm-0", "pycm-1", "pycm-2")
 RESOURCES = "deployments.apps,pods,replicasets.apps"
+KEY_RESOURCES = "deployments.apps,replicasets.apps"  # the controllers' primary resources
 FOUR = (*THREE, "pycm-3")
 
 
@@ -86,6 +87,8 @@ def ring_trace(t0: int = T0) -> list[Event]:
                 spans=40,
                 objects_cached=120,
                 resources=RESOURCES,
+                keys_cached=40,
+                key_resources=KEY_RESOURCES,
             ),
         )
     # pycm-3 joins; pycm-0 waits for one key it gives up.
@@ -111,6 +114,8 @@ def ring_trace(t0: int = T0) -> list[Event]:
             spans=52,
             objects_cached=118,
             resources=RESOURCES,
+            keys_cached=39,
+            key_resources=KEY_RESOURCES,
         ),
     )
     # pycm-1 cannot renew for a while.

@@ -1,7 +1,8 @@
 """Sharding: per ring, its members — whose Lease is live, each one's share of the hash space
-(published, and the target it moves to), the objects its sharded informers cache, its drains and
-fences — and the ring's moves, newest last (joins, leaves, drains, fences, relists). The tab is
-shown only once the trace has a ring (``pycm run --sharded``)."""
+(published, and the target it moves to), the keys of its share (the objects of its controllers'
+primary resources) and all the objects its sharded informers cache, its drains and fences — and
+the ring's moves, newest last (joins, leaves, drains, fences, relists). The tab is shown only
+once the trace has a ring (``pycm run --sharded``)."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ COLUMNS = (
     "lease",
     "share",
     "→ target",
+    "keys",
     "objects",
     "in flight",
     "drain",
@@ -143,6 +145,7 @@ class ShardingView(View):
             lease_text(m),
             _pct(m["share"]) if m["reported"] else "-",
             _pct(m["target_share"]) if moving else "",
+            count(m["keys"]) if m["relists"] else "-",
             count(m["objects"]) if m["relists"] else "-",
             str(m["keys_in_flight"]),
             drain,
@@ -157,6 +160,7 @@ class ShardingView(View):
             m["lease_live"],
             m["share"],
             m["target_share"],
+            m["keys"],
             m["objects"],
             m["keys_in_flight"],
             m["draining"],

@@ -76,6 +76,10 @@ class MemberSnapshot(TypedDict):
     objects_cached: Annotated[int, "objects its sharded informers held at its last relist"]
     informers: Annotated[int, "its sharded informers"]
     resources: Annotated[str, "their resources, comma-separated (at its last relist)"]
+    keys_cached: Annotated[
+        int, "reconcile keys of its share at its last relist: its primary informers' objects"
+    ]
+    key_resources: Annotated[str, "the resources whose objects are keys, comma-separated"]
     relists: Annotated[int, "relists for a changed share"]
     draining: Annotated[bool, "it waits for in-flight keys before giving up part of its share"]
     drain_started_ts: Annotated[int, "when the running drain started (Unix ns; 0 none)"]
@@ -91,6 +95,11 @@ class MemberSnapshot(TypedDict):
         int,
         "objects its sharded informers hold now: their informer records' sum when the stream "
         "has them, else objects_cached (derived)",
+    ]
+    keys: Annotated[
+        int,
+        "reconcile keys of its share now: the key resources' informer records' sum when the "
+        "stream has them, else keys_cached (derived)",
     ]
 
 
@@ -134,6 +143,8 @@ class MemberRecord(Record):
     objects_cached: int = 0
     informers: int = 0
     resources: str = ""
+    keys_cached: int = 0
+    key_resources: str = ""
     relists: int = 0
     draining: bool = False
     drain_started_ts: int = 0
@@ -194,22 +205,27 @@ def dump(state: StateView, at: Moment) -> dict[str, RingSnapshot]:
         d = rec.dump()
         d["live_members"] = sum(1 for m in rec.members.values() if m.lease_live)
         for identity, member in rec.members.items():
-            d["members"][identity]["objects"] = _objects_now(state, member)
+            snapshot = d["members"][identity]
+            snapshot["objects"] = _held_now(state, member, member.resources, member.objects_cached)
+            snapshot["keys"] = _held_now(state, member, member.key_resources, member.keys_cached)
         out[name] = d  # type: ignore[assignment]
     return out
 
 
-def _objects_now(state: StateView, member: MemberRecord) -> int:
-    """What the member's sharded informers hold by their own progress reports (the relist's
-    count is from before the relist); the relist's count when the stream has none of them."""
-    resources = member.resources.split(",") if isinstance(member.resources, str) else []
+def _held_now(state: StateView, member: MemberRecord, resources: Any, at_relist: Any) -> int:
+    """What the member's informers of ``resources`` (comma-separated) hold by their own
+    progress reports (the relist's count is from before the relist); ``at_relist``, the
+    relist's count, when the stream has none of them."""
+    names = resources.split(",") if isinstance(resources, str) else []
     held = [
         state.informers[key].objects
-        for key in ((member.instance, r) for r in resources if r)
+        for key in ((member.instance, r) for r in names if r)
         if key in state.informers
     ]
     counts = [n for n in held if isinstance(n, int)]  # a hand-edited recording may hold others
-    return sum(counts) if counts else member.objects_cached
+    if counts:
+        return sum(counts)
+    return at_relist if isinstance(at_relist, int) else 0
 
 
 def load(state: StateView, data: Any) -> None:
@@ -360,15 +376,19 @@ def _drain_finished(state: StateView, ev: ShardDrainFinished, inst: InstanceReco
 
 @handles(ShardRelisted)
 def _relisted(state: StateView, ev: ShardRelisted, inst: InstanceRecord) -> None:
-    text_key(ev.resources)  # split when the snapshot is taken: a string or malformed
+    for text in (ev.resources, ev.key_resources):
+        text_key(text)  # split when the snapshot is taken: a string or malformed
     rec, member = _reporter(state, ev)
     member.relists += 1
     member.informers = ev.informers
     member.objects_cached = ev.objects_cached
     member.resources = ev.resources
+    member.keys_cached = ev.keys_cached
+    member.key_resources = ev.key_resources
     text = (
         f"{ev.member} relists {ev.informers} informer(s) for {_pct(ev.share)}"
-        f" ({ev.spans} span(s); {ev.objects_cached} cached before)"
+        f" ({ev.spans} span(s); {ev.keys_cached} key(s), {ev.objects_cached} object(s)"
+        " cached before)"
     )
     _move(rec, ev, ev.member, "relist", text)
 

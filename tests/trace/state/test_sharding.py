@@ -37,6 +37,7 @@ def test_sharding_members_shares_and_liveness_after_the_whole_trace() -> None:
     assert (zero["drains"], zero["last_drain_ms"], zero["max_drain_ms"]) == (2, 2500.0, 2500.0)
     assert zero["draining"] is False and zero["drain_started_ts"] == 0
     assert (zero["relists"], zero["objects_cached"], zero["informers"]) == (2, 118, 3)
+    assert (zero["keys_cached"], zero["key_resources"]) == (39, "deployments.apps,replicasets.apps")
     assert ring["members"]["pycm-1"]["fences"] == 1 and ring["fences"] == 1
     assert ring["drains"] == 3
 
@@ -101,13 +102,15 @@ def test_sharding_a_drain_the_ring_undid_ends_with_the_view_that_matches_the_tar
     assert (a["draining"], a["drain_started_ts"], a["drains"]) == (False, 0, 0)
 
 
-def test_sharding_objects_cached_follow_the_sharded_informers_reports() -> None:
-    """After a relist the count the event carries is from before it; the member's informers'
-    own reports (same instance, the resources the relist named) say what it holds now."""
+def test_sharding_keys_and_objects_cached_follow_the_sharded_informers_reports() -> None:
+    """After a relist the counts the event carries are from before it; the member's informers'
+    own reports (same instance, the resources the relist named) say what it holds now: objects
+    from all of them, keys from those of the key resources (its controllers' primaries)."""
     state = _fold()
     zero = state.snapshot()["sharding"]["pycm"]["members"]["pycm-0"]
     assert zero["resources"] == "deployments.apps,pods,replicasets.apps"
     assert zero["objects"] == zero["objects_cached"] == 118  # no informer reports in the trace
+    assert zero["keys"] == zero["keys_cached"] == 39
     for resource, objects in (("pods", 60), ("replicasets.apps", 20)):
         event = k.InformerSynced(resource=resource, objects=objects, duration_ms=5.0)
         object.__setattr__(event, "instance", "pycm-0")
@@ -117,7 +120,8 @@ def test_sharding_objects_cached_follow_the_sharded_informers_reports() -> None:
     object.__setattr__(other, "instance", "pycm-1")
     object.__setattr__(other, "ts", T0 + 40 * S)
     state.apply(other)
-    assert state.snapshot()["sharding"]["pycm"]["members"]["pycm-0"]["objects"] == 80
+    zero = state.snapshot()["sharding"]["pycm"]["members"]["pycm-0"]
+    assert (zero["objects"], zero["keys"]) == (80, 20)  # the pods are no keys
 
 
 def test_sharding_a_killed_member_is_not_live_once_another_sees_it_gone() -> None:
