@@ -4,8 +4,8 @@ The layout (:mod:`pycm.sharding.layout`) lives in one shared object, the Lease
 ``<ring>-layout`` in the lease namespace (:mod:`pycm.sharding.membership` reads and writes its
 format). Every member reads it with the ring's Leases at each period and adopts it like a
 membership change. A member that is settled (its published claim is its target) asks its
-:class:`LayoutWriter` at each period; every ``every`` periods the writer lists the namespaces
-(names only) and :func:`plan_layout` decides whether the current layout is *clearly* unbalanced
+:class:`LayoutWriter` at each period; every ``every`` periods (the first time once the member
+set has held that long) the writer lists the namespaces (names only) and :func:`plan_layout` decides whether the current layout is *clearly* unbalanced
 for the current members:
 
     some member owns more than 1.5 × its fair share of the namespaces (M / N) *and* more than
@@ -103,8 +103,10 @@ def plan_layout(
 
 
 class LayoutWriter:
-    """One member's writer: lists the namespaces every ``every`` calls of :meth:`plan` (at the
-    first call, and at the next one after a conflict), writes what :func:`plan_layout` says."""
+    """One member's writer: lists the namespaces every ``every`` calls of :meth:`plan` — the
+    first time once the member set has held for ``every`` calls (members joining one by one at
+    start-up, or a rolling restart, would otherwise get a layout fitted to a passing set), and
+    at the next call after a conflict — and writes what :func:`plan_layout` says."""
 
     def __init__(
         self, store: LayoutStore, namespaces: NamespaceLister, *, every: int = LIST_EVERY
@@ -114,7 +116,8 @@ class LayoutWriter:
         self.store = store
         self._namespaces = namespaces
         self.every = every
-        self._due_in = 0  # calls of plan() until the next list
+        self._due_in = every  # calls of plan() until the next list
+        self._members: frozenset[str] = frozenset()  # the member set of the last call
         self._failing = False  # the last list failed (logged once per failing streak)
 
     async def plan(
@@ -122,6 +125,9 @@ class LayoutWriter:
     ) -> LayoutPlan | None:
         """Called at each period of a settled member; lists the namespaces when due. A ring of
         one is balanced whatever the layout: nothing is listed."""
+        if members != self._members:
+            self._members = members
+            self._due_in = self.every  # a member set must hold a full period first
         if len(members) < 2:
             return None
         if self._due_in > 0:

@@ -130,7 +130,7 @@ async def test_three_members_write_adopt_and_select_by_one_layout(rig: _Rig) -> 
         lambda: namespace_names(writer_client),
         every=3,
     )
-    moved = await _rounds(members, clock, 6)
+    moved = await _rounds(members, clock, 8)  # a full listing period, then write and adopt
     assert moved == set(NAMES), "a new layout is a change of every member's shape: relists"
 
     lease = await _layout_lease(client)
@@ -209,7 +209,7 @@ async def test_a_broken_layout_lease_counts_as_none_and_is_replaced(
     )
     for member in members.values():
         await member.join()
-    await _rounds(members, clock, 8)
+    await _rounds(members, clock, 12)
     warnings = [r.getMessage() for r in caplog.records if "ignoring layout Lease" in r.message]
     assert len(warnings) == len(NAMES), "each member says so once"
     lease = await _layout_lease(client)

@@ -117,13 +117,21 @@ class _Lister:
 async def test_layout_writer_lists_every_n_periods_and_retries_a_conflict_at_once() -> None:
     lister = _Lister(SPREAD)
     writer = LayoutWriter(_Store([]), lister, every=4)
-    for _ in range(9):
+    calls = []
+    for _ in range(13):
         assert await writer.plan(MEMBERS, IDENTITY, TOKENS_PER_MEMBER) is None
-    assert lister.calls == 3, "at the first period, then every 4th"
+        calls.append(lister.calls)
+    assert calls == [0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3], "after a full period, every 4th"
+    # A new member set waits a full period again (it may be passing: members join one by one).
+    for _ in range(4):
+        assert await writer.plan(MEMBERS | {"pycm-3"}, IDENTITY, TOKENS_PER_MEMBER) is None
+    assert lister.calls == 3
 
     lister = _Lister(TEAMS)
     store = _Store([False, True])
     writer = LayoutWriter(store, lister, every=4)
+    for _ in range(4):
+        assert await writer.plan(MEMBERS, IDENTITY, TOKENS_PER_MEMBER) is None
     plan = await writer.plan(MEMBERS, IDENTITY, TOKENS_PER_MEMBER)
     assert plan is not None
     assert not await writer.write("pycm-layout", {}, "7"), "someone else wrote first"
@@ -143,9 +151,9 @@ async def test_layout_writer_that_cannot_list_says_so_once(
     lister = _Lister(TEAMS, fail=True)
     writer = LayoutWriter(_Store([]), lister, every=1)
     with caplog.at_level(logging.WARNING, logger="pycm.sharding.layout_writer"):
-        for _ in range(3):
+        for _ in range(4):
             assert await writer.plan(MEMBERS, IDENTITY, TOKENS_PER_MEMBER) is None
-    assert lister.calls == 3
+    assert lister.calls == 3, "after a full period (one call), at each"
     assert [r.getMessage() for r in caplog.records] == [
         "sharding: listing namespaces for the layout failed: namespaces is forbidden"
     ]
@@ -160,4 +168,5 @@ async def test_layout_writer_of_a_ring_of_one_lists_nothing() -> None:
     for _ in range(3):
         assert await writer.plan(frozenset({"pycm-0"}), IDENTITY, TOKENS_PER_MEMBER) is None
     assert lister.calls == 0, "one member owns everything under any layout"
+    assert await writer.plan(MEMBERS, IDENTITY, TOKENS_PER_MEMBER) is None  # a new set: it waits
     assert await writer.plan(MEMBERS, IDENTITY, TOKENS_PER_MEMBER) is not None
