@@ -5,8 +5,8 @@ The layout (:mod:`pycm.sharding.layout`) lives in one shared object, the Lease
 format). Every member reads it with the ring's Leases at each period and adopts it like a
 membership change. A member that is settled (its published claim is its target) asks its
 :class:`LayoutWriter` at each period; every ``every`` periods (the first time once the member
-set has held that long) the writer lists the namespaces (names only) and :func:`plan_layout` decides whether the current layout is *clearly* unbalanced
-for the current members:
+set has held that long) the writer lists the namespaces (names only) and :func:`plan_layout`
+decides whether the current layout is *clearly* unbalanced for the current members:
 
     some member owns more than 1.5 × its fair share of the namespaces (M / N) *and* more than
     one namespace above it.
