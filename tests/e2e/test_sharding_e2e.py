@@ -99,11 +99,11 @@ class _Api:
             params={"labelSelector": f"{RING_LABEL}=pycm"},
         )
         r.raise_for_status()
+        # (The ring's layout Lease, if a member wrote one, has no holder and no view.)
         return {
-            lease["spec"].get("holderIdentity", ""): lease["metadata"]["annotations"][
-                VIEW_ANNOTATION
-            ]
+            lease["spec"]["holderIdentity"]: lease["metadata"]["annotations"][VIEW_ANNOTATION]
             for lease in r.json()["items"]
+            if lease["spec"].get("holderIdentity")
         }
 
     async def pods(self, namespace: str) -> int:
