@@ -2,8 +2,8 @@
 (``controller_sharding_*``), on the manager's Prometheus registry.
 
 - ``controller_sharding_members{ring}``: the live members this member sees (itself included).
-- ``controller_sharding_share_ratio{ring,member}``: its fraction of the hash space under the
-  view it has published (what it may reconcile).
+- ``controller_sharding_share_ratio{ring,member}``: its share under the view it has published
+  (what it may reconcile): of the namespaces the ring's layout places, else of the hash space.
 - ``controller_sharding_keys_owned{ring,member}``: the reconcile keys of its share — the
   objects its sharded controllers' primary informers cache, each once — and
   ``controller_sharding_objects_cached{ring,member}``: every object its sharded informers cache
@@ -46,7 +46,8 @@ class ShardingMetrics:
         )
         self.share_ratio = Gauge(
             "controller_sharding_share_ratio",
-            "This member's fraction of the hash space under the view it has published.",
+            "This member's share under the view it has published: of the namespaces the ring's "
+            "layout places, else of the hash space.",
             ["ring", "member"],
             registry=registry,
         )

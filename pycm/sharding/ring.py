@@ -110,7 +110,13 @@ class Ring:
         )
 
     def share(self, member: str) -> float:
-        """The fraction of the hash space ``member`` owns."""
+        """``member``'s share: of the namespaces the layout places (its knots: each one's hash,
+        or evenly spaced samples of them), else of the hash space. Under a layout the hash
+        space says little: clustered namespaces sit in a sliver of it, and the views, metrics
+        and trace report this share as the member's part of the work."""
+        knots = self.layout.knots
+        if knots:
+            return sum(1 for hashed, _ in knots if self.owner(hashed) == member) / len(knots)
         return sum(end - start for start, end in self.spans(member)) / HASH_SPACE
 
     def shares(self) -> Mapping[str, float]:

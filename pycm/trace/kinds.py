@@ -743,7 +743,9 @@ class ShardMemberJoined(Event):
     ring: str = ""
     member: str = ""
     view: str = ""  # the members of the view it published
-    share: float = 0.0  # its fraction of the hash space under that view's ring
+    share: float = (
+        0.0  # its share under that view's ring (of the laid-out namespaces, else of the hash space)
+    )
 
 
 @kind("shard.member_left")
@@ -778,7 +780,8 @@ class ShardMemberUnfenced(Event):
 @kind("shard.view_changed")
 class ShardViewChanged(Event):
     """The view this member has published, or its target (itself and the live members it sees),
-    changed. ``share`` and ``target_share`` are its fractions of the hash space under each."""
+    changed. ``share`` and ``target_share`` are its shares under each (of the namespaces the
+    ring's layout places, else of the hash space)."""
 
     ring: str = ""
     member: str = ""

@@ -108,6 +108,12 @@ def test_layout_spreads_team_namespaces_that_the_plain_ring_puts_on_one_member()
     assert sorted(_owned(laid, TEAMS).values()) == [3, 3, 4]
     nine = Ring.of(MEMBERS, layout=spread(TEAMS[:9], plain.arcs()))
     assert sorted(_owned(nine, TEAMS[:9]).values()) == [3, 3, 3]
+    # The share the views report is of the namespaces laid out, not of the hash space (where
+    # the ten sit in a sliver, and one member's arcs around it would read as ~all of it).
+    owned = _owned(laid, TEAMS)
+    assert {m: laid.share(m) for m in MEMBERS} == {m: owned[m] / len(TEAMS) for m in MEMBERS}
+    assert sum(laid.share(m) for m in MEMBERS) == pytest.approx(1.0)
+    assert sum(plain.share(m) for m in MEMBERS) == pytest.approx(1.0)  # the plain ring's: space
 
 
 @pytest.mark.parametrize("count", [2, 3, 4])

@@ -9,7 +9,7 @@ import pytest
 from textual.widgets import TabbedContent
 
 from pycm.sharding.ring import Ring
-from tests.support.sharding_trace import T0, ring_trace
+from tests.support.sharding_trace import T0, layout_written, ring_trace
 from tests.tui import scenario
 from tests.tui.conftest import settle, table_rows, text_of
 from tui.app import TopApp
@@ -48,6 +48,7 @@ async def test_sharding_view_shows_members_shares_drains_and_moves() -> None:
         summary = text_of(app, "#sharding-summary")
         assert "ring pycm: 3 live of 4 members seen" in summary
         assert "drains 3, fences 1" in summary
+        assert "layout" not in summary  # none written in this trace
         rows = {r[1]: r for r in table_rows(app, "#sharding-table")}
         assert sorted(rows) == ["pycm-0", "pycm-1", "pycm-2", "pycm-3"]
         three = Ring.of(["pycm-0", "pycm-1", "pycm-2"])
@@ -86,3 +87,14 @@ async def test_sharding_view_shows_a_running_drain_and_a_fence_while_they_last()
         summary = text_of(app, "#sharding-summary")
         assert "fenced: pycm-1" in summary and "draining" not in summary
         assert {r[1]: r for r in table_rows(app, "#sharding-table")}["pycm-1"][2] == "fenced"
+
+
+@pytest.mark.asyncio
+async def test_sharding_view_names_the_layout_a_member_wrote() -> None:
+    app = TopApp([ListSource([*ring_trace(), layout_written(40.0, "0123456789ab", "")])])
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("7")
+        await settle(pilot)
+        assert "layout 0123456789ab (1 written)" in text_of(app, "#sharding-summary")
+        assert "pycm-1 wrote layout 0123456789ab" in text_of(app, "#sharding-moves")

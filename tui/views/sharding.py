@@ -127,7 +127,10 @@ class ShardingView(View):
         fenced = [m for m, rec in members.items() if rec["fenced"]]
         if fenced:
             out.append(f"  fenced: {', '.join(sorted(fenced))}", style="bold red")
-        out.append(f"  drains {ring['drains']}, fences {ring['fences']}\n")
+        out.append(f"  drains {ring['drains']}, fences {ring['fences']}")
+        if ring.get("layout"):  # (absent from an older recording's snapshot)
+            out.append(f"  layout {ring['layout']} ({ring['layouts']} written)", style="magenta")
+        out.append("\n")
 
     @staticmethod
     def _row(

@@ -52,6 +52,7 @@ _GLYPHS: dict[str, tuple[str, str, int]] = {
     "drain_started": ("═", "bold yellow", 2),
     "view": ("◆", "cyan", 1),
     "relist": ("◆", "cyan", 1),
+    "layout": ("◇", "bold magenta", 1),
 }
 
 LEGEND = (
@@ -62,6 +63,7 @@ LEGEND = (
     ("═", "yellow", "draining"),
     ("■", "bold cyan", "drain finished"),
     ("◆", "cyan", "moved (view changed, relist)"),
+    ("◇", "bold magenta", "wrote a new layout"),
     ("─", "green", "on the ring"),
     ("·", "dim", "off"),
 )

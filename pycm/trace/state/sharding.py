@@ -19,6 +19,7 @@ from pycm.trace.events import Event
 from pycm.trace.kinds import (
     ShardDrainFinished,
     ShardDrainStarted,
+    ShardLayoutChanged,
     ShardMemberFenced,
     ShardMemberJoined,
     ShardMemberLeft,
@@ -108,7 +109,9 @@ class MoveSnapshot(TypedDict):
 
     ts: Annotated[int, "when (Unix ns)"]
     member: Annotated[str, "the member that reported it"]
-    kind: Annotated[str, "joined, left, fenced, unfenced, view, drain_started, drain, relist"]
+    kind: Annotated[
+        str, "joined, left, fenced, unfenced, view, drain_started, drain, relist, layout"
+    ]
     text: Annotated[str, "what happened (names, counts and timings)"]
 
 
@@ -117,10 +120,14 @@ class RingSnapshot(TypedDict):
 
     ring: Annotated[str, "its name"]
     members: Annotated[dict[str, MemberSnapshot], "identity -> member"]
-    moves: Annotated[list[MoveSnapshot], "joins, leaves, fences, drains and relists, oldest first"]
+    moves: Annotated[
+        list[MoveSnapshot], "joins, leaves, fences, drains, relists and layouts, oldest first"
+    ]
     marks: Annotated[list[MarkSnapshot], "the members' timeline marks, oldest first"]
     drains: Annotated[int, "drains finished by its members"]
     fences: Annotated[int, "times its members were fenced"]
+    layout: Annotated[str, 'digest of the newest layout a member wrote ("": none seen)']
+    layouts: Annotated[int, "layouts its members wrote"]
     touched: Annotated[int, "recency for eviction"]
     live_members: Annotated[int, "members whose Lease is live (derived)"]
 
@@ -172,6 +179,8 @@ class RingRecord(Record):
     marks: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=MARKS))  # at the end
     drains: int = 0
     fences: int = 0
+    layout: str = ""
+    layouts: int = 0
     touched: int = 0
 
     _LOAD: ClassVar[dict[str, Callable[[Any], Any]]] = {
@@ -393,6 +402,20 @@ def _relisted(state: StateView, ev: ShardRelisted, inst: InstanceRecord) -> None
     _move(rec, ev, ev.member, "relist", text)
 
 
+@handles(ShardLayoutChanged)
+def _layout_changed(state: StateView, ev: ShardLayoutChanged, inst: InstanceRecord) -> None:
+    rec, _member = _reporter(state, ev)
+    rec.layout = text_key(ev.digest)
+    rec.layouts += 1
+    previous = ev.previous or "the plain ring"
+    text = (
+        f"{ev.member} wrote layout {ev.digest or 'none'} (was {previous}): {ev.namespaces}"
+        f" namespace(s) over {ev.members} member(s), at most {ev.most_before} on one member"
+        f" before, {ev.most_after} after"
+    )
+    _move(rec, ev, ev.member, "layout", text)
+
+
 # ---------------------------------------------------------------------------------------------
 # Mark history: each member's lane on the ring's timeline (tui/views/sharding_timeline.py).
 #
@@ -414,7 +437,8 @@ class MarkSnapshot(TypedDict):
     kind: Annotated[
         str,
         "joined, left, gone (another member saw its Lease expire), fenced, unfenced, "
-        "drain_started, drain (finished), view (its view or target changed), relist",
+        "drain_started, drain (finished), view (its view or target changed), relist, layout "
+        "(it wrote a new layout for the ring)",
     ]
     by: Annotated[str, "the member that reported it (itself but for gone and a join only seen)"]
     live: Annotated[int, "the ring's live members after it"]
@@ -454,6 +478,7 @@ for _kind, _mark_kind in (
     (ShardDrainStarted, "drain_started"),
     (ShardDrainFinished, "drain"),
     (ShardRelisted, "relist"),
+    (ShardLayoutChanged, "layout"),
 ):
     also_handles(_kind)(_marks_own(_mark_kind))
 

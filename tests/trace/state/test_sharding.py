@@ -9,7 +9,7 @@ import pytest
 from pycm.sharding.ring import Ring
 from pycm.trace import kinds as k
 from pycm.trace.state import State
-from tests.support.sharding_trace import T0, ring_trace
+from tests.support.sharding_trace import T0, layout_written, ring_trace
 from tests.trace.state.script import Feed
 
 S = 1_000_000_000
@@ -140,3 +140,23 @@ def test_sharding_a_killed_member_is_not_live_once_another_sees_it_gone() -> Non
     # a comes back (a partition healed): its own newer report wins again.
     f(k.ShardViewChanged(ring="r", member="a", view="a,b", target="a,b"), at=25, instance="a")
     assert f.state.snapshot()["sharding"]["r"]["members"]["a"]["lease_live"] is True
+
+
+def test_sharding_a_written_layout_is_the_rings_with_a_move_and_a_mark() -> None:
+    state = _fold()
+    state.apply(layout_written(40.0, "0123456789ab", ""))
+    ring = state.snapshot()["sharding"]["pycm"]
+    assert (ring["layout"], ring["layouts"]) == ("0123456789ab", 1)
+    move = ring["moves"][-1]
+    assert (move["kind"], move["member"]) == ("layout", "pycm-1")
+    assert move["text"] == (
+        "pycm-1 wrote layout 0123456789ab (was the plain ring): 10 namespace(s) over 3 member(s),"
+        " at most 10 on one member before, 4 after"
+    )
+    mark = ring["marks"][-1]
+    assert (mark["kind"], mark["member"], mark["live"]) == ("layout", "pycm-1", 3)
+    state.apply(layout_written(50.0, "ba9876543210", "0123456789ab"))
+    ring = state.snapshot()["sharding"]["pycm"]
+    assert (ring["layout"], ring["layouts"]) == ("ba9876543210", 2)
+    restored = State.restore(orjson.loads(orjson.dumps(state.snapshot())))
+    assert restored.snapshot()["sharding"]["pycm"]["layout"] == "ba9876543210"

@@ -24,6 +24,11 @@ export function mergeRings(model) {
       }
       // A move is one member's report: the same one from two sources is shown once.
       for (const move of ring.moves || []) merged.moves.set(`${move.ts}|${move.member}|${move.kind}`, move);
+      // The newest layout a member wrote, by its move's time, of any source that saw one.
+      if (ring.layout) {
+        const at = Math.max(0, ...(ring.moves || []).filter((m) => m.kind === "layout").map((m) => m.ts));
+        if (!merged.layout || at >= merged.layoutTs) Object.assign(merged, { layout: ring.layout, layoutTs: at });
+      }
     }
   }
   for (const ring of rings.values()) {
@@ -57,7 +62,8 @@ export class RingPanel {
       const members = Object.entries(ring.members).sort((a, b) => a[0].localeCompare(b[0]));
       const live = members.filter(([, m]) => m.lease_live).length;
       parts.push(el("h3", { class: "ring-name", "data-ring": name },
-        `ring ${name}: ${live} live of ${members.length} members · drains ${ring.drains} · fences ${ring.fences}`));
+        `ring ${name}: ${live} live of ${members.length} members · drains ${ring.drains} · fences ${ring.fences}`
+        + (ring.layout ? ` · layout ${ring.layout}` : "")));
       const bar = el("div", { class: "share-bar", "data-ring": name });
       let left = 0;
       for (const [identity, m] of members) {
