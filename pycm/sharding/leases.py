@@ -8,7 +8,7 @@ from typing import Any, Final
 from pycm.kube.client import Client
 from pycm.kube.errors import ApiError
 from pycm.kube.resources import LEASES, NAMESPACES
-from pycm.sharding.membership import RING_LABEL
+from pycm.sharding.wire import RING_LABEL
 
 __all__ = ["ClientLeaseStore", "namespace_names"]
 

@@ -33,19 +33,28 @@ The metrics (:mod:`pycm.sharding.metrics`) follow the same points.
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
-import hashlib
 import logging
-import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Final, Protocol
+from typing import Any, Protocol
 
 from pycm.api.sharding import FIELD_NAMESPACE, HASH_SPACE
-from pycm.sharding.claims import Claim, MemberClaims, PeerRecord
+from pycm.sharding.claims import Claim, MemberClaims
 from pycm.sharding.layout import IDENTITY, Layout, LayoutError
 from pycm.sharding.layout_writer import LayoutPlan, LayoutWriter
 from pycm.sharding.metrics import ShardingMetrics
+from pycm.sharding.wire import (
+    KNOTS_ANNOTATION,
+    LAYOUT_ANNOTATION,
+    RING_LABEL,
+    VIEW_ANNOTATION,
+    layout_lease,
+    layout_lease_name,
+    layout_of,
+    lease_name,
+    member_lease,
+    peer_record,
+)
 from pycm.trace.bus import Bus
 from pycm.trace.kinds import (
     ShardDrainFinished,
@@ -60,6 +69,7 @@ from pycm.trace.kinds import (
 from pycm.util.clock import REAL_CLOCK, Clock
 from pycm.util.leasetiming import KUBE_DEFAULTS
 
+# The wire names are pycm.sharding.wire's; re-exported for the tests and tools that read Leases.
 __all__ = [
     "KNOTS_ANNOTATION",
     "LAYOUT_ANNOTATION",
@@ -73,32 +83,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-RING_LABEL: Final = "sharding.pycm.io/ring"
-VIEW_ANNOTATION: Final = "sharding.pycm.io/view"
-LAYOUT_ANNOTATION: Final = "sharding.pycm.io/layout"
-"""On a member's Lease: the digest of its claim's layout; on the layout Lease: its own digest."""
-KNOTS_ANNOTATION: Final = "sharding.pycm.io/layout-knots"
-NAMESPACES_ANNOTATION: Final = "sharding.pycm.io/layout-namespaces"
-_LAYOUT_SUFFIX: Final = "layout"
-_NAME_OK = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-
-
-def lease_name(ring: str, identity: str) -> str:
-    """``<ring>-<identity>`` as a DNS-1123 label: an identity with other characters (KCM's are
-    ``<host>_<uuid>``) is lower-cased, its other characters become ``-`` and a short hash of it
-    is added, so that two identities never share a Lease (nor the ring's layout Lease)."""
-    name = f"{ring}-{identity}"
-    if _NAME_OK.match(name) and len(name) <= 63 and identity != _LAYOUT_SUFFIX:
-        return name
-    digest = hashlib.sha256(identity.encode()).hexdigest()[:8]
-    cleaned = re.sub(r"[^a-z0-9-]+", "-", name.lower()).strip("-")[: 63 - 9].strip("-")
-    return f"{cleaned}-{digest}"
-
-
-def layout_lease_name(ring: str) -> str:
-    """The ring's shared layout Lease (no member's Lease has this name: see :func:`lease_name`)."""
-    return f"{ring}-{_LAYOUT_SUFFIX}"
 
 
 class LeaseStore(Protocol):
@@ -131,30 +115,6 @@ class MembershipConfig:
                 "sharding needs retry period < renew deadline < lease duration, got "
                 f"{self.retry_period}s, {self.renew_deadline}s, {self.lease_duration}s"
             )
-
-
-def _record(lease: dict[str, Any]) -> PeerRecord | None:
-    """A member's Lease as read; None for a Lease without a holder (the layout Lease, or a
-    member's that was released)."""
-    meta = lease.get("metadata") or {}
-    holder = str((lease.get("spec") or {}).get("holderIdentity") or "")
-    if not holder:
-        return None
-    annotations = meta.get("annotations") or {}
-    view = str(annotations.get(VIEW_ANNOTATION) or "")
-    members = frozenset(m for m in view.split(",") if m)
-    layout = str(annotations.get(LAYOUT_ANNOTATION) or "")
-    return PeerRecord(holder, members, str(meta.get("resourceVersion") or ""), layout)
-
-
-def _layout_of(lease: dict[str, Any]) -> Layout:
-    """The layout a layout Lease holds, or :class:`LayoutError` (its digest must match)."""
-    annotations = (lease.get("metadata") or {}).get("annotations") or {}
-    layout = Layout.decode(str(annotations.get(KNOTS_ANNOTATION) or ""))
-    said = str(annotations.get(LAYOUT_ANNOTATION) or "")
-    if said != layout.digest:
-        raise LayoutError(f"layout digest {said!r} does not match its knots ({layout.digest!r})")
-    return layout
 
 
 @dataclass
@@ -242,44 +202,13 @@ class Membership:
         return claims.ring(claims.target_claim(self.clock.monotonic()), field).owner(hashed)
 
     def _body(self, claim: Claim, now_ns: int) -> dict[str, Any]:
-        stamp = _micro_time(now_ns)
-        view = claim.view
-        return {
-            "apiVersion": "coordination.k8s.io/v1",
-            "kind": "Lease",
-            "metadata": {
-                "name": self.name,
-                "labels": {RING_LABEL: self.config.ring},
-                "annotations": {
-                    VIEW_ANNOTATION: ",".join(sorted(view)),
-                    LAYOUT_ANNOTATION: claim.layout,
-                },
-            },
-            "spec": {
-                "holderIdentity": self.config.identity if view else "",
-                "leaseDurationSeconds": round(self.config.lease_duration),
-                "renewTime": stamp,
-            },
-        }
+        config = self.config
+        return member_lease(
+            self.name, config.ring, config.identity, config.lease_duration, claim, now_ns
+        )
 
     def _layout_body(self, plan: LayoutPlan) -> dict[str, Any]:
-        """The layout Lease: labelled with the ring (one read gets it with the members'), no
-        holder (never counted as a member), the knots and their digest in annotations."""
-        layout = plan.layout
-        return {
-            "apiVersion": "coordination.k8s.io/v1",
-            "kind": "Lease",
-            "metadata": {
-                "name": self.layout_name,
-                "labels": {RING_LABEL: self.config.ring},
-                "annotations": {
-                    LAYOUT_ANNOTATION: layout.digest,
-                    KNOTS_ANNOTATION: layout.encode(),
-                    NAMESPACES_ANNOTATION: str(plan.namespaces),
-                },
-            },
-            "spec": {},
-        }
+        return layout_lease(self.layout_name, self.config.ring, plan.layout, plan.namespaces)
 
     def _read_layout(self, leases: list[dict[str, Any]]) -> Layout:
         """The ring's layout as read: identity when there is no layout Lease, and when its Lease
@@ -293,7 +222,7 @@ class Membership:
             return IDENTITY
         self._layout_version = str((lease.get("metadata") or {}).get("resourceVersion") or "")
         try:
-            layout = _layout_of(lease)
+            layout = layout_of(lease)
         except LayoutError as exc:
             if not self._layout_broken:
                 log.warning("sharding: ignoring layout Lease %s: %s", self.layout_name, exc)
@@ -366,7 +295,7 @@ class Membership:
             except Exception as exc:
                 log.warning("sharding: reading ring %s failed: %s", self.config.ring, exc)
             else:
-                records = (_record(lease) for lease in leases)
+                records = (peer_record(lease) for lease in leases)
                 self.claims.observed(
                     self.clock.monotonic(),
                     [r for r in records if r is not None],
@@ -528,8 +457,3 @@ class Membership:
                     keys_in_flight=keys_in_flight,
                 )
             )
-
-
-def _micro_time(ns: int) -> str:
-    moment = dt.datetime.fromtimestamp(ns / 1e9, tz=dt.UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
