@@ -64,47 +64,40 @@ def _micro_time(ns: int) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+def _lease(
+    name: str, ring: str, annotations: dict[str, str], spec: dict[str, Any]
+) -> dict[str, Any]:
+    return {
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": {"name": name, "labels": {RING_LABEL: ring}, "annotations": annotations},
+        "spec": spec,
+    }
+
+
 def member_lease(
     name: str, ring: str, identity: str, lease_duration: float, claim: Claim, now_ns: int
 ) -> dict[str, Any]:
     """A member's Lease publishing ``claim`` (an empty view: released, no holder)."""
     view = claim.view
-    return {
-        "apiVersion": "coordination.k8s.io/v1",
-        "kind": "Lease",
-        "metadata": {
-            "name": name,
-            "labels": {RING_LABEL: ring},
-            "annotations": {
-                VIEW_ANNOTATION: ",".join(sorted(view)),
-                LAYOUT_ANNOTATION: claim.layout,
-            },
-        },
-        "spec": {
-            "holderIdentity": identity if view else "",
-            "leaseDurationSeconds": round(lease_duration),
-            "renewTime": _micro_time(now_ns),
-        },
+    annotations = {VIEW_ANNOTATION: ",".join(sorted(view)), LAYOUT_ANNOTATION: claim.layout}
+    spec = {
+        "holderIdentity": identity if view else "",
+        "leaseDurationSeconds": round(lease_duration),
+        "renewTime": _micro_time(now_ns),
     }
+    return _lease(name, ring, annotations, spec)
 
 
 def layout_lease(name: str, ring: str, layout: Layout, namespaces: int) -> dict[str, Any]:
     """The layout Lease: labelled with the ring, no holder, the knots and their digest (and how
     many namespaces they were built from) in annotations."""
-    return {
-        "apiVersion": "coordination.k8s.io/v1",
-        "kind": "Lease",
-        "metadata": {
-            "name": name,
-            "labels": {RING_LABEL: ring},
-            "annotations": {
-                LAYOUT_ANNOTATION: layout.digest,
-                KNOTS_ANNOTATION: layout.encode(),
-                NAMESPACES_ANNOTATION: str(namespaces),
-            },
-        },
-        "spec": {},
+    annotations = {
+        LAYOUT_ANNOTATION: layout.digest,
+        KNOTS_ANNOTATION: layout.encode(),
+        NAMESPACES_ANNOTATION: str(namespaces),
     }
+    return _lease(name, ring, annotations, {})
 
 
 def peer_record(lease: dict[str, Any]) -> PeerRecord | None:

@@ -214,6 +214,25 @@ def test_claims_a_member_draining_a_key_delays_its_new_view() -> None:
     assert claims.to_publish(1.0, [staying]) == Claim(frozenset({"a", "b"}))
 
 
+def _change_members(cluster: _Cluster, rng: random.Random, change: str, joined: int) -> int:
+    """One random schedule step on the members (a join when fewer than two are live); the
+    number of members that ever joined after it."""
+    live = [n for n, m in cluster.members.items() if not (m.crashed or m.left)]
+    if change == "join" or len(live) < 2:
+        cluster.join(f"m{joined}")
+        return joined + 1
+    victim = cluster.members[rng.choice(live)]
+    if change == "leave":
+        victim.claims.stop()
+    elif change == "crash":
+        victim.crashed = True
+    elif change == "pause":
+        victim.paused_until = cluster.now + rng.uniform(1.0, 30.0)
+    elif change == "partition":
+        victim.cut_off_until = cluster.now + rng.uniform(1.0, 30.0)
+    return joined
+
+
 @pytest.mark.parametrize("seed", range(12))
 def test_claims_random_schedules_never_have_two_owners(seed: int) -> None:
     rng = random.Random(seed)
@@ -221,21 +240,8 @@ def test_claims_random_schedules_never_have_two_owners(seed: int) -> None:
     cluster.run(8.0)
     joined = 3
     for _ in range(10):
-        live = [n for n, m in cluster.members.items() if not (m.crashed or m.left)]
         change = rng.choice(["join", "leave", "crash", "pause", "partition", "nothing"])
-        if change == "join" or len(live) < 2:
-            cluster.join(f"m{joined}")
-            joined += 1
-        else:
-            victim = cluster.members[rng.choice(live)]
-            if change == "leave":
-                victim.claims.stop()
-            elif change == "crash":
-                victim.crashed = True
-            elif change == "pause":
-                victim.paused_until = cluster.now + rng.uniform(1.0, 30.0)
-            elif change == "partition":
-                victim.cut_off_until = cluster.now + rng.uniform(1.0, 30.0)
+        joined = _change_members(cluster, rng, change, joined)
         cluster.run(rng.uniform(0.5, 12.0))
     cluster.run(LEASE_DURATION + 30.0)  # quiet: everything settles
     assert cluster.taken > 0
@@ -335,21 +341,11 @@ def test_claims_random_schedules_with_layout_changes_never_have_two_owners(seed:
     joined = 3
     layouts = [IDENTITY, _fitted(["m0", "m1", "m2"]), _fitted(["m0", "m1"]), _fitted(["m3"])]
     for _ in range(10):
-        live = [n for n, m in cluster.members.items() if not (m.crashed or m.left)]
         change = rng.choice(["layout", "layout", "join", "leave", "crash", "pause", "nothing"])
         if change == "layout":
             cluster.layout = rng.choice(layouts)  # sometimes back to one a member still uses
-        elif change == "join" or len(live) < 2:
-            cluster.join(f"m{joined}")
-            joined += 1
         else:
-            victim = cluster.members[rng.choice(live)]
-            if change == "leave":
-                victim.claims.stop()
-            elif change == "crash":
-                victim.crashed = True
-            elif change == "pause":
-                victim.paused_until = cluster.now + rng.uniform(1.0, 30.0)
+            joined = _change_members(cluster, rng, change, joined)
         cluster.run(rng.uniform(0.5, 6.0))
     cluster.run(LEASE_DURATION + 30.0)
     assert cluster.taken > 0

@@ -32,11 +32,10 @@ from pycm.sharding.membership import (
 )
 from pycm.sharding.ring import Ring
 from pycm.sim import run_emulator
-from pycm.sim.requestinfo import request_info
 from pycm.trace.bus import Bus
 from pycm.trace.kinds import ShardLayoutChanged
 from pycm.util.clock import FakeClock
-from tests.deploy.rbac import DEPLOY, MANAGER_ROLES, SHARDING_ROLE, Call, grants
+from tests.deploy.rbac import DEPLOY, MANAGER_ROLES, SHARDING_ROLE, Call, grants, record_calls
 
 LEASE_NS = "pycm-system"  # the deploy manifests' namespace: their Roles are there
 TEAMS = [f"team-{i}" for i in range(9)]
@@ -62,16 +61,7 @@ async def rig() -> AsyncIterator[_Rig]:
             for ns in TEAMS:
                 await c.create(CONFIGMAPS, {"metadata": {"name": "cm"}}, namespace=ns)
 
-            async def hook(request: Any) -> None:
-                if request.headers.get("user-agent") != MEMBER_AGENT:
-                    return
-                info = request_info(request.method, request.url.path, dict(request.query_params))
-                if info.is_resource_request:
-                    rig.calls.append(
-                        Call(info.verb, info.api_group, info.resource, info.namespace, info.name)
-                    )
-
-            emu.before_request.insert(0, hook)
+            record_calls(emu, rig.calls, lambda r: r.headers.get("user-agent") == MEMBER_AGENT)
             yield rig
         finally:
             await c.aclose()
