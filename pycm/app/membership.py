@@ -1,6 +1,8 @@
 """Sharded mode's membership as the manager wires it (``--sharded``): the member's Lease in
-``--sharding-lease-namespace``, joined before any sharded informer starts, renewed every retry
-period, and left — drained, released, its Lease deleted — when the manager stops.
+``--sharding-lease-namespace``, joined before any sharded informer starts (and read again each
+retry period until the ring it sees holds: members started together would otherwise each list a
+larger share first, and keep that memory), renewed every retry period, and left — drained,
+released, its Lease deleted — when the manager stops.
 
 It runs as a LEADER_ELECTION-group service: opened before the caches (the informers start with
 the member's share), stopped after the controllers and caches (nothing is in flight any more,
@@ -37,12 +39,16 @@ class _MemberService:
 
     async def start(self) -> None:
         await self.member.join()
+        waited = await self.member.settle()
         membership = self.member.membership
+        claims = membership.claims
         log.info(
-            "sharding: joined ring %r as %s (Lease %s)",
+            "sharding: joined ring %r as %s (Lease %s); %d member(s) after %d period(s)",
             membership.config.ring,
             membership.config.identity,
             membership.name,
+            len(claims.target(membership.clock.monotonic())),
+            waited,
         )
         self._task = asyncio.get_running_loop().create_task(
             self.member.run(), name="sharding membership"

@@ -44,10 +44,13 @@ from pycm.sharding.gate import ShardKeyGate
 from pycm.sharding.membership import Membership
 from pycm.sharding.ring import join_spans
 from pycm.trace.kinds import ShardRelisted
+from pycm.util.malloc import release_free_memory
 
 __all__ = ["ShardedMember", "uid_in"]
 
 _FIELDS = (FIELD_NAMESPACE, FIELD_UID)
+# Retry periods a starting member waits at most for the ring it sees to hold (settle()).
+SETTLE_PERIODS = 3
 
 
 # How many deleted keys' uids a uid-sharded gate remembers (the delete's reconcile comes soon
@@ -222,6 +225,23 @@ class ShardedMember:
         await self.membership.tick()
         self._shape = self._current_shape()
 
+    async def settle(self, most: int = SETTLE_PERIODS) -> int:
+        """Read the ring again each retry period until the members it sees held for one (at
+        most ``most`` periods); the periods waited. Before the informers start: members that
+        start together each see only the ones that wrote their Lease first, and a member that
+        lists a share larger than its own keeps that memory (the heap's high-water mark)."""
+        membership = self.membership
+        clock = membership.clock
+        for waited in range(1, most + 1):
+            before = self._current_shape()[1]
+            await clock.sleep(membership.config.retry_period)
+            await membership.tick()
+            if self._current_shape()[1] == before:
+                self._shape = self._current_shape()
+                return waited
+        self._shape = self._current_shape()
+        return most
+
     async def run(self) -> None:
         """Tick every retry period; on a changed ring, new selectors and relists. Returns once
         the member has left (after :meth:`stop`)."""
@@ -229,6 +249,7 @@ class ShardedMember:
         while not membership.released.is_set():
             await membership.tick()
             self.reshard_if_moved()
+            self.caches_current()  # (also asked before each key; here when no key comes)
             if membership.released.is_set():
                 return
             await membership.clock.sleep(membership.config.retry_period)
@@ -280,6 +301,11 @@ class ShardedMember:
                 if informer.fifo.processed(target):
                     del relisting[informer]
                     del self._applying[informer]
+            if not relisting:
+                # What left the share has left the caches: give the heap's freed pages back,
+                # else a member keeps the high-water mark of its first, larger share (a member
+                # alone on the ring at its start lists everything) and memory never divides.
+                release_free_memory()
         return not relisting
 
     def stop(self) -> None:

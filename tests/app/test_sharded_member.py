@@ -209,3 +209,28 @@ async def test_a_member_takes_no_key_while_its_informers_relist_for_a_new_share(
                 await b.stop()
         finally:
             await c.aclose()
+
+
+@pytest.mark.asyncio
+async def test_a_starting_member_settles_on_the_members_that_start_with_it(client: Client) -> None:
+    # Two members start together: a's first read finds only itself (b has not written yet), so
+    # without settling it would list the whole cluster; it reads again each period until the
+    # ring holds, and its informers then start with its share of the two.
+    def membership(name: str) -> Membership:
+        return Membership(
+            MembershipConfig("settle", name, **TIMINGS),
+            ClientLeaseStore(client, "kube-system"),
+            list,
+        )
+
+    a, b = ShardedMember(membership("pycm-a")), ShardedMember(membership("pycm-b"))
+    await a.join()
+    assert a.membership.claims.target(time.monotonic()) == {"pycm-a"}
+    await b.join()
+    assert await a.settle() == 2  # the ring changed once (b), then held for a period
+    both = Ring.of(["pycm-a", "pycm-b"])
+    selector = a.selector()
+    assert selector is not None
+    assert [(r.start, r.end) for r in selector.ranges] == both.spans("pycm-a")
+    assert await b.settle() == 1  # b saw both at its join: it held at once
+    assert a.reshard_if_moved() is False  # settled: no relist due at the informers' start
