@@ -397,7 +397,7 @@ class Controller:
                 self._outcomes.ended(token, start if metrics is not None else 0.0, _SUCCESS)
                 raise
         reset_span(token)
-        # The end record (ReconcileRecorder.end_ok's layout: a plain success).
+        # The end record of a plain success (pycm.trace.records: the end layout, RECONCILE_END).
         bus._seq = seq = bus._seq + 1
         put = bus._put
         put(
