@@ -1,6 +1,8 @@
 """Sharded mode's membership as the manager wires it (``--sharded``): the member's Lease in
-``--sharding-lease-namespace``, joined before any sharded informer starts, renewed every retry
-period, and left — drained, released, its Lease deleted — when the manager stops.
+``--sharding-lease-namespace``, joined before any sharded informer starts (and read again each
+retry period until the ring it sees holds: members started together would otherwise each list a
+larger share first, and keep that memory), renewed every retry period, and left — drained,
+released, its Lease deleted — when the manager stops.
 
 It runs as a LEADER_ELECTION-group service: opened before the caches (the informers start with
 the member's share), stopped after the controllers and caches (nothing is in flight any more,
@@ -17,7 +19,8 @@ from pycm.app.parts import Parts
 from pycm.app.runnables import Group
 from pycm.app.sharding import ShardedMember
 from pycm.kube import Client
-from pycm.sharding.leases import ClientLeaseStore
+from pycm.sharding.layout_writer import LayoutWriter
+from pycm.sharding.leases import ClientLeaseStore, namespace_names
 from pycm.sharding.membership import Membership, MembershipConfig
 from pycm.sharding.metrics import ShardingMetrics
 from pycm.util.tasks import cancel_and_wait
@@ -36,12 +39,16 @@ class _MemberService:
 
     async def start(self) -> None:
         await self.member.join()
+        waited = await self.member.settle()
         membership = self.member.membership
+        claims = membership.claims
         log.info(
-            "sharding: joined ring %r as %s (Lease %s)",
+            "sharding: joined ring %r as %s (Lease %s); %d member(s) after %d period(s)",
             membership.config.ring,
             membership.config.identity,
             membership.name,
+            len(claims.target(membership.clock.monotonic())),
+            waited,
         )
         self._task = asyncio.get_running_loop().create_task(
             self.member.run(), name="sharding membership"
@@ -75,7 +82,8 @@ async def start_membership(parts: Parts, client: Client) -> ShardedMember:
         renew_deadline=sharding.renew_deadline,
         retry_period=sharding.retry_period,
     )
-    store = ClientLeaseStore(client.with_user_agent("pycm/sharding"), namespace)
+    sharding_client = client.with_user_agent("pycm/sharding")
+    store = ClientLeaseStore(sharding_client, namespace)
     membership = Membership(
         config,
         store,
@@ -83,6 +91,10 @@ async def start_membership(parts: Parts, client: Client) -> ShardedMember:
         clock=parts.clock,
         bus=parts.bus,  # shard.* events: pycm top's Sharding view, the dashboard's ring panel
         metrics=ShardingMetrics(parts.metrics_registry),  # controller_sharding_*
+        # Any member may write the ring's layout (namespaces FNV-1a clusters, spread): it lists
+        # the namespaces' names every 10 periods; without RBAC for that it says so once and
+        # follows the layouts others write.
+        layouts=LayoutWriter(store, lambda: namespace_names(sharding_client)),
     )
     member = ShardedMember(membership)
     await parts.groups.add_service(

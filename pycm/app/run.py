@@ -18,8 +18,11 @@ Start order (KCM's, and controller-runtime's runnable groups), written in
    closed, and the controllers' workers run once their caches sync.
 
 With ``--sharded`` (pycm's own) step 4 also joins the member's ring (:mod:`pycm.app.membership`)
-and step 5 runs twice: the sharded controllers at once on every member, each on its share of the
-namespaces, and the singletons (a descriptor's ``sharding="singleton"``) under the leader lease.
+and step 5 runs up to three times: the namespace-sharded controllers at once on every member,
+each on its share of the namespaces; the uid-sharded ones (a descriptor's ``sharding="uid"``, if
+any is registered) likewise on its share of their objects' uids, in a context of their own (its
+primary informers sharded by uid); and the singletons (``sharding="singleton"``) under the
+leader lease.
 
 With ``--leader-elect-warm-standby`` (controller-runtime's EnableWarmup; KCM has none) step 5 is
 split at the lease: everything up to InformersStarted runs right after the election starts,
@@ -53,6 +56,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from pycm import __version__
+from pycm.api.sharding import FIELD_NAMESPACE, FIELD_UID
 from pycm.app.config import CompletedConfig
 from pycm.app.connect import connect, wait_for_api_server
 from pycm.app.context import ControllerContext
@@ -69,7 +73,12 @@ from pycm.app.runnables import Group, RunnableGroups
 from pycm.app.serve import COMPONENT, Serving, add_health_checks
 from pycm.app.sharding import ShardedMember
 from pycm.app.startcontrollers import ControllerStarter
-from pycm.controller.descriptor import SINGLETON, ControllerDescriptor
+from pycm.controller.descriptor import (
+    SHARD_BY_NAMESPACE,
+    SHARD_BY_UID,
+    SINGLETON,
+    ControllerDescriptor,
+)
 from pycm.controller.metrics import ControllerMetrics
 from pycm.kube import Client
 from pycm.leaderelection import LeaderElector
@@ -155,9 +164,11 @@ class Manager:
         # StartControllers, once the root client is there (None before); under --sharded the
         # leader's one runs the singletons only.
         self.starter: ControllerStarter | None = None
-        # --sharded: the member, and StartControllers of the sharded controllers.
+        # --sharded: the member, and StartControllers of the sharded controllers: by namespace,
+        # and by uid (None when no uid-sharded controller is registered).
         self.member: ShardedMember | None = None
         self.sharded_starter: ControllerStarter | None = None
+        self.uid_starter: ControllerStarter | None = None
 
     @property
     def context(self) -> ControllerContext | None:
@@ -167,8 +178,8 @@ class Manager:
         return contexts[0] if contexts else None
 
     def contexts(self) -> list[ControllerContext]:
-        """Every controller context built so far (two under --sharded: the sharded
-        controllers' and, while leading, the singletons')."""
+        """Every controller context built so far (under --sharded: the sharded controllers'
+        — by namespace, and by uid if any — and, while leading, the singletons')."""
         return [s.context for s in self._starters() if s.context is not None]
 
     @property
@@ -271,10 +282,21 @@ class Manager:
             self.elector = start_election(self.parts, root, take_over=self._take_over)
         singletons = self._build_starter(root, warm=False, only=_is_singleton)
         self.sharded_starter = self._new_starter(
-            root, elector=None, warm=False, only=_is_sharded, member=member
+            root, elector=None, warm=False, only=_is_namespace_sharded, member=member
         )
+        if any(d.sharding == SHARD_BY_UID for d in self.registry):
+            self.uid_starter = self._new_starter(
+                root,
+                elector=None,
+                warm=False,
+                only=_is_uid_sharded,
+                member=member,
+                shard_field=FIELD_UID,
+            )
         await self.groups.start(Group.LEADER_ELECTION)
         started = await self.sharded_starter.start()
+        if self.uid_starter is not None:
+            started += await self.uid_starter.start()
         if not le.leader_elect:
             started += await singletons.start()
         return started
@@ -298,6 +320,7 @@ class Manager:
         warm: bool,
         only: Callable[[ControllerDescriptor], bool] | None,
         member: ShardedMember | None = None,
+        shard_field: str = FIELD_NAMESPACE,
     ) -> ControllerStarter:
         return ControllerStarter(
             self.parts,
@@ -311,6 +334,7 @@ class Manager:
             stopping=self._stopping,
             only=only,
             member=member,
+            shard_field=shard_field,
         )
 
     async def _take_over(self) -> None:
@@ -331,7 +355,8 @@ class Manager:
         )
 
     def _starters(self) -> list[ControllerStarter]:
-        return [s for s in (self.sharded_starter, self.starter) if s is not None]
+        starters = (self.sharded_starter, self.uid_starter, self.starter)
+        return [s for s in starters if s is not None]
 
     def _queues(self) -> dict[str, InspectableQueue]:
         return {name: q for s in self._starters() for name, q in s.queues().items()}
@@ -356,8 +381,12 @@ def _is_singleton(descriptor: ControllerDescriptor) -> bool:
     return descriptor.sharding == SINGLETON
 
 
-def _is_sharded(descriptor: ControllerDescriptor) -> bool:
-    return descriptor.sharding != SINGLETON
+def _is_namespace_sharded(descriptor: ControllerDescriptor) -> bool:
+    return descriptor.sharding == SHARD_BY_NAMESPACE
+
+
+def _is_uid_sharded(descriptor: ControllerDescriptor) -> bool:
+    return descriptor.sharding == SHARD_BY_UID
 
 
 def debug_clock(config: CompletedConfig) -> Clock:

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from pycm.api.sharding import FIELD_NAMESPACE, FIELD_UID
 from pycm.app.context import ControllerContext, ControllerGate, build_context
 from pycm.app.controller_init import checked_runnable, init_controller
 from pycm.app.errors import ManagerError
@@ -44,6 +45,8 @@ log = logging.getLogger("pycm.app")
 # Informer factories get this long to stop their informers.
 INFORMER_STOP_TIMEOUT = 5.0
 
+_FIELD_NAMES = {FIELD_NAMESPACE: "namespaces", FIELD_UID: "uids"}
+
 
 @dataclass
 class _Prepared:
@@ -63,10 +66,13 @@ class ControllerStarter:
     the manager, which closes it at shutdown; ``parts.fail(reason)`` stops the manager;
     ``stopping()`` says whether it is stopping.
 
-    Under ``--sharded`` a manager has two: ``member`` set, for the sharded controllers (``only``
-    picks them; every member runs them at once, each key admitted by the member's share, the
-    namespaced informers caching only that share, every write fenced by the member's own
-    Lease); and one for the singletons, under the elector as without sharding."""
+    Under ``--sharded`` a manager has three: two with ``member`` set, for the sharded
+    controllers (``only`` picks them; every member runs them at once, each key admitted by the
+    member's share, every write fenced by the member's own Lease) — ``shard_field`` the
+    namespace (the namespaced informers caching only the member's namespaces) or the uid (the
+    controllers' primary informers caching only the member's objects), each in its own
+    context, so an informer is sharded one way; and one for the singletons, under the elector
+    as without sharding."""
 
     def __init__(
         self,
@@ -82,10 +88,12 @@ class ControllerStarter:
         stopping: Callable[[], bool],
         only: Callable[[ControllerDescriptor], bool] | None = None,
         member: ShardedMember | None = None,
+        shard_field: str = FIELD_NAMESPACE,
     ) -> None:
         self.parts = parts
         self.only = only
         self.member = member
+        self.shard_field = shard_field
         self.config = parts.config
         self.bus = parts.bus
         self.clock = parts.clock
@@ -227,7 +235,9 @@ class ControllerStarter:
         if self.member is not None:
             self._shard(ctx)
         informers = _InformerFactories(ctx)
-        name = "informer factories" + (" (sharded)" if self.member is not None else "")
+        name = "informer factories" + (
+            f" (sharded by {_FIELD_NAMES[self.shard_field]})" if self.member is not None else ""
+        )
         await self.groups.add_service(Group.CACHES, name, informers)
         await self.groups.start(Group.CACHES)
         ctx.informers_started.set()
@@ -265,6 +275,8 @@ class ControllerStarter:
                 clock=self.clock,
                 groups=self.groups,
                 gate=gate,
+                # (Sharded: the late controller's keys gated, its informers on the share too.)
+                before_start=functools.partial(self._shard, ctx) if self.member else None,
             )
 
         # Plugins' own background tasks run with the controllers, added now or later; their
@@ -285,23 +297,45 @@ class ControllerStarter:
         return len(prepared.runnables)
 
     def _shard(self, ctx: ControllerContext) -> None:
-        """Before the informers start: each controller's keys through the member's gate, each
-        namespaced informer listing and watching the member's share only."""
+        """Before the informers start: each controller's keys through the member's gate; by
+        namespace, each namespaced informer listing and watching the member's share only; by
+        uid, each controller's primary informer (the others cache everything: a secondary
+        object's uid says nothing of its owner's). Run again when a controller that waited for
+        its kind is built (--wait-for-resources): what is already gated or sharded stays so."""
         member = self.member
         assert member is not None
-        for controller in ctx.queues.values():
-            member.add_controller(controller)
-        sharded = [
-            name
-            for factory in (ctx.informer_factory, ctx.metadata_informer_factory)
-            for name, informer in factory.informers.items()
-            if member.add_informer(informer)
-        ]
+        field = self.shard_field
+        controllers = list(ctx.queues.values())
+        for controller in controllers:
+            try:
+                member.add_controller(controller, field)
+            except ValueError as exc:
+                raise ManagerError(str(exc)) from None
+        primaries = {c.primary for c in controllers if c.primary is not None}
+        # By uid, an informer another controller reads as a secondary stays whole for it (its
+        # primary's gate still admits only this member's keys: memory is not divided there).
+        whole = set()
+        if field == FIELD_UID:
+            whole = {i for c in controllers for i in c.watched if i is not c.primary}
+        sharded: list[str] = []
+        for factory in (ctx.informer_factory, ctx.metadata_informer_factory):
+            for name, informer in factory.informers.items():
+                if field == FIELD_UID and (informer not in primaries or informer in whole):
+                    continue
+                if member.add_informer(informer, field, keys=informer in primaries):
+                    sharded.append(str(name))
         log.info(
-            "sharding: %d controllers gated by this member's share; informers sharded: %s",
-            len(ctx.queues),
-            ", ".join(str(name) for name in sharded) or "none",
+            "sharding: %d controllers gated by this member's share of %s; informers sharded: %s",
+            len(controllers),
+            _FIELD_NAMES[field],
+            ", ".join(sharded) or "none",
         )
+        for informer in sorted(primaries & whole, key=lambda i: i.resource):
+            log.info(
+                "sharding: %s is read by other uid-sharded controllers too, so every member "
+                "caches all of it (only its keys are divided)",
+                informer.resource,
+            )
 
     # -- one controller -----------------------------------------------------------------------
 

@@ -39,12 +39,14 @@ def wait_for_resource(
     clock: Clock,
     groups: RunnableGroups,
     gate: ControllerGate | None,
+    before_start: Callable[[], None] | None = None,
 ) -> None:
     """The controller's task joins the CONTROLLERS group: every RESOURCE_POLL_INTERVAL it
     runs ``init`` again, until no NoKindMatchError comes out. Meanwhile a readyz check named
     after the kind (``waiting-for:Website.v1.example.com``) fails, and one warning says which
     controller waits for what. ``gate``: the elector's reconcile gate, put on the queues the
-    late init registered."""
+    late init registered; ``before_start()``: run once the late init has built the controller,
+    before its informers start (a sharded member gates its keys and shards its informers)."""
     log.warning(
         "controller %r waits for %s to be served (--wait-for-resources); /readyz fails until it is",
         descriptor.name,
@@ -77,6 +79,8 @@ def wait_for_resource(
             break
         waiting.clear()
         log.info("controller %r: its resources are served; starting it", descriptor.name)
+        if before_start is not None:
+            before_start()
         ctx.informer_factory.start()
         ctx.metadata_informer_factory.start()
         if gate is not None:

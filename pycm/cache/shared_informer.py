@@ -146,6 +146,9 @@ class SharedIndexInformer:
         self.buffer_size = buffer_size
         self.metadata_only = metadata_only
         self.detector = MutationDetector(resource_name) if mutation_detector else None
+        # Called with the key and the last cached object as an object leaves the cache, before
+        # any handler hears of it (a uid-sharded gate remembers a deleted key's uid here).
+        self.removal_hooks: list[Callable[[str, Any], None]] = []
         self.indexer = Indexer(
             indexers, on_access=self.detector.check if self.detector is not None else None
         )
@@ -340,8 +343,11 @@ class SharedIndexInformer:
             if kind is _DELETED:
                 old = items.get(key)
                 delete_key(key)
-                if detector is not None and old is not None:
-                    detector.forget(old)
+                if old is not None:
+                    if detector is not None:
+                        detector.forget(old)
+                    for hook in self.removal_hooks:
+                        hook(key, old)
                 notes.append((DELETE, obj, None, False))
                 continue
             if kind is _SYNC:

@@ -400,6 +400,9 @@ class ControllerBuilder:
             informer.add_event_handler(
                 watch.handler(controller, owners), name=f"{self.name}/{watch.resource.resource}"
             )
+        # (For a sharded member: which cache holds its keys' objects, which ones it reads.)
+        controller.primary = self.informer(primary, metadata_only=self._for_metadata_only)
+        controller.watched = tuple(self._informers)
         ctx.register_queue(self.name, controller)
         return controller
 

@@ -22,6 +22,7 @@ from pycm.controller.context import ControllerContext, Runnable
 __all__ = [
     "ENTRY_POINT_GROUP",
     "SHARD_BY_NAMESPACE",
+    "SHARD_BY_UID",
     "SINGLETON",
     "ControllerDescriptor",
     "InitFunc",
@@ -34,8 +35,9 @@ InitFunc = Callable[[ControllerContext], Awaitable[Runnable | None]]
 
 # How a controller runs under ``pycm run --sharded`` (its descriptor's ``sharding``):
 SHARD_BY_NAMESPACE = "namespace"  # every member, on its share of the namespaces
-SINGLETON = "singleton"  # once: on the elected leader only (cluster-scoped keys need this)
-_SHARDINGS = (SHARD_BY_NAMESPACE, SINGLETON)
+SHARD_BY_UID = "uid"  # every member, on its share of the objects' uids (its for_ resource's)
+SINGLETON = "singleton"  # once: on the elected leader only (a controller that sees everything)
+_SHARDINGS = (SHARD_BY_NAMESPACE, SHARD_BY_UID, SINGLETON)
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,9 +57,12 @@ class ControllerDescriptor:
     # manager-wide --wait-for-resources does for every controller).
     wait_for_resources: bool = False
     # Under --sharded: "namespace" (its keys are "<namespace>/<name>"; each member reconciles
-    # the keys of its namespaces, its informers cache only those) or "singleton" (one replica
-    # runs it, elected as without sharding: a controller of cluster-scoped objects, or one
-    # that must see every namespace at once). Without --sharded it changes nothing.
+    # the keys of its namespaces, its informers cache only those), "uid" (each member
+    # reconciles the objects of its for_ resource whose uid hashes into its share, and caches
+    # only those of that resource: objects that stand alone, many in one namespace or
+    # cluster-scoped; needs a ControllerBuilder-built controller) or "singleton" (one replica
+    # runs it, elected as without sharding: a controller that must see every object at once).
+    # Without --sharded it changes nothing.
     sharding: str = SHARD_BY_NAMESPACE
 
     def __post_init__(self) -> None:

@@ -52,19 +52,21 @@ class OutcomeHandler:
     reconcile's span value (``[api calls, begin record]``), ``token`` what closes its span,
     ``start`` the metric clock's reading at its start."""
 
-    __slots__ = ("_bound", "_clock", "_owner", "_recorder", "_triggers")
+    __slots__ = ("_bound", "_clock", "_owner", "_recorder", "_requeues", "_triggers")
 
     def __init__(
         self,
         owner: Owner,
         recorder: ReconcileRecorder,
         triggers: dict[str, Trigger],
+        requeues: dict[str, Trigger],
         bound: BoundMetrics | None,
         clock: Clock,
     ) -> None:
         self._owner = owner
         self._recorder = recorder
         self._triggers = triggers  # the owner's: the newest trigger per waiting key
+        self._requeues = requeues  # the owner's: the cause of each key's delayed add
         self._bound = bound
         self._clock = clock
 
@@ -159,6 +161,10 @@ class OutcomeHandler:
         trigger = Trigger("", "", event, object=key, cause=cause_of_record(begin))
         waiting = self._triggers.get(key)
         self._triggers[key] = trigger if waiting is None else waiting.merge(trigger)
+        # The add itself comes later (a backoff, a requeue_after): a watch event may bring the
+        # key back first, and that reconcile takes the trigger above; the delayed add then still
+        # reconciles the key once more (as client-go's queue does), and names this cause.
+        self._requeues[key] = trigger
 
     def _retry_or_drop(
         self, key: str, exc: Exception, retries: int, begin: tuple[Any, ...]

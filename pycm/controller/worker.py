@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from pycm.api.diff import changed_paths
+from pycm.cache.shared_informer import SharedIndexInformer
 from pycm.controller.bound_metrics import BoundMetrics
 from pycm.controller.gates import KeyGate, ReconcileGate
 from pycm.controller.metrics import ControllerMetrics
@@ -123,6 +124,9 @@ class Controller:
         # The newest trigger per key waiting in the queue (a burst of events for one key is one
         # reconcile; it links to the last of them).
         self._triggers: dict[str, Trigger] = {}
+        # The cause of each key's pending delayed add (a retry's backoff, a requeue_after): the
+        # trigger of a reconcile that finds no other (outcomes.OutcomeHandler.requeued_by).
+        self._requeues: dict[str, Trigger] = {}
         # Monotonic time a worker last took or finished a key (or the controller started):
         # the queue-progress health check compares it with the queue's backlog.
         self.last_progress = clock.monotonic()
@@ -131,11 +135,18 @@ class Controller:
         self.gate: ReconcileGate | None = None
         # Sharded: asked before each key (after the gate); None takes every key.
         self.key_gate: KeyGate | None = None
+        # The informers a ControllerBuilder wired it to (None / (): built otherwise): its
+        # primary one caches the objects its keys name (a uid-sharded member reads a key's uid
+        # there), ``watched`` is every one it reads, the primary included.
+        self.primary: SharedIndexInformer | None = None
+        self.watched: tuple[SharedIndexInformer, ...] = ()
         # Set when run() stops: a worker waiting at a closed gate gives up its key at once
         # (else stopping would wait stop_timeout for it).
         self._stopping = asyncio.Event()
         # Every end of a reconcile but the plain success (the reconcile contract's other rows).
-        self._outcomes = OutcomeHandler(self, self._recorder, self._triggers, self._bound, clock)
+        self._outcomes = OutcomeHandler(
+            self, self._recorder, self._triggers, self._requeues, self._bound, clock
+        )
 
     def use_priority_queue(self) -> PriorityQueue[str]:
         """Replace the queue with a :class:`~pycm.workqueue.priority_queue.PriorityQueue`
@@ -295,6 +306,7 @@ class Controller:
             await self.process(key)
         elif admission is KeyAdmission.DROP:
             self._triggers.pop(key, None)
+            self._requeues.pop(key, None)
             self.queue.forget(key)
             self._bus.point(ItemDropped(queue=self.name, key=key, retries=0, reason=why))
         else:  # WAIT: its trigger stays for the reconcile that will run
@@ -317,6 +329,19 @@ class Controller:
                 waiter.cancel()
             await asyncio.gather(opened, stopping, return_exceptions=True)
         return opened.done() and not opened.cancelled() and not self._stopping.is_set()
+
+    def _take_trigger(self, key: str) -> Trigger | None:
+        """The cause the reconcile of ``key`` names: the events that brought it (merged), else
+        the cause of its delayed add. A requeue's trigger waits in both tables; the reconcile
+        its own delayed add brings takes it from both, one an event brought first (merged with
+        it) leaves it for the delayed add still to come."""
+        requeues = self._requeues
+        trigger = self._triggers.pop(key, None)
+        if trigger is None:
+            return requeues.pop(key, None) if requeues else None
+        if requeues and requeues.get(key) is trigger:
+            del requeues[key]
+        return trigger
 
     async def process(self, key: str) -> ReconcileResult:
         """One sync of ``key`` under the contract above (public for table tests).
@@ -351,7 +376,6 @@ class Controller:
         start_ns = monotonic_ns()
         bus._seq = seq = bus._seq + 1
         parent = get_span()
-        triggers = self._triggers
         begin = (
             RECONCILE_BEGIN,
             seq,
@@ -361,7 +385,7 @@ class Controller:
             key,
             queue.waits.get(key, 0),
             retries,
-            triggers.pop(key, None) if triggers else None,
+            self._take_trigger(key) if self._triggers or self._requeues else None,
         )
         put = bus._put  # the delivery (EventLog), read afresh for each record
         put(begin)

@@ -11,8 +11,8 @@ The worker asks before each reconcile (``Controller.key_gate``, pycm.controller.
 
 A key maps to the value the ring hashes by ``shard_value``: its namespace (``"ns/name"`` →
 ``"ns"``; a cluster-scoped key → ``""``) or, for uid sharding, the object's uid from the
-controller's cache (None when the object is not there: dropped, the cache holds only this
-member's share).
+controller's cache, or of the object last removed from it under that key (None when neither:
+dropped, the cache holds only this member's share; pycm.app.sharding.uid_in).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Iterable
 
-from pycm.api.sharding import hash_field
+from pycm.api.sharding import FIELD_NAMESPACE, hash_field
 from pycm.sharding.membership import Membership
 
 __all__ = ["KeyAdmission", "ShardKeyGate", "namespace_of"]
@@ -46,9 +46,11 @@ class ShardKeyGate:
         membership: Membership,
         shard_value: Callable[[str], str | None] = namespace_of,
         caches_current: Callable[[], bool] | None = None,
+        field: str = FIELD_NAMESPACE,
     ) -> None:
         self._membership = membership
         self._shard_value = shard_value
+        self.field = field  # what shard_value gives: the ring lays out namespaces only
         # False while the sharded informers relist for a new share: a key taken then would be
         # reconciled on a cache that lacks part of its objects (an RS without its pods makes
         # pods twice), as a new leader waits for its caches to sync.
@@ -65,13 +67,16 @@ class ShardKeyGate:
         if hashed is None:
             return KeyAdmission.DROP, "sharded: not in this member's share of the cache"
         membership = self._membership
-        if membership.may_take(hashed):
+        if membership.may_take(hashed, self.field):
             if self._caches_current is not None and not self._caches_current():
                 return KeyAdmission.WAIT, "sharded: the caches are relisting for a new share"
             return KeyAdmission.TAKE, ""
-        if membership.owns(hashed):
+        if membership.owns(hashed, self.field):
             return KeyAdmission.WAIT, "sharded: claimed by another member until it drains"
-        return KeyAdmission.DROP, f"sharded: {membership.owner(hashed) or 'no member'} owns it"
+        return (
+            KeyAdmission.DROP,
+            f"sharded: {membership.owner(hashed, self.field) or 'no member'} owns it",
+        )
 
     def hashes(self, keys: Iterable[str]) -> list[int]:
         """The hashes of ``keys`` (a worker's in-flight keys, for the member's drain)."""

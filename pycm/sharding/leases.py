@@ -1,15 +1,18 @@
-"""The members' Leases through pycm's client: create or update one, list a ring's, delete one."""
+"""The members' Leases through pycm's client: create or update one, list a ring's, delete one;
+write the ring's layout Lease (optimistically); list the namespaces' names for the layout."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from pycm.kube.client import Client
 from pycm.kube.errors import ApiError
-from pycm.kube.resources import LEASES
-from pycm.sharding.membership import RING_LABEL
+from pycm.kube.resources import LEASES, NAMESPACES
+from pycm.sharding.wire import RING_LABEL
 
-__all__ = ["ClientLeaseStore"]
+__all__ = ["ClientLeaseStore", "namespace_names"]
+
+_PAGE: Final = 500
 
 
 class ClientLeaseStore:
@@ -52,3 +55,34 @@ class ClientLeaseStore:
             if exc.code != 404:
                 raise
         self._last = None
+
+    async def write_layout(self, name: str, body: dict[str, Any], resource_version: str) -> bool:
+        """Create the layout Lease (``resource_version`` "") or update it from the version the
+        member read; False when someone else wrote first (409) or it went away (404)."""
+        try:
+            if not resource_version:
+                await self._client.create(LEASES, body, namespace=self.namespace)
+            else:
+                meta = {**body["metadata"], "resourceVersion": resource_version}
+                await self._client.update(
+                    LEASES, {**body, "metadata": meta}, namespace=self.namespace
+                )
+        except ApiError as exc:
+            if exc.code in (404, 409):
+                return False
+            raise
+        return True
+
+
+async def namespace_names(client: Client) -> list[str]:
+    """Every namespace's name: metadata-only pages from the server (no watch, no cache)."""
+    names: list[str] = []
+    token: str | None = None
+    while True:
+        page = await client.list(NAMESPACES, limit=_PAGE, continue_=token, metadata_only=True)
+        names.extend(
+            str((i.get("metadata") or {}).get("name") or "") for i in page.get("items") or []
+        )
+        token = (page.get("metadata") or {}).get("continue") or None
+        if token is None:
+            return [n for n in names if n]

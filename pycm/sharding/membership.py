@@ -6,9 +6,14 @@ Every ``retry_period`` the member:
    keys it would drop are drained, else the one it holds);
 2. writes its own Lease (``coordination.k8s.io/v1``, named ``<ring>-<identity>``, labelled
    ``sharding.pycm.io/ring=<ring>``): ``holderIdentity`` and the renew fields as a leader lease
-   (so ``kubectl get leases`` reads it), the view in the annotation ``sharding.pycm.io/view``;
+   (so ``kubectl get leases`` reads it), the view in the annotation ``sharding.pycm.io/view``
+   and the digest of its claim's layout in ``sharding.pycm.io/layout``;
 3. then lists the ring's Leases from the API server itself (``resourceVersion`` unset: a quorum
-   read, never a cache — the claims' first rule) and hands them to the claims.
+   read, never a cache — the claims' first rule) and hands them to the claims, with the ring's
+   layout: the Lease ``<ring>-layout``, same label, no holder, its knots in
+   ``sharding.pycm.io/layout-knots`` (none: the identity layout);
+4. when it is settled and has a :class:`~pycm.sharding.layout_writer.LayoutWriter`, lets it
+   write a new layout if the current one is clearly unbalanced (the writer's hysteresis).
 
 A write that fails is retried at the next period; when the last success is older than
 ``renew_deadline`` the claims fence the member (it takes nothing) and ``on_fenced`` runs once, so
@@ -18,30 +23,43 @@ move at once.
 
 Trace events (when a bus is handed in; names, counts and timings only): ``shard.member_joined``
 at the first publish of a view that holds the member, ``shard.view_changed`` when its published
-view or its target changes, ``shard.drain_started`` when it must wait for in-flight keys before
-it gives up part of its share and ``shard.drain_finished`` when it gave it up,
-``shard.member_fenced`` / ``shard.member_unfenced`` around a stale renew, ``shard.member_left``
-on release. The metrics (:mod:`pycm.sharding.metrics`) follow the same points.
+claim or its target changes (view or layout), ``shard.drain_started`` when it must wait for
+in-flight keys before it gives up part of its share and ``shard.drain_finished`` when it gave it
+up, ``shard.member_fenced`` / ``shard.member_unfenced`` around a stale renew,
+``shard.member_left`` on release, ``shard.layout_changed`` when this member wrote a new layout.
+The metrics (:mod:`pycm.sharding.metrics`) follow the same points.
 """
 
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
-import hashlib
 import logging
-import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Final, Protocol
+from typing import Any, Protocol
 
-from pycm.api.sharding import HASH_SPACE
-from pycm.sharding.claims import MemberClaims, PeerRecord
+from pycm.api.sharding import FIELD_NAMESPACE, HASH_SPACE
+from pycm.sharding.claims import Claim, MemberClaims
+from pycm.sharding.layout import IDENTITY, Layout, LayoutError
+from pycm.sharding.layout_writer import LayoutPlan, LayoutWriter
 from pycm.sharding.metrics import ShardingMetrics
+from pycm.sharding.wire import (
+    KNOTS_ANNOTATION,
+    LAYOUT_ANNOTATION,
+    RING_LABEL,
+    VIEW_ANNOTATION,
+    layout_lease,
+    layout_lease_name,
+    layout_of,
+    lease_name,
+    member_lease,
+    peer_record,
+)
 from pycm.trace.bus import Bus
 from pycm.trace.kinds import (
     ShardDrainFinished,
     ShardDrainStarted,
+    ShardLayoutChanged,
     ShardMemberFenced,
     ShardMemberJoined,
     ShardMemberLeft,
@@ -51,32 +69,20 @@ from pycm.trace.kinds import (
 from pycm.util.clock import REAL_CLOCK, Clock
 from pycm.util.leasetiming import KUBE_DEFAULTS
 
+# The wire names are pycm.sharding.wire's; re-exported for the tests and tools that read Leases.
 __all__ = [
+    "KNOTS_ANNOTATION",
+    "LAYOUT_ANNOTATION",
     "RING_LABEL",
     "VIEW_ANNOTATION",
     "LeaseStore",
     "Membership",
     "MembershipConfig",
+    "layout_lease_name",
     "lease_name",
 ]
 
 log = logging.getLogger(__name__)
-
-RING_LABEL: Final = "sharding.pycm.io/ring"
-VIEW_ANNOTATION: Final = "sharding.pycm.io/view"
-_NAME_OK = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-
-
-def lease_name(ring: str, identity: str) -> str:
-    """``<ring>-<identity>`` as a DNS-1123 label: an identity with other characters (KCM's are
-    ``<host>_<uuid>``) is lower-cased, its other characters become ``-`` and a short hash of it
-    is added, so that two identities never share a Lease."""
-    name = f"{ring}-{identity}"
-    if _NAME_OK.match(name) and len(name) <= 63:
-        return name
-    digest = hashlib.sha256(identity.encode()).hexdigest()[:8]
-    cleaned = re.sub(r"[^a-z0-9-]+", "-", name.lower()).strip("-")[: 63 - 9].strip("-")
-    return f"{cleaned}-{digest}"
 
 
 class LeaseStore(Protocol):
@@ -111,16 +117,6 @@ class MembershipConfig:
             )
 
 
-def _record(lease: dict[str, Any]) -> PeerRecord | None:
-    meta = lease.get("metadata") or {}
-    holder = str((lease.get("spec") or {}).get("holderIdentity") or "")
-    if not holder:
-        return None
-    view = str((meta.get("annotations") or {}).get(VIEW_ANNOTATION) or "")
-    members = frozenset(m for m in view.split(",") if m)
-    return PeerRecord(holder, members, str(meta.get("resourceVersion") or ""))
-
-
 @dataclass
 class _Drain:
     """A drain under way: since when (monotonic), the share it gives up, the most in-flight keys
@@ -150,7 +146,8 @@ def _names(members: Iterable[str]) -> str:
 
 
 class Membership:
-    """One member's loop. ``in_flight`` returns the hashes of the keys being reconciled.
+    """One member's loop. ``in_flight`` returns the namespace hashes of the keys being
+    reconciled, :attr:`in_flight_uids` the uid hashes of uid-sharded ones.
     ``bus`` and ``metrics`` are optional: without them the member reports nothing."""
 
     def __init__(
@@ -163,6 +160,7 @@ class Membership:
         on_fenced: Callable[[], None] | None = None,
         bus: Bus | None = None,
         metrics: ShardingMetrics | None = None,
+        layouts: LayoutWriter | None = None,
     ) -> None:
         self.config = config
         self.claims = MemberClaims(config.identity, config.lease_duration, config.renew_deadline)
@@ -170,68 +168,124 @@ class Membership:
         # The hashes of the keys being reconciled (replaceable: the sharded member's wiring
         # sets it once its controllers are known).
         self.in_flight = in_flight
+        self.in_flight_uids: Callable[[], Iterable[int]] = tuple  # (the layout moves neither)
         self.clock = clock
         self._on_fenced = on_fenced
         self._was_fenced = False
         self.name = lease_name(config.ring, config.identity)
         self.released = asyncio.Event()
+        self.layouts = layouts  # None: this member follows layouts but never writes one
+        self.layout_name = layout_lease_name(config.ring)
+        self._layout_version = ""  # the layout Lease's resourceVersion as last read ("": none)
+        self._layout_broken = False  # the layout Lease did not parse (logged once)
         self.bus = bus
         self.metrics = metrics
         self._joined_at: float | None = None
         self._fenced_at: float | None = None
         self._drain: _Drain | None = None
         # The (published, target) last reported in shard.view_changed.
-        self._reported: tuple[frozenset[str], frozenset[str]] | None = None
+        self._reported: tuple[Claim, Claim] | None = None
         if metrics is not None:
             metrics.watch_member(
                 config.ring, config.identity, config.lease_duration, self.drain_age
             )
 
-    def may_take(self, hashed: int) -> bool:
-        return self.claims.may_take(self.clock.monotonic(), hashed)
+    def may_take(self, hashed: int, field: str = FIELD_NAMESPACE) -> bool:
+        return self.claims.may_take(self.clock.monotonic(), hashed, field)
 
-    def owns(self, hashed: int) -> bool:
-        return self.claims.owns(self.clock.monotonic(), hashed)
+    def owns(self, hashed: int, field: str = FIELD_NAMESPACE) -> bool:
+        return self.claims.owns(self.clock.monotonic(), hashed, field)
 
-    def owner(self, hashed: int) -> str | None:
-        """Who owns the hash under the ring of the members this one sees live now."""
+    def owner(self, hashed: int, field: str = FIELD_NAMESPACE) -> str | None:
+        """Who owns the hash (of ``field``) under the ring of the members this one sees now."""
         claims = self.claims
-        return claims.ring(claims.target(self.clock.monotonic())).owner(hashed)
+        return claims.ring(claims.target_claim(self.clock.monotonic()), field).owner(hashed)
 
-    def _body(self, view: frozenset[str], now_ns: int) -> dict[str, Any]:
-        stamp = _micro_time(now_ns)
-        return {
-            "apiVersion": "coordination.k8s.io/v1",
-            "kind": "Lease",
-            "metadata": {
-                "name": self.name,
-                "labels": {RING_LABEL: self.config.ring},
-                "annotations": {VIEW_ANNOTATION: ",".join(sorted(view))},
-            },
-            "spec": {
-                "holderIdentity": self.config.identity if view else "",
-                "leaseDurationSeconds": round(self.config.lease_duration),
-                "renewTime": stamp,
-            },
-        }
+    def _body(self, claim: Claim, now_ns: int) -> dict[str, Any]:
+        config = self.config
+        return member_lease(
+            self.name, config.ring, config.identity, config.lease_duration, claim, now_ns
+        )
+
+    def _layout_body(self, plan: LayoutPlan) -> dict[str, Any]:
+        return layout_lease(self.layout_name, self.config.ring, plan.layout, plan.namespaces)
+
+    def _read_layout(self, leases: list[dict[str, Any]]) -> Layout:
+        """The ring's layout as read: identity when there is no layout Lease, and when its Lease
+        does not parse (logged once) — every member then agrees on the plain ring, and a writer
+        may replace the Lease (its resourceVersion is kept for the update)."""
+        lease = next(
+            (x for x in leases if (x.get("metadata") or {}).get("name") == self.layout_name), None
+        )
+        if lease is None:
+            self._layout_version = ""
+            return IDENTITY
+        self._layout_version = str((lease.get("metadata") or {}).get("resourceVersion") or "")
+        try:
+            layout = layout_of(lease)
+        except LayoutError as exc:
+            if not self._layout_broken:
+                log.warning("sharding: ignoring layout Lease %s: %s", self.layout_name, exc)
+            self._layout_broken = True
+            return IDENTITY
+        self._layout_broken = False
+        return layout
+
+    async def _maybe_write_layout(self) -> None:
+        """Step 4: a settled member lets its writer replace a clearly unbalanced layout."""
+        claims, writer = self.claims, self.layouts
+        now = self.clock.monotonic()
+        if writer is None or claims.fenced(now) or not claims.published:
+            return
+        if claims.published_claim != claims.target_claim(now):
+            return  # moving: the member set or the layout is changing already
+        plan = await writer.plan(claims.published, claims.target_layout, claims.tokens_per_member)
+        if plan is None:
+            return
+        if not await writer.write(self.layout_name, self._layout_body(plan), self._layout_version):
+            return
+        log.info(
+            "sharding: wrote layout %s for ring %s (%d namespaces, %d members: at most %d on "
+            "one member, was %d)",
+            plan.layout.digest,
+            self.config.ring,
+            plan.namespaces,
+            plan.members,
+            plan.most_after,
+            plan.most_before,
+        )
+        if self.bus is not None:
+            self.bus.point(
+                ShardLayoutChanged(
+                    ring=self.config.ring,
+                    member=self.config.identity,
+                    digest=plan.layout.digest,
+                    previous=claims.layout,
+                    namespaces=plan.namespaces,
+                    knots=len(plan.layout.knots),
+                    members=plan.members,
+                    most_before=plan.most_before,
+                    most_after=plan.most_after,
+                )
+            )
 
     async def tick(self) -> None:
         """One period: publish or renew, then read the ring."""
         now = self.clock.monotonic()
-        in_flight = list(self.in_flight())
-        view = self.claims.view_to_publish(now, in_flight)
-        self._follow_drain(now, view, in_flight)
-        written = self.claims.published if view is None else view
+        in_flight, in_flight_uids = list(self.in_flight()), list(self.in_flight_uids())
+        claim = self.claims.to_publish(now, in_flight, in_flight_uids)
+        self._follow_drain(now, claim, in_flight, in_flight_uids)
+        written = self.claims.published_claim if claim is None else claim
         try:
             await self._store.write(self.name, self._body(written, self.clock.wall_ns()))
         except Exception as exc:  # the API is down or slow: retried next period
             log.warning("sharding: renewing lease %s failed: %s", self.name, exc)
         else:
             before = self.claims.published
-            self.claims.renewed(now, written)
-            if written != before:
-                self._report_publish(now, written)
-            if not written and view is not None:  # released (stopping, drained)
+            self.claims.renewed(now, written.view, written.layout)
+            if written.view != before:
+                self._report_publish(now, written.view)
+            if not written.view and claim is not None:  # released (stopping, drained)
                 await self._store.delete(self.name)
                 self.released.set()
                 self._report_left()
@@ -241,15 +295,20 @@ class Membership:
             except Exception as exc:
                 log.warning("sharding: reading ring %s failed: %s", self.config.ring, exc)
             else:
-                records = (_record(lease) for lease in leases)
-                self.claims.observed(self.clock.monotonic(), [r for r in records if r is not None])
+                records = (peer_record(lease) for lease in leases)
+                self.claims.observed(
+                    self.clock.monotonic(),
+                    [r for r in records if r is not None],
+                    self._read_layout(leases),
+                )
+                await self._maybe_write_layout()
         fenced = self.claims.fenced(self.clock.monotonic())
         if fenced and not self._was_fenced and self._on_fenced is not None:
             self._on_fenced()
         if fenced != self._was_fenced:
             self._report_fence(fenced)
         self._was_fenced = fenced
-        self._report_view(len(in_flight))
+        self._report_view(len(in_flight) + len(in_flight_uids))
 
     async def run(self) -> None:
         """Tick every ``retry_period`` until released (after :meth:`stop`) or cancelled."""
@@ -265,34 +324,36 @@ class Membership:
 
     # -- what it reports (trace events and metrics) -----------------------------------------
 
-    def share(self, view: frozenset[str]) -> float:
-        """This member's fraction of the hash space under the ring of ``view``."""
-        return self.claims.ring(view).share(self.config.identity) if view else 0.0
+    def share(self, claim: Claim) -> float:
+        """This member's fraction of the hash space under the ring of ``claim``."""
+        return self.claims.ring(claim).share(self.config.identity) if claim.view else 0.0
 
     def drain_age(self) -> float:
         """Seconds the running drain has lasted; 0 when none runs."""
         drain = self._drain
         return 0.0 if drain is None else self.clock.monotonic() - drain.started
 
-    def _follow_drain(self, now: float, view: frozenset[str] | None, in_flight: list[int]) -> None:
-        """Start (or keep up) the drain when the target gives up part of this member's share."""
+    def _follow_drain(
+        self, now: float, claim: Claim | None, in_flight: list[int], in_flight_uids: list[int]
+    ) -> None:
+        """Start (or keep up) the drain when the target gives up part of this member's share
+        (a membership change or a new layout)."""
         claims, me = self.claims, self.config.identity
-        target = claims.target(now)
-        if target == claims.published or me not in claims.published:
+        target, published = claims.target_claim(now), claims.published_claim
+        if target == published or me not in published.view:
             self._drain = None  # nothing to give up (or the target came back before the publish)
             return
         drain = self._drain
         if drain is None:
-            mine = claims.ring(claims.published).spans(me)
-            kept = claims.ring(target).spans(me) if me in target else []
+            mine = claims.spans(published)
+            kept = claims.spans(target) if me in target.view else []
             dropped = (sum(e - s for s, e in mine) - _overlap(mine, kept)) / HASH_SPACE
             if dropped <= 0:
                 return  # it only gains: nothing to drain
             drain = self._drain = _Drain(now, dropped)
-        new_ring = claims.ring(target) if me in target else None
-        waiting = sum(1 for h in in_flight if new_ring is None or new_ring.owner(h) != me)
+        waiting = claims.dropped(target, in_flight, in_flight_uids)
         drain.keys = max(drain.keys, waiting)
-        if view is None and not drain.announced and self.bus is not None:
+        if claim is None and not drain.announced and self.bus is not None:
             drain.announced = True
             self.bus.point(
                 ShardDrainStarted(
@@ -326,7 +387,10 @@ class Membership:
             if self.bus is not None:
                 self.bus.point(
                     ShardMemberJoined(
-                        ring=ring, member=me, view=_names(written), share=self.share(written)
+                        ring=ring,
+                        member=me,
+                        view=_names(written),
+                        share=self.share(self.claims.published_claim),
                     )
                 )
 
@@ -367,14 +431,14 @@ class Membership:
 
     def _report_view(self, keys_in_flight: int) -> None:
         claims = self.claims
-        published, target = claims.published, claims.target(self.clock.monotonic())
-        shape = (published, target)
-        if shape == self._reported or not published:
+        shape = (claims.published_claim, claims.target_claim(self.clock.monotonic()))
+        if shape == self._reported or not claims.published:
             return
-        before = self._reported[1] if self._reported is not None else frozenset()
+        before = self._reported[1].view if self._reported is not None else frozenset()
         self._reported = shape
+        published, target = shape[0].view, shape[1].view
         ring, me = self.config.ring, self.config.identity
-        share = self.share(published)
+        share = self.share(shape[0])
         if self.metrics is not None:
             self.metrics.members.labels(ring).set(len(target))
             self.metrics.share_ratio.labels(ring, me).set(share)
@@ -387,14 +451,9 @@ class Membership:
                     target=_names(target),
                     members=len(target),
                     share=share,
-                    target_share=self.share(target),
+                    target_share=self.share(shape[1]),
                     joined=_names(target - before),
                     left=_names(before - target),
                     keys_in_flight=keys_in_flight,
                 )
             )
-
-
-def _micro_time(ns: int) -> str:
-    moment = dt.datetime.fromtimestamp(ns / 1e9, tz=dt.UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")

@@ -2,10 +2,13 @@
 (``controller_sharding_*``), on the manager's Prometheus registry.
 
 - ``controller_sharding_members{ring}``: the live members this member sees (itself included).
-- ``controller_sharding_share_ratio{ring,member}``: its fraction of the hash space under the
-  view it has published (what it may reconcile).
-- ``controller_sharding_keys_owned{ring,member}``: the objects its sharded informers cache
-  (read at scrape time; during a drain the keys it drains and the keys it will take).
+- ``controller_sharding_share_ratio{ring,member}``: its share under the view it has published
+  (what it may reconcile): of the namespaces the ring's layout places, else of the hash space.
+- ``controller_sharding_keys_owned{ring,member}``: the reconcile keys of its share — the
+  objects its sharded controllers' primary informers cache, each once — and
+  ``controller_sharding_objects_cached{ring,member}``: every object its sharded informers cache
+  (the keys' objects and what they read besides, pods of replica sets, say). Both are read at
+  scrape time; during a drain both count the share it gives up too.
 - ``controller_sharding_drains_total{ring}`` and ``controller_sharding_drain_duration_seconds``
   ``{ring}``: finished drains (a share given up) and how long each waited for in-flight keys.
 - ``controller_sharding_drain_in_progress_seconds{ring,member}``: the age of the running drain,
@@ -17,7 +20,7 @@
 - ``controller_sharding_lease_duration_seconds{ring}``: its ``--sharding-lease-duration``.
 
 The membership loop (:mod:`pycm.sharding.membership`) feeds them; the sharded member hands in
-the count of cached objects.
+the counts of keys and of cached objects.
 """
 
 from __future__ import annotations
@@ -43,13 +46,21 @@ class ShardingMetrics:
         )
         self.share_ratio = Gauge(
             "controller_sharding_share_ratio",
-            "This member's fraction of the hash space under the view it has published.",
+            "This member's share under the view it has published: of the namespaces the ring's "
+            "layout places, else of the hash space.",
             ["ring", "member"],
             registry=registry,
         )
         self.keys_owned = Gauge(
             "controller_sharding_keys_owned",
-            "Objects cached by this member's sharded informers (its share of the keys).",
+            "Reconcile keys of this member's share: objects its sharded controllers' primary "
+            "informers cache.",
+            ["ring", "member"],
+            registry=registry,
+        )
+        self.objects_cached = Gauge(
+            "controller_sharding_objects_cached",
+            "Objects cached by this member's sharded informers (the keys' and the rest).",
             ["ring", "member"],
             registry=registry,
         )
@@ -98,6 +109,10 @@ class ShardingMetrics:
         self.lease_lost_total.labels(ring)  # 0 from the start, so increase() sees the first
         self.drains_total.labels(ring)
 
-    def watch_keys(self, ring: str, member: str, count: Callable[[], int]) -> None:
-        """Read ``controller_sharding_keys_owned`` from ``count()`` at each scrape."""
-        self.keys_owned.labels(ring, member).set_function(count)
+    def watch_keys(
+        self, ring: str, member: str, keys: Callable[[], int], objects: Callable[[], int]
+    ) -> None:
+        """Read ``controller_sharding_keys_owned`` from ``keys()`` and
+        ``controller_sharding_objects_cached`` from ``objects()`` at each scrape."""
+        self.keys_owned.labels(ring, member).set_function(keys)
+        self.objects_cached.labels(ring, member).set_function(objects)

@@ -11,6 +11,11 @@ Tokens are placed with BLAKE2b of ``"<member>#<i>"``, not FNV-1a: member names d
 character or two, and FNV-1a spreads such near-identical inputs poorly. Token placement only
 has to agree between members (every member computes the same ring from the same member set);
 the object hash has to agree with the server.
+
+The tokens live in a *virtual* space; a :class:`~pycm.sharding.layout.Layout` maps object hashes
+onto it (the identity by default, so virtual = hash). A layout spreads namespaces whose FNV-1a
+hashes cluster; it is monotone, so a member's arcs still pull back to hash spans and one
+selector. Changing the members with the layout unchanged still moves about 1/N of the keys.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from pycm.api.sharding import HASH_SPACE, ShardSelector
+from pycm.sharding.layout import IDENTITY, Layout
 
 __all__ = ["TOKENS_PER_MEMBER", "Ring", "join_spans"]
 
@@ -38,10 +44,12 @@ def _token(member: str, index: int) -> int:
 
 @dataclass(frozen=True)
 class Ring:
-    """The ring of a set of members. Immutable: a membership change makes a new ring."""
+    """The ring of a set of members under a layout. Immutable: a membership or layout change
+    makes a new ring. Spans and shares are of the hash space (what selectors carry)."""
 
     members: frozenset[str]
     tokens_per_member: int = TOKENS_PER_MEMBER
+    layout: Layout = IDENTITY
     _points: tuple[int, ...] = field(init=False, repr=False, compare=False)
     _owners: tuple[str, ...] = field(init=False, repr=False, compare=False)
 
@@ -55,18 +63,27 @@ class Ring:
         object.__setattr__(self, "_owners", tuple(member for _, member in placed))
 
     @classmethod
-    def of(cls, members: Iterable[str], tokens_per_member: int = TOKENS_PER_MEMBER) -> Ring:
-        return cls(frozenset(members), tokens_per_member)
+    def of(
+        cls,
+        members: Iterable[str],
+        tokens_per_member: int = TOKENS_PER_MEMBER,
+        layout: Layout = IDENTITY,
+    ) -> Ring:
+        return cls(frozenset(members), tokens_per_member, layout)
 
     def owner(self, hashed: int) -> str | None:
         """The member that owns this hash; None on an empty ring."""
         if not self._points:
             return None
-        at = bisect.bisect_left(self._points, hashed)
+        at = bisect.bisect_left(self._points, self.layout.to_virtual(hashed))
         return self._owners[at % len(self._owners)]  # past the last token: the first one's arc
 
     def spans(self, member: str) -> list[tuple[int, int]]:
-        """``member``'s share as ``[start, end)`` spans in order, adjacent arcs joined."""
+        """``member``'s share as ``[start, end)`` hash spans in order, adjacent arcs joined."""
+        return self.layout.hash_spans(self.virtual_spans(member))
+
+    def virtual_spans(self, member: str) -> list[tuple[int, int]]:
+        """``member``'s arcs of the virtual space as ``[start, end)`` spans, in order."""
         if member not in self.members:
             return []
         if len(self.members) == 1:
@@ -84,8 +101,22 @@ class Ring:
             previous = point
         return join_spans((start, end) for start, end in spans if start < end)
 
+    def arcs(self) -> list[tuple[int, int, str]]:
+        """The virtual space as ``(start, end, owner)`` runs in order (empty on an empty ring)."""
+        return sorted(
+            (start, end, member)
+            for member in self.members
+            for start, end in self.virtual_spans(member)
+        )
+
     def share(self, member: str) -> float:
-        """The fraction of the hash space ``member`` owns."""
+        """``member``'s share: of the namespaces the layout places (its knots: each one's hash,
+        or evenly spaced samples of them), else of the hash space. Under a layout the hash
+        space says little: clustered namespaces sit in a sliver of it, and the views, metrics
+        and trace report this share as the member's part of the work."""
+        knots = self.layout.knots
+        if knots:
+            return sum(1 for hashed, _ in knots if self.owner(hashed) == member) / len(knots)
         return sum(end - start for start, end in self.spans(member)) / HASH_SPACE
 
     def shares(self) -> Mapping[str, float]:
@@ -107,8 +138,8 @@ class Ring:
 
 
 def _cuts(ring: Ring) -> list[int]:
-    # Ownership is constant on [point + 1, next point + 1): cut after every token.
-    return [point + 1 for point in ring._points if point + 1 < HASH_SPACE]
+    # Ownership is constant within each member's hash spans: cut at every span's start.
+    return [start for member in ring.members for start, _ in ring.spans(member)]
 
 
 def join_spans(spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:

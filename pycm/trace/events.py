@@ -168,12 +168,41 @@ def kind(name: str) -> Callable[[_T], _T]:
             raise TypeError(f"{cls.__name__} is not an Event")
         if name in REGISTRY:
             raise TypeError(f"kind {name!r} is declared twice ({REGISTRY[name].cls.__name__})")
-        layout = dataclass(slots=True, kw_only=True, unsafe_hash=True)(cls)
+        # Only the fields and the slots from dataclass: the kind's constructor is generated
+        # below, and __repr__, __eq__ and __hash__ are shared functions over the field names
+        # (dataclass would compile four functions per kind: most of pycm's import time).
+        layout = dataclass(slots=True, kw_only=True, init=False, repr=False, eq=False)(cls)
+        names = tuple(f.name for f in dataclasses.fields(layout))
+        shared = {"_FIELD_NAMES": names, "__repr__": _repr, "__eq__": _eq, "__hash__": _hash}
+        for attr, value in shared.items():
+            setattr(layout, attr, value)
         frozen = _frozen_class(layout, name)
         _register(frozen, name)
         return frozen  # type: ignore[return-value]
 
     return declare
+
+
+def _values(event: Any) -> tuple[Any, ...]:
+    return tuple(getattr(event, name) for name in event._FIELD_NAMES)
+
+
+def _repr(self: Any) -> str:
+    """As dataclass writes it: ``Name(field=value, ...)`` in field order."""
+    inner = ", ".join(f"{name}={getattr(self, name)!r}" for name in self._FIELD_NAMES)
+    return f"{type(self).__qualname__}({inner})"
+
+
+def _eq(self: Any, other: object) -> Any:
+    """As dataclass compares: equal when of the same class and equal field by field (else
+    NotImplemented, so that Python tries the other side)."""
+    if other.__class__ is not self.__class__:
+        return NotImplemented
+    return _values(self) == _values(other)
+
+
+def _hash(self: Any) -> int:
+    return hash(_values(self))
 
 
 _KW_ONLY: Any = object()

@@ -743,7 +743,9 @@ class ShardMemberJoined(Event):
     ring: str = ""
     member: str = ""
     view: str = ""  # the members of the view it published
-    share: float = 0.0  # its fraction of the hash space under that view's ring
+    share: float = (
+        0.0  # its share under that view's ring (of the laid-out namespaces, else of the hash space)
+    )
 
 
 @kind("shard.member_left")
@@ -778,7 +780,8 @@ class ShardMemberUnfenced(Event):
 @kind("shard.view_changed")
 class ShardViewChanged(Event):
     """The view this member has published, or its target (itself and the live members it sees),
-    changed. ``share`` and ``target_share`` are its fractions of the hash space under each."""
+    changed. ``share`` and ``target_share`` are its shares under each (of the namespaces the
+    ring's layout places, else of the hash space)."""
 
     ring: str = ""
     member: str = ""
@@ -818,7 +821,8 @@ class ShardDrainFinished(Event):
 @kind("shard.relist")
 class ShardRelisted(Event):
     """This member's share changed: its sharded informers relist with the new ``shardSelector``.
-    ``objects_cached``: what they held before the relist."""
+    ``objects_cached``: what they held before the relist; ``keys_cached``: what its sharded
+    controllers' primary informers held (the keys of its share), ``key_resources`` naming those."""
 
     ring: str = ""
     member: str = ""
@@ -827,6 +831,30 @@ class ShardRelisted(Event):
     spans: int = 0  # the selector's hash spans
     objects_cached: int = 0
     resources: str = ""  # the sharded informers' resources, comma-separated
+    keys_cached: int = 0
+    key_resources: str = ""  # those whose objects are reconcile keys, comma-separated
+
+
+# ---------------------------------------------------------------------------------------------
+# The sharding layout (pycm.sharding.layout_writer, pycm.sharding.membership)
+# ---------------------------------------------------------------------------------------------
+# Where namespace hashes sit on the ring. Counts and digests only, never namespace names.
+
+
+@kind("shard.layout_changed")
+class ShardLayoutChanged(Event):
+    """This member wrote a new layout for the ring (the old one was clearly unbalanced): every
+    member adopts it like a membership change (drain what moves, publish, relist)."""
+
+    ring: str = ""
+    member: str = ""  # the writer
+    digest: str = ""  # the new layout's digest
+    previous: str = ""  # the digest it replaced ("" is the identity layout)
+    namespaces: int = 0  # distinct namespace hashes it was built from
+    knots: int = 0
+    members: int = 0  # the members it was built for
+    most_before: int = 0  # the most namespaces one member owned under the previous layout
+    most_after: int = 0  # and under the new one
 
 
 # ---------------------------------------------------------------------------------------------

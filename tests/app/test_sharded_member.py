@@ -5,7 +5,6 @@ member leaves the other relists and takes its namespaces."""
 from __future__ import annotations
 
 import asyncio
-import itertools
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -29,6 +28,7 @@ from pycm.sharding.membership import Membership, MembershipConfig
 from pycm.sharding.ring import Ring
 from pycm.sim import run_emulator
 from pycm.trace.bus import Bus
+from tests.app.shard_log import no_overlap, until
 
 NAMESPACES = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel"]
 TIMINGS = {"lease_duration": 1.5, "renew_deadline": 1.0, "retry_period": 0.2}
@@ -104,23 +104,6 @@ class _Member:
         await asyncio.gather(*self.tasks, return_exceptions=True)
 
 
-async def _until(predicate: Any, what: str, timeout: float = 8.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, f"not within {timeout}s: {what}"
-        await asyncio.sleep(0.05)
-
-
-def _no_overlap(log: list[tuple[str, str, float, float]]) -> None:
-    by_key: dict[str, list[tuple[float, float, str]]] = {}
-    for member, key, began, ended in log:
-        by_key.setdefault(key, []).append((began, ended, member))
-    for key, spans in by_key.items():
-        spans.sort()
-        for (_, end_a, a), (start_b, _, b) in itertools.pairwise(spans):
-            assert a == b or start_b >= end_a, f"{key} reconciled by {a} and {b} at once"
-
-
 @pytest.mark.asyncio
 async def test_two_members_split_the_namespaces_then_one_takes_over_when_the_other_leaves(
     client: Client,
@@ -134,7 +117,7 @@ async def test_two_members_split_the_namespaces_then_one_takes_over_when_the_oth
         await a.start()
         await b.start()
         both = frozenset({a.name, b.name})
-        await _until(
+        await until(
             lambda: (
                 a.member.membership.claims.published == both
                 and b.member.membership.claims.published == both
@@ -151,7 +134,7 @@ async def test_two_members_split_the_namespaces_then_one_takes_over_when_the_oth
         mark = len(log)
         for ns in NAMESPACES:
             await client.create(PODS, _pod("p1", ns), namespace=ns)
-        await _until(
+        await until(
             lambda: {k for _, k, _, _ in log[mark:]} >= {f"{ns}/p1" for ns in NAMESPACES},
             "every new pod reconciled",
         )
@@ -159,17 +142,17 @@ async def test_two_members_split_the_namespaces_then_one_takes_over_when_the_oth
             assert member == owner[key.split("/")[0]], (member, key)
         # b leaves: drained and released, a relists and takes b's namespaces at once.
         b.member.stop()
-        await _until(lambda: b.member.membership.released.is_set(), "b released")
-        await _until(lambda: len(a.held()) == 2 * len(NAMESPACES), "a caches everything")
+        await until(lambda: b.member.membership.released.is_set(), "b released")
+        await until(lambda: len(a.held()) == 2 * len(NAMESPACES), "a caches everything")
         mark = len(log)
         b_ns = next(ns for ns in NAMESPACES if owner[ns] == b.name)
         await client.create(PODS, _pod("p2", b_ns), namespace=b_ns)
-        await _until(lambda: any(k == f"{b_ns}/p2" for _, k, _, _ in log[mark:]), "b's ns by a")
+        await until(lambda: any(k == f"{b_ns}/p2" for _, k, _, _ in log[mark:]), "b's ns by a")
         assert {m for m, k, _, _ in log[mark:] if k == f"{b_ns}/p2"} == {a.name}
     finally:
         await a.stop()
         await b.stop()
-    _no_overlap(log)
+    no_overlap(log)
 
 
 @pytest.mark.asyncio
@@ -191,7 +174,7 @@ async def test_a_member_takes_no_key_while_its_informers_relist_for_a_new_share(
                 await a.start()
                 await b.start()
                 both = frozenset({a.name, b.name})
-                await _until(
+                await until(
                     lambda: (
                         a.member.membership.claims.published == both
                         and b.member.membership.claims.published == both
@@ -205,7 +188,7 @@ async def test_a_member_takes_no_key_while_its_informers_relist_for_a_new_share(
                 )
                 b.member.stop()
                 draining = "sharded: claimed by another member until it drains"
-                await _until(
+                await until(
                     lambda: (
                         a.member.membership.claims.published == {a.name}
                         and a.member.gate.admit(f"{b_ns}/p0")[1] != draining
@@ -218,7 +201,7 @@ async def test_a_member_takes_no_key_while_its_informers_relist_for_a_new_share(
                     "sharded: the caches are relisting for a new share",
                 )
                 assert not a.member.caches_current()
-                await _until(lambda: a.member.caches_current(), "a's relist landed")
+                await until(lambda: a.member.caches_current(), "a's relist landed")
                 assert f"{b_ns}/p0" in a.held()
                 assert a.member.gate.admit(f"{b_ns}/p0") == (KeyAdmission.TAKE, "")
             finally:
@@ -226,3 +209,28 @@ async def test_a_member_takes_no_key_while_its_informers_relist_for_a_new_share(
                 await b.stop()
         finally:
             await c.aclose()
+
+
+@pytest.mark.asyncio
+async def test_a_starting_member_settles_on_the_members_that_start_with_it(client: Client) -> None:
+    # Two members start together: a's first read finds only itself (b has not written yet), so
+    # without settling it would list the whole cluster; it reads again each period until the
+    # ring holds, and its informers then start with its share of the two.
+    def membership(name: str) -> Membership:
+        return Membership(
+            MembershipConfig("settle", name, **TIMINGS),
+            ClientLeaseStore(client, "kube-system"),
+            list,
+        )
+
+    a, b = ShardedMember(membership("pycm-a")), ShardedMember(membership("pycm-b"))
+    await a.join()
+    assert a.membership.claims.target(time.monotonic()) == {"pycm-a"}
+    await b.join()
+    assert await a.settle() == 2  # the ring changed once (b), then held for a period
+    both = Ring.of(["pycm-a", "pycm-b"])
+    selector = a.selector()
+    assert selector is not None
+    assert [(r.start, r.end) for r in selector.ranges] == both.spans("pycm-a")
+    assert await b.settle() == 1  # b saw both at its join: it held at once
+    assert a.reshard_if_moved() is False  # settled: no relist due at the informers' start

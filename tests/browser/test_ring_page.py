@@ -58,8 +58,9 @@ def test_ring_panel_shows_members_shares_and_moves(scripted: ScriptedDashboard, 
     }
     three = Ring.of(MEMBERS[:3])
     assert cells["pycm-0"][:3] == ["pycm-0", "live", f"{three.share('pycm-0') * 100:.1f}%"]
-    assert cells["pycm-0"][4] == "118" and cells["pycm-0"][7:9] == ["2", "2500"]
-    assert cells["pycm-1"][9] == "1"
+    # keys (its replica sets' and deployments' objects), objects (pods too), drains
+    assert cells["pycm-0"][4:6] == ["39", "118"] and cells["pycm-0"][8:10] == ["2", "2500"]
+    assert cells["pycm-1"][10] == "1"
     # pycm-0's stream only saw pycm-3 in its view; pycm-3's own record (it left) wins.
     assert cells["pycm-3"][1] == "left"
     # The bar: the three live members' shares side by side, filling the ring.

@@ -26,7 +26,7 @@ from pycm.trace.kinds import InformerBackedOff, InformerRelisted
 
 # Names that differ in more than their last character: FNV-1a (kube's shard hash) puts names
 # such as team-0 … team-7 within 2^-21 of the space of each other, so one member would own
-# them all (docs/operations.md, "Sharding": a known limit of namespace sharding).
+# them all on the plain ring this test uses (docs/operations.md, "Sharding": the layout).
 NAMESPACES = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel"]
 MEMBERS = ["pycm-0", "pycm-1"]
 

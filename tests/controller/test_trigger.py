@@ -31,6 +31,18 @@ def _controller(bus: Bus, sync: Any = None) -> Controller:
     return Controller("deployment", sync or ok, resource="deployments", bus=bus, clock=FakeClock())
 
 
+def _scripted(results: list[Any]) -> Any:
+    """A sync that returns (or raises) the next of ``results`` each time."""
+
+    async def sync(key: str) -> Result:
+        outcome = results.pop(0)
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome  # type: ignore[no-any-return]
+
+    return sync
+
+
 async def _begins(bus: Bus, ctrl: Controller, *keys: str) -> list[ReconcileStarted]:
     with bus.subscribe(name="t", kinds=(ReconcileStarted.KIND,)) as sub:
         for key in keys:
@@ -125,13 +137,7 @@ async def test_a_retry_and_a_requeue_name_the_reconcile_that_asked_for_them() ->
         Result(),
     ]
 
-    async def sync(key: str) -> Result:
-        outcome = results.pop(0)
-        if isinstance(outcome, Exception):
-            raise outcome
-        return outcome  # type: ignore[no-any-return]
-
-    ctrl = _controller(bus, sync)
+    ctrl = _controller(bus, _scripted(results))
     first, second, third, fourth = await _begins(bus, ctrl, *["ns/a"] * 4)
     assert first.trigger_event == "" and first.trigger_merged == 0
     assert (second.trigger_event, second.trigger_span_id, second.trigger_key) == (
@@ -143,3 +149,37 @@ async def test_a_retry_and_a_requeue_name_the_reconcile_that_asked_for_them() ->
     assert second.trigger_controller == "deployment"
     assert (third.trigger_event, third.trigger_span_id) == ("requeue", second.span_id)
     assert (fourth.trigger_event, fourth.trigger_span_id) == ("requeue_after", third.span_id)
+
+
+@pytest.mark.asyncio
+async def test_a_delayed_retry_that_fires_after_a_watch_event_still_names_the_retry() -> None:
+    # A sync fails; before its backoff ends a watch event brings the key back and that
+    # reconcile (which takes the merged trigger) succeeds; the backoff's add then still lands
+    # (as client-go's delaying queue does) and its reconcile names the failed one, not nothing.
+    bus = Bus(instance="pycm-0")
+    results: list[Any] = [ServerError("boom"), Result(), Result()]
+
+    ctrl = _controller(bus, _scripted(results))
+    (failed,) = await _begins(bus, ctrl, "default/web")
+    ctrl.enqueue("default/web", ctrl.trigger(_obj("30"), "update", _obj("29")))
+    (by_event,) = await _begins(bus, ctrl, "default/web")
+    assert (by_event.trigger_event, by_event.trigger_merged) == ("update", 2)
+    assert by_event.first_trigger_span_id == failed.span_id
+    (by_backoff,) = await _begins(bus, ctrl, "default/web")  # the delayed add's reconcile
+    assert (by_backoff.trigger_event, by_backoff.trigger_span_id) == ("retry", failed.span_id)
+    assert by_backoff.trigger_merged == 1
+    # Consumed: a later reconcile with no event and no requeue names nothing.
+    results.append(Result())
+    (after,) = await _begins(bus, ctrl, "default/web")
+    assert after.trigger_event == ""
+
+
+@pytest.mark.asyncio
+async def test_a_retry_whose_own_backoff_brings_the_key_is_named_once() -> None:
+    bus = Bus(instance="pycm-0")
+    results: list[Any] = [ServerError("boom"), Result(), Result()]
+
+    ctrl = _controller(bus, _scripted(results))
+    failed, retried, plain = await _begins(bus, ctrl, *["default/web"] * 3)
+    assert (retried.trigger_event, retried.trigger_span_id) == ("retry", failed.span_id)
+    assert plain.trigger_event == ""  # the retry's cause was taken once, not left behind

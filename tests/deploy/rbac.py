@@ -8,13 +8,14 @@ group/resource, with its names and namespace) so a test can say which grant noth
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from pycm.sim.requestinfo import request_info
 from tests.deploy.conftest import DEPLOY
 
 BASE = DEPLOY / "kubernetes" / "base"
@@ -157,3 +158,17 @@ def check_rbac(calls: list[Call], rules: list[Grant]) -> None:
         raise AssertionError(
             f"used but not granted: {forbidden}; granted but never used: {unused}\ncalls:\n  {seen}"
         )
+
+
+def record_calls(emu: Any, calls: list[Call], made_by: Callable[[Any], bool]) -> None:
+    """Append to ``calls`` every resource request ``emu`` serves from now on whose request
+    ``made_by`` accepts (the member under test: its token, its user agent)."""
+
+    async def hook(request: Any) -> None:
+        if not made_by(request):
+            return
+        info = request_info(request.method, request.url.path, dict(request.query_params))
+        if info.is_resource_request:
+            calls.append(Call(info.verb, info.api_group, info.resource, info.namespace, info.name))
+
+    emu.before_request.insert(0, hook)

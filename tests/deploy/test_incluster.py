@@ -589,6 +589,7 @@ async def test_incluster_sharded_overlay_role_is_used_and_enough(tmp_path: Path)
         ):
             assert sample in r.text.splitlines(), sample
         assert f"controller_sharding_keys_owned{{{me}}}" in r.text
+        assert f"controller_sharding_objects_cached{{{me}}}" in r.text
         trace = w.manager.trace
     calls = list(w.recorded.calls)
     leave = Call("delete", "coordination.k8s.io", "leases", NAMESPACE, f"pycm-{IDENTITY}")

@@ -15,7 +15,6 @@ import dataclasses
 import secrets
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
@@ -27,10 +26,16 @@ from pycm.kube.resources import NAMESPACES as NAMESPACE_RESOURCE
 from pycm.sharding.leases import ClientLeaseStore
 from pycm.sharding.membership import RING_LABEL, Membership, MembershipConfig, lease_name
 from pycm.sim.auth import UserInfo
-from pycm.sim.requestinfo import request_info
 from pycm.sim.server import Emulator, run_emulator
 from pycm.util.clock import FakeClock
-from tests.deploy.rbac import MANAGER_ROLES, SHARDING_ROLE, Call, emulator_policy, grants
+from tests.deploy.rbac import (
+    MANAGER_ROLES,
+    SHARDING_ROLE,
+    Call,
+    emulator_policy,
+    grants,
+    record_calls,
+)
 
 NAMESPACE = "pycm-system"
 SA_USER = f"system:serviceaccount:{NAMESPACE}:pycm"
@@ -57,16 +62,9 @@ async def _rig(tmp: Path, roles: Sequence[Path]) -> AsyncIterator[_Rig]:
         member_client = await Client.connect(dataclasses.replace(config, token=token))
         rig = _Rig(emu, admin, member_client)
 
-        async def hook(request: Any) -> None:
-            if request.headers.get("authorization", "") != f"Bearer {token}":
-                return
-            info = request_info(request.method, request.url.path, dict(request.query_params))
-            if info.is_resource_request:
-                rig.calls.append(
-                    Call(info.verb, info.api_group, info.resource, info.namespace, info.name)
-                )
-
-        emu.before_request.insert(0, hook)
+        record_calls(
+            emu, rig.calls, lambda r: r.headers.get("authorization", "") == f"Bearer {token}"
+        )
         try:
             await admin.create(NAMESPACE_RESOURCE, {"metadata": {"name": NAMESPACE}})
             yield rig

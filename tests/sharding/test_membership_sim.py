@@ -20,6 +20,7 @@ from pycm.sharding.membership import (
     VIEW_ANNOTATION,
     Membership,
     MembershipConfig,
+    layout_lease_name,
     lease_name,
 )
 from pycm.sharding.ring import Ring
@@ -127,6 +128,8 @@ def test_lease_names_are_dns_labels_and_distinct() -> None:
     assert a != b and a.startswith("pycm-host-1234-")
     long = lease_name("pycm", "x" * 100)
     assert len(long) <= 63
+    # No member's Lease is the ring's layout Lease, whatever its identity.
+    assert lease_name("pycm", "layout") != layout_lease_name("pycm") == "pycm-layout"
 
 
 def test_membership_config_refuses_unsafe_timings_and_bad_identities() -> None:

@@ -15,12 +15,13 @@ from pycm.sharding.ring import Ring
 from pycm.trace import kinds as k
 from pycm.trace.events import Event
 
-__all__ = ["T0", "ring_trace"]
+__all__ = ["T0", "layout_written", "ring_trace"]
 
 T0 = 1_790_000_000_000_000_000
 _S = 1_000_000_000
 THREE = ("pycm-0", "pycm-1", "pycm-2")
 RESOURCES = "deployments.apps,pods,replicasets.apps"
+KEY_RESOURCES = "deployments.apps,replicasets.apps"  # the controllers' primary resources
 FOUR = (*THREE, "pycm-3")
 
 
@@ -86,6 +87,8 @@ def ring_trace(t0: int = T0) -> list[Event]:
                 spans=40,
                 objects_cached=120,
                 resources=RESOURCES,
+                keys_cached=40,
+                key_resources=KEY_RESOURCES,
             ),
         )
     # pycm-3 joins; pycm-0 waits for one key it gives up.
@@ -111,6 +114,8 @@ def ring_trace(t0: int = T0) -> list[Event]:
             spans=52,
             objects_cached=118,
             resources=RESOURCES,
+            keys_cached=39,
+            key_resources=KEY_RESOURCES,
         ),
     )
     # pycm-1 cannot renew for a while.
@@ -142,3 +147,21 @@ def ring_trace(t0: int = T0) -> list[Event]:
         object.__setattr__(event, "ts", t0 + int(seconds * _S))
         events.append(event)
     return events
+
+
+def layout_written(ts_s: float, digest: str, previous: str) -> k.ShardLayoutChanged:
+    """pycm-1 writing a layout for ten namespaces over three members, ``ts_s`` after T0."""
+    ev = k.ShardLayoutChanged(
+        ring="pycm",
+        member="pycm-1",
+        digest=digest,
+        previous=previous,
+        namespaces=10,
+        knots=10,
+        members=3,
+        most_before=10,
+        most_after=4,
+    )
+    for name, value in (("instance", "pycm-1"), ("seq", 99), ("ts", T0 + int(ts_s * _S))):
+        object.__setattr__(ev, name, value)
+    return ev

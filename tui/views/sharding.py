@@ -1,7 +1,8 @@
 """Sharding: per ring, its members — whose Lease is live, each one's share of the hash space
-(published, and the target it moves to), the objects its sharded informers cache, its drains and
-fences — and the ring's moves, newest last (joins, leaves, drains, fences, relists). The tab is
-shown only once the trace has a ring (``pycm run --sharded``)."""
+(published, and the target it moves to), the keys of its share (the objects of its controllers'
+primary resources) and all the objects its sharded informers cache, its drains and fences — and
+the ring's moves, newest last (joins, leaves, drains, fences, relists). The tab is shown only
+once the trace has a ring (``pycm run --sharded``)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from pycm.trace.state.sharding import MemberSnapshot, RingSnapshot
 from tui.feed import Feed
 from tui.format import count, ms, since_ns
 from tui.views.base import View
+from tui.views.sharding_timeline import RingTimeline
 from tui.views.table import LiveTable
 
 __all__ = ["COLUMNS", "MOVES_SHOWN", "ShardingView", "lease_text"]
@@ -26,6 +28,7 @@ COLUMNS = (
     "lease",
     "share",
     "→ target",
+    "keys",
     "objects",
     "in flight",
     "drain",
@@ -82,6 +85,7 @@ class ShardingView(View):
         yield Static(id="sharding-summary")
         yield LiveTable(COLUMNS, id="sharding-table")
         yield Static(id="sharding-moves")
+        yield RingTimeline(id="sharding-timeline")  # lanes per member: sharding_timeline.py
 
     def show(self, snapshot: Snapshot, feed: Feed) -> None:
         self._last = (snapshot, feed)
@@ -109,6 +113,7 @@ class ShardingView(View):
         self.query_one("#sharding-summary", Static).update(summary)
         self.query_one(LiveTable).refill(rows)
         self.query_one("#sharding-moves", Static).update(moves)
+        self.query_one(RingTimeline).show(rings, now, self.matches)
 
     @staticmethod
     def _summarize(out: Text, name: str, ring: RingSnapshot) -> None:
@@ -122,7 +127,10 @@ class ShardingView(View):
         fenced = [m for m, rec in members.items() if rec["fenced"]]
         if fenced:
             out.append(f"  fenced: {', '.join(sorted(fenced))}", style="bold red")
-        out.append(f"  drains {ring['drains']}, fences {ring['fences']}\n")
+        out.append(f"  drains {ring['drains']}, fences {ring['fences']}")
+        if ring.get("layout"):  # (absent from an older recording's snapshot)
+            out.append(f"  layout {ring['layout']} ({ring['layouts']} written)", style="magenta")
+        out.append("\n")
 
     @staticmethod
     def _row(
@@ -140,6 +148,7 @@ class ShardingView(View):
             lease_text(m),
             _pct(m["share"]) if m["reported"] else "-",
             _pct(m["target_share"]) if moving else "",
+            count(m["keys"]) if m["relists"] else "-",
             count(m["objects"]) if m["relists"] else "-",
             str(m["keys_in_flight"]),
             drain,
@@ -154,6 +163,7 @@ class ShardingView(View):
             m["lease_live"],
             m["share"],
             m["target_share"],
+            m["keys"],
             m["objects"],
             m["keys_in_flight"],
             m["draining"],

@@ -19,6 +19,7 @@ from pycm.trace.events import Event
 from pycm.trace.kinds import (
     ShardDrainFinished,
     ShardDrainStarted,
+    ShardLayoutChanged,
     ShardMemberFenced,
     ShardMemberJoined,
     ShardMemberLeft,
@@ -30,16 +31,18 @@ from pycm.trace.state.domain import Moment, Stream
 from pycm.trace.state.informers import InformerRecord
 from pycm.trace.state.record import BoundedTable, Record, records, text_key
 from pycm.trace.state.record import ring as ring_loader  # `ring` is a field name here
-from pycm.trace.state.registry import handles
+from pycm.trace.state.registry import also_handles, handles
 
 if TYPE_CHECKING:
     from pycm.trace.state.startup import InstanceRecord
 
 __all__ = [
+    "MARKS",
     "MAX_MEMBERS",
     "MAX_RINGS",
     "MOVES",
     "SECTION",
+    "MarkSnapshot",
     "MemberRecord",
     "MemberSnapshot",
     "MoveSnapshot",
@@ -54,6 +57,7 @@ __all__ = [
 MAX_RINGS = 16
 MAX_MEMBERS = 64  # per ring: replicas of one manager
 MOVES = 64  # moves kept per ring (minutes of a churning ring, hours of a quiet one)
+MARKS = 64  # timeline marks kept per ring (the mark-history block at the end)
 
 
 class MemberSnapshot(TypedDict):
@@ -73,6 +77,10 @@ class MemberSnapshot(TypedDict):
     objects_cached: Annotated[int, "objects its sharded informers held at its last relist"]
     informers: Annotated[int, "its sharded informers"]
     resources: Annotated[str, "their resources, comma-separated (at its last relist)"]
+    keys_cached: Annotated[
+        int, "reconcile keys of its share at its last relist: its primary informers' objects"
+    ]
+    key_resources: Annotated[str, "the resources whose objects are keys, comma-separated"]
     relists: Annotated[int, "relists for a changed share"]
     draining: Annotated[bool, "it waits for in-flight keys before giving up part of its share"]
     drain_started_ts: Annotated[int, "when the running drain started (Unix ns; 0 none)"]
@@ -89,6 +97,11 @@ class MemberSnapshot(TypedDict):
         "objects its sharded informers hold now: their informer records' sum when the stream "
         "has them, else objects_cached (derived)",
     ]
+    keys: Annotated[
+        int,
+        "reconcile keys of its share now: the key resources' informer records' sum when the "
+        "stream has them, else keys_cached (derived)",
+    ]
 
 
 class MoveSnapshot(TypedDict):
@@ -96,7 +109,9 @@ class MoveSnapshot(TypedDict):
 
     ts: Annotated[int, "when (Unix ns)"]
     member: Annotated[str, "the member that reported it"]
-    kind: Annotated[str, "joined, left, fenced, unfenced, view, drain_started, drain, relist"]
+    kind: Annotated[
+        str, "joined, left, fenced, unfenced, view, drain_started, drain, relist, layout"
+    ]
     text: Annotated[str, "what happened (names, counts and timings)"]
 
 
@@ -105,9 +120,14 @@ class RingSnapshot(TypedDict):
 
     ring: Annotated[str, "its name"]
     members: Annotated[dict[str, MemberSnapshot], "identity -> member"]
-    moves: Annotated[list[MoveSnapshot], "joins, leaves, fences, drains and relists, oldest first"]
+    moves: Annotated[
+        list[MoveSnapshot], "joins, leaves, fences, drains, relists and layouts, oldest first"
+    ]
+    marks: Annotated[list[MarkSnapshot], "the members' timeline marks, oldest first"]
     drains: Annotated[int, "drains finished by its members"]
     fences: Annotated[int, "times its members were fenced"]
+    layout: Annotated[str, 'digest of the newest layout a member wrote ("": none seen)']
+    layouts: Annotated[int, "layouts its members wrote"]
     touched: Annotated[int, "recency for eviction"]
     live_members: Annotated[int, "members whose Lease is live (derived)"]
 
@@ -130,6 +150,8 @@ class MemberRecord(Record):
     objects_cached: int = 0
     informers: int = 0
     resources: str = ""
+    keys_cached: int = 0
+    key_resources: str = ""
     relists: int = 0
     draining: bool = False
     drain_started_ts: int = 0
@@ -154,13 +176,17 @@ class RingRecord(Record):
     ring: str = ""
     members: BoundedTable[str, MemberRecord] = field(default_factory=_members)
     moves: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=MOVES))
+    marks: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=MARKS))  # at the end
     drains: int = 0
     fences: int = 0
+    layout: str = ""
+    layouts: int = 0
     touched: int = 0
 
     _LOAD: ClassVar[dict[str, Callable[[Any], Any]]] = {
         "members": records(MemberRecord, MAX_MEMBERS),
         "moves": ring_loader(MOVES),
+        "marks": ring_loader(MARKS),
     }
 
 
@@ -188,22 +214,27 @@ def dump(state: StateView, at: Moment) -> dict[str, RingSnapshot]:
         d = rec.dump()
         d["live_members"] = sum(1 for m in rec.members.values() if m.lease_live)
         for identity, member in rec.members.items():
-            d["members"][identity]["objects"] = _objects_now(state, member)
+            snapshot = d["members"][identity]
+            snapshot["objects"] = _held_now(state, member, member.resources, member.objects_cached)
+            snapshot["keys"] = _held_now(state, member, member.key_resources, member.keys_cached)
         out[name] = d  # type: ignore[assignment]
     return out
 
 
-def _objects_now(state: StateView, member: MemberRecord) -> int:
-    """What the member's sharded informers hold by their own progress reports (the relist's
-    count is from before the relist); the relist's count when the stream has none of them."""
-    resources = member.resources.split(",") if isinstance(member.resources, str) else []
+def _held_now(state: StateView, member: MemberRecord, resources: Any, at_relist: Any) -> int:
+    """What the member's informers of ``resources`` (comma-separated) hold by their own
+    progress reports (the relist's count is from before the relist); ``at_relist``, the
+    relist's count, when the stream has none of them."""
+    names = resources.split(",") if isinstance(resources, str) else []
     held = [
         state.informers[key].objects
-        for key in ((member.instance, r) for r in resources if r)
+        for key in ((member.instance, r) for r in names if r)
         if key in state.informers
     ]
     counts = [n for n in held if isinstance(n, int)]  # a hand-edited recording may hold others
-    return sum(counts) if counts else member.objects_cached
+    if counts:
+        return sum(counts)
+    return at_relist if isinstance(at_relist, int) else 0
 
 
 def load(state: StateView, data: Any) -> None:
@@ -354,14 +385,116 @@ def _drain_finished(state: StateView, ev: ShardDrainFinished, inst: InstanceReco
 
 @handles(ShardRelisted)
 def _relisted(state: StateView, ev: ShardRelisted, inst: InstanceRecord) -> None:
-    text_key(ev.resources)  # split when the snapshot is taken: a string or malformed
+    for text in (ev.resources, ev.key_resources):
+        text_key(text)  # split when the snapshot is taken: a string or malformed
     rec, member = _reporter(state, ev)
     member.relists += 1
     member.informers = ev.informers
     member.objects_cached = ev.objects_cached
     member.resources = ev.resources
+    member.keys_cached = ev.keys_cached
+    member.key_resources = ev.key_resources
     text = (
         f"{ev.member} relists {ev.informers} informer(s) for {_pct(ev.share)}"
-        f" ({ev.spans} span(s); {ev.objects_cached} cached before)"
+        f" ({ev.spans} span(s); {ev.keys_cached} key(s), {ev.objects_cached} object(s)"
+        " cached before)"
     )
     _move(rec, ev, ev.member, "relist", text)
+
+
+@handles(ShardLayoutChanged)
+def _layout_changed(state: StateView, ev: ShardLayoutChanged, inst: InstanceRecord) -> None:
+    rec, _member = _reporter(state, ev)
+    rec.layout = text_key(ev.digest)
+    rec.layouts += 1
+    previous = ev.previous or "the plain ring"
+    text = (
+        f"{ev.member} wrote layout {ev.digest or 'none'} (was {previous}): {ev.namespaces}"
+        f" namespace(s) over {ev.members} member(s), at most {ev.most_before} on one member"
+        f" before, {ev.most_after} after"
+    )
+    _move(rec, ev, ev.member, "layout", text)
+
+
+# ---------------------------------------------------------------------------------------------
+# Mark history: each member's lane on the ring's timeline (tui/views/sharding_timeline.py).
+#
+# ``moves`` says, as text, what each member reported; a timeline needs, per member, what happened
+# to it and when. A mark names the member it is about (``member``) and the member that reported
+# it (``by``): a member killed without a word gets its ``gone`` mark from the first other member
+# that sees it gone, and one that never reports its ``joined`` from the first that sees it live.
+# Each mark carries the ring's live members after it (``live``), so the member count is drawn
+# without a replay. These functions run after the handlers above (``also_handles``), on the
+# records those left; they only append to ``RingRecord.marks``.
+# ---------------------------------------------------------------------------------------------
+
+
+class MarkSnapshot(TypedDict):
+    """One mark on a member's lane of its ring's timeline."""
+
+    ts: Annotated[int, "when (Unix ns)"]
+    member: Annotated[str, "the member it is about"]
+    kind: Annotated[
+        str,
+        "joined, left, gone (another member saw its Lease expire), fenced, unfenced, "
+        "drain_started, drain (finished), view (its view or target changed), relist, layout "
+        "(it wrote a new layout for the ring)",
+    ]
+    by: Annotated[str, "the member that reported it (itself but for gone and a join only seen)"]
+    live: Annotated[int, "the ring's live members after it"]
+
+
+_OFF_RING = frozenset({"left", "gone"})
+
+
+def _add_mark(rec: RingRecord, ts: int, member: str, kind: str, by: str) -> None:
+    live = sum(1 for m in rec.members.values() if m.lease_live)
+    rec.marks.append({"ts": ts, "member": member, "kind": kind, "by": by, "live": live})
+
+
+def _on_lane(rec: RingRecord, member: str, *, unmarked: bool) -> bool:
+    """Whether ``member`` is on the ring by its newest mark (``unmarked``: it has none left)."""
+    for mark in reversed(rec.marks):
+        if mark["member"] == member:
+            return mark["kind"] not in _OFF_RING
+    return unmarked
+
+
+def _marks_own(kind: str) -> Callable[[StateView, Any, Any], None]:
+    """The mark handler of a shard.* event a member reports about itself."""
+
+    def mark(state: StateView, event: Any, inst: Any) -> None:
+        ev: _ShardEvent = event  # each kind registered below is one
+        _add_mark(state.sharding[ev.ring], ev.ts, ev.member, kind, ev.member)
+
+    return mark
+
+
+for _kind, _mark_kind in (
+    (ShardMemberJoined, "joined"),
+    (ShardMemberLeft, "left"),
+    (ShardMemberFenced, "fenced"),
+    (ShardMemberUnfenced, "unfenced"),
+    (ShardDrainStarted, "drain_started"),
+    (ShardDrainFinished, "drain"),
+    (ShardRelisted, "relist"),
+    (ShardLayoutChanged, "layout"),
+):
+    also_handles(_kind)(_marks_own(_mark_kind))
+
+
+@also_handles(ShardViewChanged)
+def _mark_view(state: StateView, ev: ShardViewChanged, inst: InstanceRecord) -> None:
+    """The reporter's move, and what it is the first to see of members that say nothing."""
+    rec = state.sharding[ev.ring]
+    for name in _names(ev.target):
+        seen = rec.members.get(name)
+        fresh = seen is not None and not seen.reported and name != ev.member
+        if fresh and not _on_lane(rec, name, unmarked=False):
+            _add_mark(rec, ev.ts, name, "joined", ev.member)
+    for name in _names(ev.left):
+        gone = rec.members.get(name)
+        unsaid = gone is not None and not gone.lease_live and not gone.left
+        if unsaid and _on_lane(rec, name, unmarked=True):
+            _add_mark(rec, ev.ts, name, "gone", ev.member)
+    _add_mark(rec, ev.ts, ev.member, "view", ev.member)

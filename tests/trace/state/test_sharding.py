@@ -9,7 +9,7 @@ import pytest
 from pycm.sharding.ring import Ring
 from pycm.trace import kinds as k
 from pycm.trace.state import State
-from tests.support.sharding_trace import T0, ring_trace
+from tests.support.sharding_trace import T0, layout_written, ring_trace
 from tests.trace.state.script import Feed
 
 S = 1_000_000_000
@@ -37,6 +37,7 @@ def test_sharding_members_shares_and_liveness_after_the_whole_trace() -> None:
     assert (zero["drains"], zero["last_drain_ms"], zero["max_drain_ms"]) == (2, 2500.0, 2500.0)
     assert zero["draining"] is False and zero["drain_started_ts"] == 0
     assert (zero["relists"], zero["objects_cached"], zero["informers"]) == (2, 118, 3)
+    assert (zero["keys_cached"], zero["key_resources"]) == (39, "deployments.apps,replicasets.apps")
     assert ring["members"]["pycm-1"]["fences"] == 1 and ring["fences"] == 1
     assert ring["drains"] == 3
 
@@ -101,13 +102,15 @@ def test_sharding_a_drain_the_ring_undid_ends_with_the_view_that_matches_the_tar
     assert (a["draining"], a["drain_started_ts"], a["drains"]) == (False, 0, 0)
 
 
-def test_sharding_objects_cached_follow_the_sharded_informers_reports() -> None:
-    """After a relist the count the event carries is from before it; the member's informers'
-    own reports (same instance, the resources the relist named) say what it holds now."""
+def test_sharding_keys_and_objects_cached_follow_the_sharded_informers_reports() -> None:
+    """After a relist the counts the event carries are from before it; the member's informers'
+    own reports (same instance, the resources the relist named) say what it holds now: objects
+    from all of them, keys from those of the key resources (its controllers' primaries)."""
     state = _fold()
     zero = state.snapshot()["sharding"]["pycm"]["members"]["pycm-0"]
     assert zero["resources"] == "deployments.apps,pods,replicasets.apps"
     assert zero["objects"] == zero["objects_cached"] == 118  # no informer reports in the trace
+    assert zero["keys"] == zero["keys_cached"] == 39
     for resource, objects in (("pods", 60), ("replicasets.apps", 20)):
         event = k.InformerSynced(resource=resource, objects=objects, duration_ms=5.0)
         object.__setattr__(event, "instance", "pycm-0")
@@ -117,7 +120,8 @@ def test_sharding_objects_cached_follow_the_sharded_informers_reports() -> None:
     object.__setattr__(other, "instance", "pycm-1")
     object.__setattr__(other, "ts", T0 + 40 * S)
     state.apply(other)
-    assert state.snapshot()["sharding"]["pycm"]["members"]["pycm-0"]["objects"] == 80
+    zero = state.snapshot()["sharding"]["pycm"]["members"]["pycm-0"]
+    assert (zero["objects"], zero["keys"]) == (80, 20)  # the pods are no keys
 
 
 def test_sharding_a_killed_member_is_not_live_once_another_sees_it_gone() -> None:
@@ -136,3 +140,23 @@ def test_sharding_a_killed_member_is_not_live_once_another_sees_it_gone() -> Non
     # a comes back (a partition healed): its own newer report wins again.
     f(k.ShardViewChanged(ring="r", member="a", view="a,b", target="a,b"), at=25, instance="a")
     assert f.state.snapshot()["sharding"]["r"]["members"]["a"]["lease_live"] is True
+
+
+def test_sharding_a_written_layout_is_the_rings_with_a_move_and_a_mark() -> None:
+    state = _fold()
+    state.apply(layout_written(40.0, "0123456789ab", ""))
+    ring = state.snapshot()["sharding"]["pycm"]
+    assert (ring["layout"], ring["layouts"]) == ("0123456789ab", 1)
+    move = ring["moves"][-1]
+    assert (move["kind"], move["member"]) == ("layout", "pycm-1")
+    assert move["text"] == (
+        "pycm-1 wrote layout 0123456789ab (was the plain ring): 10 namespace(s) over 3 member(s),"
+        " at most 10 on one member before, 4 after"
+    )
+    mark = ring["marks"][-1]
+    assert (mark["kind"], mark["member"], mark["live"]) == ("layout", "pycm-1", 3)
+    state.apply(layout_written(50.0, "ba9876543210", "0123456789ab"))
+    ring = state.snapshot()["sharding"]["pycm"]
+    assert (ring["layout"], ring["layouts"]) == ("ba9876543210", 2)
+    restored = State.restore(orjson.loads(orjson.dumps(state.snapshot())))
+    assert restored.snapshot()["sharding"]["pycm"]["layout"] == "ba9876543210"

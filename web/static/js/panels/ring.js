@@ -1,6 +1,7 @@
 // The sharding ring (pycm run --sharded): per ring, a bar of the members' shares of the hash
-// space, a table of the members (Lease, share and the share it moves to, objects cached, keys in
-// flight, the running drain, drains, fences) and the ring's last moves. Each replica's stream
+// space, a table of the members (Lease, share and the share it moves to, the keys of its share —
+// its controllers' primary objects —, all objects cached, keys in flight, the running drain,
+// drains, fences) and the ring's last moves. Each replica's stream
 // knows its own member best: of one member's records across sources, the one it reported
 // itself, newest, wins. The panel stays hidden while no source has a ring.
 import { el, fmtNum, fmtTime, pct } from "../dom.js";
@@ -23,6 +24,11 @@ export function mergeRings(model) {
       }
       // A move is one member's report: the same one from two sources is shown once.
       for (const move of ring.moves || []) merged.moves.set(`${move.ts}|${move.member}|${move.kind}`, move);
+      // The newest layout a member wrote, by its move's time, of any source that saw one.
+      if (ring.layout) {
+        const at = Math.max(0, ...(ring.moves || []).filter((m) => m.kind === "layout").map((m) => m.ts));
+        if (!merged.layout || at >= merged.layoutTs) Object.assign(merged, { layout: ring.layout, layoutTs: at });
+      }
     }
   }
   for (const ring of rings.values()) {
@@ -56,7 +62,8 @@ export class RingPanel {
       const members = Object.entries(ring.members).sort((a, b) => a[0].localeCompare(b[0]));
       const live = members.filter(([, m]) => m.lease_live).length;
       parts.push(el("h3", { class: "ring-name", "data-ring": name },
-        `ring ${name}: ${live} live of ${members.length} members · drains ${ring.drains} · fences ${ring.fences}`));
+        `ring ${name}: ${live} live of ${members.length} members · drains ${ring.drains} · fences ${ring.fences}`
+        + (ring.layout ? ` · layout ${ring.layout}` : "")));
       const bar = el("div", { class: "share-bar", "data-ring": name });
       let left = 0;
       for (const [identity, m] of members) {
@@ -82,6 +89,7 @@ export class RingPanel {
           el("td", { class: cls, text: lease }),
           el("td", { class: "num", text: m.reported ? percent(m.share) : "–" }),
           el("td", { class: "num", text: moving ? percent(m.target_share) : "" }),
+          el("td", { class: "num", text: m.relists ? fmtNum(m.keys || 0, 0) : "–" }),
           el("td", { class: "num", text: m.relists ? fmtNum(m.objects, 0) : "–" }),
           el("td", { class: "num", text: fmtNum(m.keys_in_flight || 0, 0) }),
           el("td", { class: m.draining ? "bad" : "", text: drain }),
@@ -90,8 +98,8 @@ export class RingPanel {
           el("td", { class: `num${m.fences ? " bad" : ""}`, text: fmtNum(m.fences || 0, 0) }));
       });
       parts.push(el("table", { class: "table ring-members", "data-ring": name },
-        el("thead", {}, el("tr", {}, ...["member", "lease", "share", "→ target", "objects",
-          "in flight", "drain", "drains", "last drain ms", "fences"].map((h) => el("th", { text: h })))),
+        el("thead", {}, el("tr", {}, ...["member", "lease", "share", "→ target", "keys",
+          "objects", "in flight", "drain", "drains", "last drain ms", "fences"].map((h) => el("th", { text: h })))),
         el("tbody", {}, ...rows)));
       const moves = ring.moves.slice(-MOVES_SHOWN).map((m) =>
         el("li", { class: `move ${m.kind}`, text: `${fmtTime(m.ts)} ${m.text}` }));
