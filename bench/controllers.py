@@ -25,6 +25,12 @@
   syncs are ``DeploymentController.sync`` over settled deployments (as ``noop_syncs``). Peer:
   the same with the FIFO queue (KCM's), where the fresh key waits for every initial key; ratio
   peer / ours (a cost: higher is better). Median of repeats, the two orders alternated.
+
+``python -m bench.controllers traced|bare PASSES [DEPLOYMENTS]`` runs one side of
+``tracing_overhead``'s passes (``traced``: ``Controller.process``; ``bare``: the sync) with
+callgrind's instrumentation switched on for the timed passes only, for
+``valgrind --tool=callgrind --instr-atstart=no``: the instruction count a sync, which is
+deterministic where wall time on a shared machine is not (fix PYTHONHASHSEED to compare runs).
 """
 
 from __future__ import annotations
@@ -441,10 +447,10 @@ def run(size: str) -> list[Figure]:
     ]
 
 
-async def _instruction_passes(mode: str, passes: int) -> None:
-    """Warm both kinds of no-op sync, then ``passes`` passes of ``mode`` with callgrind's
-    instrumentation on (see the module docstring)."""
-    controller, client, keys, bus = settled_controller(200)
+async def _instruction_passes(mode: str, passes: int, n: int) -> None:
+    """Warm both kinds of no-op sync over ``n`` settled deployments, then ``passes`` passes of
+    ``mode`` with callgrind's instrumentation on (see the module docstring)."""
+    controller, client, keys, bus = settled_controller(n)
     await settle(controller, client, keys)
     subscription = bus.subscribe(name="bench-recorder", maxsize=4 * len(keys) + 16)
     process = controller.controller.process
@@ -466,6 +472,12 @@ async def _instruction_passes(mode: str, passes: int) -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3 or sys.argv[1] not in ("traced", "bare"):
-        sys.exit("usage: python -m bench.controllers traced|bare PASSES (under callgrind)")
-    asyncio.run(in_worker_context(_instruction_passes(sys.argv[1], int(sys.argv[2]))))
+    # Under callgrind, with PYTHONHASHSEED fixed when two runs are compared: string hashes are
+    # drawn per process, and the sync's dict probes alone move the count by ~1.5k a sync.
+    if len(sys.argv) not in (3, 4) or sys.argv[1] not in ("traced", "bare"):
+        sys.exit(
+            "usage: PYTHONHASHSEED=0 python -m bench.controllers traced|bare PASSES "
+            "[DEPLOYMENTS, default 200] (under callgrind)"
+        )
+    deployments = int(sys.argv[3]) if len(sys.argv) == 4 else 200
+    asyncio.run(in_worker_context(_instruction_passes(sys.argv[1], int(sys.argv[2]), deployments)))

@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 import msgspec
@@ -81,8 +80,7 @@ CauseRef = tuple[Any, ...]
 write made in a step that is not a reconcile."""
 
 
-@dataclass(frozen=True, slots=True)
-class Trigger:
+class Trigger(msgspec.Struct, frozen=True, gc=False):
     """The event that enqueued a key: what the reconcile it starts names as its cause.
 
     ``trace_id``/``span_id`` are explicit ids (a plugin's own, or a retry's previous reconcile
@@ -90,7 +88,13 @@ class Trigger:
     begin record, ids derived when read) with ``verb``; ``writer``, ``operation`` and
     ``write_time`` the outside writer the object names. ``paths``: an update's changed field
     paths. ``first`` and ``merged``: the first of the events merged into one reconcile, and how
-    many were (1: none)."""
+    many were (1: none).
+
+    Untracked by the cyclic GC (``gc=False``: it holds strings, ints, the cause's tuple of
+    atoms and an older Trigger, never a cycle), so a reconcile's begin record that holds one
+    is untracked too at its first collection, as a record without a trigger is (see
+    pycm.trace.records): a ring of triggered reconciles costs no older-generation
+    traversals. (A frozen, slotted dataclass is tracked for as long as it lives.)"""
 
     kind: str = ""
     resource_version: str = ""

@@ -197,6 +197,30 @@ async def test_process_with_a_trigger_carries_its_link() -> None:
 
 
 @pytest.mark.asyncio
+async def test_process_with_merged_triggers_leaves_its_records_untracked_by_the_gc() -> None:
+    # The bus's ring keeps thousands of reconciles' records: each must leave the collector's
+    # generations at its first collection (a plain tuple of atoms does), or every older
+    # collection traverses the ring. A begin holding a trigger (merged: one holding another,
+    # the newest holding a cause of this manager's write) did not while Trigger was a
+    # dataclass, which the collector tracks for as long as it lives.
+    import gc
+
+    ctrl, bus = _controller(_success)
+    cause = (0, 7, ("pycm-0", ("a" * 16, 3, 5), "", "deployment", "deployments"), 0, 0, "ns/d")
+    ctrl.enqueue("ns/a", Trigger("ReplicaSet", "8", "add", object="ns/a"))
+    ctrl.enqueue("ns/a", Trigger("ReplicaSet", "9", "update", cause=cause, verb="update"))
+    await ctrl.process("ns/a")
+    begin, end = (entry for entry in bus._ring if type(entry) is tuple)
+    trigger = begin[8]
+    assert trigger.merged == 2 and trigger.first is not None and trigger.cause == cause
+    assert end[2] is begin
+    gc.collect()
+    assert not gc.is_tracked(trigger) and not gc.is_tracked(trigger.first)
+    assert not gc.is_tracked(begin) and not gc.is_tracked(end)
+    await ctrl.queue.aclose()
+
+
+@pytest.mark.asyncio
 async def test_process_inside_a_step_is_its_child_and_restores_the_span() -> None:
     seen: list[tuple[str, str] | None] = []
 
