@@ -10,6 +10,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
 import yaml
 
 __all__ = ["SimProcess", "start_sim"]
@@ -23,6 +24,11 @@ class SimProcess:
     url: str
     token: str
     kubeconfig: str
+
+    def client(self, timeout: float) -> httpx.Client:
+        """A client of its API as its admin (the bench's writes and reads)."""
+        headers = {"Authorization": f"Bearer {self.token}"}
+        return httpx.Client(base_url=self.url, headers=headers, timeout=timeout)
 
 
 def start_sim(kubeconfig: Path, *flags: str) -> SimProcess:

@@ -111,9 +111,7 @@ class Bench:
             sim.token,
             sim.kubeconfig,
         )
-        self.http = httpx.Client(
-            base_url=self.url, headers={"Authorization": f"Bearer {self.token}"}, timeout=5
-        )
+        self.http = sim.client(timeout=5)
         self.lease = "pycm"  # the Lease of the failover figures
         self.leases: dict[str, str] = {}  # identity -> the Lease it takes part in
 

@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from bench._sim_process import start_sim
+from bench._sim_process import SimProcess, start_sim
 from bench.harness import Figure
 from pycm.util.ports import free_port
 
@@ -135,9 +135,7 @@ class Bench:
             sim.token,
             sim.kubeconfig,
         )
-        self.http = httpx.Client(
-            base_url=self.url, headers={"Authorization": f"Bearer {self.token}"}, timeout=10
-        )
+        self.http = sim.client(timeout=10)
         self.namespaces = [namespace_name(i) for i in range(size.namespaces)]
         self.runs = 0
 
@@ -391,7 +389,7 @@ class Bench:
                         raise RuntimeError("the empty-cluster manager did not start")
                     time.sleep(0.1)
                 time.sleep(1.0)  # its informers listed (nothing) and its workers run
-                self._churn_one(sim.url, sim.token)
+                self._churn_one(sim)
                 return _rss_mib(proc.pid)
             finally:
                 proc.terminate()
@@ -400,12 +398,11 @@ class Bench:
             emu.terminate()
             emu.wait(timeout=20)
 
-    def _churn_one(self, url: str, token: str) -> None:
+    def _churn_one(self, sim: SimProcess) -> None:
         """Make and delete one Deployment for ``size.churn`` seconds; then wait until its
         ReplicaSets are collected and the manager's caches are empty again."""
-        headers = {"Authorization": f"Bearer {token}"}
         path = "/apis/apps/v1/namespaces/default/deployments"
-        with httpx.Client(base_url=url, headers=headers, timeout=10) as http:
+        with sim.client(timeout=10) as http:
             until = time.monotonic() + self.size.churn
             made = 0
             while time.monotonic() < until:

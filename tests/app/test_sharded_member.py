@@ -56,17 +56,18 @@ async def client() -> AsyncIterator[Client]:
             await c.aclose()
 
 
+def _membership(client: Client, ring: str, name: str) -> Membership:
+    return Membership(
+        MembershipConfig(ring, name, **TIMINGS), ClientLeaseStore(client, "kube-system"), list
+    )
+
+
 class _Member:
     """A member with a pods informer and a controller that notes each reconcile's span."""
 
     def __init__(self, name: str, client: Client, log: list[tuple[str, str, float, float]]):
         self.name = name
-        membership = Membership(
-            MembershipConfig("pycm", name, **TIMINGS),
-            ClientLeaseStore(client, "kube-system"),
-            lambda: (),
-        )
-        self.member = ShardedMember(membership)
+        self.member = ShardedMember(_membership(client, "pycm", name))
         self.informer = SharedIndexInformer(default_list_watch(client, PODS), "pods", bus=Bus())
 
         async def sync(key: str) -> None:
@@ -216,14 +217,8 @@ async def test_a_starting_member_settles_on_the_members_that_start_with_it(clien
     # Two members start together: a's first read finds only itself (b has not written yet), so
     # without settling it would list the whole cluster; it reads again each period until the
     # ring holds, and its informers then start with its share of the two.
-    def membership(name: str) -> Membership:
-        return Membership(
-            MembershipConfig("settle", name, **TIMINGS),
-            ClientLeaseStore(client, "kube-system"),
-            list,
-        )
-
-    a, b = ShardedMember(membership("pycm-a")), ShardedMember(membership("pycm-b"))
+    a = ShardedMember(_membership(client, "settle", "pycm-a"))
+    b = ShardedMember(_membership(client, "settle", "pycm-b"))
     await a.join()
     assert a.membership.claims.target(time.monotonic()) == {"pycm-a"}
     await b.join()

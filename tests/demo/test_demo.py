@@ -25,6 +25,17 @@ EMULATOR_LINE = re.compile(r"^emulator: \S+ \(kubeconfig: (?P<path>.+)\)$", re.M
 pytestmark = pytest.mark.e2e
 
 
+def _demo(*args: str) -> subprocess.CompletedProcess[str]:
+    """``pycm demo ARGS`` to its end (its --duration), output captured."""
+    return subprocess.run(
+        [sys.executable, "-m", "pycm", "demo", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
+
+
 def _port_closed(port: int) -> bool:
     with socket.socket() as sock:
         sock.settimeout(1)
@@ -34,13 +45,7 @@ def _port_closed(port: int) -> bool:
 def test_demo_duration_exits_0_with_three_replicas_and_an_acquired_lease() -> None:
     # --duration counts from the lease (start-up took from 2 s to 20 s, idle to loaded CI);
     # 10 s covers the rollout that follows it.
-    result = subprocess.run(
-        [sys.executable, "-m", "pycm", "demo", "--duration", "10", "--no-tui"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=90,
-    )
+    result = _demo("--duration", "10", "--no-tui")
     out = result.stdout
     assert result.returncode == 0, f"{out}\n{result.stderr}"
     replicas = REPLICA_LINE.findall(out)
@@ -58,13 +63,7 @@ def test_demo_duration_exits_0_with_three_replicas_and_an_acquired_lease() -> No
 
 
 def test_demo_sharded_rolls_out_one_deployment_a_namespace_and_exits_0() -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "pycm", "demo", "--sharded", "--duration", "10", "--no-tui"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=90,
-    )
+    result = _demo("--sharded", "--duration", "10", "--no-tui")
     out = result.stdout
     assert result.returncode == 0, f"{out}\n{result.stderr}"
     assert "pycm demo: ok" in out

@@ -26,15 +26,9 @@ MERGE = "application/merge-patch+json"
 
 @pytest_asyncio.fixture
 async def emu() -> AsyncIterator[Emulator]:
+    # (The folder's ``http`` fixture is a client of this one.)
     async with run_emulator(tls=False, kubelet=False, nodes=1) as emulator:
         yield emulator
-
-
-@pytest_asyncio.fixture
-async def http(emu: Emulator) -> AsyncIterator[httpx.AsyncClient]:
-    headers = {"Authorization": f"Bearer {emu.admin_token}"}
-    async with httpx.AsyncClient(base_url=emu.url, headers=headers, timeout=30) as c:
-        yield c
 
 
 def _reencoded(body: bytes) -> bytes:

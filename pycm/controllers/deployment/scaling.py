@@ -92,14 +92,26 @@ async def scale_replica_set(
         _annotations(rs_copy).pop(util.REPLICAS_BEFORE_SCALE_ANNOTATION, None)
     updated = await ctx.client.update_replica_set(_ns(rs_copy), rs_copy)
     if size_needs_update:
-        ctx.scaled.append(ScaleAction(_name(rs), old_scale, new_scale))
-        ctx.recorder.event(
-            deployment,
-            "Normal",
-            "ScalingReplicaSet",
-            f"Scaled {operation} replica set {_name(rs)} to {new_scale} from {old_scale}",
-        )
+        _scaled(ctx, deployment, rs, old_scale, new_scale, operation)
     return size_needs_update, updated
+
+
+def _scaled(
+    ctx: SyncContext,
+    deployment: Obj,
+    rs: Mapping[str, Any],
+    old_scale: int,
+    new_scale: int,
+    operation: str,
+) -> None:
+    """Note a ReplicaSet's scale change and record KCM's ScalingReplicaSet event for it."""
+    ctx.scaled.append(ScaleAction(_name(rs), old_scale, new_scale))
+    ctx.recorder.event(
+        deployment,
+        "Normal",
+        "ScalingReplicaSet",
+        f"Scaled {operation} replica set {_name(rs)} to {new_scale} from {old_scale}",
+    )
 
 
 async def scale_replica_set_and_record_event(
@@ -224,13 +236,7 @@ async def _resize_partially(
     await ctx.client.update_replica_set(_ns(rs_copy), rs_copy)
     if old_scale != new_scale:
         operation = "up" if new_scale > old_scale else "down"
-        ctx.scaled.append(ScaleAction(_name(rs), old_scale, new_scale))
-        ctx.recorder.event(
-            deployment,
-            "Normal",
-            "ScalingReplicaSet",
-            f"Scaled {operation} replica set {_name(rs)} to {new_scale} from {old_scale}",
-        )
+        _scaled(ctx, deployment, rs, old_scale, new_scale, operation)
 
 
 async def _scale_partially(
