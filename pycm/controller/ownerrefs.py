@@ -6,7 +6,8 @@
   delete them as orphans of an owner it cannot find), never a cluster-scoped object.
 - An object has at most one controller: setting a controller reference on an object that
   another owner controls raises :class:`AlreadyOwnedError`. A reference to the same owner
-  (same group, kind and name) is replaced, not duplicated.
+  (same group, kind and name) is replaced as a whole, not duplicated nor merged: a plain
+  owner reference set over a controller reference leaves no ``controller: true`` behind.
 
 Both return a new object (the given one, often from the cache, is never mutated) and trace
 ``ownerref.set``.
@@ -95,7 +96,7 @@ def _set(
                 )
     for i, existing in enumerate(refs):
         if _same_owner(existing, ref):
-            refs[i] = {**existing, **ref}
+            refs[i] = ref  # replaced whole, as controller-runtime's upsertOwnerRef does
             break
     else:
         refs.append(ref)

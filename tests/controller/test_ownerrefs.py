@@ -116,3 +116,12 @@ def test_owner_without_uid_is_refused() -> None:
     owner = {"metadata": {"name": "site", "namespace": "shop"}}
     with pytest.raises(ValueError, match=r"needs metadata\.name and metadata\.uid"):
         set_controller_reference(owner, _obj("web"), WEBSITES, bus=Bus())
+
+
+def test_set_owner_reference_over_a_controller_reference_replaces_it_whole() -> None:
+    """The same owner's reference is replaced, not merged: setting a plain owner reference
+    where a controller reference to the same owner was leaves no controller flag behind (it
+    kept ``controller: true`` and ``blockOwnerDeletion`` from the old one)."""
+    obj = _obj("site-web", refs=[{**_ref("site"), "uid": "uid-old"}])
+    out = set_owner_reference(_obj("site"), obj, WEBSITES, bus=Bus())
+    assert out["metadata"]["ownerReferences"] == [_ref("site", controller=False)]
