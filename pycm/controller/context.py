@@ -16,7 +16,8 @@ lives while it leads:
 - ``clock``, ``bus`` (the trace bus), ``metrics`` (controller-runtime's families).
 - ``max_retries`` — the running init's descriptor's (a builder's default).
 - ``resource_for(group, version, kind)`` — a kind to its :class:`~pycm.kube.resources.Resource`
-  over discovery (``rest_mapper``), custom resources included.
+  over discovery (``rest_mapper``), custom resources included; ``resource_for_plural`` the same
+  from a GVR (``("example.com", "v1", "websites")``).
 - ``queues`` — controller name → its worker loop, which the manager's ``workqueues`` health
   check watches; :class:`~pycm.controller.builder.ControllerBuilder` registers there itself.
 - :meth:`ControllerContext.add_runnable` — a background task of the controller's own that
@@ -83,6 +84,14 @@ class ControllerContext:
         if self.rest_mapper is None:
             raise NoKindMatchError(group, version, kind=kind)
         return await self.rest_mapper.resource_for(group, version, kind)
+
+    async def resource_for_plural(self, group: str, version: str, plural: str) -> Resource:
+        """The resource named by a GVR (``("example.com", "v1", "websites")``): its kind,
+        scope and subresources from discovery. Not served: NoKindMatchError, with the same
+        consequences as :meth:`resource_for`'s."""
+        if self.rest_mapper is None:
+            raise NoKindMatchError(group, version, plural=plural)
+        return await self.rest_mapper.resource_for_plural(group, version, plural)
 
     def add_runnable(self, name: str, run: Runnable) -> None:
         """Run ``run()`` as a named task beside the controllers: started with them (after the

@@ -161,3 +161,37 @@ async def test_a_crd_installed_after_a_miss_is_found_with_its_scope_and_status(
         "example.com", "v1", "websites", "Website", True, frozenset({"status"})
     )
     assert await mapper.resource_for_plural("example.com", "v1", "websites") == found
+
+
+@pytest.mark.asyncio
+async def test_a_controllers_context_resolves_a_gvr_as_it_resolves_a_kind(client: Client) -> None:
+    """``ctx.resource_for_plural``: a controller that names its resource by GVR gets the same
+    Resource (kind and scope found) as one that names the kind; not served is NoKindMatchError,
+    as it is without a mapper (a test's context)."""
+    from pycm.cache.factory import MetadataInformerFactory, SharedInformerFactory
+    from pycm.controller import ControllerContext
+    from pycm.util.clock import FakeClock
+
+    def context(mapper: RESTMapper | None) -> ControllerContext:
+        return ControllerContext(
+            config=None,
+            bus=Bus(),
+            clock=FakeClock(),
+            client_for=lambda name: client,
+            recorder_for=lambda name: pytest.fail(f"no recorder expected: {name}"),
+            informer_factory=SharedInformerFactory(client),
+            metadata_informer_factory=MetadataInformerFactory(client),
+            rest_mapper=mapper,
+        )
+
+    ctx = context(RESTMapper(client))
+    by_gvr = await ctx.resource_for_plural("apps", "v1", "deployments")
+    assert by_gvr == await ctx.resource_for("apps", "v1", "Deployment") == DEPLOYMENTS
+    assert await ctx.resource_for_plural("", "v1", "namespaces") == Resource(
+        "", "v1", "namespaces", "Namespace", False, frozenset({"status"})
+    )
+    gvr_message = "no matches for example.com/v1, Resource=websites"
+    for unserved in (ctx, context(None)):
+        with pytest.raises(NoKindMatchError) as info:
+            await unserved.resource_for_plural("example.com", "v1", "websites")
+        assert (str(info.value), info.value.plural) == (gvr_message, "websites")
