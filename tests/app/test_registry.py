@@ -265,6 +265,36 @@ def test_broken_plugin_is_an_error_only_when_named_else_one_warning(
     )
 
 
+def test_broken_entry_point_leaves_its_distributions_healthy_one_loaded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One distribution, two entry points, one broken: the healthy controller of the same
+    distribution loads and is listed; only the broken entry point is named as failed."""
+    monkeypatch.syspath_prepend(str(tmp_path))
+    info = tmp_path / "pycm_test_pair-2.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: pycm-test-pair\nVersion: 2.0\n")
+    (info / "entry_points.txt").write_text(
+        "[pycm.controllers]\n"
+        "gone = pycm_test_pair_gone:descriptor\n"
+        "mine = pycm_test_pair_fine:descriptor\n"
+    )
+    (tmp_path / "pycm_test_pair_fine.py").write_text(textwrap.dedent(_GOOD_PLUGIN))
+    (tmp_path / "pycm_test_pair_gone.py").write_text("import no_such_mod_xyz\n")
+    (dist,) = metadata.distributions(path=[str(tmp_path)])
+    registry = load_plugins(_registry(), dist.entry_points.select(group="pycm.controllers"))
+    assert registry.source("mine") == "distribution pycm-test-pair 2.0"
+    assert [(b.name, b.origin) for b in registry.broken] == [
+        ("gone", "distribution pycm-test-pair 2.0")
+    ]
+    assert registry.resolve(["deployment", "mine"])["mine"] is True
+    help_lines = registry.describe().splitlines()
+    assert help_lines[-2:] == [
+        "Plugin controllers: mine from distribution pycm-test-pair 2.0",
+        "Plugins that failed to load: gone from distribution pycm-test-pair 2.0",
+    ]
+
+
 def test_build_registry_builtins_then_in_code_then_plugins(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
