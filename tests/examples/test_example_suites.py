@@ -1,6 +1,7 @@
 """Every example's own suite runs with plain pytest in its directory (pycm.testing's fixtures
 come from the installed pycm's pytest11 entry point; nothing of pycm's own tests is used).
-The website operator's is in test_website_operator.py (it needs the emulator's CRDs)."""
+The website operator's runs in a fresh environment with pycm from its wheel, as
+docs/controllers.md's walkthrough installs it: tests/testing/test_wheel.py."""
 
 from __future__ import annotations
 
