@@ -19,6 +19,9 @@ from pycm.kube.restmapper import NoKindMatchError, RESTMapper
 from pycm.sim.server import run_emulator
 from pycm.trace.bus import Bus
 
+CRDS = Resource(
+    "apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False
+)
 WEBSITE_CRD = yaml.safe_load(
     (Path(__file__).resolve().parents[2] / "examples/website-operator/deploy/crd.yaml").read_text()
 )
@@ -138,17 +141,10 @@ async def test_documents_are_cached_and_a_miss_reads_again(client: Client) -> No
 async def test_a_crd_installed_after_a_miss_is_found_with_its_scope_and_status(
     client: Client,
 ) -> None:
-    crds = Resource(
-        "apiextensions.k8s.io",
-        "v1",
-        "customresourcedefinitions",
-        "CustomResourceDefinition",
-        False,
-    )
     mapper = RESTMapper(client)
     with pytest.raises(NoKindMatchError):
         await mapper.resource_for("example.com", "v1", "Website")
-    await client.create(crds, WEBSITE_CRD)
+    await client.create(CRDS, WEBSITE_CRD)
     for _ in range(200):  # established within moments
         try:
             found = await mapper.resource_for("example.com", "", "Website")
@@ -195,3 +191,45 @@ async def test_a_controllers_context_resolves_a_gvr_as_it_resolves_a_kind(client
         with pytest.raises(NoKindMatchError) as info:
             await unserved.resource_for_plural("example.com", "v1", "websites")
         assert (str(info.value), info.value.plural) == (gvr_message, "websites")
+
+
+@pytest.mark.asyncio
+async def test_a_custom_resource_gets_full_and_metadata_only_shared_informers(
+    client: Client,
+) -> None:
+    """What the mapper returns for a CRD's kind works in both informer factories as a built-in
+    constant does: listers of full objects and of PartialObjectMetadata, events traced under
+    the resource's name."""
+    from pycm.cache.factory import MetadataInformerFactory, SharedInformerFactory
+    from pycm.trace.kinds import InformerSynced
+
+    await client.create(CRDS, WEBSITE_CRD)
+    mapper = RESTMapper(client)
+    for _ in range(200):
+        try:
+            websites = await mapper.resource_for("example.com", "v1", "Website")
+            break
+        except NoKindMatchError:
+            await asyncio.sleep(0.05)
+    else:
+        raise AssertionError("the CRD's kind was never found")
+    site = {"metadata": {"name": "shop", "namespace": "default"}, "spec": {"image": "nginx"}}
+    await client.create(websites, site)
+    bus = Bus()
+    full = SharedInformerFactory(client, bus=bus, gc_tuning=False)
+    meta = MetadataInformerFactory(client, bus=bus, gc_tuning=False)
+    lister, meta_lister = full.lister_for(websites), meta.lister_for(websites)
+    full.start(), meta.start()
+    try:
+        synced = [await f.wait_for_cache_sync(timeout=10) for f in (full, meta)]
+        assert synced == [{websites: True}, {websites: True}]
+        whole, partial = lister.get("default", "shop"), meta_lister.get("default", "shop")
+        assert whole is not None and whole["spec"] == {"image": "nginx", "replicas": 1}
+        assert partial is not None and partial["kind"] == "PartialObjectMetadata"
+        assert set(partial) <= {"apiVersion", "kind", "metadata"}
+        assert partial["metadata"]["uid"] == whole["metadata"]["uid"]
+        names = {e.resource for e in bus.recent() if isinstance(e, InformerSynced)}
+        assert names == {"websites.example.com"}
+    finally:
+        await full.shutdown(timeout=5)
+        await meta.shutdown(timeout=5)
