@@ -167,7 +167,11 @@ async def test_website_without_image_is_a_terminal_error_with_a_warning(
     assert dropped.reason == "terminal error"
     assert "apply" not in {verb for verb, *_ in client.calls}
     (ready,) = client.calls[-1][3]["status"]["conditions"]
-    assert (ready["status"], ready["reason"]) == ("False", "NoImage")
+    assert (ready["status"], ready["reason"], ready["message"]) == (
+        "False",
+        "NoImage",
+        "spec.image is empty: set it to the image to serve",
+    )
     assert recorder.events == [
         (
             "Website",

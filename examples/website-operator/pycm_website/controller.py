@@ -51,8 +51,9 @@ async def init(ctx: ControllerContext) -> Runnable:
         site = await add_finalizer(client, websites, site, FINALIZER)
         spec = site.get("spec") or {}
         if not spec.get("image"):
-            await set_condition(client, websites, site, "Ready", "False", "NoImage")
-            raise TerminalError("spec.image is empty: set it to the image to serve")
+            message = "spec.image is empty: set it to the image to serve"
+            await set_condition(client, websites, site, "Ready", "False", "NoImage", message)
+            raise TerminalError(message)
         name, replicas = request.name, int(spec.get("replicas", 1))
         labels = {"app.kubernetes.io/instance": name}
 
