@@ -63,6 +63,37 @@ def test_wait_for_object_timeout_shows_last_state_and_history(
     assert "stamp" in text.split("history in the manager:")[1]  # its reconcile is named
 
 
+def test_a_controller_the_manager_did_not_start_is_folded_as_disabled(
+    pycm_cluster: Cluster, pycm_manager: Callable[..., ManagerHandle]
+) -> None:
+    """The manager itself says which registered controllers it did not start (a plugin off
+    by default, built-ins not named): the state pycm top and the dashboard read shows them
+    disabled, with the reason, and the one it runs as started — not all alike as idle rows
+    (the views' own tests feed them a hand-made event)."""
+    from pycm.controller import ControllerDescriptor
+
+    async def never(ctx: Any) -> None:
+        raise AssertionError("a disabled controller's init ran")
+
+    off = ControllerDescriptor("idle-plugin", never, enabled_by_default=False)
+    handle = pycm_manager(["stamp"], descriptors=[STAMP, off])
+
+    async def rows() -> dict[str, Any]:
+        snapshot = handle.manager.state.snapshot()
+        (instance,) = snapshot["controllers"].values()
+        return dict(instance)
+
+    controllers = handle.call(rows())
+    assert {name: row["disabled"] for name, row in controllers.items()} == {
+        "stamp": False,
+        "idle-plugin": True,
+        "deployment": True,
+        "replicaset": True,
+    }
+    assert controllers["idle-plugin"]["disabled_reason"] == "--controllers"
+    assert (controllers["stamp"]["init"], controllers["stamp"]["started"]) == ("started", True)
+
+
 def test_wait_for_returns_the_value_or_fails_with_the_last_one() -> None:
     values = iter([0, 0, 7])
     assert wait_for(lambda: next(values), 5) == 7
