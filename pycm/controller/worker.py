@@ -40,8 +40,7 @@ from pycm.trace.kinds import (
     ItemDropped,
     ReconcileResult,
 )
-from pycm.trace.reconciles import SUCCESS, ReconcileRecorder
-from pycm.trace.records import RECONCILE_BEGIN, RECONCILE_END
+from pycm.trace.reconciles import ReconcileRecorder
 from pycm.util.clock import REAL_CLOCK, Clock
 from pycm.util.tasks import cancel_and_wait
 from pycm.workqueue.priority_queue import DEFAULT_PRIORITY, LOW_PRIORITY, PriorityQueue
@@ -366,29 +365,14 @@ class Controller:
             retries = queue.num_requeues(key)
         else:
             retries = requeues.get(key, 0) if requeues else 0
-        # The begin record, written here as ReconcileRecorder.begin writes it (its layout and
-        # stamping: pycm.trace.records, .reconciles): inline, not a call of it, as is the plain
-        # success's end below — two Python calls are ~1.2k instructions a reconcile, an eighth
-        # of its tracing (the benchmark note "the recorder's calls" in docs/operations.md).
-        rec = self._recorder
-        bus = rec.bus
-        monotonic_ns = rec.monotonic_ns
-        start_ns = monotonic_ns()
-        bus._seq = seq = bus._seq + 1
         parent = get_span()
-        begin = (
-            RECONCILE_BEGIN,
-            seq,
-            rec.head if parent is None else rec.nested_head(parent),
-            start_ns,
-            bus._wall_offset if start_ns < bus._offset_due else bus.offset_at(start_ns),
+        begin = self._recorder.begin(
             key,
             queue.waits.get(key, 0),
             retries,
             self._take_trigger(key) if self._triggers or self._requeues else None,
+            parent,
         )
-        put = bus._put  # the delivery (EventLog), read afresh for each record
-        put(begin)
         # The span and the API-call counter of the sync, in one contextvar: a root's is this
         # list itself (its ids are derived from the begin record when read: context.py).
         calls: list[Any] = [0, begin]
@@ -421,22 +405,7 @@ class Controller:
                 self._outcomes.ended(token, start if metrics is not None else 0.0, _SUCCESS)
                 raise
         reset_span(token)
-        # The end record of a plain success (pycm.trace.records: the end layout, RECONCILE_END).
-        bus._seq = seq = bus._seq + 1
-        put = bus._put
-        put(
-            (
-                RECONCILE_END,
-                seq,
-                begin,
-                monotonic_ns(),
-                SUCCESS,
-                result.action,
-                result.uid,
-                result.api_calls or calls[0],
-                0.0,
-            )
-        )
+        self._recorder.end_ok(begin, result.action, result.uid, result.api_calls or calls[0])
         if metrics is not None:
             metrics.active_workers.dec()
             metrics.reconcile_time_seconds.observe(self._clock.monotonic() - start)

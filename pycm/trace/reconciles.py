@@ -1,14 +1,8 @@
-"""How a reconcile is traced: :class:`ReconcileRecorder`, one per controller, holds what its
-begin and end records need (the bus, the controller's head, the bus's clock) and appends the
-ends other than the plain success; compact records, layouts in pycm.trace.records.
+"""How a reconcile is traced: :class:`ReconcileRecorder`, one per controller, appends its begin
+and end to the bus as compact records (layouts in pycm.trace.records).
 
-The worker (pycm.controller.worker.Controller.process) writes a reconcile's begin and its
-plain-success end itself, from the recorder's parts, as the recorder's own ends are written
-(stamped with the bus's next seq, delivered by ``EventLog._put``): the hot path, where two
-Python calls were ~1.2k instructions a reconcile (callgrind), an eighth of its tracing. It is
-the one place outside pycm.trace that touches the bus's fields (``_seq``, ``_put`` and the
-wall offset's two), and only there.
-
+The worker (pycm.controller.worker.Controller.process) calls it around every sync; it is the
+only writer of reconcile records, and nothing outside pycm.trace touches the bus's fields.
 Every reconcile pays for this, and against a no-op sync a step object, two context managers
 and built events cost a quarter of the sync, so a reconcile is traced the way ``Bus.step``
 traces a step, without its machinery: the begin and the end are each one tuple appended to the
@@ -29,10 +23,11 @@ from collections.abc import Callable
 from typing import Any
 
 from pycm.trace.bus import Bus
+from pycm.trace.causes import Trigger
 from pycm.trace.context import SpanValue, error_text, new_span_id, span_ids
 from pycm.trace.events import Outcome
 from pycm.trace.kinds import ReconcileResult
-from pycm.trace.records import RECONCILE_END, RECONCILE_FAILED, Record
+from pycm.trace.records import RECONCILE_BEGIN, RECONCILE_END, RECONCILE_FAILED, Record
 
 __all__ = ["ReconcileRecorder", "failure"]
 
@@ -52,10 +47,10 @@ def failure(exc: BaseException) -> tuple[str, str]:
 
 class ReconcileRecorder:
     """The reconcile records of one controller (``controller``, watching ``resource``) on
-    ``bus``: the begin (``head``, or :meth:`nested_head` inside a step) and the plain
-    success's end are the worker's to write (the module's docstring), the other ends are
-    :meth:`end_requeued`, :meth:`end_error` and :meth:`end_raised`. It keeps its controller's
-    head (renewed by the bus: :meth:`renew_head`) and the bus's clock reading, bound once."""
+    ``bus``: :meth:`begin` before the sync, then one of :meth:`end_ok` (the plain success,
+    the hot path), :meth:`end_requeued`, :meth:`end_error` or :meth:`end_raised`. It keeps
+    its controller's head (renewed by the bus: :meth:`renew_head`) and the bus's clock
+    reading, bound once."""
 
     __slots__ = ("__weakref__", "bus", "controller", "head", "monotonic_ns", "resource")
 
@@ -71,6 +66,51 @@ class ReconcileRecorder:
     def renew_head(self) -> None:
         """Take a new reconcile head from the bus (its instance or id key changed)."""
         self.head = self.bus.reconcile_head(self, self.controller, self.resource)
+
+    def begin(
+        self,
+        key: str,
+        wait_ns: int,
+        retries: int,
+        trigger: Trigger | None,
+        parent: SpanValue | None,
+    ) -> Record:
+        """Append the begin of a reconcile of ``key`` (queued ``wait_ns``, retried ``retries``
+        times so far, caused by ``trigger``) inside the span ``parent`` (None: the root of a
+        trace of its own, the workers' case), and return its record: the end's calls take it,
+        and its head's ids (``record[2][1]``) are a nested reconcile's span ids."""
+        # Bound callables are read into locals before the call: a method call on an instance
+        # attribute (not a method of the class) is a generic lookup in Python 3.11.
+        monotonic_ns = self.monotonic_ns
+        start_ns = monotonic_ns()
+        bus = self.bus
+        bus._seq = seq = bus._seq + 1
+        # Bus.emit's stamping (as Step does), of the begin's record. A root shares its
+        # controller's head: its ids are derived from the bus's key in it and the seq when read.
+        begin = (
+            RECONCILE_BEGIN,
+            seq,
+            self.head if parent is None else self.nested_head(parent),
+            start_ns,
+            bus._wall_offset if start_ns < bus._offset_due else bus.offset_at(start_ns),
+            key,
+            wait_ns,
+            retries,
+            trigger,
+        )
+        put = bus._put  # the delivery (EventLog), read afresh for each record
+        put(begin)
+        return begin
+
+    def end_ok(self, begin: Record, action: str, uid: str, api_calls: int) -> None:
+        """Append the end of ``begin``'s reconcile that succeeded (its result ``success``,
+        outcome ok)."""
+        monotonic_ns = self.monotonic_ns
+        bus = self.bus
+        bus._seq = seq = bus._seq + 1
+        end = (RECONCILE_END, seq, begin, monotonic_ns(), SUCCESS, action, uid, api_calls, 0.0)
+        put = bus._put
+        put(end)
 
     def end_requeued(
         self,
