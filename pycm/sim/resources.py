@@ -27,6 +27,7 @@ from pycm.sim.registry import (
     leasecandidates,
     persistentvolumeclaims,
     poddisruptionbudgets,
+    rbac,
     secrets,
     services,
     statefulsets,
@@ -400,14 +401,13 @@ def _build() -> Registry:
             subresources=("status",),
         )
     )
-    rbac = "rbac.authorization.k8s.io"
-    for plural, kind, namespaced in (
-        ("clusterroles", "ClusterRole", False),
-        ("clusterrolebindings", "ClusterRoleBinding", False),
-        ("roles", "Role", True),
-        ("rolebindings", "RoleBinding", True),
+    for plural, kind, namespaced, strategy in (
+        ("clusterroles", "ClusterRole", False, rbac.CLUSTER_ROLE),
+        ("clusterrolebindings", "ClusterRoleBinding", False, rbac.CLUSTER_ROLE_BINDING),
+        ("roles", "Role", True, rbac.ROLE),
+        ("rolebindings", "RoleBinding", True, rbac.ROLE_BINDING),
     ):
-        add(Resource(rbac, "v1", plural, kind, kind.lower(), namespaced, PlainStrategy(kind)))
+        add(Resource(rbac.RBAC_GROUP, "v1", plural, kind, kind.lower(), namespaced, strategy))
     add(
         Resource(
             "authentication.k8s.io",

@@ -87,6 +87,13 @@ _WORKLOAD_STATUS = {
 }
 # Deployments and ReplicaSets also report terminatingReplicas (an *int32, 1.33+).
 _RS_STATUS = {**_WORKLOAD_STATUS, "terminatingReplicas": INT}
+_POLICY_RULE = {
+    key: [STR] for key in ("verbs", "apiGroups", "resources", "resourceNames", "nonResourceURLs")
+}
+_BINDING = {
+    "roleRef": {"apiGroup": STR, "kind": STR, "name": STR},
+    "subjects": [{"kind": STR, "apiGroup": STR, "name": STR, "namespace": STR}],
+}
 _KINDS: dict[str, dict[str, Schema]] = {
     "Pod": {
         "spec": _POD_SPEC,
@@ -145,6 +152,13 @@ _KINDS: dict[str, dict[str, Schema]] = {
             "strategy": STR,
         }
     },
+    "Role": {"rules": [_POLICY_RULE]},
+    "ClusterRole": {
+        "rules": [_POLICY_RULE],
+        "aggregationRule": {"clusterRoleSelectors": [_SELECTOR]},
+    },
+    "RoleBinding": _BINDING,
+    "ClusterRoleBinding": _BINDING,
     "Event": {
         "involvedObject": {"kind": STR, "namespace": STR, "name": STR, "uid": STR},
         "reason": STR,

@@ -15,7 +15,7 @@ Lease durations. Not covered: resource quantities, probes, volumes' sources.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from pycm.sim.errors import Cause
@@ -36,6 +36,7 @@ __all__ = [
     "metadata_causes",
     "non_negative",
     "not_supported",
+    "path_segment_causes",
     "pod_spec_causes",
     "pod_update_causes",
     "required",
@@ -188,7 +189,21 @@ def labels_causes(field: str, labels: Any) -> list[Cause]:
     return causes
 
 
-def metadata_causes(obj: Mapping[str, Any], name_is_label: bool) -> list[Cause]:
+def path_segment_causes(field: str, value: str) -> list[Cause]:
+    """kube's ``path.IsValidPathSegmentName``: the names RBAC objects may have
+    (``system:controller:foo`` is one)."""
+    if value in (".", ".."):
+        return [invalid_value(field, value, f"may not be '{value}'")]
+    return [invalid_value(field, value, f"may not contain '{c}'") for c in "/%" if c in value]
+
+
+def metadata_causes(
+    obj: Mapping[str, Any],
+    name_is_label: bool,
+    name_causes: Callable[[str, str], list[Cause]] | None = None,
+) -> list[Cause]:
+    """The metadata's causes; the name a DNS-1123 label or subdomain, or as ``name_causes``
+    (field, name) says."""
     meta = obj.get("metadata") or {}
     causes: list[Cause] = []
     name = meta.get("name")
@@ -196,6 +211,8 @@ def metadata_causes(obj: Mapping[str, Any], name_is_label: bool) -> list[Cause]:
         causes.append(required("metadata.name"))
     elif not isinstance(name, str):
         causes.append(invalid_value("metadata.name", str(name), "must be a string"))
+    elif name_causes is not None:
+        causes += name_causes("metadata.name", name)
     elif name_is_label:
         causes += dns_label_causes("metadata.name", name)
     else:

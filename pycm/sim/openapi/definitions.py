@@ -24,8 +24,7 @@ One walk over :data:`pycm.sim.schemas.KINDS` (and each served custom resource's
 
 Not described: field descriptions (kube's come from Go comments; ``kubectl explain`` prints the
 field's name and type and an empty description), ``required`` lists (the server's validation
-answers with kube's own messages instead), kinds without a schema (RBAC: kubectl then
-skips client-side validation for them, as it does for any kind missing from the document).
+answers with kube's own messages instead), kinds without a schema (the reviews, never stored).
 """
 
 from __future__ import annotations
@@ -101,6 +100,10 @@ NAMED_STRUCTS: dict[str, str] = {
     "CRON_JOB_SPEC": "io.k8s.api.batch.v1.CronJobSpec",
     "INGRESS_SPEC": "io.k8s.api.networking.v1.IngressSpec",
     "ENDPOINT": "io.k8s.api.discovery.v1.Endpoint",
+    "POLICY_RULE": "io.k8s.api.rbac.v1.PolicyRule",
+    "ROLE_REF": "io.k8s.api.rbac.v1.RoleRef",
+    "SUBJECT": "io.k8s.api.rbac.v1.Subject",
+    "AGGREGATION_RULE": "io.k8s.api.rbac.v1.AggregationRule",
 }
 
 _STRING: Schema = {"type": "string"}
@@ -372,6 +375,11 @@ LEAF_TYPES: dict[str, Schema] = {
             "hosts",
             "ipFamilies",
             "loadBalancerSourceRanges",
+            "verbs",
+            "apiGroups",
+            "resources",
+            "resourceNames",
+            "nonResourceURLs",
         ),
         _STRINGS,
     ),
