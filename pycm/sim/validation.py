@@ -19,7 +19,11 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from pycm.sim.errors import Cause
-from pycm.sim.selectors import match_label_selector_object
+from pycm.sim.selectors import (
+    label_value_errors,
+    match_label_selector_object,
+    qualified_name_errors,
+)
 
 __all__ = [
     "configmap_causes",
@@ -50,8 +54,6 @@ __all__ = [
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_LABEL_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 _CONFIG_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
 MAX_CONFIGMAP_BYTES = 1024 * 1024  # corev1.MaxSecretSize, which ConfigMaps share
 
@@ -126,7 +128,7 @@ def dns_label_causes(field: str, value: str) -> list[Cause]:
                 field,
                 value,
                 "a lowercase RFC 1123 label must consist of lower case alphanumeric characters "
-                "or '-', and must start and end with an alphanumeric character (e.g. 'my-name', "
+                "or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  "
                 "or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')",
             )
         )
@@ -151,41 +153,20 @@ def dns_subdomain_causes(field: str, value: str) -> list[Cause]:
     return causes
 
 
-def _label_key_causes(field: str, key: str) -> list[Cause]:
-    prefix, _, name = key.rpartition("/")
-    causes = []
-    if prefix and (len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix)):
-        causes.append(invalid_value(field, key, "prefix part must be a DNS-1123 subdomain"))
-    if not name or len(name) > 63 or not _LABEL_NAME.match(name):
-        causes.append(
-            invalid_value(
-                field,
-                key,
-                "name part must consist of alphanumeric characters, '-', '_' or '.', and must "
-                "start and end with an alphanumeric character, and be at most 63 characters",
-            )
-        )
-    return causes
-
-
 def labels_causes(field: str, labels: Any) -> list[Cause]:
+    """kube's ``ValidateLabels``: each key a qualified name, each value a label value, every
+    message apimachinery's own."""
     if labels is None:
         return []
     if not isinstance(labels, Mapping):
         return [invalid_value(field, str(labels), "must be a map of strings")]
     causes: list[Cause] = []
     for key, value in labels.items():
-        causes += _label_key_causes(field, str(key))
-        if not isinstance(value, str) or len(value) > 63 or not _LABEL_VALUE.match(value):
-            causes.append(
-                invalid_value(
-                    f"{field}",
-                    value,
-                    "a valid label must be an empty string or consist of alphanumeric "
-                    "characters, '-', '_' or '.', and must start and end with an alphanumeric "
-                    "character, and be at most 63 characters",
-                )
-            )
+        causes += [invalid_value(field, str(key), why) for why in qualified_name_errors(str(key))]
+        if not isinstance(value, str):
+            causes.append(invalid_value(field, str(value), "must be a string"))
+        else:
+            causes += [invalid_value(field, value, why) for why in label_value_errors(value)]
     return causes
 
 
