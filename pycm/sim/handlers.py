@@ -341,7 +341,7 @@ async def _resource(
         )
         return json_response(
             {
-                "kind": f"{res.kind}List",
+                "kind": res.list_kind,
                 "apiVersion": res.api_version,
                 "metadata": {"resourceVersion": str(store.resource_version)},
                 "items": items,

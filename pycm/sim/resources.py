@@ -64,10 +64,16 @@ class Resource:
     subresources: tuple[str, ...] = ()
     # Create-only kinds (reviews) are never stored.
     stored: bool = True
+    # A list's kind when it is not <Kind>List (a CRD's names.listKind).
+    custom_list_kind: str = ""
 
     @property
     def key(self) -> ResourceKey:
         return (self.group, self.plural)
+
+    @property
+    def list_kind(self) -> str:
+        return self.custom_list_kind or f"{self.kind}List"
 
     @property
     def api_version(self) -> str:

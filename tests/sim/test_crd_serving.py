@@ -565,3 +565,24 @@ def test_crd_each_version_writes_and_prints_by_its_own_schema(
         assert table["rows"][0]["cells"] == ["b", "small"]
     finally:
         _delete_crd(ext, f"websites.{group}")
+
+
+def test_crd_list_kind_names_its_lists(
+    sim: SimProcess, api: client.ApiClient, namespace: str
+) -> None:
+    group = f"l{secrets.token_hex(3)}.example.com"
+    crd = website_crd(group)
+    crd["spec"]["names"]["listKind"] = "WebsiteCollection"
+    ext = client.ApiextensionsV1Api(api)
+    ext.create_custom_resource_definition(crd)
+    try:
+        res = websites(api, group)
+        res.create(body=body(group, "a"), namespace=namespace)
+        assert res.get(namespace=namespace).to_dict()["kind"] == "WebsiteCollection"
+        with _raw(sim, api) as http:
+            gone = http.delete(f"/apis/{group}/v1/namespaces/{namespace}/websites")
+        assert gone.status_code == 200, gone.text
+        assert gone.json()["kind"] == "WebsiteCollection"
+        assert [i["metadata"]["name"] for i in gone.json()["items"]] == ["a"]
+    finally:
+        _delete_crd(ext, f"websites.{group}")

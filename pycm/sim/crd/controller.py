@@ -84,6 +84,7 @@ def _resources(crd: Mapping[str, Any]) -> list[Resource]:
                 short_names=tuple(names.get("shortNames") or ()),
                 categories=tuple(names.get("categories") or ()),
                 subresources=subresources,
+                custom_list_kind=str(names.get("listKind") or ""),
             )
         )
     return out
