@@ -25,6 +25,7 @@ from pycm.sim.registry import (
     ingresses,
     jobs,
     leasecandidates,
+    networkpolicies,
     persistentvolumeclaims,
     poddisruptionbudgets,
     rbac,
@@ -405,6 +406,18 @@ def _build() -> Registry:
             poddisruptionbudgets.STRATEGY,
             short_names=("pdb",),
             subresources=("status",),
+        )
+    )
+    add(
+        Resource(
+            "networking.k8s.io",
+            "v1",
+            "networkpolicies",
+            "NetworkPolicy",
+            "networkpolicy",
+            True,
+            networkpolicies.STRATEGY,
+            short_names=("netpol",),
         )
     )
     for plural, kind, namespaced, strategy in (

@@ -88,6 +88,12 @@ _WORKLOAD_STATUS = {
 }
 # Deployments and ReplicaSets also report terminatingReplicas (an *int32, 1.33+).
 _RS_STATUS = {**_WORKLOAD_STATUS, "terminatingReplicas": INT}
+_NETWORK_POLICY_PORT = {"protocol": STR, "endPort": INT}
+_PEER = {
+    "podSelector": _SELECTOR,
+    "namespaceSelector": _SELECTOR,
+    "ipBlock": {"cidr": STR, "except": [STR]},
+}
 _POLICY_RULE = {
     key: [STR] for key in ("verbs", "apiGroups", "resources", "resourceNames", "nonResourceURLs")
 }
@@ -153,6 +159,14 @@ _KINDS: dict[str, dict[str, Schema]] = {
             "strategy": STR,
         }
     },
+    "NetworkPolicy": {
+        "spec": {
+            "podSelector": _SELECTOR,
+            "policyTypes": [STR],
+            "ingress": [{"ports": [_NETWORK_POLICY_PORT], "from": [_PEER]}],
+            "egress": [{"ports": [_NETWORK_POLICY_PORT], "to": [_PEER]}],
+        }
+    },
     "Role": {"rules": [_POLICY_RULE]},
     "ClusterRole": {
         "rules": [_POLICY_RULE],
@@ -202,6 +216,9 @@ _STRUCT_NAMES = {
     id(_SELECTOR["matchExpressions"][0]): "LabelSelectorRequirement",
     id(_KINDS["Service"]["spec"]["ports"][0]): "ServicePort",
     id(_POLICY_RULE): "PolicyRule",
+    id(_NETWORK_POLICY_PORT): "NetworkPolicyPort",
+    id(_PEER): "NetworkPolicyPeer",
+    id(_PEER["ipBlock"]): "IPBlock",
     id(_BINDING["roleRef"]): "RoleRef",
     id(_BINDING["subjects"][0]): "Subject",
 }

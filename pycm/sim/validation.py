@@ -35,6 +35,7 @@ __all__ = [
     "immutable",
     "int_or_percent",
     "invalid_value",
+    "label_selector_causes",
     "labels_causes",
     "lease_causes",
     "metadata_causes",
@@ -167,6 +168,39 @@ def labels_causes(field: str, labels: Any) -> list[Cause]:
             causes.append(invalid_value(field, str(value), "must be a string"))
         else:
             causes += [invalid_value(field, value, why) for why in label_value_errors(value)]
+    return causes
+
+
+def label_selector_causes(field: str, selector: Any) -> list[Cause]:
+    """kube's ``ValidateLabelSelector``: matchLabels as labels, each requirement's operator,
+    values and key."""
+    if not isinstance(selector, Mapping):
+        return []
+    causes = labels_causes(f"{field}.matchLabels", selector.get("matchLabels"))
+    for i, expr in enumerate(selector.get("matchExpressions") or []):
+        if not isinstance(expr, Mapping):
+            continue
+        where = f"{field}.matchExpressions[{i}]"
+        operator, values = expr.get("operator"), expr.get("values") or []
+        if operator in ("In", "NotIn"):
+            if not values:
+                why = "must be specified when `operator` is 'In' or 'NotIn'"
+                causes.append({**required(f"{where}.values"), "message": f"Required value: {why}"})
+        elif operator in ("Exists", "DoesNotExist"):
+            if values:
+                why = "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"
+                causes.append(forbidden(f"{where}.values", why))
+        else:
+            causes.append(
+                invalid_value(f"{where}.operator", str(operator), "not a valid selector operator")
+            )
+        key = str(expr.get("key") or "")
+        causes += [invalid_value(f"{where}.key", key, why) for why in qualified_name_errors(key)]
+        for j, value in enumerate(values):
+            causes += [
+                invalid_value(f"{where}.values[{j}]", str(value), why)
+                for why in label_value_errors(str(value))
+            ]
     return causes
 
 

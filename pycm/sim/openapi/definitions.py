@@ -99,6 +99,8 @@ NAMED_STRUCTS: dict[str, str] = {
     "JOB_STATUS": "io.k8s.api.batch.v1.JobStatus",
     "CRON_JOB_SPEC": "io.k8s.api.batch.v1.CronJobSpec",
     "INGRESS_SPEC": "io.k8s.api.networking.v1.IngressSpec",
+    "NETWORK_POLICY_SPEC": "io.k8s.api.networking.v1.NetworkPolicySpec",
+    "NETWORK_POLICY_PORT": "io.k8s.api.networking.v1.NetworkPolicyPort",
     "ENDPOINT": "io.k8s.api.discovery.v1.Endpoint",
     "POLICY_RULE": "io.k8s.api.rbac.v1.PolicyRule",
     "ROLE_REF": "io.k8s.api.rbac.v1.RoleRef",
@@ -231,6 +233,7 @@ LEAF_TYPES: dict[str, Schema] = {
             "whenDeleted",
             "whenScaled",
             "zone",
+            "cidr",
         ),
         _STRING,
     ),
@@ -288,6 +291,7 @@ LEAF_TYPES: dict[str, Schema] = {
             "successfulJobsHistoryLimit",
             "ttlSecondsAfterFinished",
             "updatedNumberScheduled",
+            "endPort",
         ),
         _INT32,
     ),
@@ -380,6 +384,8 @@ LEAF_TYPES: dict[str, Schema] = {
             "resources",
             "resourceNames",
             "nonResourceURLs",
+            "except",
+            "policyTypes",
         ),
         _STRINGS,
     ),
@@ -413,7 +419,10 @@ LEAF_TYPES_IN: dict[tuple[str, str], Schema] = {
         (("ContainerStatus", "ready"), ("conditions", "ready"), ("conditions", "terminating")),
         _BOOL,
     ),
-    **dict.fromkeys((("httpGet", "port"), ("tcpSocket", "port")), _INT_OR_STRING),
+    **dict.fromkeys(
+        (("httpGet", "port"), ("tcpSocket", "port"), ("NetworkPolicyPort", "port")),
+        _INT_OR_STRING,
+    ),
 }
 
 

@@ -69,6 +69,8 @@ from pycm.sim.schemas.meta import (
 from pycm.sim.schemas.networking import (
     ENDPOINT,
     INGRESS_SPEC,
+    NETWORK_POLICY_PORT,
+    NETWORK_POLICY_SPEC,
 )
 from pycm.sim.schemas.rbac import AGGREGATION_RULE, POLICY_RULE, ROLE_REF, SUBJECT
 
@@ -93,6 +95,8 @@ __all__ = [
     "LABEL_SELECTOR",
     "LIFECYCLE",
     "LOCAL_OBJECT_REFERENCE",
+    "NETWORK_POLICY_PORT",
+    "NETWORK_POLICY_SPEC",
     "OBJECT_META",
     "OWNER_REFERENCE",
     "PERSISTENT_VOLUME_CLAIM_SPEC",

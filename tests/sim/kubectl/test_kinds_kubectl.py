@@ -305,3 +305,26 @@ def test_kubectl_rbac_objects_are_validated_described_and_listed_as_kube_does(
         'The RoleBinding "op" is invalid: roleRef: Invalid value: rbac.RoleRef{APIGroup:'
         '"rbac.authorization.k8s.io", Kind:"Role", Name:"other"}: cannot change roleRef'
     ) in changed.stderr
+
+
+def test_kubectl_applies_and_lists_a_network_policy(
+    run_kubectl: Kubectl, ns: str, tmp_path: Path
+) -> None:
+    policy = {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": {"name": "db"},
+        "spec": {
+            "podSelector": {"matchLabels": {"app": "db"}},
+            "ingress": [
+                {"from": [{"podSelector": {"matchLabels": LABELS}}], "ports": [{"port": 5432}]}
+            ],
+        },
+    }
+    (tmp_path / "np.yaml").write_text(yaml.safe_dump(policy))
+    applied = run_kubectl("apply", "-f", str(tmp_path / "np.yaml"), "-n", ns)  # validated
+    assert applied.stdout.strip() == "networkpolicy.networking.k8s.io/db created"
+    out = run_kubectl("get", "netpol", "-n", ns).stdout
+    assert header(out) == ["NAME", "POD-SELECTOR", "AGE"]
+    assert rows(out)[0][:2] == ["db", "app=db"]
+    assert "endPort\t<integer>" in run_kubectl("explain", "networkpolicy.spec.ingress.ports").stdout
