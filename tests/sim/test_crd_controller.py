@@ -106,3 +106,58 @@ def test_crd_with_a_built_in_kinds_names_does_not_take_it_over(store: Store) -> 
     assert type(served.strategy).__name__ != "CustomResourceStrategy"
     store.delete(_crds(store), None, "roles.rbac.authorization.k8s.io")
     assert store.registry.get("rbac.authorization.k8s.io", "v1", "roles") is served
+
+
+def test_crd_delete_waits_for_its_objects_finalizers_then_goes(store: Store) -> None:
+    # kube's customresourcecleanup: an operator's finalizer on a custom resource holds the CRD
+    # (terminating, still served, creates refused) until the operator lets the object go.
+    store.create(_crds(store), website_crd(GROUP))
+    res = store.registry.get(GROUP, "v1", "websites")
+    assert res is not None
+    held = body(GROUP, "held")
+    held["metadata"]["finalizers"] = ["example.com/cleanup"]
+    store.create(res, held, "default")
+    store.create(res, body(GROUP, "free"), "default")
+    name = f"websites.{GROUP}"
+    crd, removed = store.delete(_crds(store), None, name)
+    assert not removed
+    assert crd["metadata"]["deletionTimestamp"]
+    assert crd["metadata"]["finalizers"] == ["customresourcecleanup.apiextensions.k8s.io"]
+    terminating = [c for c in crd["status"]["conditions"] if c["type"] == "Terminating"]
+    assert [(c["status"], c["reason"]) for c in terminating] == [
+        ("True", "InstanceDeletionInProgress")
+    ]
+    # The object without a finalizer is gone; the held one has a deletionTimestamp.
+    left = store.list(res, "default")[0]
+    assert [o["metadata"]["name"] for o in left] == ["held"]
+    assert left[0]["metadata"]["deletionTimestamp"]
+    with pytest.raises(APIError) as err:
+        store.create(res, body(GROUP, "late"), "default")
+    assert (err.value.code, err.value.status()["message"]) == (
+        405,
+        "create not allowed while custom resource definition is terminating",
+    )
+    assert store.registry.get(GROUP, "v1", "websites") is not None  # still served
+    # The operator removes its finalizer: the object goes, then the CRD, and serving stops.
+    current = store.get(res, "default", "held")
+    current["metadata"]["finalizers"] = []
+    store.update(res, current, "default")
+    assert store.registry.get(GROUP, "v1", "websites") is None
+    with pytest.raises(APIError) as err:
+        store.get(_crds(store), None, name)
+    assert err.value.code == 404
+    # The names are free again: a new CRD of the same name serves afresh.
+    store.create(_crds(store), website_crd(GROUP))
+    again = store.registry.get(GROUP, "v1", "websites")
+    assert again is not None
+    assert store.create(again, body(GROUP, "new"), "default")["metadata"]["name"] == "new"
+
+
+def test_crd_delete_without_held_objects_is_immediate(store: Store) -> None:
+    store.create(_crds(store), website_crd(GROUP))
+    res = store.registry.get(GROUP, "v1", "websites")
+    assert res is not None
+    store.create(res, body(GROUP, "a"), "default")
+    _, removed = store.delete(_crds(store), None, f"websites.{GROUP}")
+    assert removed
+    assert store.registry.get(GROUP, "v1", "websites") is None
