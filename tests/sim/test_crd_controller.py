@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import orjson
 import pytest
 
 from pycm.sim.crd.served import served_versions
@@ -161,3 +162,32 @@ def test_crd_delete_without_held_objects_is_immediate(store: Store) -> None:
     _, removed = store.delete(_crds(store), None, f"websites.{GROUP}")
     assert removed
     assert store.registry.get(GROUP, "v1", "websites") is None
+
+
+def test_crd_default_added_later_shows_on_objects_written_before(store: Store) -> None:
+    # kube applies the storage version's defaults when it reads: an object stored before the
+    # schema gained a default reads with it, at the same resourceVersion and with no event.
+    crd = website_crd(GROUP)
+    props = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    del props["properties"]["replicas"]["default"]
+    store.create(_crds(store), crd)
+    res = store.registry.get(GROUP, "v1", "websites")
+    assert res is not None
+    before = store.create(res, body(GROUP, "old"), "default")
+    assert "replicas" not in before["spec"] and "tier" not in before["spec"]
+    watcher = store.watch(res, "default", resource_version=str(store.resource_version))
+
+    def add_default(spec: dict[str, Any]) -> None:
+        schema = spec["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+        schema["properties"]["tier"]["default"] = "free"
+
+    _update_crd(store, add_default)
+    served = store.registry.get(GROUP, "v1", "websites")
+    assert served is not None
+    after = store.get(served, "default", "old")
+    assert after["spec"]["tier"] == "free"
+    assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+    listed = store.list_page(served, "default")
+    assert orjson.loads(listed.encoded[0])["spec"]["tier"] == "free"  # the served bytes too
+    assert watcher.pop_entry() is None
+    watcher.stop()
