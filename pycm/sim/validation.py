@@ -40,10 +40,12 @@ __all__ = [
     "lease_causes",
     "metadata_causes",
     "non_negative",
+    "not_found",
     "not_supported",
     "path_segment_causes",
     "pod_spec_causes",
     "pod_update_causes",
+    "port_name_causes",
     "required",
     "restart_policy_causes",
     "selector_template_causes",
@@ -56,6 +58,7 @@ __all__ = [
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _CONFIG_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
+_PORT_NAME = re.compile(r"^[-a-z0-9]+$")
 MAX_CONFIGMAP_BYTES = 1024 * 1024  # corev1.MaxSecretSize, which ConfigMaps share
 
 
@@ -204,6 +207,22 @@ def label_selector_causes(field: str, selector: Any) -> list[Cause]:
     return causes
 
 
+def port_name_causes(field: str, name: str) -> list[Cause]:
+    """kube's IsValidPortName (an IANA service name)."""
+    why = []
+    if len(name) > 15:
+        why.append("must be no more than 15 characters")
+    if not _PORT_NAME.match(name):
+        why.append("must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)")
+    if not any("a" <= c <= "z" for c in name):
+        why.append("must contain at least one letter (a-z)")
+    if "--" in name:
+        why.append("must not contain consecutive hyphens")
+    if name.startswith("-") or name.endswith("-"):
+        why.append("must not begin or end with a hyphen")
+    return [invalid_value(field, name, w) for w in why]
+
+
 def path_segment_causes(field: str, value: str) -> list[Cause]:
     """kube's ``path.IsValidPathSegmentName``: the names RBAC objects may have
     (``system:controller:foo`` is one)."""
@@ -239,13 +258,100 @@ def metadata_causes(
     return causes
 
 
-def pod_spec_causes(field: str, spec: Any) -> list[Cause]:
+def not_found(field: str, value: Any) -> Cause:
+    shown = f'"{value}"' if isinstance(value, str) else str(value)
+    return {"reason": "FieldValueNotFound", "message": f"Not found: {shown}", "field": field}
+
+
+_PORT_PROTOCOLS = ("SCTP", "TCP", "UDP")
+_PORT_RANGE = "must be between 1 and 65535, inclusive"
+
+
+def _volumes_causes(field: str, volumes: Any) -> tuple[list[Cause], set[str]]:
+    """kube's validateVolumes, as far as names go: required, DNS-1123 labels, unique."""
+    causes: list[Cause] = []
+    names: set[str] = set()
+    for i, volume in enumerate(volumes if isinstance(volumes, list) else []):
+        if not isinstance(volume, Mapping):
+            continue
+        where = f"{field}[{i}].name"
+        name = volume.get("name")
+        if not name:
+            causes.append(required(where))
+            continue
+        causes += dns_label_causes(where, str(name))
+        if name in names:
+            causes.append(duplicate(where, name))
+        names.add(str(name))
+    return causes, names
+
+
+def _container_ports_causes(field: str, ports: Any) -> list[Cause]:
+    """kube's validateContainerPorts."""
+    causes: list[Cause] = []
+    names: set[str] = set()
+    for i, port in enumerate(ports if isinstance(ports, list) else []):
+        if not isinstance(port, Mapping):
+            continue
+        where = f"{field}[{i}]"
+        name = port.get("name")
+        if name:
+            bad = port_name_causes(f"{where}.name", str(name))
+            if bad:
+                causes += bad
+            elif name in names:
+                causes.append(duplicate(f"{where}.name", name))
+            else:
+                names.add(str(name))
+        number = port.get("containerPort")
+        if not number:
+            causes.append(required(f"{where}.containerPort"))
+        elif isinstance(number, int) and not 1 <= number <= 65535:
+            causes.append(invalid_value(f"{where}.containerPort", number, _PORT_RANGE))
+        host = port.get("hostPort")
+        if isinstance(host, int) and host != 0 and not 1 <= host <= 65535:
+            causes.append(invalid_value(f"{where}.hostPort", host, _PORT_RANGE))
+        protocol = port.get("protocol")
+        if not protocol:
+            causes.append(required(f"{where}.protocol"))
+        elif protocol not in _PORT_PROTOCOLS:
+            causes.append(not_supported(f"{where}.protocol", protocol, _PORT_PROTOCOLS))
+    return causes
+
+
+def _volume_mounts_causes(field: str, mounts: Any, volumes: set[str]) -> list[Cause]:
+    """kube's ValidateVolumeMounts: each names a volume of the pod, at a unique path."""
+    causes: list[Cause] = []
+    paths: set[str] = set()
+    for i, mount in enumerate(mounts if isinstance(mounts, list) else []):
+        if not isinstance(mount, Mapping):
+            continue
+        where = f"{field}[{i}]"
+        name = mount.get("name") or ""
+        if not name:
+            causes.append(required(f"{where}.name"))
+        if name not in volumes:
+            causes.append(not_found(f"{where}.name", name))
+        path = mount.get("mountPath") or ""
+        if not path:
+            causes.append(required(f"{where}.mountPath"))
+        if path in paths:
+            causes.append(invalid_value(f"{where}.mountPath", path, "must be unique"))
+        paths.add(str(path))
+    return causes
+
+
+def pod_spec_causes(field: str, spec: Any, claim_volumes: Sequence[str] = ()) -> list[Cause]:
+    """A pod spec's causes, in kube's order (volumes, then each container's name, image,
+    ports and volume mounts): as much of kube's ValidatePodSpec as the emulator checks.
+    ``claim_volumes``: names a StatefulSet's claim templates give its pods."""
     if not isinstance(spec, Mapping):
         return [required(field)]
-    causes: list[Cause] = []
+    causes, volumes = _volumes_causes(f"{field}.volumes", spec.get("volumes"))
+    volumes |= set(claim_volumes)
     containers = spec.get("containers")
     if not containers or not isinstance(containers, list):
-        return [required(f"{field}.containers")]
+        return [*causes, required(f"{field}.containers")]
     seen: set[str] = set()
     for group in ("initContainers", "containers"):
         for i, container in enumerate(spec.get(group) or []):
@@ -263,6 +369,10 @@ def pod_spec_causes(field: str, spec: Any) -> list[Cause]:
                 seen.add(str(name))
             if not container.get("image"):
                 causes.append(required(f"{where}.image"))
+            causes += _container_ports_causes(f"{where}.ports", container.get("ports"))
+            causes += _volume_mounts_causes(
+                f"{where}.volumeMounts", container.get("volumeMounts"), volumes
+            )
     grace = spec.get("terminationGracePeriodSeconds")
     if isinstance(grace, int) and grace < 0:
         causes.append(
@@ -286,7 +396,12 @@ def non_negative(field: str, value: Any) -> list[Cause]:
 
 
 def selector_template_causes(
-    spec: Mapping[str, Any], path: str, noun: str, *, template_path: str = ""
+    spec: Mapping[str, Any],
+    path: str,
+    noun: str,
+    *,
+    template_path: str = "",
+    claim_volumes: Sequence[str] = (),
 ) -> list[Cause]:
     """A controller's ``selector`` (required, not empty, a valid selector) and its pod
     ``template`` (required, labels the selector matches, a valid pod spec) under ``path``;
@@ -324,7 +439,7 @@ def selector_template_causes(
                     "`selector` does not match template `labels`",
                 )
             )
-    causes += pod_spec_causes(f"{tpath}.spec", template.get("spec"))
+    causes += pod_spec_causes(f"{tpath}.spec", template.get("spec"), claim_volumes)
     return causes
 
 

@@ -17,7 +17,6 @@ from typing import Any
 from pycm.sim import validation
 from pycm.sim.errors import Cause
 from pycm.sim.objects import Obj
-from pycm.sim.registry.ingresses import port_name_causes
 from pycm.sim.registry.strategy import Strategy
 from pycm.sim.tables import Printer, age, col, name_of, selector_of, spec_of
 
@@ -52,7 +51,7 @@ def _port_causes(port: dict[str, Any], where: str) -> list[Cause]:
         if end is not None:
             why = "may not be specified when `port` is non-numeric"
             causes.append(validation.invalid_value(f"{where}.endPort", end, why))
-        causes += port_name_causes(f"{where}.port", number)
+        causes += validation.port_name_causes(f"{where}.port", number)
     elif end is not None:
         why = "may not be specified when `port` is not specified"
         causes.append(validation.invalid_value(f"{where}.endPort", end, why))
