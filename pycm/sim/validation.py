@@ -341,9 +341,63 @@ def _volume_mounts_causes(field: str, mounts: Any, volumes: set[str]) -> list[Ca
     return causes
 
 
+_PROBE_HANDLERS = ("exec", "httpGet", "tcpSocket", "grpc")
+_LIFECYCLE_HANDLERS = ("exec", "httpGet", "tcpSocket", "sleep")
+_PROBE_COUNTS = (
+    "initialDelaySeconds",
+    "timeoutSeconds",
+    "periodSeconds",
+    "successThreshold",
+    "failureThreshold",
+)
+
+
+def _handler_causes(field: str, handler: Mapping[str, Any], kinds: Sequence[str]) -> list[Cause]:
+    """kube's validateHandler: exactly one action, in kube's order; an exec has a command."""
+    causes: list[Cause] = []
+    given = 0
+    for kind in kinds:
+        if handler.get(kind) is None:
+            continue
+        if given:
+            causes.append(forbidden(f"{field}.{kind}", "may not specify more than 1 handler type"))
+            continue
+        given += 1
+        action = handler[kind]
+        if kind == "exec" and isinstance(action, Mapping) and not action.get("command"):
+            causes.append(required(f"{field}.exec.command"))
+    if not given:
+        causes.append({**required(field), "message": "Required value: must specify a handler type"})
+    return causes
+
+
+def _probes_causes(field: str, container: Mapping[str, Any]) -> list[Cause]:
+    """A container's lifecycle hooks and probes: kube's validateLifecycle and validateProbe
+    (an action each, counts not negative)."""
+    causes: list[Cause] = []
+    lifecycle = container.get("lifecycle")
+    if isinstance(lifecycle, Mapping):
+        for hook in ("postStart", "preStop"):
+            if isinstance(lifecycle.get(hook), Mapping):
+                where = f"{field}.lifecycle.{hook}"
+                causes += _handler_causes(where, lifecycle[hook], _LIFECYCLE_HANDLERS)
+    for name in ("livenessProbe", "readinessProbe", "startupProbe"):
+        probe = container.get(name)
+        if not isinstance(probe, Mapping):
+            continue
+        causes += _handler_causes(f"{field}.{name}", probe, _PROBE_HANDLERS)
+        for count in _PROBE_COUNTS:
+            value = probe.get(count)
+            if isinstance(value, int) and value < 0:
+                why = "must be greater than or equal to 0"
+                causes.append(invalid_value(f"{field}.{name}.{count}", value, why))
+    return causes
+
+
 def pod_spec_causes(field: str, spec: Any, claim_volumes: Sequence[str] = ()) -> list[Cause]:
     """A pod spec's causes, in kube's order (volumes, then each container's name, image,
-    ports and volume mounts): as much of kube's ValidatePodSpec as the emulator checks.
+    ports, volume mounts, hooks and probes): as much of kube's ValidatePodSpec as the emulator
+    checks.
     ``claim_volumes``: names a StatefulSet's claim templates give its pods."""
     if not isinstance(spec, Mapping):
         return [required(field)]
@@ -373,6 +427,8 @@ def pod_spec_causes(field: str, spec: Any, claim_volumes: Sequence[str] = ()) ->
             causes += _volume_mounts_causes(
                 f"{where}.volumeMounts", container.get("volumeMounts"), volumes
             )
+            if group == "containers":  # (init containers' hooks and probes have rules of their own)
+                causes += _probes_causes(where, container)
     grace = spec.get("terminationGracePeriodSeconds")
     if isinstance(grace, int) and grace < 0:
         causes.append(

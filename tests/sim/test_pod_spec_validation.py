@@ -177,3 +177,30 @@ def test_pod_spec_statefulset_mounts_its_claim_templates(store: Store) -> None:
     assert causes(store, "statefulsets", body, "apps") == [
         ("spec.template.spec.containers[0].volumeMounts[0].name", 'Not found: "data"')
     ]
+
+
+def test_pod_spec_probes_and_hooks_need_exactly_one_action(store: Store) -> None:
+    http = {"httpGet": {"port": 80}}
+    body = pod(
+        containers=[
+            container(
+                lifecycle={"preStop": {}, "postStart": {"exec": {}}},
+                livenessProbe={**http, "tcpSocket": {"port": 80}, "periodSeconds": -1},
+                readinessProbe={"initialDelaySeconds": 5},
+                startupProbe={**http, "failureThreshold": 30},
+            )
+        ]
+    )
+    assert causes(store, "pods", body) == [
+        ("spec.containers[0].lifecycle.postStart.exec.command", "Required value"),
+        ("spec.containers[0].lifecycle.preStop", "Required value: must specify a handler type"),
+        (
+            "spec.containers[0].livenessProbe.tcpSocket",
+            "Forbidden: may not specify more than 1 handler type",
+        ),
+        (
+            "spec.containers[0].livenessProbe.periodSeconds",
+            "Invalid value: -1: must be greater than or equal to 0",
+        ),
+        ("spec.containers[0].readinessProbe", "Required value: must specify a handler type"),
+    ]
