@@ -319,6 +319,53 @@ def _container_ports_causes(field: str, ports: Any) -> list[Cause]:
     return causes
 
 
+_ENV_SOURCES = ("fieldRef", "resourceFieldRef", "configMapKeyRef", "secretKeyRef")
+
+
+def _env_causes(field: str, env: Any, env_from: Any) -> list[Cause]:
+    """kube's ValidateEnv and ValidateEnvFrom, as far as their shape goes: a name each, and
+    a value or exactly one source (a key selector's key required)."""
+    causes: list[Cause] = []
+    for i, var in enumerate(env if isinstance(env, list) else []):
+        if not isinstance(var, Mapping):
+            continue
+        where = f"{field}.env[{i}]"
+        if not var.get("name"):
+            causes.append(required(f"{where}.name"))
+        source = var.get("valueFrom")
+        if not isinstance(source, Mapping):
+            continue
+        given = [k for k in _ENV_SOURCES if source.get(k) is not None]
+        for kind in ("configMapKeyRef", "secretKeyRef"):
+            ref = source.get(kind)
+            if isinstance(ref, Mapping) and not ref.get("key"):
+                causes.append(required(f"{where}.valueFrom.{kind}.key"))
+        if not given:
+            why = (
+                "must specify one of: `fieldRef`, `resourceFieldRef`, `configMapKeyRef` or "
+                "`secretKeyRef`"
+            )
+            causes.append(invalid_value(f"{where}.valueFrom", "", why))
+        elif var.get("value"):
+            why = "may not be specified when `value` is not empty"
+            causes.append(invalid_value(f"{where}.valueFrom", "", why))
+        elif len(given) > 1:
+            why = "may not have more than one field specified at a time"
+            causes.append(invalid_value(f"{where}.valueFrom", "", why))
+    for source in env_from if isinstance(env_from, list) else []:
+        if not isinstance(source, Mapping):
+            continue
+        given = [k for k in ("configMapRef", "secretRef") if source.get(k) is not None]
+        # kube names the list, not the item, in these two causes.
+        if not given:
+            why = "must specify one of: `configMapRef` or `secretRef`"
+            causes.append(invalid_value(f"{field}.envFrom", "", why))
+        elif len(given) > 1:
+            why = "may not have more than one field specified at a time"
+            causes.append(invalid_value(f"{field}.envFrom", "", why))
+    return causes
+
+
 def _volume_mounts_causes(field: str, mounts: Any, volumes: set[str]) -> list[Cause]:
     """kube's ValidateVolumeMounts: each names a volume of the pod, at a unique path."""
     causes: list[Cause] = []
@@ -396,7 +443,7 @@ def _probes_causes(field: str, container: Mapping[str, Any]) -> list[Cause]:
 
 def pod_spec_causes(field: str, spec: Any, claim_volumes: Sequence[str] = ()) -> list[Cause]:
     """A pod spec's causes, in kube's order (volumes, then each container's name, image,
-    ports, volume mounts, hooks and probes): as much of kube's ValidatePodSpec as the emulator
+    ports, env, volume mounts, hooks and probes): as much of kube's ValidatePodSpec as the emulator
     checks.
     ``claim_volumes``: names a StatefulSet's claim templates give its pods."""
     if not isinstance(spec, Mapping):
@@ -424,6 +471,7 @@ def pod_spec_causes(field: str, spec: Any, claim_volumes: Sequence[str] = ()) ->
             if not container.get("image"):
                 causes.append(required(f"{where}.image"))
             causes += _container_ports_causes(f"{where}.ports", container.get("ports"))
+            causes += _env_causes(where, container.get("env"), container.get("envFrom"))
             causes += _volume_mounts_causes(
                 f"{where}.volumeMounts", container.get("volumeMounts"), volumes
             )

@@ -204,3 +204,40 @@ def test_pod_spec_probes_and_hooks_need_exactly_one_action(store: Store) -> None
         ),
         ("spec.containers[0].readinessProbe", "Required value: must specify a handler type"),
     ]
+
+
+def test_pod_spec_env_needs_a_name_and_one_value_or_source(store: Store) -> None:
+    secret = {"secretKeyRef": {"name": "s"}}
+    body = pod(
+        containers=[
+            container(
+                env=[
+                    {"value": "x"},
+                    {"name": "A", "valueFrom": {}},
+                    {"name": "B", "value": "v", "valueFrom": {"fieldRef": {"fieldPath": "x"}}},
+                    {"name": "C", "valueFrom": {**secret, "configMapKeyRef": {"key": "k"}}},
+                ],
+                envFrom=[{"prefix": "P_"}],
+            )
+        ]
+    )
+    must = (
+        "must specify one of: `fieldRef`, `resourceFieldRef`, `configMapKeyRef` or `secretKeyRef`"
+    )
+    assert causes(store, "pods", body) == [
+        ("spec.containers[0].env[0].name", "Required value"),
+        ("spec.containers[0].env[1].valueFrom", f'Invalid value: "": {must}'),
+        (
+            "spec.containers[0].env[2].valueFrom",
+            'Invalid value: "": may not be specified when `value` is not empty',
+        ),
+        ("spec.containers[0].env[3].valueFrom.secretKeyRef.key", "Required value"),
+        (
+            "spec.containers[0].env[3].valueFrom",
+            'Invalid value: "": may not have more than one field specified at a time',
+        ),
+        (
+            "spec.containers[0].envFrom",
+            'Invalid value: "": must specify one of: `configMapRef` or `secretRef`',
+        ),
+    ]
