@@ -267,13 +267,66 @@ _PORT_PROTOCOLS = ("SCTP", "TCP", "UDP")
 _PORT_RANGE = "must be between 1 and 65535, inclusive"
 
 
+# A volume's sources in the order kube's validateVolumeSource checks them, with the field its
+# "more than 1" cause names (kube's own spelling: cephFS, downwarAPI).
+_VOLUME_SOURCES = (
+    ("emptyDir", "emptyDir"),
+    ("hostPath", "hostPath"),
+    ("gitRepo", "gitRepo"),
+    ("gcePersistentDisk", "gcePersistentDisk"),
+    ("awsElasticBlockStore", "awsElasticBlockStore"),
+    ("secret", "secret"),
+    ("nfs", "nfs"),
+    ("iscsi", "iscsi"),
+    ("glusterfs", "glusterfs"),
+    ("flocker", "flocker"),
+    ("persistentVolumeClaim", "persistentVolumeClaim"),
+    ("rbd", "rbd"),
+    ("cinder", "cinder"),
+    ("cephfs", "cephFS"),
+    ("quobyte", "quobyte"),
+    ("downwardAPI", "downwarAPI"),
+    ("fc", "fc"),
+    ("flexVolume", "flexVolume"),
+    ("configMap", "configMap"),
+    ("azureFile", "azureFile"),
+    ("vsphereVolume", "vsphereVolume"),
+    ("photonPersistentDisk", "photonPersistentDisk"),
+    ("portworxVolume", "portworxVolume"),
+    ("azureDisk", "azureDisk"),
+    ("storageos", "storageos"),
+    ("projected", "projected"),
+    ("scaleIO", "scaleIO"),
+    ("csi", "csi"),
+    ("ephemeral", "ephemeral"),
+    ("image", "image"),
+)
+
+
+def _volume_source_causes(field: str, volume: Mapping[str, Any]) -> list[Cause]:
+    causes: list[Cause] = []
+    given = 0
+    for key, shown in _VOLUME_SOURCES:
+        if volume.get(key) is None:
+            continue
+        if given:
+            causes.append(forbidden(f"{field}.{shown}", "may not specify more than 1 volume type"))
+        else:
+            given += 1
+    if not given:
+        causes.append({**required(field), "message": "Required value: must specify a volume type"})
+    return causes
+
+
 def _volumes_causes(field: str, volumes: Any) -> tuple[list[Cause], set[str]]:
-    """kube's validateVolumes, as far as names go: required, DNS-1123 labels, unique."""
+    """kube's validateVolumes: exactly one source each, names required, DNS-1123 labels,
+    unique (a source's own fields are not checked)."""
     causes: list[Cause] = []
     names: set[str] = set()
     for i, volume in enumerate(volumes if isinstance(volumes, list) else []):
         if not isinstance(volume, Mapping):
             continue
+        causes += _volume_source_causes(f"{field}[{i}]", volume)
         where = f"{field}[{i}].name"
         name = volume.get("name")
         if not name:

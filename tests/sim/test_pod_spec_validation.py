@@ -59,7 +59,14 @@ def test_pod_spec_valid_volumes_ports_and_mounts_are_created(store: Store) -> No
 
 INVALID = [
     pytest.param(
-        pod(volumes=[{"name": "data"}, {"name": "data"}, {"name": "Bad_Name"}, {}]),
+        pod(
+            volumes=[
+                {"name": "data", "emptyDir": {}},
+                {"name": "data", "emptyDir": {}},
+                {"name": "Bad_Name", "emptyDir": {}},
+                {"emptyDir": {}},
+            ]
+        ),
         [
             ("spec.volumes[1].name", 'Duplicate value: "data"'),
             (
@@ -72,6 +79,20 @@ INVALID = [
             ("spec.volumes[3].name", "Required value"),
         ],
         id="volume-names",
+    ),
+    pytest.param(
+        pod(
+            volumes=[
+                {"name": "typo", "emptydir": {}},
+                {"name": "two", "emptyDir": {}, "configMap": {"name": "c"}, "cephfs": {}},
+            ]
+        ),
+        [
+            ("spec.volumes[0]", "Required value: must specify a volume type"),
+            ("spec.volumes[1].cephFS", "Forbidden: may not specify more than 1 volume type"),
+            ("spec.volumes[1].configMap", "Forbidden: may not specify more than 1 volume type"),
+        ],
+        id="volume-sources",
     ),
     pytest.param(
         pod(
