@@ -14,8 +14,8 @@ Each version keeps its own schema, printer columns and subresources, as kube's p
 storage does: :func:`acting_as` is the storage version's resource (its table, the apiVersion
 objects are stored at) with the asked version's strategy, so a write through a version is
 pruned, defaulted and validated with that version's schema, and a table prints that version's
-columns. What differs from kube: an object read through a version is answered as stored (kube
-also prunes and defaults it by the version's schema on the way out).
+columns. An object read through a version is answered as stored, only its apiVersion rewritten:
+a field only the storage version's schema knows is not dropped on the way out.
 """
 
 from __future__ import annotations
