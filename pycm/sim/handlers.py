@@ -28,7 +28,7 @@ from pycm.sim.apicontext import APIContext, BeforeRequest
 from pycm.sim.apply import APPLY_PATCH, apply
 from pycm.sim.auth import Attributes, UserInfo, bearer_token
 from pycm.sim.bodies import OBJECT_TYPES, PATCH_TYPES, decode_body, media_type
-from pycm.sim.crd.conversion import served_as, stored_versions
+from pycm.sim.crd.conversion import acting_as, served_as, stored_versions
 from pycm.sim.crd.served import served_versions
 from pycm.sim.gostrconv import parse_bool, parse_duration
 from pycm.sim.listoptions import list_options
@@ -103,7 +103,8 @@ async def _serve(ctx: APIContext, request: Request) -> Response:
         # A custom resource whose objects are stored at another version than the one asked
         # through (one table; kube's None conversion: only apiVersion differs).
         asked = res if storage.version != res.version else None
-        answer = await _resource(ctx, request, storage, info, query, user, asked=asked)
+        serving = acting_as(storage, asked)  # the asked version's schema, columns, subresources
+        answer = await _resource(ctx, request, serving, info, query, user, asked=asked)
         return served_as(answer, stored_as, res.api_version)
     return await _resource(ctx, request, res, info, query, user)
 
@@ -340,7 +341,7 @@ async def _resource(
         )
         return json_response(
             {
-                "kind": f"{res.kind}List",
+                "kind": res.list_kind,
                 "apiVersion": res.api_version,
                 "metadata": {"resourceVersion": str(store.resource_version)},
                 "items": items,

@@ -156,7 +156,7 @@ def _list(
                 "items": items,
             }
         )
-    body = list_body(f"{res.kind}List", res.api_version, list_meta, page.encoded)
+    body = list_body(res.list_kind, res.api_version, list_meta, page.encoded)
     return Response(body, media_type="application/json")
 
 

@@ -25,8 +25,10 @@ from pycm.sim.registry import (
     ingresses,
     jobs,
     leasecandidates,
+    networkpolicies,
     persistentvolumeclaims,
     poddisruptionbudgets,
+    rbac,
     secrets,
     services,
     statefulsets,
@@ -63,10 +65,16 @@ class Resource:
     subresources: tuple[str, ...] = ()
     # Create-only kinds (reviews) are never stored.
     stored: bool = True
+    # A list's kind when it is not <Kind>List (a CRD's names.listKind).
+    custom_list_kind: str = ""
 
     @property
     def key(self) -> ResourceKey:
         return (self.group, self.plural)
+
+    @property
+    def list_kind(self) -> str:
+        return self.custom_list_kind or f"{self.kind}List"
 
     @property
     def api_version(self) -> str:
@@ -400,14 +408,25 @@ def _build() -> Registry:
             subresources=("status",),
         )
     )
-    rbac = "rbac.authorization.k8s.io"
-    for plural, kind, namespaced in (
-        ("clusterroles", "ClusterRole", False),
-        ("clusterrolebindings", "ClusterRoleBinding", False),
-        ("roles", "Role", True),
-        ("rolebindings", "RoleBinding", True),
+    add(
+        Resource(
+            "networking.k8s.io",
+            "v1",
+            "networkpolicies",
+            "NetworkPolicy",
+            "networkpolicy",
+            True,
+            networkpolicies.STRATEGY,
+            short_names=("netpol",),
+        )
+    )
+    for plural, kind, namespaced, strategy in (
+        ("clusterroles", "ClusterRole", False, rbac.CLUSTER_ROLE),
+        ("clusterrolebindings", "ClusterRoleBinding", False, rbac.CLUSTER_ROLE_BINDING),
+        ("roles", "Role", True, rbac.ROLE),
+        ("rolebindings", "RoleBinding", True, rbac.ROLE_BINDING),
     ):
-        add(Resource(rbac, "v1", plural, kind, kind.lower(), namespaced, PlainStrategy(kind)))
+        add(Resource(rbac.RBAC_GROUP, "v1", plural, kind, kind.lower(), namespaced, strategy))
     add(
         Resource(
             "authentication.k8s.io",

@@ -42,7 +42,7 @@ _META = {
     "finalizers": [STR],
     "ownerReferences": [_OWNER_REF],
 }
-_CONTAINER = {
+_CONTAINER: dict[str, Schema] = {
     "name": STR,
     "image": STR,
     "imagePullPolicy": STR,
@@ -62,10 +62,11 @@ _POD_SPEC = {
     "serviceAccountName": STR,
     "readinessGates": [OBJ],
 }
-_SELECTOR = {
+_SELECTOR: dict[str, Schema] = {
     "matchLabels": MAP_STR,
     "matchExpressions": [{"key": STR, "operator": STR, "values": [STR]}],
 }
+_POD_TEMPLATE = {"metadata": _META, "spec": _POD_SPEC}
 _WORKLOAD_SPEC = {
     "replicas": INT,
     "minReadySeconds": INT,
@@ -73,7 +74,7 @@ _WORKLOAD_SPEC = {
     "progressDeadlineSeconds": INT,
     "paused": BOOL,
     "selector": _SELECTOR,
-    "template": {"metadata": _META, "spec": _POD_SPEC},
+    "template": _POD_TEMPLATE,
     "strategy": {"type": STR, "rollingUpdate": OBJ},
 }
 _CONDITIONS = [{"type": STR, "status": STR}]
@@ -87,6 +88,19 @@ _WORKLOAD_STATUS = {
 }
 # Deployments and ReplicaSets also report terminatingReplicas (an *int32, 1.33+).
 _RS_STATUS = {**_WORKLOAD_STATUS, "terminatingReplicas": INT}
+_NETWORK_POLICY_PORT = {"protocol": STR, "endPort": INT}
+_PEER = {
+    "podSelector": _SELECTOR,
+    "namespaceSelector": _SELECTOR,
+    "ipBlock": {"cidr": STR, "except": [STR]},
+}
+_POLICY_RULE = {
+    key: [STR] for key in ("verbs", "apiGroups", "resources", "resourceNames", "nonResourceURLs")
+}
+_BINDING: dict[str, Schema] = {
+    "roleRef": {"apiGroup": STR, "kind": STR, "name": STR},
+    "subjects": [{"kind": STR, "apiGroup": STR, "name": STR, "namespace": STR}],
+}
 _KINDS: dict[str, dict[str, Schema]] = {
     "Pod": {
         "spec": _POD_SPEC,
@@ -145,6 +159,21 @@ _KINDS: dict[str, dict[str, Schema]] = {
             "strategy": STR,
         }
     },
+    "NetworkPolicy": {
+        "spec": {
+            "podSelector": _SELECTOR,
+            "policyTypes": [STR],
+            "ingress": [{"ports": [_NETWORK_POLICY_PORT], "from": [_PEER]}],
+            "egress": [{"ports": [_NETWORK_POLICY_PORT], "to": [_PEER]}],
+        }
+    },
+    "Role": {"rules": [_POLICY_RULE]},
+    "ClusterRole": {
+        "rules": [_POLICY_RULE],
+        "aggregationRule": {"clusterRoleSelectors": [_SELECTOR]},
+    },
+    "RoleBinding": _BINDING,
+    "ClusterRoleBinding": _BINDING,
     "Event": {
         "involvedObject": {"kind": STR, "namespace": STR, "name": STR, "uid": STR},
         "reason": STR,
@@ -172,45 +201,117 @@ def _type_ok(value: Any, type_: str) -> bool:
     return isinstance(value, dict)
 
 
-def _go_type(schema: Schema) -> str:
-    if isinstance(schema, dict) or (isinstance(schema, tuple) and schema[0] == "map"):
-        return "object"
-    if isinstance(schema, list):
+# Go's names for the structs above, for kube's decoding message (a struct not named here is
+# reported as the one holding it; a kind's spec and status are <Kind>Spec and <Kind>Status).
+_STRUCT_NAMES = {
+    id(_META): "ObjectMeta",
+    id(_OWNER_REF): "OwnerReference",
+    id(_CONTAINER): "Container",
+    id(_CONTAINER["ports"][0]): "ContainerPort",
+    id(_CONTAINER["env"][0]): "EnvVar",
+    id(_CONTAINER["resources"]): "ResourceRequirements",
+    id(_POD_SPEC): "PodSpec",
+    id(_POD_TEMPLATE): "PodTemplateSpec",
+    id(_SELECTOR): "LabelSelector",
+    id(_SELECTOR["matchExpressions"][0]): "LabelSelectorRequirement",
+    id(_KINDS["Service"]["spec"]["ports"][0]): "ServicePort",
+    id(_POLICY_RULE): "PolicyRule",
+    id(_NETWORK_POLICY_PORT): "NetworkPolicyPort",
+    id(_PEER): "NetworkPolicyPeer",
+    id(_PEER["ipBlock"]): "IPBlock",
+    id(_BINDING["roleRef"]): "RoleRef",
+    id(_BINDING["subjects"][0]): "Subject",
+}
+# Go integer fields that are int64 (the rest the emulator checks are int32).
+_INT64 = frozenset(
+    {
+        "generation",
+        "observedGeneration",
+        "deletionGracePeriodSeconds",
+        "terminationGracePeriodSeconds",
+        "activeDeadlineSeconds",
+    }
+)
+# The version a kind is served at when it is not v1, for the message.
+_VERSIONS = {"LeaseCandidate": "v1beta1", "HorizontalPodAutoscaler": "v2"}
+
+
+def _json_name(value: Any) -> str:
+    """encoding/json's name for a JSON value's type."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
         return "array"
-    return str(schema)
+    return "object"
 
 
-def _check(value: Any, schema: Schema, path: str) -> str | None:
+def _struct_name(schema: Schema, field: str, holder: str, top: bool) -> str:
+    named = _STRUCT_NAMES.get(id(schema))
+    if named is not None:
+        return named
+    if top and field in ("spec", "status"):
+        return holder + field.title()  # a kind's own: DeploymentSpec
+    return holder
+
+
+def _go_type(schema: Schema, field: str, holder: str, top: bool) -> str:
+    """Go's name for the type ``schema`` stands for (``field``: its JSON name)."""
+    if isinstance(schema, tuple):
+        return "map[string]string"
+    if isinstance(schema, list):
+        return "[]" + _go_type(schema[0], field, holder, top)
+    if isinstance(schema, dict):
+        return "v1." + _struct_name(schema, field, holder, top)
+    if schema == INT:
+        return "int64" if field in _INT64 else "int32"
+    return {STR: "string", BOOL: "bool"}.get(schema, "v1." + field[:1].upper() + field[1:])
+
+
+Mismatch = tuple[Any, str, str, str]
+
+
+def _mismatch(value: Any, schema: Schema, path: str, struct: str, field: str) -> Mismatch | None:
+    """The first field (in schema order) whose JSON type ``schema`` refuses, as encoding/json
+    reports it: (the value, the Go struct holding the field, its path without indices, the
+    field's Go type)."""
     if value is None:
         return None
+    top = "." not in path
     if isinstance(schema, str):
-        return None if _type_ok(value, schema) else path
+        if _type_ok(value, schema):
+            return None
+        return value, struct, path, _go_type(schema, field, struct, top)
     if isinstance(schema, tuple):
         if not isinstance(value, dict):
-            return path
-        for key, item in value.items():
+            return value, struct, path, _go_type(schema, field, struct, top)
+        for item in value.values():
             if item is not None and not _type_ok(item, schema[1]):
-                return f"{path}[{key}]"
+                return item, struct, path, _go_type(schema[1], field, struct, top)
         return None
     if isinstance(schema, list):
         if not isinstance(value, list):
-            return path
-        for i, item in enumerate(value):
-            bad = _check(item, schema[0], f"{path}[{i}]")
-            if bad:
-                return bad
+            return value, struct, path, _go_type(schema, field, struct, top)
+        for item in value:
+            found = _mismatch(item, schema[0], path, struct, field)
+            if found:
+                return found
         return None
     if not isinstance(value, dict):
-        return path
+        return value, struct, path, _go_type(schema, field, struct, top)
+    inner = _struct_name(schema, field, struct, top) if path else struct
     for key, sub in schema.items():
-        bad = _check(value.get(key), sub, f"{path}.{key}" if path else key)
-        if bad:
-            return bad
+        found = _mismatch(value.get(key), sub, f"{path}.{key}" if path else key, inner, key)
+        if found:
+            return found
     return None
 
 
 def _fits(value: Any, schema: Schema) -> bool:
-    """Whether ``_check`` finds nothing wrong: the same checks, walking the value's own fields
+    """Whether ``_mismatch`` finds nothing wrong: the same checks, walking the value's own fields
     (a few) instead of every field the schema names (dozens), and building no paths."""
     if value is None:
         return True
@@ -233,27 +334,17 @@ def _fits(value: Any, schema: Schema) -> bool:
     return True
 
 
-def _schema_at(schema: Schema, path: str) -> Schema:
-    for part in path.replace("]", "").replace("[", ".").split("."):
-        if isinstance(schema, list):
-            schema = schema[0]
-        elif isinstance(schema, tuple):
-            return schema[1]
-        elif isinstance(schema, dict) and part in schema:
-            schema = schema[part]
-    return schema
-
-
 def check_shape(kind: str, obj: Any) -> None:
     """Raise 400 BadRequest if a field the emulator reads has the wrong JSON type."""
     schema = _SCHEMAS.get(kind) or {"metadata": _META}
     if _fits(obj, schema):
-        return  # the common case; _check finds (and names) the first bad field in schema order
-    bad = _check(obj, schema, "")
-    if bad is None:
+        return  # the common case; _mismatch finds (and names) the first bad field in schema order
+    found = _mismatch(obj, schema, "", kind, "")
+    if found is None:
         return
-    want = _go_type(_schema_at(schema, bad))
+    value, struct, path, want = found
+    version = _VERSIONS.get(kind, "v1")
     raise bad_request(
-        f"{kind} in version cannot be handled as a {kind}: json: cannot unmarshal into Go "
-        f"struct field {kind}.{bad}: want {want}"
+        f'{kind} in version "{version}" cannot be handled as a {kind}: json: cannot unmarshal '
+        f"{_json_name(value)} into Go struct field {struct}.{path} of type {want}"
     )

@@ -28,7 +28,7 @@ Invariants:
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import orjson
@@ -147,6 +147,20 @@ class Store:
                 self.remove_now(storage, obj)
         self._objects.pop(storage.key, None)
         return self.registry.remove(group, plural)
+
+    def rewrite_in_place(self, res: Resource, change: Callable[[Obj], Obj | None]) -> int:
+        """Store each object of ``res`` as ``change`` returns it (None: as it is), keeping its
+        resourceVersion and sending no watch event — what readers of kube's storage see when a
+        CRD's schema gains a default (kube applies defaults as it reads). How many changed."""
+        table = self._objects.get(res.key)
+        changed = 0
+        for key in list(table or ()):
+            obj = table.get(key) if table is not None else None
+            new = change(obj) if obj is not None else None
+            if table is not None and new is not None:
+                table.put(key, new, orjson.dumps(new))
+                changed += 1
+        return changed
 
     def _ns(self, res: Resource, namespace: str | None) -> str:
         return (namespace or "") if res.namespaced else ""

@@ -314,6 +314,10 @@ PRINTERS: dict[str, Printer] = {
             age(o, now),
         ],
     ),
+    "ServiceAccount": Printer(
+        [col("Name", fmt="name"), col("Secrets", "integer"), col("Age")],
+        lambda o, now: [name_of(o), len(o.get("secrets") or []), age(o, now)],
+    ),
     "Event": Printer(
         [
             col("Last Seen"),

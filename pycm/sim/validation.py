@@ -15,11 +15,15 @@ Lease durations. Not covered: resource quantities, probes, volumes' sources.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from pycm.sim.errors import Cause
-from pycm.sim.selectors import match_label_selector_object
+from pycm.sim.selectors import (
+    label_value_errors,
+    match_label_selector_object,
+    qualified_name_errors,
+)
 
 __all__ = [
     "configmap_causes",
@@ -31,13 +35,17 @@ __all__ = [
     "immutable",
     "int_or_percent",
     "invalid_value",
+    "label_selector_causes",
     "labels_causes",
     "lease_causes",
     "metadata_causes",
     "non_negative",
+    "not_found",
     "not_supported",
+    "path_segment_causes",
     "pod_spec_causes",
     "pod_update_causes",
+    "port_name_causes",
     "required",
     "restart_policy_causes",
     "selector_template_causes",
@@ -49,9 +57,8 @@ __all__ = [
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_LABEL_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 _CONFIG_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
+_PORT_NAME = re.compile(r"^[-a-z0-9]+$")
 MAX_CONFIGMAP_BYTES = 1024 * 1024  # corev1.MaxSecretSize, which ConfigMaps share
 
 
@@ -125,7 +132,7 @@ def dns_label_causes(field: str, value: str) -> list[Cause]:
                 field,
                 value,
                 "a lowercase RFC 1123 label must consist of lower case alphanumeric characters "
-                "or '-', and must start and end with an alphanumeric character (e.g. 'my-name', "
+                "or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  "
                 "or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')",
             )
         )
@@ -150,45 +157,87 @@ def dns_subdomain_causes(field: str, value: str) -> list[Cause]:
     return causes
 
 
-def _label_key_causes(field: str, key: str) -> list[Cause]:
-    prefix, _, name = key.rpartition("/")
-    causes = []
-    if prefix and (len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix)):
-        causes.append(invalid_value(field, key, "prefix part must be a DNS-1123 subdomain"))
-    if not name or len(name) > 63 or not _LABEL_NAME.match(name):
-        causes.append(
-            invalid_value(
-                field,
-                key,
-                "name part must consist of alphanumeric characters, '-', '_' or '.', and must "
-                "start and end with an alphanumeric character, and be at most 63 characters",
-            )
-        )
-    return causes
-
-
 def labels_causes(field: str, labels: Any) -> list[Cause]:
+    """kube's ``ValidateLabels``: each key a qualified name, each value a label value, every
+    message apimachinery's own."""
     if labels is None:
         return []
     if not isinstance(labels, Mapping):
         return [invalid_value(field, str(labels), "must be a map of strings")]
     causes: list[Cause] = []
     for key, value in labels.items():
-        causes += _label_key_causes(field, str(key))
-        if not isinstance(value, str) or len(value) > 63 or not _LABEL_VALUE.match(value):
-            causes.append(
-                invalid_value(
-                    f"{field}",
-                    value,
-                    "a valid label must be an empty string or consist of alphanumeric "
-                    "characters, '-', '_' or '.', and must start and end with an alphanumeric "
-                    "character, and be at most 63 characters",
-                )
-            )
+        causes += [invalid_value(field, str(key), why) for why in qualified_name_errors(str(key))]
+        if not isinstance(value, str):
+            causes.append(invalid_value(field, str(value), "must be a string"))
+        else:
+            causes += [invalid_value(field, value, why) for why in label_value_errors(value)]
     return causes
 
 
-def metadata_causes(obj: Mapping[str, Any], name_is_label: bool) -> list[Cause]:
+def label_selector_causes(field: str, selector: Any) -> list[Cause]:
+    """kube's ``ValidateLabelSelector``: matchLabels as labels, each requirement's operator,
+    values and key."""
+    if not isinstance(selector, Mapping):
+        return []
+    causes = labels_causes(f"{field}.matchLabels", selector.get("matchLabels"))
+    for i, expr in enumerate(selector.get("matchExpressions") or []):
+        if not isinstance(expr, Mapping):
+            continue
+        where = f"{field}.matchExpressions[{i}]"
+        operator, values = expr.get("operator"), expr.get("values") or []
+        if operator in ("In", "NotIn"):
+            if not values:
+                why = "must be specified when `operator` is 'In' or 'NotIn'"
+                causes.append({**required(f"{where}.values"), "message": f"Required value: {why}"})
+        elif operator in ("Exists", "DoesNotExist"):
+            if values:
+                why = "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"
+                causes.append(forbidden(f"{where}.values", why))
+        else:
+            causes.append(
+                invalid_value(f"{where}.operator", str(operator), "not a valid selector operator")
+            )
+        key = str(expr.get("key") or "")
+        causes += [invalid_value(f"{where}.key", key, why) for why in qualified_name_errors(key)]
+        for j, value in enumerate(values):
+            causes += [
+                invalid_value(f"{where}.values[{j}]", str(value), why)
+                for why in label_value_errors(str(value))
+            ]
+    return causes
+
+
+def port_name_causes(field: str, name: str) -> list[Cause]:
+    """kube's IsValidPortName (an IANA service name)."""
+    why = []
+    if len(name) > 15:
+        why.append("must be no more than 15 characters")
+    if not _PORT_NAME.match(name):
+        why.append("must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)")
+    if not any("a" <= c <= "z" for c in name):
+        why.append("must contain at least one letter (a-z)")
+    if "--" in name:
+        why.append("must not contain consecutive hyphens")
+    if name.startswith("-") or name.endswith("-"):
+        why.append("must not begin or end with a hyphen")
+    return [invalid_value(field, name, w) for w in why]
+
+
+def path_segment_causes(field: str, value: str) -> list[Cause]:
+    """kube's ``path.IsValidPathSegmentName``: the names RBAC objects may have
+    (``system:controller:foo`` is one)."""
+    if value in (".", ".."):
+        return [invalid_value(field, value, f"may not be '{value}'")]
+    return [invalid_value(field, value, f"may not contain '{c}'") for c in "/%" if c in value]
+
+
+def metadata_causes(
+    obj: Mapping[str, Any],
+    name_is_label: bool,
+    name_causes: Callable[[str, str], list[Cause]] | None = None,
+) -> list[Cause]:
+    """The metadata's causes; the name a DNS-1123 label or subdomain, or as ``name_causes``
+    (field, name) says."""
     meta = obj.get("metadata") or {}
     causes: list[Cause] = []
     name = meta.get("name")
@@ -196,6 +245,8 @@ def metadata_causes(obj: Mapping[str, Any], name_is_label: bool) -> list[Cause]:
         causes.append(required("metadata.name"))
     elif not isinstance(name, str):
         causes.append(invalid_value("metadata.name", str(name), "must be a string"))
+    elif name_causes is not None:
+        causes += name_causes("metadata.name", name)
     elif name_is_label:
         causes += dns_label_causes("metadata.name", name)
     else:
@@ -207,13 +258,254 @@ def metadata_causes(obj: Mapping[str, Any], name_is_label: bool) -> list[Cause]:
     return causes
 
 
-def pod_spec_causes(field: str, spec: Any) -> list[Cause]:
+def not_found(field: str, value: Any) -> Cause:
+    shown = f'"{value}"' if isinstance(value, str) else str(value)
+    return {"reason": "FieldValueNotFound", "message": f"Not found: {shown}", "field": field}
+
+
+_PORT_PROTOCOLS = ("SCTP", "TCP", "UDP")
+_PORT_RANGE = "must be between 1 and 65535, inclusive"
+
+
+# A volume's sources in the order kube's validateVolumeSource checks them, with the field its
+# "more than 1" cause names (kube's own spelling: cephFS, downwarAPI).
+_VOLUME_SOURCES = (
+    ("emptyDir", "emptyDir"),
+    ("hostPath", "hostPath"),
+    ("gitRepo", "gitRepo"),
+    ("gcePersistentDisk", "gcePersistentDisk"),
+    ("awsElasticBlockStore", "awsElasticBlockStore"),
+    ("secret", "secret"),
+    ("nfs", "nfs"),
+    ("iscsi", "iscsi"),
+    ("glusterfs", "glusterfs"),
+    ("flocker", "flocker"),
+    ("persistentVolumeClaim", "persistentVolumeClaim"),
+    ("rbd", "rbd"),
+    ("cinder", "cinder"),
+    ("cephfs", "cephFS"),
+    ("quobyte", "quobyte"),
+    ("downwardAPI", "downwarAPI"),
+    ("fc", "fc"),
+    ("flexVolume", "flexVolume"),
+    ("configMap", "configMap"),
+    ("azureFile", "azureFile"),
+    ("vsphereVolume", "vsphereVolume"),
+    ("photonPersistentDisk", "photonPersistentDisk"),
+    ("portworxVolume", "portworxVolume"),
+    ("azureDisk", "azureDisk"),
+    ("storageos", "storageos"),
+    ("projected", "projected"),
+    ("scaleIO", "scaleIO"),
+    ("csi", "csi"),
+    ("ephemeral", "ephemeral"),
+    ("image", "image"),
+)
+
+
+def _volume_source_causes(field: str, volume: Mapping[str, Any]) -> list[Cause]:
+    causes: list[Cause] = []
+    given = 0
+    for key, shown in _VOLUME_SOURCES:
+        if volume.get(key) is None:
+            continue
+        if given:
+            causes.append(forbidden(f"{field}.{shown}", "may not specify more than 1 volume type"))
+        else:
+            given += 1
+    if not given:
+        causes.append({**required(field), "message": "Required value: must specify a volume type"})
+    return causes
+
+
+def _volumes_causes(field: str, volumes: Any) -> tuple[list[Cause], set[str]]:
+    """kube's validateVolumes: exactly one source each, names required, DNS-1123 labels,
+    unique (a source's own fields are not checked)."""
+    causes: list[Cause] = []
+    names: set[str] = set()
+    for i, volume in enumerate(volumes if isinstance(volumes, list) else []):
+        if not isinstance(volume, Mapping):
+            continue
+        causes += _volume_source_causes(f"{field}[{i}]", volume)
+        where = f"{field}[{i}].name"
+        name = volume.get("name")
+        if not name:
+            causes.append(required(where))
+            continue
+        causes += dns_label_causes(where, str(name))
+        if name in names:
+            causes.append(duplicate(where, name))
+        names.add(str(name))
+    return causes, names
+
+
+def _container_ports_causes(field: str, ports: Any) -> list[Cause]:
+    """kube's validateContainerPorts."""
+    causes: list[Cause] = []
+    names: set[str] = set()
+    for i, port in enumerate(ports if isinstance(ports, list) else []):
+        if not isinstance(port, Mapping):
+            continue
+        where = f"{field}[{i}]"
+        name = port.get("name")
+        if name:
+            bad = port_name_causes(f"{where}.name", str(name))
+            if bad:
+                causes += bad
+            elif name in names:
+                causes.append(duplicate(f"{where}.name", name))
+            else:
+                names.add(str(name))
+        number = port.get("containerPort")
+        if not number:
+            causes.append(required(f"{where}.containerPort"))
+        elif isinstance(number, int) and not 1 <= number <= 65535:
+            causes.append(invalid_value(f"{where}.containerPort", number, _PORT_RANGE))
+        host = port.get("hostPort")
+        if isinstance(host, int) and host != 0 and not 1 <= host <= 65535:
+            causes.append(invalid_value(f"{where}.hostPort", host, _PORT_RANGE))
+        protocol = port.get("protocol")
+        if not protocol:
+            causes.append(required(f"{where}.protocol"))
+        elif protocol not in _PORT_PROTOCOLS:
+            causes.append(not_supported(f"{where}.protocol", protocol, _PORT_PROTOCOLS))
+    return causes
+
+
+_ENV_SOURCES = ("fieldRef", "resourceFieldRef", "configMapKeyRef", "secretKeyRef")
+
+
+def _env_causes(field: str, env: Any, env_from: Any) -> list[Cause]:
+    """kube's ValidateEnv and ValidateEnvFrom, as far as their shape goes: a name each, and
+    a value or exactly one source (a key selector's key required)."""
+    causes: list[Cause] = []
+    for i, var in enumerate(env if isinstance(env, list) else []):
+        if not isinstance(var, Mapping):
+            continue
+        where = f"{field}.env[{i}]"
+        if not var.get("name"):
+            causes.append(required(f"{where}.name"))
+        source = var.get("valueFrom")
+        if not isinstance(source, Mapping):
+            continue
+        given = [k for k in _ENV_SOURCES if source.get(k) is not None]
+        for kind in ("configMapKeyRef", "secretKeyRef"):
+            ref = source.get(kind)
+            if isinstance(ref, Mapping) and not ref.get("key"):
+                causes.append(required(f"{where}.valueFrom.{kind}.key"))
+        if not given:
+            why = (
+                "must specify one of: `fieldRef`, `resourceFieldRef`, `configMapKeyRef` or "
+                "`secretKeyRef`"
+            )
+            causes.append(invalid_value(f"{where}.valueFrom", "", why))
+        elif var.get("value"):
+            why = "may not be specified when `value` is not empty"
+            causes.append(invalid_value(f"{where}.valueFrom", "", why))
+        elif len(given) > 1:
+            why = "may not have more than one field specified at a time"
+            causes.append(invalid_value(f"{where}.valueFrom", "", why))
+    for source in env_from if isinstance(env_from, list) else []:
+        if not isinstance(source, Mapping):
+            continue
+        given = [k for k in ("configMapRef", "secretRef") if source.get(k) is not None]
+        # kube names the list, not the item, in these two causes.
+        if not given:
+            why = "must specify one of: `configMapRef` or `secretRef`"
+            causes.append(invalid_value(f"{field}.envFrom", "", why))
+        elif len(given) > 1:
+            why = "may not have more than one field specified at a time"
+            causes.append(invalid_value(f"{field}.envFrom", "", why))
+    return causes
+
+
+def _volume_mounts_causes(field: str, mounts: Any, volumes: set[str]) -> list[Cause]:
+    """kube's ValidateVolumeMounts: each names a volume of the pod, at a unique path."""
+    causes: list[Cause] = []
+    paths: set[str] = set()
+    for i, mount in enumerate(mounts if isinstance(mounts, list) else []):
+        if not isinstance(mount, Mapping):
+            continue
+        where = f"{field}[{i}]"
+        name = mount.get("name") or ""
+        if not name:
+            causes.append(required(f"{where}.name"))
+        if name not in volumes:
+            causes.append(not_found(f"{where}.name", name))
+        path = mount.get("mountPath") or ""
+        if not path:
+            causes.append(required(f"{where}.mountPath"))
+        if path in paths:
+            causes.append(invalid_value(f"{where}.mountPath", path, "must be unique"))
+        paths.add(str(path))
+    return causes
+
+
+_PROBE_HANDLERS = ("exec", "httpGet", "tcpSocket", "grpc")
+_LIFECYCLE_HANDLERS = ("exec", "httpGet", "tcpSocket", "sleep")
+_PROBE_COUNTS = (
+    "initialDelaySeconds",
+    "timeoutSeconds",
+    "periodSeconds",
+    "successThreshold",
+    "failureThreshold",
+)
+
+
+def _handler_causes(field: str, handler: Mapping[str, Any], kinds: Sequence[str]) -> list[Cause]:
+    """kube's validateHandler: exactly one action, in kube's order; an exec has a command."""
+    causes: list[Cause] = []
+    given = 0
+    for kind in kinds:
+        if handler.get(kind) is None:
+            continue
+        if given:
+            causes.append(forbidden(f"{field}.{kind}", "may not specify more than 1 handler type"))
+            continue
+        given += 1
+        action = handler[kind]
+        if kind == "exec" and isinstance(action, Mapping) and not action.get("command"):
+            causes.append(required(f"{field}.exec.command"))
+    if not given:
+        causes.append({**required(field), "message": "Required value: must specify a handler type"})
+    return causes
+
+
+def _probes_causes(field: str, container: Mapping[str, Any]) -> list[Cause]:
+    """A container's lifecycle hooks and probes: kube's validateLifecycle and validateProbe
+    (an action each, counts not negative)."""
+    causes: list[Cause] = []
+    lifecycle = container.get("lifecycle")
+    if isinstance(lifecycle, Mapping):
+        for hook in ("postStart", "preStop"):
+            if isinstance(lifecycle.get(hook), Mapping):
+                where = f"{field}.lifecycle.{hook}"
+                causes += _handler_causes(where, lifecycle[hook], _LIFECYCLE_HANDLERS)
+    for name in ("livenessProbe", "readinessProbe", "startupProbe"):
+        probe = container.get(name)
+        if not isinstance(probe, Mapping):
+            continue
+        causes += _handler_causes(f"{field}.{name}", probe, _PROBE_HANDLERS)
+        for count in _PROBE_COUNTS:
+            value = probe.get(count)
+            if isinstance(value, int) and value < 0:
+                why = "must be greater than or equal to 0"
+                causes.append(invalid_value(f"{field}.{name}.{count}", value, why))
+    return causes
+
+
+def pod_spec_causes(field: str, spec: Any, claim_volumes: Sequence[str] = ()) -> list[Cause]:
+    """A pod spec's causes, in kube's order (volumes, then each container's name, image,
+    ports, env, volume mounts, hooks and probes): as much of kube's ValidatePodSpec as the emulator
+    checks.
+    ``claim_volumes``: names a StatefulSet's claim templates give its pods."""
     if not isinstance(spec, Mapping):
         return [required(field)]
-    causes: list[Cause] = []
+    causes, volumes = _volumes_causes(f"{field}.volumes", spec.get("volumes"))
+    volumes |= set(claim_volumes)
     containers = spec.get("containers")
     if not containers or not isinstance(containers, list):
-        return [required(f"{field}.containers")]
+        return [*causes, required(f"{field}.containers")]
     seen: set[str] = set()
     for group in ("initContainers", "containers"):
         for i, container in enumerate(spec.get(group) or []):
@@ -231,6 +523,13 @@ def pod_spec_causes(field: str, spec: Any) -> list[Cause]:
                 seen.add(str(name))
             if not container.get("image"):
                 causes.append(required(f"{where}.image"))
+            causes += _container_ports_causes(f"{where}.ports", container.get("ports"))
+            causes += _env_causes(where, container.get("env"), container.get("envFrom"))
+            causes += _volume_mounts_causes(
+                f"{where}.volumeMounts", container.get("volumeMounts"), volumes
+            )
+            if group == "containers":  # (init containers' hooks and probes have rules of their own)
+                causes += _probes_causes(where, container)
     grace = spec.get("terminationGracePeriodSeconds")
     if isinstance(grace, int) and grace < 0:
         causes.append(
@@ -254,7 +553,12 @@ def non_negative(field: str, value: Any) -> list[Cause]:
 
 
 def selector_template_causes(
-    spec: Mapping[str, Any], path: str, noun: str, *, template_path: str = ""
+    spec: Mapping[str, Any],
+    path: str,
+    noun: str,
+    *,
+    template_path: str = "",
+    claim_volumes: Sequence[str] = (),
 ) -> list[Cause]:
     """A controller's ``selector`` (required, not empty, a valid selector) and its pod
     ``template`` (required, labels the selector matches, a valid pod spec) under ``path``;
@@ -292,7 +596,7 @@ def selector_template_causes(
                     "`selector` does not match template `labels`",
                 )
             )
-    causes += pod_spec_causes(f"{tpath}.spec", template.get("spec"))
+    causes += pod_spec_causes(f"{tpath}.spec", template.get("spec"), claim_volumes)
     return causes
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import orjson
 import pytest
 
 from pycm.sim.crd.served import served_versions
@@ -106,3 +107,87 @@ def test_crd_with_a_built_in_kinds_names_does_not_take_it_over(store: Store) -> 
     assert type(served.strategy).__name__ != "CustomResourceStrategy"
     store.delete(_crds(store), None, "roles.rbac.authorization.k8s.io")
     assert store.registry.get("rbac.authorization.k8s.io", "v1", "roles") is served
+
+
+def test_crd_delete_waits_for_its_objects_finalizers_then_goes(store: Store) -> None:
+    # kube's customresourcecleanup: an operator's finalizer on a custom resource holds the CRD
+    # (terminating, still served, creates refused) until the operator lets the object go.
+    store.create(_crds(store), website_crd(GROUP))
+    res = store.registry.get(GROUP, "v1", "websites")
+    assert res is not None
+    held = body(GROUP, "held")
+    held["metadata"]["finalizers"] = ["example.com/cleanup"]
+    store.create(res, held, "default")
+    store.create(res, body(GROUP, "free"), "default")
+    name = f"websites.{GROUP}"
+    crd, removed = store.delete(_crds(store), None, name)
+    assert not removed
+    assert crd["metadata"]["deletionTimestamp"]
+    assert crd["metadata"]["finalizers"] == ["customresourcecleanup.apiextensions.k8s.io"]
+    terminating = [c for c in crd["status"]["conditions"] if c["type"] == "Terminating"]
+    assert [(c["status"], c["reason"]) for c in terminating] == [
+        ("True", "InstanceDeletionInProgress")
+    ]
+    # The object without a finalizer is gone; the held one has a deletionTimestamp.
+    left = store.list(res, "default")[0]
+    assert [o["metadata"]["name"] for o in left] == ["held"]
+    assert left[0]["metadata"]["deletionTimestamp"]
+    with pytest.raises(APIError) as err:
+        store.create(res, body(GROUP, "late"), "default")
+    assert (err.value.code, err.value.status()["message"]) == (
+        405,
+        "create not allowed while custom resource definition is terminating",
+    )
+    assert store.registry.get(GROUP, "v1", "websites") is not None  # still served
+    # The operator removes its finalizer: the object goes, then the CRD, and serving stops.
+    current = store.get(res, "default", "held")
+    current["metadata"]["finalizers"] = []
+    store.update(res, current, "default")
+    assert store.registry.get(GROUP, "v1", "websites") is None
+    with pytest.raises(APIError) as err:
+        store.get(_crds(store), None, name)
+    assert err.value.code == 404
+    # The names are free again: a new CRD of the same name serves afresh.
+    store.create(_crds(store), website_crd(GROUP))
+    again = store.registry.get(GROUP, "v1", "websites")
+    assert again is not None
+    assert store.create(again, body(GROUP, "new"), "default")["metadata"]["name"] == "new"
+
+
+def test_crd_delete_without_held_objects_is_immediate(store: Store) -> None:
+    store.create(_crds(store), website_crd(GROUP))
+    res = store.registry.get(GROUP, "v1", "websites")
+    assert res is not None
+    store.create(res, body(GROUP, "a"), "default")
+    _, removed = store.delete(_crds(store), None, f"websites.{GROUP}")
+    assert removed
+    assert store.registry.get(GROUP, "v1", "websites") is None
+
+
+def test_crd_default_added_later_shows_on_objects_written_before(store: Store) -> None:
+    # kube applies the storage version's defaults when it reads: an object stored before the
+    # schema gained a default reads with it, at the same resourceVersion and with no event.
+    crd = website_crd(GROUP)
+    props = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    del props["properties"]["replicas"]["default"]
+    store.create(_crds(store), crd)
+    res = store.registry.get(GROUP, "v1", "websites")
+    assert res is not None
+    before = store.create(res, body(GROUP, "old"), "default")
+    assert "replicas" not in before["spec"] and "tier" not in before["spec"]
+    watcher = store.watch(res, "default", resource_version=str(store.resource_version))
+
+    def add_default(spec: dict[str, Any]) -> None:
+        schema = spec["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+        schema["properties"]["tier"]["default"] = "free"
+
+    _update_crd(store, add_default)
+    served = store.registry.get(GROUP, "v1", "websites")
+    assert served is not None
+    after = store.get(served, "default", "old")
+    assert after["spec"]["tier"] == "free"
+    assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+    listed = store.list_page(served, "default")
+    assert orjson.loads(listed.encoded[0])["spec"]["tier"] == "free"  # the served bytes too
+    assert watcher.pop_entry() is None
+    watcher.stop()

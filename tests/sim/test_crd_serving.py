@@ -508,3 +508,81 @@ def test_crd_server_side_apply_through_a_non_storage_version(
         assert stored["spec"]["host"] == "example.org"
     finally:
         _delete_crd(ext, f"websites.{group}")
+
+
+def test_crd_each_version_writes_and_prints_by_its_own_schema(
+    sim: SimProcess, api: client.ApiClient, namespace: str
+) -> None:
+    # v1 (storage) knows spec.host and spec.replicas; v1beta1 knows spec.host and spec.size,
+    # an enum, and prints a Size column: kube serves each version with its own schema.
+    group = f"p{secrets.token_hex(3)}.example.com"
+    crd = website_crd(group)
+    beta = copy.deepcopy(crd["spec"]["versions"][0])
+    beta.update({"name": "v1beta1", "storage": False, "subresources": {}})
+    beta["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"] = {
+        "host": {"type": "string"},
+        "size": {"type": "string", "enum": ["small", "large"], "default": "small"},
+    }
+    beta["additionalPrinterColumns"] = [
+        {"name": "Size", "type": "string", "jsonPath": ".spec.size"}
+    ]
+    crd["spec"]["versions"].append(beta)
+    ext = client.ApiextensionsV1Api(api)
+    ext.create_custom_resource_definition(crd)
+    try:
+        v1beta1 = websites(api, group, "v1beta1")
+        beta_body = {**body(group, "b"), "apiVersion": f"{group}/v1beta1"}
+        written = v1beta1.create(body=beta_body, namespace=namespace).to_dict()
+        assert written["spec"] == {"host": "example.org", "size": "small"}  # its default, kept
+        bad = {**body(group, "bad"), "apiVersion": f"{group}/v1beta1"}
+        bad["spec"]["size"] = "huge"
+        with pytest.raises(ApiException) as err:
+            v1beta1.create(body=bad, namespace=namespace)
+        assert err.value.status == 422
+        assert json.loads(err.value.body)["details"]["causes"] == [
+            {
+                "reason": "FieldValueNotSupported",
+                "message": 'Unsupported value: "huge": supported values: "small", "large"',
+                "field": "spec.size",
+            }
+        ]
+        # Through v1 the same field is unknown (pruned, with kube's warning) and v1's default
+        # is filled instead.
+        with _raw(sim, api) as http:
+            v1_body = {**body(group, "a"), "spec": {"host": "example.org", "size": "small"}}
+            made = http.post(f"/apis/{group}/v1/namespaces/{namespace}/websites", json=v1_body)
+            assert made.status_code == 201, made.text
+            assert made.json()["spec"] == {"host": "example.org", "replicas": 1}
+            assert made.headers["warning"] == '299 - "unknown field \\"spec.size\\""'
+            beta_path = f"/apis/{group}/v1beta1/namespaces/{namespace}/websites/b"
+            table = http.get(
+                beta_path, headers={"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"}
+            ).json()
+            # v1beta1 declares no status subresource: /status is not served through it.
+            assert http.get(f"{beta_path}/status").status_code == 404
+            assert http.get(beta_path.replace("v1beta1", "v1") + "/status").status_code == 200
+        assert [c["name"] for c in table["columnDefinitions"]] == ["Name", "Size"]
+        assert table["rows"][0]["cells"] == ["b", "small"]
+    finally:
+        _delete_crd(ext, f"websites.{group}")
+
+
+def test_crd_list_kind_names_its_lists(
+    sim: SimProcess, api: client.ApiClient, namespace: str
+) -> None:
+    group = f"l{secrets.token_hex(3)}.example.com"
+    crd = website_crd(group)
+    crd["spec"]["names"]["listKind"] = "WebsiteCollection"
+    ext = client.ApiextensionsV1Api(api)
+    ext.create_custom_resource_definition(crd)
+    try:
+        res = websites(api, group)
+        res.create(body=body(group, "a"), namespace=namespace)
+        assert res.get(namespace=namespace).to_dict()["kind"] == "WebsiteCollection"
+        with _raw(sim, api) as http:
+            gone = http.delete(f"/apis/{group}/v1/namespaces/{namespace}/websites")
+        assert gone.status_code == 200, gone.text
+        assert gone.json()["kind"] == "WebsiteCollection"
+        assert [i["metadata"]["name"] for i in gone.json()["items"]] == ["a"]
+    finally:
+        _delete_crd(ext, f"websites.{group}")

@@ -268,6 +268,59 @@ CASES = [
         id="embedded-resource-needs-kind",
     ),
     pytest.param(
+        {
+            "template": {
+                "type": "object",
+                "x-kubernetes-embedded-resource": True,
+                "x-kubernetes-preserve-unknown-fields": True,
+            }
+        },
+        {
+            "template": {
+                "apiVersion": "a/b/c",
+                "kind": "Pod Template",
+                "metadata": {"name": "a/b", "namespace": "Team", "labels": {"ok": "x y"}},
+            }
+        },
+        [
+            'spec.template.apiVersion: Invalid value: "a/b/c": unexpected GroupVersion string: '
+            "a/b/c",
+            'spec.template.kind: Invalid value: "Pod Template": may have mixed case, but should '
+            "otherwise match: a DNS-1035 label must consist of lower case alphanumeric characters "
+            "or '-', start with an alphabetic character, and end with an alphanumeric character "
+            "(e.g. 'my-name',  or 'abc-123', regex used for validation is "
+            "'[a-z]([-a-z0-9]*[a-z0-9])?')",
+            "spec.template.metadata.name: Invalid value: \"a/b\": may not contain '/'",
+            'spec.template.metadata.namespace: Invalid value: "Team": a lowercase RFC 1123 label '
+            "must consist of lower case alphanumeric characters or '-', and must start and end "
+            "with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for "
+            "validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')",
+            'spec.template.metadata.labels: Invalid value: "x y": a valid label must be an empty '
+            "string or consist of alphanumeric characters, '-', '_' or '.', and must start and "
+            "end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', "
+            "regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')",
+        ],
+        id="embedded-resource-type-and-metadata",
+    ),
+    pytest.param(
+        {
+            "template": {
+                "type": "object",
+                "x-kubernetes-embedded-resource": True,
+                "x-kubernetes-preserve-unknown-fields": True,
+            }
+        },
+        {
+            "template": {
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "metadata": {"name": "Web_1"},
+            }
+        },
+        [],
+        id="embedded-resource-name-is-a-path-segment",
+    ),
+    pytest.param(
         {"mode": {"type": "string", "anyOf": [{"enum": ["a"]}, {"enum": ["b"]}]}},
         {"mode": "c"},
         [

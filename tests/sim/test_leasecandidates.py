@@ -197,7 +197,10 @@ async def test_leasecandidate_bad_json_type_is_a_400(http: httpx.AsyncClient) ->
     body = candidate("c2", leaseName=5)
     response = await http.post(BASE, content=orjson.dumps(body))
     assert response.status_code == 400
-    assert "LeaseCandidate.spec.leaseName" in response.json()["message"]
+    assert response.json()["message"].endswith(
+        "cannot unmarshal number into Go struct field LeaseCandidateSpec.spec.leaseName of type "
+        "string"
+    )
 
 
 @pytest.mark.parametrize(

@@ -115,6 +115,94 @@ def test_leaf_types_check_catches_a_mistyped_name() -> None:
     assert _expected({"type": "string"}) != "int"
 
 
+def _model_types(model_name: str) -> dict[str, str]:
+    model = getattr(kubernetes.client, model_name)
+    return {model.attribute_map[a]: model.openapi_types[a] for a in model.attribute_map}
+
+
+def _resolve(schema: dict[str, Any], definitions: dict[str, Any]) -> dict[str, Any]:
+    ref = schema.get("$ref")
+    return definitions[ref.rsplit("/", 1)[-1]] if ref else schema
+
+
+def _typed_leaves(
+    struct: Struct,
+    model_name: str,
+    schema: dict[str, Any],
+    definitions: dict[str, Any],
+    path: str,
+    out: dict[str, tuple[str, dict[str, Any]]],
+) -> None:
+    """Every LEAF of ``struct`` the client's model types, by its path: (the model's type, the
+    schema the document gives it), walking the schemas, the models and the document at once."""
+    types = _model_types(model_name)
+    properties = _resolve(schema, definitions)["properties"]
+    for name, field in struct.items():
+        api = types.get(name)
+        if api is None:
+            continue  # a field newer than the client's models
+        here, item = f"{path}.{name}", re.match(r"^list\[(.+)\]$", api, re.IGNORECASE)
+        if isinstance(field, ListOf) and item:
+            items = _resolve(properties[name], definitions)["items"]
+            _typed_leaves(field.item, item.group(1), items, definitions, here + "[]", out)
+        elif isinstance(field, dict):
+            _typed_leaves(field, api, properties[name], definitions, here, out)
+        elif field is Kept.LEAF:
+            out[here] = (api, _resolve(properties[name], definitions))
+
+
+def _document_leaves() -> dict[str, tuple[str, dict[str, Any]]]:
+    definitions = build_definitions(REGISTRY)
+    out: dict[str, tuple[str, dict[str, Any]]] = {}
+    for res in REGISTRY.resources.values():
+        if res.kind in KINDS:
+            name = kind_definition_name(res.group, res.version, res.kind)
+            top = {"$ref": "#/definitions/" + name}
+            _typed_leaves(KINDS[res.kind], _MODELS[res.kind], top, definitions, res.kind, out)
+    return out
+
+
+def test_every_leaf_the_models_type_is_typed_as_they_type_it_at_its_path() -> None:
+    # kubectl explain prints a leaf's type and kubectl's client-side validation checks it; an
+    # untyped leaf would print "<>" and take anything (a Service port "80", a suspend "yes").
+    leaves = _document_leaves()
+    assert len(leaves) > 400  # the walk reached every kind's leaves, not only a few
+    wrong = {
+        path: (api, schema)
+        for path, (api, schema) in leaves.items()
+        if not schema.get("type") or _expected(schema).lower() != api.lower()
+    }
+    assert wrong == {}
+
+
+@pytest.mark.parametrize(
+    ("path", "want"),
+    [
+        pytest.param("Service.spec.ports[].port", {"type": "integer", "format": "int32"}, id="svc"),
+        pytest.param(
+            "Service.spec.ports[].targetPort",
+            {"type": "string", "format": "int-or-string"},
+            id="target-port",
+        ),
+        pytest.param(
+            "Pod.spec.containers[].livenessProbe.httpGet.port",
+            {"type": "string", "format": "int-or-string"},
+            id="probe-port",
+        ),
+        pytest.param("Job.status.ready", {"type": "integer", "format": "int32"}, id="job-ready"),
+        pytest.param(
+            "Job.status.uncountedTerminatedPods.failed",
+            {"type": "array", "items": {"type": "string"}, "x-kubernetes-list-type": "atomic"},
+            id="uncounted-failed",
+        ),
+        pytest.param("Pod.status.containerStatuses[].ready", {"type": "boolean"}, id="cs-ready"),
+        pytest.param("CronJob.spec.suspend", {"type": "boolean"}, id="suspend"),
+    ],
+)
+def test_leaves_sharing_a_name_are_typed_by_their_holder(path: str, want: dict[str, Any]) -> None:
+    assert _document_leaves()[path][1] == want
+
+
 # ---------------------------------------------------------------- definitions
 
 

@@ -185,9 +185,15 @@ def test_prune_values_of_another_shape_are_left_to_validation() -> None:
 
 
 def test_prune_kind_without_a_schema_is_untouched() -> None:
-    role = {"metadata": {"name": "s"}, "rules": [{"odd": 1}], "odd": 2}
-    assert prune_unknown_fields("Role", "rbac.authorization.k8s.io/v1", role, "Strict") == []
-    assert role == {"metadata": {"name": "s"}, "rules": [{"odd": 1}], "odd": 2}
+    review = {"metadata": {"name": "s"}, "spec": {"odd": 1}, "odd": 2}
+    assert prune_unknown_fields("TokenReview", "v1", review, "Strict") == []
+    assert review == {"metadata": {"name": "s"}, "spec": {"odd": 1}, "odd": 2}
+
+
+def test_prune_role_drops_what_its_type_does_not_declare() -> None:
+    role = {"metadata": {"name": "s"}, "rules": [{"verbs": ["get"], "odd": 1}], "odd": 2}
+    assert prune_unknown_fields("Role", "v1", role, "Warn") == ["rules[0].odd", "odd"]
+    assert role == {"metadata": {"name": "s"}, "rules": [{"verbs": ["get"]}]}
 
 
 def test_prune_service_drops_what_its_type_does_not_declare() -> None:

@@ -9,6 +9,7 @@ TooLong. The field path is kube's: ``spec.items[0].name``, ``properties[spec]``.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -16,6 +17,7 @@ from pycm.sim.errors import Cause
 from pycm.sim.gostrconv import quote
 
 __all__ = [
+    "dns1035",
     "duplicate",
     "forbidden",
     "go_number",
@@ -129,3 +131,30 @@ def too_many(path: str, actual: int, maximum: int) -> Cause:
 def duplicate(path: str, value: Any) -> Cause:
     shown = go_value(value) if not isinstance(value, dict | list) else _go_syntax(value)
     return {"reason": "FieldValueDuplicate", "message": f"Duplicate value: {shown}", "field": path}
+
+
+_DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+_DNS1035_MSG = (
+    "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
+    "alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or "
+    "'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
+)
+
+
+def dns1035(path: str, value: Any, mixed_case: bool = False) -> list[Cause]:
+    """``IsDNS1035Label`` as an Invalid cause (``mixed_case``: a kind's rule, checked lowered
+    and prefixed "may have mixed case, but should otherwise match: ")."""
+    if not isinstance(value, str):
+        return [invalid(path, str(value), "must be a string")]
+    probe = value.lower() if mixed_case else value
+    errs = []
+    if len(probe) > 63:
+        errs.append("must be no more than 63 characters")
+    if not _DNS1035.match(probe):
+        errs.append(_DNS1035_MSG)
+    if not errs:
+        return []
+    detail = ",".join(errs)
+    if mixed_case:
+        detail = "may have mixed case, but should otherwise match: " + detail
+    return [invalid(path, value, detail)]

@@ -9,11 +9,11 @@ After every committed write of a CRD (:meth:`CRDStrategy.committed`):
    version (a :class:`~pycm.sim.resources.Resource` with a
    :class:`~pycm.sim.crd.strategy.CustomResourceStrategy`, the storage version first) through
    ``store.serve``; a changed definition (versions, schemas, columns, subresources) is served
-   anew over the same objects; versions no longer served leave discovery.
+   anew over the same objects, which get the storage version's defaults as kube's reads give
+   them; versions no longer served leave discovery.
 
-When a CRD is deleted (:meth:`CRDStrategy.delete`), the resource it serves is unserved: every
-custom resource is removed (DELETED to watchers; open watches end at their timeout), and it
-answers 404 after — kube's ``customresourcecleanup`` finalizer, done at once. Once the CRD is
+When a CRD is deleted, its objects are deleted and the resource stops serving once they are
+gone (:mod:`pycm.sim.crd.cleanup`, kube's ``customresourcecleanup`` finalizer). Once the CRD is
 gone, the other CRDs of its group are synced again: one that conflicted with its names may now
 be accepted.
 
@@ -84,6 +84,7 @@ def _resources(crd: Mapping[str, Any]) -> list[Resource]:
                 short_names=tuple(names.get("shortNames") or ()),
                 categories=tuple(names.get("categories") or ()),
                 subresources=subresources,
+                custom_list_kind=str(names.get("listKind") or ""),
             )
         )
     return out
@@ -123,6 +124,22 @@ def _serve(store: Store, crd: Obj) -> None:
     store.registry.remove(group, plural)
     for res in wanted:
         store.serve(res)
+    if served and wanted:
+        _default_stored(store, wanted[0])
+
+
+def _default_stored(store: Store, storage: Resource) -> None:
+    """The storage version's defaults on every stored object, as kube applies them when it
+    reads from storage: an object written before a ``default:`` was added reads with it (same
+    resourceVersion, no watch event)."""
+    strategy = storage.strategy
+
+    def defaulted(obj: Obj) -> Obj | None:
+        new = deep_copy(obj)
+        strategy.default(new)
+        return new if new != obj else None
+
+    store.rewrite_in_place(storage, defaulted)
 
 
 def sync_crd(store: Store, crd: Obj) -> None:

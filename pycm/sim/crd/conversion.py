@@ -10,13 +10,17 @@ sent) and on a Table row's object. :func:`stored_versions` says which need it (n
 common case of one version: the answer is not touched). Bodies that mention none pass as
 they are.
 
-What differs from kube: the storage version's schema, printer columns and subresources serve
-every version (kube keeps one per version); CRDs whose versions differ in those are rare, and a
-webhook conversion (which they would need) is refused anyway.
+Each version keeps its own schema, printer columns and subresources, as kube's per-version
+storage does: :func:`acting_as` is the storage version's resource (its table, the apiVersion
+objects are stored at) with the asked version's strategy, so a write through a version is
+pruned, defaulted and validated with that version's schema, and a table prints that version's
+columns. An object read through a version is answered as stored, only its apiVersion rewritten:
+a field only the storage version's schema knows is not dropped on the way out.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import orjson
@@ -26,7 +30,7 @@ from starlette.types import Message, Receive, Scope, Send
 from pycm.sim.crd.strategy import CustomResourceStrategy
 from pycm.sim.resources import Resource
 
-__all__ = ["served_as", "stored_versions"]
+__all__ = ["acting_as", "served_as", "stored_versions"]
 
 
 def stored_versions(storage: Resource, asked: Resource) -> tuple[str, ...]:
@@ -38,6 +42,14 @@ def stored_versions(storage: Resource, asked: Resource) -> tuple[str, ...]:
     found = {storage.api_version, *strategy.stored_api_versions}
     found.discard(asked.api_version)
     return tuple(sorted(found))
+
+
+def acting_as(storage: Resource, asked: Resource | None) -> Resource:
+    """The resource that serves a request through ``asked`` (None: the storage version):
+    ``storage``'s table and stored apiVersion, ``asked``'s schema, columns and subresources."""
+    if asked is None or asked.strategy is storage.strategy:
+        return storage
+    return replace(storage, strategy=asked.strategy, subresources=asked.subresources)
 
 
 def _rewrite(doc: Any, old: tuple[str, ...], new: str) -> None:

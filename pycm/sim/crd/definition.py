@@ -28,12 +28,6 @@ from pycm.sim.errors import Cause
 
 __all__ = ["apply_crd_defaults", "validate_crd", "validate_crd_update"]
 
-_DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
-_DNS1035_MSG = (
-    "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
-    "alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or "
-    "'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
-)
 _DNS1123_SUBDOMAIN = re.compile(
     r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 )
@@ -67,23 +61,6 @@ def apply_crd_defaults(crd: dict[str, Any]) -> None:
                 column.setdefault("priority", 0)
 
 
-def _dns1035(path: str, value: Any, mixed_case: bool = False) -> list[Cause]:
-    if not isinstance(value, str):
-        return [fe.invalid(path, str(value), "must be a string")]
-    probe = value.lower() if mixed_case else value
-    errs = []
-    if len(probe) > 63:
-        errs.append("must be no more than 63 characters")
-    if not _DNS1035.match(probe):
-        errs.append(_DNS1035_MSG)
-    if not errs:
-        return []
-    detail = ",".join(errs)
-    if mixed_case:
-        detail = "may have mixed case, but should otherwise match: " + detail
-    return [fe.invalid(path, value, detail)]
-
-
 def _names_causes(names: Any) -> list[Cause]:
     path = "spec.names"
     if not isinstance(names, Mapping):
@@ -95,14 +72,14 @@ def _names_causes(names: Any) -> list[Cause]:
             if name in ("plural", "kind", "listKind"):
                 out.append(fe.required(f"{path}.{name}"))
             continue
-        out += _dns1035(f"{path}.{name}", value, mixed)
+        out += fe.dns1035(f"{path}.{name}", value, mixed)
     for field in ("shortNames", "categories"):
         values = names.get(field) or []
         if not isinstance(values, list):
             out.append(fe.invalid(f"{path}.{field}", str(values), "must be a list of strings"))
             continue
         for i, value in enumerate(values):
-            out += _dns1035(f"{path}.{field}[{i}]", value)
+            out += fe.dns1035(f"{path}.{field}[{i}]", value)
     if names.get("kind") and names.get("kind") == names.get("listKind"):
         why = "kind and listKind may not be the same or parsing become ambiguous"
         out.append(fe.invalid(f"{path}.listKind", names["listKind"], why))
@@ -206,7 +183,7 @@ def _versions_causes(versions: Any) -> list[Cause]:
         if not name:
             out.append(fe.required(f"{where}.name"))
         else:
-            out += _dns1035(f"{where}.name", name)
+            out += fe.dns1035(f"{where}.name", name)
             if name in seen:
                 out.append(fe.duplicate(f"{where}.name", name))
             seen.add(str(name))

@@ -49,9 +49,10 @@ class CRDStrategy(Strategy):
         return causes + validate_crd_update(new, old)
 
     def committed(self, store: Store, res: Resource, event_type: str, obj: Obj) -> None:
-        from pycm.sim.crd.controller import crd_removed, sync_crd
+        from pycm.sim.crd.controller import crd_deleted, crd_removed, sync_crd
 
         if event_type == "DELETED":
+            crd_deleted(store, obj)  # still serving (its cleanup finalizer was taken off)
             crd_removed(store, obj)
         else:
             sync_crd(store, obj)
@@ -59,10 +60,9 @@ class CRDStrategy(Strategy):
     def delete(
         self, store: Store, res: Resource, obj: Obj, options: DeleteOptions
     ) -> tuple[Obj, bool] | None:
-        from pycm.sim.crd.controller import crd_deleted
+        from pycm.sim.crd.cleanup import delete_crd
 
-        crd_deleted(store, obj)
-        return None  # then the generic deletion (finalizers honoured)
+        return delete_crd(store, res, obj)  # None: the generic deletion (finalizers honoured)
 
 
 STRATEGY = CRDStrategy("CustomResourceDefinition", DEFAULT_PRINTER)

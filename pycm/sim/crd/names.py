@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-__all__ = ["crd_status", "is_established"]
+__all__ = ["crd_status", "is_established", "set_condition"]
 
 Obj = dict[str, Any]
 
@@ -63,7 +63,7 @@ def _conflict(
     return None
 
 
-def _set_condition(
+def set_condition(
     conditions: list[Obj], type_: str, status: str, reason: str, message: str, now: str
 ) -> None:
     for condition in conditions:
@@ -99,10 +99,8 @@ def crd_status(
     conflict = _conflict(names, [_accepted(o) for o in others])
     if conflict is None:
         status["acceptedNames"] = {k: v for k, v in names.items()}
-        _set_condition(
-            conditions, "NamesAccepted", "True", "NoConflicts", "no conflicts found", now
-        )
-        _set_condition(
+        set_condition(conditions, "NamesAccepted", "True", "NoConflicts", "no conflicts found", now)
+        set_condition(
             conditions,
             "Established",
             "True",
@@ -113,9 +111,9 @@ def crd_status(
     else:
         # kube's AcceptedNames always carries plural and kind (not omitempty).
         status.setdefault("acceptedNames", {"plural": "", "kind": ""})
-        _set_condition(conditions, "NamesAccepted", "False", conflict[0], conflict[1], now)
+        set_condition(conditions, "NamesAccepted", "False", conflict[0], conflict[1], now)
         if not is_established({"status": {"conditions": conditions}}):
-            _set_condition(
+            set_condition(
                 conditions, "Established", "False", "NotAccepted", "not all names are accepted", now
             )
     status["conditions"] = conditions

@@ -20,7 +20,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -35,6 +35,10 @@ from pycm.sim.objects import Obj
 from pycm.sim.pruning import FIELD_VALIDATION
 from pycm.sim.registry.strategy import Strategy
 from pycm.sim.tables import Printer
+
+if TYPE_CHECKING:
+    from pycm.sim.resources import Resource
+    from pycm.sim.store import Store
 
 __all__ = ["CustomResourceStrategy", "ScalePaths"]
 
@@ -94,6 +98,9 @@ class CustomResourceStrategy(Strategy):
         stored = (crd.get("status") or {}).get("storedVersions") or []
         self.stored_api_versions = tuple(f"{self.group}/{v}" for v in stored if isinstance(v, str))
         self.namespaced = spec.get("scope") == "Namespaced"
+        # Set while the CRD is being deleted and objects wait for their finalizers
+        # (:mod:`pycm.sim.crd.cleanup`): creates are refused.
+        self.terminating = False
         raw = (version.get("schema") or {}).get("openAPIV3Schema") or {"type": "object"}
         self.raw_schema: dict[str, Any] = copy.deepcopy(dict(raw))
         self.schema: Schema = compile_schema(raw)
@@ -146,8 +153,21 @@ class CustomResourceStrategy(Strategy):
         apply_defaults(obj, self.schema)
 
     def prepare_for_create(self, obj: Obj) -> None:
+        if self.terminating:
+            raise errors.APIError(
+                405,
+                "MethodNotAllowed",
+                "create not allowed while custom resource definition is terminating",
+                {"group": self.group, "kind": self.plural},
+            )
         if self.status_subresource:
             obj.pop("status", None)
+
+    def committed(self, store: Store, res: Resource, event_type: str, obj: Obj) -> None:
+        if event_type == "DELETED" and self.terminating:
+            from pycm.sim.crd.cleanup import instance_removed
+
+            instance_removed(store, self)
 
     def validate(self, obj: Obj) -> list[Cause]:
         causes = validation.metadata_causes(obj, name_is_label=False)

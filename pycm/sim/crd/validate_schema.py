@@ -33,6 +33,7 @@ from typing import Any
 from pycm.sim.crd import causes as fe
 from pycm.sim.crd.schema import Schema
 from pycm.sim.errors import Cause
+from pycm.sim.validation import dns_label_causes, labels_causes, path_segment_causes
 
 __all__ = ["json_equal", "json_type", "validate_value"]
 
@@ -416,6 +417,30 @@ def _object(value: dict[str, Any], s: Schema, path: str, out: list[Cause]) -> No
         detail = f"{_in_body(where)} should have at least {s.min_properties} properties"
         out.append(fe.invalid(where, n, detail))
     if s.embedded:
-        for name in ("apiVersion", "kind"):
-            if not value.get(name):
-                out.append(fe.required(_child(path, name), "must not be empty"))
+        _embedded(value, path, out)
+
+
+def _embedded(value: dict[str, Any], path: str, out: list[Cause]) -> None:
+    """An ``x-kubernetes-embedded-resource``: its type and object metadata, as kube's
+    ``objectmeta.validateEmbeddedResource`` (its name a path segment; a name is not needed)."""
+    for name in ("apiVersion", "kind"):
+        field, given = _child(path, name), value.get(name)
+        if given is not None and not isinstance(given, str):
+            out.append(fe.invalid(field, given, "must be a string"))
+        elif not given:
+            out.append(fe.required(field, "must not be empty"))
+        elif name == "apiVersion" and given.count("/") > 1:
+            out.append(fe.invalid(field, given, f"unexpected GroupVersion string: {given}"))
+        elif name == "kind":
+            out += fe.dns1035(field, given, mixed_case=True)
+    meta = value.get("metadata")
+    if not isinstance(meta, dict):
+        return
+    where = _child(path, "metadata")
+    object_name = meta.get("name")
+    if isinstance(object_name, str) and object_name:
+        out += path_segment_causes(_child(where, "name"), object_name)
+    namespace = meta.get("namespace")
+    if isinstance(namespace, str) and namespace:
+        out += dns_label_causes(_child(where, "namespace"), namespace)
+    out += labels_causes(_child(where, "labels"), meta.get("labels"))

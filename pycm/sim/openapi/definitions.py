@@ -13,8 +13,9 @@ One walk over :data:`pycm.sim.schemas.KINDS` (and each served custom resource's
   inlined, with ``properties`` and no ``type`` — kube-openapi's parser (kubectl 1.20) reads a
   ``type: object`` as a map and would then want ``additionalProperties``;
 - a leaf's type comes from :data:`LEAF_TYPES` by field name (names whose type is the same
-  wherever the schemas declare them; tests/sim/test_openapi.py checks each against the
-  ``kubernetes`` client's models); any other leaf, and every OPAQUE field, is untyped — kubectl
+  wherever the schemas declare them), or for a name typed differently in different structs from
+  :data:`LEAF_TYPES_IN` by the struct holding it; tests/sim/test_openapi.py holds every leaf to
+  the ``kubernetes`` client's models at its path. Every OPAQUE field is untyped — kubectl
   accepts any value there, as the emulator does;
 - lists carry their merge keys twice: ``x-kubernetes-patch-merge-key`` / ``-patch-strategy``
   (kubectl's client-side apply computes its strategic merge patch from them) and
@@ -23,8 +24,7 @@ One walk over :data:`pycm.sim.schemas.KINDS` (and each served custom resource's
 
 Not described: field descriptions (kube's come from Go comments; ``kubectl explain`` prints the
 field's name and type and an empty description), ``required`` lists (the server's validation
-answers with kube's own messages instead), kinds without a schema (Services, RBAC: kubectl then
-skips client-side validation for them, as it does for any kind missing from the document).
+answers with kube's own messages instead), kinds without a schema (the reviews, never stored).
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ from pycm.sim.schemas import Kept, ListOf, Struct
 
 __all__ = [
     "LEAF_TYPES",
+    "LEAF_TYPES_IN",
     "NAMED_STRUCTS",
     "OBJECT_META",
     "CustomSchema",
@@ -98,7 +99,13 @@ NAMED_STRUCTS: dict[str, str] = {
     "JOB_STATUS": "io.k8s.api.batch.v1.JobStatus",
     "CRON_JOB_SPEC": "io.k8s.api.batch.v1.CronJobSpec",
     "INGRESS_SPEC": "io.k8s.api.networking.v1.IngressSpec",
+    "NETWORK_POLICY_SPEC": "io.k8s.api.networking.v1.NetworkPolicySpec",
+    "NETWORK_POLICY_PORT": "io.k8s.api.networking.v1.NetworkPolicyPort",
     "ENDPOINT": "io.k8s.api.discovery.v1.Endpoint",
+    "POLICY_RULE": "io.k8s.api.rbac.v1.PolicyRule",
+    "ROLE_REF": "io.k8s.api.rbac.v1.RoleRef",
+    "SUBJECT": "io.k8s.api.rbac.v1.Subject",
+    "AGGREGATION_RULE": "io.k8s.api.rbac.v1.AggregationRule",
 }
 
 _STRING: Schema = {"type": "string"}
@@ -167,6 +174,66 @@ LEAF_TYPES: dict[str, Schema] = {
             "action",
             "reportingComponent",
             "reportingInstance",
+            # The kinds operators own (Services, Jobs, StatefulSets, Ingresses, ...).
+            "addressType",
+            "apiGroup",
+            "appProtocol",
+            "clusterIP",
+            "completedIndexes",
+            "completionMode",
+            "concurrencyPolicy",
+            "currentRevision",
+            "currentVolumeAttributesClassName",
+            "divisor",
+            "externalName",
+            "externalTrafficPolicy",
+            "failedIndexes",
+            "host",
+            "hostnameOverride",
+            "ingressClassName",
+            "internalTrafficPolicy",
+            "ip",
+            "ipFamilyPolicy",
+            "loadBalancerClass",
+            "loadBalancerIP",
+            "managedBy",
+            "mode",
+            "path",
+            "pathType",
+            "podManagementPolicy",
+            "podReplacementPolicy",
+            "preferredHolder",
+            "procMount",
+            "protocol",
+            "recursiveReadOnly",
+            "request",
+            "resize",
+            "resource",
+            "resourceName",
+            "restartPolicy",
+            "schedule",
+            "scheme",
+            "secretName",
+            "service",
+            "serviceName",
+            "sessionAffinity",
+            "status",
+            "stopSignal",
+            "storageClassName",
+            "strategy",
+            "targetContainerName",
+            "timeZone",
+            "trafficDistribution",
+            "type",
+            "unhealthyPodEvictionPolicy",
+            "updateRevision",
+            "volumeAttributesClassName",
+            "volumeMode",
+            "volumeName",
+            "whenDeleted",
+            "whenScaled",
+            "zone",
+            "cidr",
         ),
         _STRING,
     ),
@@ -195,6 +262,36 @@ LEAF_TYPES: dict[str, Schema] = {
             "leaseDurationSeconds",
             "leaseTransitions",
             "count",
+            "active",
+            "backoffLimit",
+            "backoffLimitPerIndex",
+            "completions",
+            "currentHealthy",
+            "currentNumberScheduled",
+            "currentReplicas",
+            "desiredHealthy",
+            "desiredNumberScheduled",
+            "desiredReplicas",
+            "disruptionsAllowed",
+            "expectedPods",
+            "failedJobsHistoryLimit",
+            "healthCheckNodePort",
+            "maxFailedIndexes",
+            "maxReplicas",
+            "minReplicas",
+            "nodePort",
+            "number",
+            "numberAvailable",
+            "numberMisscheduled",
+            "numberReady",
+            "numberUnavailable",
+            "parallelism",
+            "partition",
+            "start",
+            "successfulJobsHistoryLimit",
+            "ttlSecondsAfterFinished",
+            "updatedNumberScheduled",
+            "endPort",
         ),
         _INT32,
     ),
@@ -207,6 +304,9 @@ LEAF_TYPES: dict[str, Schema] = {
             "tolerationSeconds",
             "runAsUser",
             "runAsGroup",
+            "seconds",
+            "startingDeadlineSeconds",
+            "terminationGracePeriodSeconds",
         ),
         _INT64,
     ),
@@ -234,6 +334,11 @@ LEAF_TYPES: dict[str, Schema] = {
             "hostUsers",
             "started",
             "immutable",
+            "allocateLoadBalancerNodePorts",
+            "manualSelector",
+            "publishNotReadyAddresses",
+            "serving",
+            "suspend",
         ),
         _BOOL,
     ),
@@ -251,11 +356,73 @@ LEAF_TYPES: dict[str, Schema] = {
             "firstTimestamp",
             "lastTimestamp",
             "eventTime",
+            "completionTime",
+            "lastScaleTime",
+            "lastScheduleTime",
+            "lastSuccessfulTime",
         ),
         _TIME,
     ),
-    **dict.fromkeys(("finalizers", "command", "args", "values", "add", "drop"), _STRINGS),
-    **dict.fromkeys(("maxSurge", "maxUnavailable"), _INT_OR_STRING),
+    **dict.fromkeys(
+        (
+            "finalizers",
+            "command",
+            "args",
+            "values",
+            "add",
+            "drop",
+            "accessModes",
+            "addresses",
+            "bindMountOptions",
+            "clusterIPs",
+            "externalIPs",
+            "hosts",
+            "ipFamilies",
+            "loadBalancerSourceRanges",
+            "verbs",
+            "apiGroups",
+            "resources",
+            "resourceNames",
+            "nonResourceURLs",
+            "except",
+            "policyTypes",
+        ),
+        _STRINGS,
+    ),
+    **dict.fromkeys(("maxSurge", "maxUnavailable", "minAvailable", "targetPort"), _INT_OR_STRING),
+}
+
+# Leaves whose name has more than one type across the schemas, typed by the struct that holds
+# them: (the holder, the field), the holder being a named definition's short name
+# (``JobStatus``), a kind, or the field an inline struct sits under (``httpGet``, ``ports``).
+# Looked up before LEAF_TYPES.
+LEAF_TYPES_IN: dict[tuple[str, str], Schema] = {
+    **dict.fromkeys(
+        (
+            ("JobStatus", "ready"),
+            ("JobStatus", "failed"),
+            ("JobStatus", "succeeded"),
+            ("JobStatus", "terminating"),
+            ("ports", "port"),  # a Service's, an EndpointSlice's
+            ("grpc", "port"),
+        ),
+        _INT32,
+    ),
+    **dict.fromkeys(
+        (
+            ("uncountedTerminatedPods", "failed"),
+            ("uncountedTerminatedPods", "succeeded"),
+        ),
+        _STRINGS,
+    ),
+    **dict.fromkeys(
+        (("ContainerStatus", "ready"), ("conditions", "ready"), ("conditions", "terminating")),
+        _BOOL,
+    ),
+    **dict.fromkeys(
+        (("httpGet", "port"), ("tcpSocket", "port"), ("NetworkPolicyPort", "port")),
+        _INT_OR_STRING,
+    ),
 }
 
 
@@ -315,34 +482,35 @@ class _Builder:
             if isinstance(struct := getattr(schemas, attr, None), dict)
         }
 
-    def struct(self, struct: Struct) -> Schema:
-        """A struct: a ref to its definition when it has a name, else inlined."""
+    def struct(self, struct: Struct, holder: str) -> Schema:
+        """A struct: a ref to its definition when it has a name, else inlined (``holder``:
+        the field it sits under, for :data:`LEAF_TYPES_IN`)."""
         name = self._names.get(id(struct))
         if name is None:
-            return self._properties(struct)
+            return self._properties(struct, holder)
         if name not in self.definitions:
             self.definitions[name] = {}  # reserved first: a struct may nest itself
-            body = self._properties(struct)
+            body = self._properties(struct, name.rsplit(".", 1)[-1])
             if name.endswith(".LabelSelector"):
                 body["x-kubernetes-map-type"] = "atomic"
             self.definitions[name] = body
         return _ref(name)
 
-    def _properties(self, struct: Struct) -> Schema:
-        return {"properties": {k: self.field(k, v) for k, v in struct.items()}}
+    def _properties(self, struct: Struct, holder: str) -> Schema:
+        return {"properties": {k: self.field(k, v, holder) for k, v in struct.items()}}
 
-    def field(self, name: str, field: schemas.Field) -> Schema:
+    def field(self, name: str, field: schemas.Field, holder: str) -> Schema:
         if isinstance(field, ListOf):
-            return self._list(name, self.struct(field.item))
+            return self._list(name, self.struct(field.item, name))
         if isinstance(field, dict):
-            schema = self.struct(field)
+            schema = self.struct(field, name)
             if name in ATOMIC_MAPS and "$ref" not in schema:
                 schema["x-kubernetes-map-type"] = "atomic"
             return schema
         if field is Kept.MAP:
             return {"type": "object", "additionalProperties": {"type": "string"}}
         if field is Kept.LEAF:
-            typed = LEAF_TYPES.get(name)
+            typed = LEAF_TYPES_IN.get((holder, name)) or LEAF_TYPES.get(name)
             if typed is None:
                 return {}
             if typed.get("type") == "array":
@@ -370,7 +538,7 @@ class _Builder:
 
     def kind(self, res: Resource, struct: Struct) -> None:
         name = kind_definition_name(res.group, res.version, res.kind)
-        body = self._properties(struct)
+        body = self._properties(struct, res.kind)
         body[GVK_EXTENSION] = [{"group": res.group, "kind": res.kind, "version": res.version}]
         self.definitions[name] = body
 
@@ -380,7 +548,7 @@ class _Builder:
         properties = dict(body.get("properties") or {})
         properties.setdefault("apiVersion", dict(_STRING))
         properties.setdefault("kind", dict(_STRING))
-        self.struct(schemas.OBJECT_META)
+        self.struct(schemas.OBJECT_META, "metadata")
         properties["metadata"] = _ref(OBJECT_META)
         body.pop("type", None)  # a struct has no type here (see the module docstring)
         body["properties"] = properties

@@ -7,7 +7,7 @@ carried by its :class:`~pycm.sim.resources.Resource`: defaults, preparing a crea
 (status reset, spec reset on ``/status``), validation, generation, table columns, field
 selectors, pruning, graceful deletion, TTL. One module per kind (or per family sharing rules):
 :mod:`.pods`, :mod:`.namespaces`, :mod:`.events`, :mod:`.workloads` (Deployment, ReplicaSet),
-:mod:`.plain` (the kinds with at most a validator).
+:mod:`.rbac` (roles and bindings), :mod:`.plain` (the kinds with at most a validator).
 
 How a custom resource plugs in (what a CustomResourceDefinition's controller does):
 

@@ -23,13 +23,12 @@ from pycm.sim.objects import Obj
 from pycm.sim.registry.strategy import Strategy
 from pycm.sim.tables import Printer, age, col, name_of, spec_of, status_of
 
-__all__ = ["STRATEGY", "IngressStrategy", "dns1035_label_causes", "port_name_causes"]
+__all__ = ["STRATEGY", "IngressStrategy", "dns1035_label_causes"]
 
 PATH_TYPES = ("Exact", "ImplementationSpecific", "Prefix")
 _BAD_SEQUENCES = ("//", "/./", "/../", "%2f", "%2F")
 _BAD_SUFFIXES = ("/..", "/.")
 _DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
-_PORT_NAME = re.compile(r"^[-a-z0-9]+$")
 _WILDCARD = (
     "a wildcard DNS-1123 subdomain must start with '*.', followed by a valid DNS subdomain, "
     "which must consist of lower case alphanumeric characters, '-' or '.' and end with an "
@@ -56,22 +55,6 @@ def dns1035_label_causes(field: str, value: str) -> list[Cause]:
     return causes
 
 
-def port_name_causes(field: str, name: str) -> list[Cause]:
-    """kube's IsValidPortName (an IANA service name)."""
-    why = []
-    if len(name) > 15:
-        why.append("must be no more than 15 characters")
-    if not _PORT_NAME.match(name):
-        why.append("must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)")
-    if "--" in name:
-        why.append("must not contain consecutive hyphens")
-    if not any(c.isalpha() for c in name):
-        why.append("must contain at least one letter (a-z)")
-    if name.startswith("-") or name.endswith("-"):
-        why.append("must not begin or end with a hyphen")
-    return [validation.invalid_value(field, name, w) for w in why]
-
-
 def _backend_causes(backend: Any, path: str) -> list[Cause]:
     if not isinstance(backend, dict):
         return [validation.invalid_value(path, "", "resource or service backend is required")]
@@ -90,7 +73,7 @@ def _backend_causes(backend: Any, path: str) -> list[Cause]:
     if name and number:
         causes.append(validation.invalid_value(path, "", "cannot set both port name & port number"))
     elif name:
-        causes += port_name_causes(f"{path}.service.port.name", str(name))
+        causes += validation.port_name_causes(f"{path}.service.port.name", str(name))
     elif number:
         if not isinstance(number, int) or not 1 <= number <= 65535:
             causes.append(

@@ -1,7 +1,7 @@
 """The kinds whose strategy is the generic one, at most with a validator of their own: Node
 (status subresource; ``spec.unschedulable`` selectable), ConfigMap (keys, 1 MiB,
-``immutable``), Lease (positive duration), and the kinds stored as sent (ServiceAccount,
-Service, RBAC's four, the create-only reviews). A kind gains a module of its own when its
+``immutable``), Lease (positive duration), and the kinds stored as sent (ServiceAccount, the
+create-only reviews). A kind gains a module of its own when its
 strategy does more.
 """
 

@@ -28,7 +28,7 @@ from typing import Any
 from pycm.sim import defaults, validation
 from pycm.sim.errors import Cause
 from pycm.sim.objects import Obj, copy_value
-from pycm.sim.registry.ingresses import dns1035_label_causes, port_name_causes
+from pycm.sim.registry.ingresses import dns1035_label_causes
 from pycm.sim.registry.strategy import Strategy
 from pycm.sim.tables import Printer, age, col, name_of, spec_of, status_of
 
@@ -161,7 +161,7 @@ def _port_causes(spec: dict[str, Any]) -> list[Cause]:
                 )
             )
         elif isinstance(target, str) and not target.isdigit():
-            causes += port_name_causes(f"{where}.targetPort", target)
+            causes += validation.port_name_causes(f"{where}.targetPort", target)
     return causes
 
 

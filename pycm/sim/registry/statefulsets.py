@@ -113,7 +113,12 @@ def _spec_causes(spec: Any) -> list[Cause]:
     ordinals = spec.get("ordinals")
     if isinstance(ordinals, dict):
         causes += validation.non_negative("spec.ordinals.start", ordinals.get("start"))
-    causes += validation.selector_template_causes(spec, "spec", "statefulset")
+    claims = [
+        str((c.get("metadata") or {}).get("name") or "")
+        for c in spec.get("volumeClaimTemplates") or []
+        if isinstance(c, dict)
+    ]
+    causes += validation.selector_template_causes(spec, "spec", "statefulset", claim_volumes=claims)
     template = spec.get("template")
     causes += validation.restart_policy_causes(template, "spec.template", ("Always",))
     if isinstance(template, dict) and (template.get("spec") or {}).get("activeDeadlineSeconds"):

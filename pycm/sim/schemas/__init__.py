@@ -17,9 +17,9 @@ field a real cluster keeps would lose a user's data, which is worse than keeping
 doubt a sub-structure is OPAQUE.
 
 One module per API group (:mod:`.meta`, :mod:`.core`, :mod:`.apps`, :mod:`.batch`,
-:mod:`.networking`), the vocabulary in :mod:`.fields` and every kind's top-level type in
-:mod:`.kinds`; this package re-exports them all (the OpenAPI documents find a named struct here
-by its attribute name, :data:`pycm.sim.openapi.definitions.NAMED_STRUCTS`).
+:mod:`.networking`, :mod:`.rbac`), the vocabulary in :mod:`.fields` and every kind's top-level
+type in :mod:`.kinds`; this package re-exports them all (the OpenAPI documents find a named
+struct here by its attribute name, :data:`pycm.sim.openapi.definitions.NAMED_STRUCTS`).
 """
 
 from __future__ import annotations
@@ -69,10 +69,14 @@ from pycm.sim.schemas.meta import (
 from pycm.sim.schemas.networking import (
     ENDPOINT,
     INGRESS_SPEC,
+    NETWORK_POLICY_PORT,
+    NETWORK_POLICY_SPEC,
 )
+from pycm.sim.schemas.rbac import AGGREGATION_RULE, POLICY_RULE, ROLE_REF, SUBJECT
 
 __all__ = [
     "AFFINITY",
+    "AGGREGATION_RULE",
     "CONTAINER",
     "CONTAINER_STATUS",
     "CRON_JOB_SPEC",
@@ -91,6 +95,8 @@ __all__ = [
     "LABEL_SELECTOR",
     "LIFECYCLE",
     "LOCAL_OBJECT_REFERENCE",
+    "NETWORK_POLICY_PORT",
+    "NETWORK_POLICY_SPEC",
     "OBJECT_META",
     "OWNER_REFERENCE",
     "PERSISTENT_VOLUME_CLAIM_SPEC",
@@ -98,13 +104,16 @@ __all__ = [
     "POD_SPEC",
     "POD_STATUS",
     "POD_TEMPLATE_SPEC",
+    "POLICY_RULE",
     "PROBE",
     "REPLICA_SET_SPEC",
     "REPLICA_SET_STATUS",
     "RESOURCE_REQUIREMENTS",
+    "ROLE_REF",
     "SECURITY_CONTEXT",
     "STATEFUL_SET_SPEC",
     "STATEFUL_SET_STATUS",
+    "SUBJECT",
     "TOLERATION",
     "VOLUME",
     "Field",

@@ -31,7 +31,8 @@ from pycm.sim.schemas.fields import (
     leaves,
 )
 from pycm.sim.schemas.meta import LABEL_SELECTOR, OBJECT_META
-from pycm.sim.schemas.networking import ENDPOINT, INGRESS_SPEC
+from pycm.sim.schemas.networking import ENDPOINT, INGRESS_SPEC, NETWORK_POLICY_SPEC
+from pycm.sim.schemas.rbac import AGGREGATION_RULE, POLICY_RULE, ROLE_REF, SUBJECT
 
 __all__ = ["KINDS"]
 
@@ -167,4 +168,9 @@ KINDS: dict[str, Struct] = {
             "reportingInstance",
         ),
     ),
+    "Role": _kind(rules=ListOf(POLICY_RULE)),
+    "ClusterRole": _kind(rules=ListOf(POLICY_RULE), aggregationRule=AGGREGATION_RULE),
+    "RoleBinding": _kind(subjects=ListOf(SUBJECT), roleRef=ROLE_REF),
+    "ClusterRoleBinding": _kind(subjects=ListOf(SUBJECT), roleRef=ROLE_REF),
+    "NetworkPolicy": _kind(spec=NETWORK_POLICY_SPEC),
 }

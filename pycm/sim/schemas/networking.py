@@ -1,12 +1,15 @@
-"""networking.k8s.io/v1 Ingresses and discovery.k8s.io/v1 endpoints."""
+"""networking.k8s.io/v1 Ingresses and NetworkPolicies, discovery.k8s.io/v1 endpoints."""
 
 from __future__ import annotations
 
 from pycm.sim.schemas.fields import LEAF, MAP, OPAQUE, ListOf, Struct, leaves
+from pycm.sim.schemas.meta import LABEL_SELECTOR
 
 __all__ = [
     "ENDPOINT",
     "INGRESS_SPEC",
+    "NETWORK_POLICY_PORT",
+    "NETWORK_POLICY_SPEC",
 ]
 
 _INGRESS_BACKEND: Struct = {
@@ -32,4 +35,16 @@ ENDPOINT: Struct = {
     "deprecatedTopology": MAP,
     "hints": OPAQUE,
     "targetRef": OPAQUE,
+}
+NETWORK_POLICY_PORT: Struct = leaves("protocol", "port", "endPort")
+_NETWORK_POLICY_PEER: Struct = {
+    "podSelector": LABEL_SELECTOR,
+    "namespaceSelector": LABEL_SELECTOR,
+    "ipBlock": leaves("cidr", "except"),
+}
+NETWORK_POLICY_SPEC: Struct = {
+    "podSelector": LABEL_SELECTOR,
+    "ingress": ListOf({"ports": ListOf(NETWORK_POLICY_PORT), "from": ListOf(_NETWORK_POLICY_PEER)}),
+    "egress": ListOf({"ports": ListOf(NETWORK_POLICY_PORT), "to": ListOf(_NETWORK_POLICY_PEER)}),
+    "policyTypes": LEAF,
 }

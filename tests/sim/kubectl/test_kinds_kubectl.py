@@ -269,3 +269,62 @@ def test_kubectl_get_prints_kube_columns_for_the_kinds_operators_own(
     out = run_kubectl("get", resource, "-n", ns).stdout
     assert header(out) == columns
     assert rows(out)[0][: len(cells)] == cells
+
+
+def test_kubectl_rbac_objects_are_validated_described_and_listed_as_kube_does(
+    run_kubectl: Kubectl, ns: str, tmp_path: Path
+) -> None:
+    # kubectl's own generators, a name with colons (a path segment, not a DNS name).
+    run_kubectl("create", "role", "op:reader", "--verb=get,list", "--resource=pods", "-n", ns)
+    run_kubectl("create", "serviceaccount", "op", "-n", ns)
+    run_kubectl(
+        "create", "rolebinding", "op", "--role=op:reader", f"--serviceaccount={ns}:op", "-n", ns
+    )
+    wide = run_kubectl("get", "rolebinding", "op", "-o", "wide", "-n", ns).stdout
+    assert header(wide) == ["NAME", "ROLE", "AGE", "USERS", "GROUPS", "SERVICEACCOUNTS"]
+    assert rows(wide)[0][:2] == ["op", "Role/op:reader"]
+    assert rows(wide)[0][-1] == f"{ns}/op"
+    assert header(run_kubectl("get", "serviceaccount", "op", "-n", ns).stdout) == [
+        "NAME",
+        "SECRETS",
+        "AGE",
+    ]
+    assert "verbs\t<[]string>" in run_kubectl("explain", "role.rules").stdout
+    # The binding's roleRef cannot change: kube's 422 through kubectl apply.
+    binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "metadata": {"name": "op", "namespace": ns},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "other"},
+        "subjects": [{"kind": "ServiceAccount", "name": "op", "namespace": ns}],
+    }
+    (tmp_path / "rb.yaml").write_text(yaml.safe_dump(binding))
+    changed = run_kubectl("apply", "-f", str(tmp_path / "rb.yaml"), check=False)
+    assert changed.returncode == 1
+    assert (
+        'The RoleBinding "op" is invalid: roleRef: Invalid value: rbac.RoleRef{APIGroup:'
+        '"rbac.authorization.k8s.io", Kind:"Role", Name:"other"}: cannot change roleRef'
+    ) in changed.stderr
+
+
+def test_kubectl_applies_and_lists_a_network_policy(
+    run_kubectl: Kubectl, ns: str, tmp_path: Path
+) -> None:
+    policy = {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": {"name": "db"},
+        "spec": {
+            "podSelector": {"matchLabels": {"app": "db"}},
+            "ingress": [
+                {"from": [{"podSelector": {"matchLabels": LABELS}}], "ports": [{"port": 5432}]}
+            ],
+        },
+    }
+    (tmp_path / "np.yaml").write_text(yaml.safe_dump(policy))
+    applied = run_kubectl("apply", "-f", str(tmp_path / "np.yaml"), "-n", ns)  # validated
+    assert applied.stdout.strip() == "networkpolicy.networking.k8s.io/db created"
+    out = run_kubectl("get", "netpol", "-n", ns).stdout
+    assert header(out) == ["NAME", "POD-SELECTOR", "AGE"]
+    assert rows(out)[0][:2] == ["db", "app=db"]
+    assert "endPort\t<integer>" in run_kubectl("explain", "networkpolicy.spec.ingress.ports").stdout

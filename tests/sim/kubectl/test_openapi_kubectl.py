@@ -191,6 +191,34 @@ def test_kubectl_create_validates_the_kinds_operators_own(
     ) in refused.stderr
 
 
+def test_kubectl_explain_and_validation_type_the_kinds_operators_own(
+    run_kubectl: Kubectl, ns: str, tmp_path: Path
+) -> None:
+    ports = run_kubectl("explain", "service.spec.ports").stdout
+    for line in ("appProtocol\t<string>", "nodePort\t<integer>", "port\t<integer>"):
+        assert line in ports
+    assert "suspend\t<boolean>" in run_kubectl("explain", "cronjob.spec").stdout
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "j"},
+        "spec": {
+            "suspend": "yes",
+            "template": {
+                "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "b"}]}
+            },
+        },
+    }
+    path = tmp_path / "job.yaml"
+    path.write_text(yaml.safe_dump(job))
+    refused = run_kubectl("create", "-n", ns, "-f", str(path), check=False)
+    assert refused.returncode == 1
+    assert (
+        "ValidationError(Job.spec.suspend): invalid type for io.k8s.api.batch.v1.JobSpec.suspend: "
+        'got "string", expected "boolean"'
+    ) in refused.stderr
+
+
 CRD = {
     "apiVersion": "apiextensions.k8s.io/v1",
     "kind": "CustomResourceDefinition",
