@@ -3,9 +3,11 @@
 Only the defaults that clients of these kinds observe and compare are applied: a Deployment's
 replicas, strategy, revisionHistoryLimit and progressDeadlineSeconds; a ReplicaSet's replicas;
 a pod spec's (and every pod template's) restartPolicy, terminationGracePeriodSeconds, dnsPolicy,
-schedulerName, securityContext and each container's imagePullPolicy, terminationMessage* and
-resources; a Namespace's ``kubernetes`` finalizer and phase. A controller that hashes templates
-therefore sees the same defaulted template it would see from a real cluster.
+schedulerName, securityContext and each container's imagePullPolicy, terminationMessage*,
+resources (their quantities in kube's canonical form) and probes (counts; an HTTP check's path
+and scheme, as for lifecycle hooks); a Namespace's ``kubernetes`` finalizer and phase. A
+controller that hashes templates therefore sees the same defaulted template it would see from
+a real cluster.
 
 A field that is absent or ``null`` is defaulted (kube decodes ``null`` into a nil pointer, and
 its defaulting fills nil pointers); so is an empty strategy type, restart policy or pull policy
@@ -15,9 +17,11 @@ thus rolls with maxSurge and maxUnavailable 25% each, as on a real cluster.
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any
 
 from pycm.sim.objects import Obj
+from pycm.sim.quantity import canonical_quantity
 
 __all__ = ["apply_defaults", "default", "namespace", "pod_spec", "pod_template", "workload"]
 
@@ -42,10 +46,63 @@ def _container(container: dict[str, Any]) -> None:
     ):
         if not container.get(key):
             container[key] = value
-    default(container, "resources", {})
+    resources = default(container, "resources", {})
+    if isinstance(resources, dict):
+        for key in ("limits", "requests"):
+            if isinstance(resources.get(key), dict):
+                _canonical_quantities(resources[key])
     for port in container.get("ports") or []:
         if isinstance(port, dict) and not port.get("protocol"):
             port["protocol"] = "TCP"
+    for name in ("livenessProbe", "readinessProbe", "startupProbe"):
+        probe = container.get(name)
+        if isinstance(probe, dict):
+            for count, amount in _PROBE_DEFAULTS:
+                default(probe, count, amount)
+            _handler(probe)
+    lifecycle = container.get("lifecycle")
+    if isinstance(lifecycle, dict):
+        for hook in ("postStart", "preStop"):
+            if isinstance(lifecycle.get(hook), dict):
+                _handler(lifecycle[hook])
+
+
+# SetDefaults_Probe: what a probe that names none of these does.
+_PROBE_DEFAULTS = (
+    ("timeoutSeconds", 1),
+    ("periodSeconds", 10),
+    ("successThreshold", 1),
+    ("failureThreshold", 3),
+)
+
+
+def _handler(handler: dict[str, Any]) -> None:
+    """SetDefaults_HTTPGetAction: an HTTP check asks for ``/`` over HTTP."""
+    action = handler.get("httpGet")
+    if isinstance(action, dict):
+        if not action.get("path"):
+            action["path"] = "/"
+        if not action.get("scheme"):
+            action["scheme"] = "HTTP"
+
+
+def _canonical_quantities(amounts: dict[str, Any]) -> None:
+    """Quantities as kube stores them (its decoding reads a Quantity, its encoding writes the
+    canonical form: ``0.5`` → ``500m``, a JSON number → a string). One that does not parse
+    is left for the shape check's 400."""
+    for name, amount in amounts.items():
+        if isinstance(amount, (str, int, float)) and not isinstance(amount, bool):
+            try:
+                amounts[name] = canonical_quantity(_quantity_text(amount))
+            except ValueError:
+                pass
+
+
+def _quantity_text(amount: str | int | float) -> str:
+    """A JSON number as its text (a float in plain decimal notation, as a manifest writes it)."""
+    if isinstance(amount, float):
+        return format(Decimal(repr(amount)), "f")
+    return str(amount)
 
 
 def pod_spec(spec: Any) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from fractions import Fraction
 
-__all__ = ["FORMAT_ERROR", "SUFFIX_ERROR", "parse_quantity"]
+__all__ = ["FORMAT_ERROR", "SUFFIX_ERROR", "canonical_quantity", "parse_quantity"]
 
 FORMAT_ERROR = (
     "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
@@ -53,3 +53,45 @@ def parse_quantity(text: str) -> Fraction:
             raise ValueError(SUFFIX_ERROR)
         return value * Fraction(10) ** exponent
     raise ValueError(SUFFIX_ERROR)
+
+
+# Decimal suffixes by power of ten, for the canonical form (kube's DecimalSI).
+_DECIMAL_BY_EXPONENT = {
+    -9: "n",
+    -6: "u",
+    -3: "m",
+    0: "",
+    3: "k",
+    6: "M",
+    9: "G",
+    12: "T",
+    15: "P",
+    18: "E",
+}
+_NANO = 10**9  # kube keeps nine decimal digits and rounds anything finer up
+
+
+def canonical_quantity(text: str) -> str:
+    """``text`` as kube's ``Quantity.String()`` writes it back (``0.5`` → ``500m``, ``1.5Gi`` →
+    ``1536Mi``, ``2000`` → ``2k``): the value in the format its suffix chose (binary, decimal
+    or exponent), with the largest suffix that keeps the number whole. ValueError as
+    :func:`parse_quantity`."""
+    value = parse_quantity(text)
+    suffix = _SYNTAX.match(text)[2]  # type: ignore[index]  # parse_quantity matched it
+    nanos = -((-value.numerator * _NANO) // value.denominator)  # ceil(value × 10⁹)
+    sign, nanos = ("-", -nanos) if nanos < 0 else ("", nanos)
+    if suffix in _BINARY and nanos % _NANO == 0 and nanos >= 1024 * _NANO:
+        whole = nanos // _NANO
+        for name, size in sorted(_BINARY.items(), key=lambda item: -item[1]):
+            if whole % size == 0:
+                return f"{sign}{whole // size}{name}"
+        return f"{sign}{whole}"
+    exponent = -9
+    while nanos and nanos % 1000 == 0 and (exponent < 18 or _EXPONENT.match(suffix)):
+        nanos //= 1000
+        exponent += 3
+    if not nanos:
+        return "0"
+    if _EXPONENT.match(suffix):
+        return f"{sign}{nanos}" + (f"e{exponent}" if exponent else "")
+    return f"{sign}{nanos}{_DECIMAL_BY_EXPONENT[exponent]}"

@@ -11,10 +11,12 @@ from __future__ import annotations
 from typing import Any
 
 from pycm.sim.errors import bad_request
+from pycm.sim.quantity import FORMAT_ERROR, parse_quantity
 
 __all__ = ["check_shape"]
 
 STR, INT, BOOL, OBJ = "string", "integer", "boolean", "object"
+QUANTITY = "quantity"  # a resource.Quantity: a string or a number that parses as one
 # A schema is a type name, a dict (an object with typed fields), a one-element list (an array
 # of that), or ("map", type) for an object whose values all have that type.
 Schema = Any
@@ -50,7 +52,7 @@ _CONTAINER: dict[str, Schema] = {
     "args": [STR],
     "ports": [{"containerPort": INT, "name": STR, "protocol": STR}],
     "env": [{"name": STR, "value": STR}],
-    "resources": {"limits": MAP_STR, "requests": MAP_STR},
+    "resources": {"limits": ("map", QUANTITY), "requests": ("map", QUANTITY)},
 }
 _POD_SPEC = {
     "containers": [_CONTAINER],
@@ -198,7 +200,20 @@ def _type_ok(value: Any, type_: str) -> bool:
         return isinstance(value, int) and not isinstance(value, bool)
     if type_ == BOOL:
         return isinstance(value, bool)
+    if type_ == QUANTITY:
+        return _quantity_error(value) is None
     return isinstance(value, dict)
+
+
+def _quantity_error(value: Any) -> str | None:
+    """Why ``value`` is not a Quantity (kube's own message), or None."""
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        return FORMAT_ERROR  # Quantity's decoding parses the raw JSON (``true``, ``{``) as text
+    try:
+        parse_quantity(value if isinstance(value, str) else repr(value))
+    except ValueError as err:
+        return str(err)
+    return None
 
 
 # Go's names for the structs above, for kube's decoding message (a struct not named here is
@@ -268,6 +283,8 @@ def _go_type(schema: Schema, field: str, holder: str, top: bool) -> str:
         return "v1." + _struct_name(schema, field, holder, top)
     if schema == INT:
         return "int64" if field in _INT64 else "int32"
+    if schema == QUANTITY:
+        return "resource.Quantity"
     return {STR: "string", BOOL: "bool"}.get(schema, "v1." + field[:1].upper() + field[1:])
 
 
@@ -344,6 +361,9 @@ def check_shape(kind: str, obj: Any) -> None:
         return
     value, struct, path, want = found
     version = _VERSIONS.get(kind, "v1")
+    if want == "resource.Quantity":
+        why = _quantity_error(value)
+        raise bad_request(f'{kind} in version "{version}" cannot be handled as a {kind}: {why}')
     raise bad_request(
         f'{kind} in version "{version}" cannot be handled as a {kind}: json: cannot unmarshal '
         f"{_json_name(value)} into Go struct field {struct}.{path} of type {want}"
