@@ -4,10 +4,10 @@ Only the defaults that clients of these kinds observe and compare are applied: a
 replicas, strategy, revisionHistoryLimit and progressDeadlineSeconds; a ReplicaSet's replicas;
 a pod spec's (and every pod template's) restartPolicy, terminationGracePeriodSeconds, dnsPolicy,
 schedulerName, securityContext and each container's imagePullPolicy, terminationMessage*,
-resources (their quantities in kube's canonical form) and probes (counts; an HTTP check's path
-and scheme, as for lifecycle hooks); a Namespace's ``kubernetes`` finalizer and phase. A
-controller that hashes templates therefore sees the same defaulted template it would see from
-a real cluster.
+resources (their quantities in kube's canonical form; a Pod's requests default to its limits)
+and probes (counts; an HTTP check's path and scheme, as for lifecycle hooks); a Namespace's
+``kubernetes`` finalizer and phase. A controller that hashes templates therefore sees the same
+defaulted template it would see from a real cluster.
 
 A field that is absent or ``null`` is defaulted (kube decodes ``null`` into a nil pointer, and
 its defaulting fills nil pointers); so is an empty strategy type, restart policy or pull policy
@@ -23,7 +23,15 @@ from typing import Any
 from pycm.sim.objects import Obj
 from pycm.sim.quantity import canonical_quantity
 
-__all__ = ["apply_defaults", "default", "namespace", "pod_spec", "pod_template", "workload"]
+__all__ = [
+    "apply_defaults",
+    "default",
+    "namespace",
+    "pod_requests",
+    "pod_spec",
+    "pod_template",
+    "workload",
+]
 
 
 def default(obj: dict[str, Any], key: str, value: Any) -> Any:
@@ -121,6 +129,25 @@ def pod_spec(spec: Any) -> None:
         for container in spec.get(group) or []:
             if isinstance(container, dict):
                 _container(container)
+
+
+def pod_requests(spec: Any) -> None:
+    """SetDefaults_Pod (a Pod's only, never a template's): a container with a limit and no
+    request for a resource requests its limit — why a pod with only limits is Guaranteed."""
+    if not isinstance(spec, dict):
+        return
+    for group in ("initContainers", "containers"):
+        for container in spec.get(group) or []:
+            resources = container.get("resources") if isinstance(container, dict) else None
+            if not isinstance(resources, dict):
+                continue
+            limits = resources.get("limits")
+            if not isinstance(limits, dict) or not limits:
+                continue
+            requests = default(resources, "requests", {})
+            if isinstance(requests, dict):
+                for name, amount in limits.items():
+                    requests.setdefault(name, amount)
 
 
 def workload(obj: Obj, deployment: bool) -> None:

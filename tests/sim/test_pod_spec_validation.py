@@ -436,6 +436,10 @@ INVALID_MORE = [
                 f"{C0}.resources.limits",
                 "Required value: Limit must be set for non overcommitable resources",
             ),
+            (  # a Pod's request defaults to its limit, so the bad name is a request's too
+                f"{C0}.resources.requests[gpu]",
+                'Invalid value: "gpu": must be a standard resource type or fully qualified',
+            ),
         ],
         id="resources",
     ),
@@ -872,4 +876,25 @@ def test_pod_spec_probes_and_http_checks_are_defaulted(store: Store) -> None:
         "port": 80,
         "path": "/quit",
         "scheme": "HTTP",
+    }
+
+
+def test_pod_spec_pods_request_their_limits_but_templates_do_not(store: Store) -> None:
+    resources = {"limits": {"cpu": "1", "memory": "1Gi"}, "requests": {"cpu": "500m"}}
+    created = store.create(
+        store.resource("pods"), pod(containers=[container(resources=resources)]), "default"
+    )
+    assert created["spec"]["containers"][0]["resources"]["requests"] == {
+        "cpu": "500m",
+        "memory": "1Gi",
+    }
+    only_limits = pod(containers=[container(resources={"limits": {"cpu": "1", "memory": "1Gi"}})])
+    only_limits["metadata"]["name"] = "guaranteed"
+    assert store.create(store.resource("pods"), only_limits, "default")["status"]["qosClass"] == (
+        "Guaranteed"
+    )
+    spec = {"containers": [container(resources={"limits": {"cpu": "1"}})]}
+    made = store.create(store.resource("deployments", "apps"), deployment(spec), "default")
+    assert made["spec"]["template"]["spec"]["containers"][0]["resources"] == {
+        "limits": {"cpu": "1"}
     }
