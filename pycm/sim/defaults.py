@@ -5,7 +5,8 @@ replicas, strategy, revisionHistoryLimit and progressDeadlineSeconds; a ReplicaS
 a pod spec's (and every pod template's) restartPolicy, terminationGracePeriodSeconds, dnsPolicy,
 schedulerName, securityContext and each container's imagePullPolicy, terminationMessage*,
 resources (their quantities in kube's canonical form; a Pod's requests default to its limits)
-and probes (counts; an HTTP check's path and scheme, as for lifecycle hooks); a Namespace's
+and probes (counts; an HTTP check's path and scheme, as for lifecycle hooks), field references'
+apiVersion, file-projecting volumes' defaultMode; a Namespace's
 ``kubernetes`` finalizer and phase. A controller that hashes templates therefore sees the same
 defaulted template it would see from a real cluster.
 
@@ -27,7 +28,7 @@ __all__ = [
     "apply_defaults",
     "default",
     "namespace",
-    "pod_requests",
+    "pod",
     "pod_spec",
     "pod_template",
     "workload",
@@ -62,6 +63,12 @@ def _container(container: dict[str, Any]) -> None:
     for port in container.get("ports") or []:
         if isinstance(port, dict) and not port.get("protocol"):
             port["protocol"] = "TCP"
+    env = container.get("env")
+    _field_refs(
+        [var.get("valueFrom") for var in env if isinstance(var, dict)]
+        if isinstance(env, list)
+        else []
+    )
     for name in ("livenessProbe", "readinessProbe", "startupProbe"):
         probe = container.get(name)
         if isinstance(probe, dict):
@@ -129,13 +136,51 @@ def pod_spec(spec: Any) -> None:
         for container in spec.get(group) or []:
             if isinstance(container, dict):
                 _container(container)
+    for volume in spec.get("volumes") or []:
+        if isinstance(volume, dict):
+            _volume(volume)
 
 
-def pod_requests(spec: Any) -> None:
+_FILE_MODE = 0o644  # the defaultMode of the volumes that project files (420 in JSON)
+
+
+def _volume(volume: dict[str, Any]) -> None:
+    """SetDefaults_{ConfigMap,Secret,DownwardAPI,Projected}VolumeSource (file mode 0644),
+    SetDefaults_HostPathVolumeSource (type ""), a projected token's expirationSeconds (3600)
+    and each field reference's apiVersion."""
+    for source in ("configMap", "secret", "downwardAPI", "projected"):
+        if isinstance(volume.get(source), dict):
+            default(volume[source], "defaultMode", _FILE_MODE)
+    if isinstance(volume.get("hostPath"), dict):
+        default(volume["hostPath"], "type", "")
+    downward = volume.get("downwardAPI")
+    if isinstance(downward, dict):
+        _field_refs(downward.get("items"))
+    projected = volume.get("projected")
+    for item in (projected.get("sources") or []) if isinstance(projected, dict) else []:
+        if not isinstance(item, dict):
+            continue
+        if isinstance(item.get("serviceAccountToken"), dict):
+            default(item["serviceAccountToken"], "expirationSeconds", 3600)
+        if isinstance(item.get("downwardAPI"), dict):
+            _field_refs(item["downwardAPI"].get("items"))
+
+
+def _field_refs(items: Any) -> None:
+    """SetDefaults_ObjectFieldSelector: a field reference reads ``v1`` unless it says."""
+    for item in items if isinstance(items, list) else []:
+        ref = item.get("fieldRef") if isinstance(item, dict) else None
+        if isinstance(ref, dict) and not ref.get("apiVersion"):
+            ref["apiVersion"] = "v1"
+
+
+def pod(spec: Any) -> None:
     """SetDefaults_Pod (a Pod's only, never a template's): a container with a limit and no
-    request for a resource requests its limit — why a pod with only limits is Guaranteed."""
+    request for a resource requests its limit — why a pod with only limits is Guaranteed —
+    and service links are on."""
     if not isinstance(spec, dict):
         return
+    default(spec, "enableServiceLinks", True)
     for group in ("initContainers", "containers"):
         for container in spec.get(group) or []:
             resources = container.get("resources") if isinstance(container, dict) else None

@@ -4,8 +4,10 @@ order: volumes; each container (name, image, ports, env, volume mounts, pull pol
 security context, hooks and probes), then the init containers (the same checks; hooks and probes
 only for a sidecar, ``restartPolicy: Always``); then the pod's restart and DNS policies, node
 selector, security context, affinity, DNS config, topology spread constraints, service account,
-active deadline, hostname and subdomain, tolerations and grace period. Messages are kube's own;
-a bad value kube prints as a Go struct is shown as JSON here.
+active deadline, hostname and subdomain, tolerations and grace period. One concept, one table
+of kube's rules, long because ValidatePodSpec is: the scheduling rules (affinity, tolerations,
+spread) are the part that could stand alone. Messages are kube's own; a bad value kube prints
+as a Go struct (``%#v``) is shown as compact JSON here.
 
 Not checked: volume sources' own fields, a ConfigMap or Secret reference's name, hugepages,
 resize policies, seccomp/AppArmor/SELinux options, Windows options, readiness gates,
@@ -16,6 +18,7 @@ announces 1.20): kube 1.32+ relaxes it to any printable ASCII but ``=``.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -762,8 +765,6 @@ _MAX_SEARCH_CHARS = 2048
 
 
 def _ip(text: str) -> bool:
-    import ipaddress
-
     try:
         ipaddress.ip_address(text)
     except ValueError:

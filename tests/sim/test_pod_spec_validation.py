@@ -898,3 +898,46 @@ def test_pod_spec_pods_request_their_limits_but_templates_do_not(store: Store) -
     assert made["spec"]["template"]["spec"]["containers"][0]["resources"] == {
         "limits": {"cpu": "1"}
     }
+
+
+def test_pod_spec_volumes_field_refs_and_service_links_are_defaulted(store: Store) -> None:
+    field_ref = {"fieldRef": {"fieldPath": "metadata.name"}}
+    token = {"serviceAccountToken": {"path": "token"}}
+    spec = {
+        "volumes": [
+            {"name": "conf", "configMap": {"name": "c"}},
+            {"name": "keys", "secret": {"secretName": "s", "defaultMode": 0o400}},
+            {"name": "host", "hostPath": {"path": "/var/log"}},
+            {"name": "info", "downwardAPI": {"items": [{"path": "name", **field_ref}]}},
+            {"name": "all", "projected": {"sources": [token]}},
+        ],
+        "containers": [container(env=[{"name": "POD", "valueFrom": field_ref}])],
+    }
+    created = store.create(store.resource("pods"), pod(**spec), "default")["spec"]
+    assert created["volumes"] == [
+        {"name": "conf", "configMap": {"name": "c", "defaultMode": 420}},
+        {"name": "keys", "secret": {"secretName": "s", "defaultMode": 256}},
+        {"name": "host", "hostPath": {"path": "/var/log", "type": ""}},
+        {
+            "name": "info",
+            "downwardAPI": {
+                "items": [
+                    {"path": "name", "fieldRef": {"fieldPath": "metadata.name", "apiVersion": "v1"}}
+                ],
+                "defaultMode": 420,
+            },
+        },
+        {
+            "name": "all",
+            "projected": {
+                "sources": [{"serviceAccountToken": {"path": "token", "expirationSeconds": 3600}}],
+                "defaultMode": 420,
+            },
+        },
+    ]
+    assert created["containers"][0]["env"][0]["valueFrom"]["fieldRef"]["apiVersion"] == "v1"
+    assert created["enableServiceLinks"] is True
+    made = store.create(store.resource("deployments", "apps"), deployment(spec), "default")
+    template = made["spec"]["template"]["spec"]
+    assert "enableServiceLinks" not in template  # (SetDefaults_Pod's, not a template's)
+    assert template["volumes"][0]["configMap"]["defaultMode"] == 420

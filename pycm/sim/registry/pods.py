@@ -52,7 +52,7 @@ class PodStrategy(Strategy):
 
     def default(self, obj: Obj) -> None:
         defaults.pod_spec(obj.get("spec"))
-        defaults.pod_requests(obj.get("spec"))
+        defaults.pod(obj.get("spec"))
 
     def prepare_for_create(self, obj: Obj) -> None:
         obj["status"] = {"phase": "Pending", "qosClass": qos_class(obj.get("spec"))}
