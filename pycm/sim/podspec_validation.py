@@ -3,8 +3,9 @@
 order: volumes; each container (name, image, ports, env, volume mounts, pull policy, resources,
 security context, hooks and probes), then the init containers (the same checks; hooks and probes
 only for a sidecar, ``restartPolicy: Always``); then the pod's restart and DNS policies, node
-selector, security context, affinity, DNS config, topology spread constraints, service account,
-active deadline, hostname and subdomain, tolerations and grace period. One concept, one table
+selector, security context, affinity, DNS config, topology spread constraints, service account
+and node names, active deadline, hostname and subdomain, tolerations, priority and runtime class
+names, preemption policy and grace period. One concept, one table
 of kube's rules, long because ValidatePodSpec is: the scheduling rules (affinity, tolerations,
 spread) are the part that could stand alone. Messages are kube's own; a bad value kube prints
 as a Go struct (``%#v``) is shown as compact JSON here.
@@ -814,6 +815,7 @@ def _dns_config_causes(field: str, config: Any, policy: Any) -> list[Cause]:
 
 
 _RESTART_POLICIES = ("Always", "OnFailure", "Never")
+_PREEMPTION_POLICIES = ("PreemptLowerPriority", "Never")
 _DEADLINE_RANGE = "must be between 1 and 2147483647, inclusive"
 
 
@@ -833,9 +835,9 @@ def _pod_fields_causes(field: str, spec: Mapping[str, Any]) -> list[Cause]:
     causes += _spread_causes(
         f"{field}.topologySpreadConstraints", spec.get("topologySpreadConstraints")
     )
-    account = spec.get("serviceAccountName")
-    if account:
-        causes += dns_subdomain_causes(f"{field}.serviceAccountName", str(account))
+    for name in ("serviceAccountName", "nodeName"):
+        if spec.get(name):
+            causes += dns_subdomain_causes(f"{field}.{name}", str(spec[name]))
     deadline = spec.get("activeDeadlineSeconds")
     if isinstance(deadline, int) and not 1 <= deadline <= 2**31 - 1:
         causes.append(invalid_value(f"{field}.activeDeadlineSeconds", deadline, _DEADLINE_RANGE))
@@ -843,6 +845,12 @@ def _pod_fields_causes(field: str, spec: Mapping[str, Any]) -> list[Cause]:
         if spec.get(name):
             causes += dns_label_causes(f"{field}.{name}", str(spec[name]))
     causes += _tolerations_causes(f"{field}.tolerations", spec.get("tolerations"))
+    for name in ("priorityClassName", "runtimeClassName"):
+        if spec.get(name):
+            causes += dns_subdomain_causes(f"{field}.{name}", str(spec[name]))
+    preemption = spec.get("preemptionPolicy")
+    if preemption is not None and preemption not in _PREEMPTION_POLICIES:
+        causes.append(not_supported(f"{field}.preemptionPolicy", preemption, _PREEMPTION_POLICIES))
     grace = spec.get("terminationGracePeriodSeconds")
     if isinstance(grace, int) and grace < 0:
         why = "must be greater than or equal to 0"

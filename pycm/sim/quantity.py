@@ -78,8 +78,8 @@ def canonical_quantity(text: str) -> str:
     :func:`parse_quantity`."""
     value = parse_quantity(text)
     suffix = _SYNTAX.match(text)[2]  # type: ignore[index]  # parse_quantity matched it
-    nanos = -((-value.numerator * _NANO) // value.denominator)  # ceil(value × 10⁹)
-    sign, nanos = ("-", -nanos) if nanos < 0 else ("", nanos)
+    sign = "-" if value < 0 else ""
+    nanos = -((-abs(value.numerator) * _NANO) // value.denominator)  # |value| × 10⁹, rounded up
     if suffix in _BINARY and nanos % _NANO == 0 and nanos >= 1024 * _NANO:
         whole = nanos // _NANO
         for name, size in sorted(_BINARY.items(), key=lambda item: -item[1]):

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from pycm.sim.errors import APIError
+from pycm.sim.quantity import canonical_quantity
 from pycm.sim.seed import seed_cluster
 from pycm.sim.store import Store
 from pycm.util.clock import FakeClock
@@ -580,6 +581,10 @@ INVALID_MORE = [
                 "options": [{"value": "2"}],
             },
             serviceAccountName="Bad_SA",
+            nodeName="Node_1",
+            priorityClassName="High!",
+            runtimeClassName="gVisor",
+            preemptionPolicy="Sometimes",
             activeDeadlineSeconds=0,
             hostname="Host",
             subdomain="a.b",
@@ -608,12 +613,19 @@ INVALID_MORE = [
             ("spec.dnsConfig.searches[1]", f'Invalid value: "Bad_Search": {DNS_SUBDOMAIN}'),
             ("spec.dnsConfig.options[0]", "Required value: Option.Name must not be empty"),
             ("spec.serviceAccountName", f'Invalid value: "Bad_SA": {DNS_SUBDOMAIN}'),
+            ("spec.nodeName", f'Invalid value: "Node_1": {DNS_SUBDOMAIN}'),
             (
                 "spec.activeDeadlineSeconds",
                 "Invalid value: 0: must be between 1 and 2147483647, inclusive",
             ),
             ("spec.hostname", f'Invalid value: "Host": {DNS_LABEL}'),
             ("spec.subdomain", f'Invalid value: "a.b": {DNS_LABEL}'),
+            ("spec.priorityClassName", f'Invalid value: "High!": {DNS_SUBDOMAIN}'),
+            ("spec.runtimeClassName", f'Invalid value: "gVisor": {DNS_SUBDOMAIN}'),
+            (
+                "spec.preemptionPolicy",
+                'Unsupported value: "Sometimes": supported values: "PreemptLowerPriority", "Never"',
+            ),
             (
                 "spec.terminationGracePeriodSeconds",
                 "Invalid value: -1: must be greater than or equal to 0",
@@ -941,3 +953,26 @@ def test_pod_spec_volumes_field_refs_and_service_links_are_defaulted(store: Stor
     template = made["spec"]["template"]["spec"]
     assert "enableServiceLinks" not in template  # (SetDefaults_Pod's, not a template's)
     assert template["volumes"][0]["configMap"]["defaultMode"] == 420
+
+
+@pytest.mark.parametrize(
+    ("written", "stored"),
+    [
+        ("0.5", "500m"),
+        ("1.1", "1100m"),
+        ("100m", "100m"),
+        ("2000", "2k"),
+        ("1200", "1200"),
+        ("1G", "1G"),
+        ("1.5Gi", "1536Mi"),
+        ("0.5Ki", "512"),  # a binary amount under 1Ki is written decimal
+        ("1536", "1536"),  # no suffix: decimal, however round in binary
+        ("1e3", "1e3"),
+        ("1.5e3", "1500"),
+        ("0.0000000001", "1n"),  # finer than a nano rounds up
+        ("-0.5", "-500m"),
+        ("0", "0"),
+    ],
+)
+def test_pod_spec_quantity_canonical_form_is_kubes(written: str, stored: str) -> None:
+    assert canonical_quantity(written) == stored
