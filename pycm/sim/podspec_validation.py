@@ -12,7 +12,8 @@ as a Go struct (``%#v``) is shown as compact JSON here.
 
 Not checked: volume sources' own fields, a ConfigMap or Secret reference's name, hugepages,
 resize policies, seccomp/AppArmor/SELinux options, Windows options, readiness gates,
-image pull secrets, host ports' uniqueness across containers, overhead and resource claims.
+image pull secrets, host ports' uniqueness across containers and hostNetwork's port rules,
+sysctls, ``os``, scheduling gates, overhead and resource claims.
 Environment variable names follow the strict rule (kube's ``IsEnvVarName``, the emulator
 announces 1.20): kube 1.32+ relaxes it to any printable ASCII but ``=``.
 """
