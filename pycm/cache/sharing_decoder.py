@@ -81,7 +81,8 @@ object updated, ~3 KB of tail bytes for a pod): two generations of this size kee
 gracefully. The bound keeps a cluster of unique objects from growing the table without end."""
 
 DEFAULT_MAX_BYTES = 32 << 20
-"""Estimated bytes of memory per table generation: 10k pods' tails (~3 KB each) fit."""
+"""Estimated bytes of memory per table generation: ~9k watched pods' tails (~3.5 KB each with
+what indexes them) fit in one, twice that in the two."""
 
 DEFAULT_MAX_AGE_S = 300.0
 """A generation's age at which it turns old (checked once per list page or watch read)."""
