@@ -121,12 +121,6 @@ def _replica_set() -> dict[str, Any]:
     }
 
 
-def _user(cluster: Cluster, request: Any) -> str:
-    token = request.headers.get("authorization", "").removeprefix("Bearer ")
-    info = cluster.emu.authenticator.authenticate(token) if token else None
-    return info.name if info is not None else ""
-
-
 async def _slow_leader_cut_off(cluster: Cluster, rate: float, *standby: str) -> _CutOff:
     """replica-a at ``rate`` leads a ReplicaSet whose pods the test keeps deleting (so it keeps
     creating: a write every few ms); its Lease calls then fail, and replica-b takes over."""
@@ -139,7 +133,7 @@ async def _slow_leader_cut_off(cluster: Cluster, rate: float, *standby: str) -> 
 
     async def on_serve(request: Any) -> None:  # last in the chain: the request lands now
         if request.method in WRITES:
-            user = _user(cluster, request)
+            user = cluster.user_of(request)
             landed.append(_Landed(time.monotonic(), user, request.method, request.url.path))
 
     cluster.emu.before_request.append(on_serve)
