@@ -417,10 +417,12 @@ async def soak(
 
 
 # Memory under churn (bench._churn): warm-up, measured span, sampling interval (s). Full: the
-# issue's 30 minutes, the first 18 a warm-up: the emulator's watch history (10 000 events) and
-# the manager's object histories (16 MiB) fill for the first ~16 minutes of this churn (measured:
-# +10 and +1.5 MB/min until then, level after), growth by design up to their bounds. Tiny only
-# keeps it working (a slope over 2 s means nothing).
+# issue's 30 minutes, the first 18 a warm-up: the emulator's watch history (10 000 events) fills
+# for ~16 minutes of this churn, and the manager's histories of deleted pods and its reconcile
+# index fill for 15 (they leave 15 minutes after the deletion, or the reconcile: DELETED_TTL_NS
+# in pycm.trace.state.object_histories; measured with tracemalloc: +0.6–0.8 MB/min of Python
+# heap until then), growth by design up to a bound in time. The sharing decoder's generations
+# turn within 10 minutes. Tiny only keeps it working (a slope over 2 s means nothing).
 _CHURN = {"tiny": (0.5, 1.5, 0.5), "full": (1080.0, 720.0, 15.0)}
 
 

@@ -37,7 +37,9 @@ meaning, and every other level keeps the order sent); shared sub-trees are the s
 in several cached objects, so they must never be mutated (the cache's rule anyway).
 
 The table is bounded: two generations, each of at most ``max_entries`` entries (slices, and
-objects' tails) and ``max_bytes`` bytes (their keys' and tails' bytes); a hit in the old
+objects' tails) and ``max_bytes`` bytes of memory (estimated from the entries' bytes: see
+:data:`_SLICE_COST_PER_BYTE`; a bound on their JSON alone let a generation hold five to ten
+times its figure in decoded values); a hit in the old
 generation is promoted, and when the new one is full, or older than ``max_age_s``, it becomes the
 old one (the oldest dropped). So an entry not used for twice that age is gone: under churn the
 table holds what the last minutes used rather than filling to its bound over hours (issue 40:
@@ -79,10 +81,20 @@ object updated, ~3 KB of tail bytes for a pod): two generations of this size kee
 gracefully. The bound keeps a cluster of unique objects from growing the table without end."""
 
 DEFAULT_MAX_BYTES = 32 << 20
-"""Bytes per table generation (keys, and tails' bytes): 10k pods' tails (~3 KB each) fit."""
+"""Estimated bytes of memory per table generation: ~9k watched pods' tails (~3.5 KB each with
+what indexes them) fit in one, twice that in the two."""
 
 DEFAULT_MAX_AGE_S = 300.0
 """A generation's age at which it turns old (checked once per list page or watch read)."""
+
+# What an entry costs the table, estimated from its bytes (``max_bytes`` bounds memory, not
+# JSON). A slice's value is the table's own (decoded on a miss): measured on pods, a slice with
+# its key takes 4–13 times its JSON — small dicts and strings the most — below this entry cost
+# plus this much per byte. A tail's values are the cached object's own members (they leave with
+# it: a DELETED event forgets its tail), so a tail costs its bytes and the tuples indexing them.
+_ENTRY_COST = 160  # the table's slot, the key's bytes object, the value's own header
+_SLICE_COST_PER_BYTE = 10
+_TAIL_COST = 400  # a tail's spans and values tuples
 
 _SPLIT_DICT = msgspec.json.Decoder(dict[str, msgspec.Raw])
 _SPLIT_LIST = msgspec.json.Decoder(list[msgspec.Raw])
@@ -605,7 +617,7 @@ class SharingDecoder:
                 values = values_of(obj)
             except (KeyError, TypeError, AttributeError):  # no name (a string), or no tail
                 continue
-            remember(hint, (b"", (), values))
+            remember(hint, (b"", (), values), 0)
 
     # -- the plan's interpreter -----------------------------------------------------------------
 
@@ -757,12 +769,15 @@ class SharingDecoder:
         self._remember(key, value)
         return value
 
-    def _remember(self, key: bytes, value: Any, tail_bytes: int = 0) -> None:
-        """Into the new generation (``tail_bytes``: the tail's own bytes when the value is an
-        object's tail), which turns old when full (entries or bytes)."""
+    def _remember(self, key: bytes, value: Any, tail_bytes: int = -1) -> None:
+        """Into the new generation (``tail_bytes``: the length of the tail's bytes when the value
+        is an object's tail, else -1: a slice), which turns old when full (entries or bytes)."""
         new = self._new
         new[key] = value
-        self._new_bytes += len(key) + tail_bytes
+        if tail_bytes < 0:
+            self._new_bytes += _ENTRY_COST + len(key) * _SLICE_COST_PER_BYTE
+        else:
+            self._new_bytes += _ENTRY_COST + _TAIL_COST + len(key) + tail_bytes
         if len(new) >= self.max_entries or self._new_bytes >= self.max_bytes:
             self._turn()
 

@@ -251,7 +251,7 @@ _INT64 = frozenset(
 _VERSIONS = {"LeaseCandidate": "v1beta1", "HorizontalPodAutoscaler": "v2"}
 
 
-def _json_name(value: Any) -> str:
+def json_name(value: Any) -> str:
     """encoding/json's name for a JSON value's type."""
     if isinstance(value, bool):
         return "bool"
@@ -366,5 +366,5 @@ def check_shape(kind: str, obj: Any) -> None:
         raise bad_request(f'{kind} in version "{version}" cannot be handled as a {kind}: {why}')
     raise bad_request(
         f'{kind} in version "{version}" cannot be handled as a {kind}: json: cannot unmarshal '
-        f"{_json_name(value)} into Go struct field {struct}.{path} of type {want}"
+        f"{json_name(value)} into Go struct field {struct}.{path} of type {want}"
     )

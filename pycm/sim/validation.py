@@ -65,7 +65,11 @@ def required(field: str) -> Cause:
 
 
 def invalid_value(field: str, value: Any, why: str) -> Cause:
-    shown = f'"{value}"' if isinstance(value, str) else str(value)
+    return invalid_shown(field, f'"{value}"' if isinstance(value, str) else str(value), why)
+
+
+def invalid_shown(field: str, shown: str, why: str) -> Cause:
+    """An invalid value as kube prints it already (``shown``: Go's %#v of a slice, a struct)."""
     return {
         "reason": "FieldValueInvalid",
         "message": f"Invalid value: {shown}: {why}",

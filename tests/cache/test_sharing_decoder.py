@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import sys
 from typing import Any
 
 import orjson
@@ -426,3 +427,58 @@ def test_sharing_decoder_watched_status_changes_are_decoded_not_remembered() -> 
     )
     assert [obj for _, obj in events] == [_without_managed_fields(o, watched=True) for o in updates]
     assert len(decoder) <= held + 1, "only the pod's own remembered tail may change"
+
+
+def _held(*tables: dict[bytes, Any]) -> int:
+    """The memory the tables hold: keys, values and all they reach, each object counted once."""
+    seen: set[int] = set()
+    total = 0
+    todo: list[Any] = list(tables)
+    while todo:
+        obj = todo.pop()
+        if id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        total += sys.getsizeof(obj)
+        if isinstance(obj, dict):
+            todo += obj.keys()
+            todo += obj.values()
+        elif isinstance(obj, list | tuple):
+            todo += obj
+    return total
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        pytest.param(
+            lambda i: {
+                "kind": "X",
+                "metadata": {
+                    "name": f"o{i}",
+                    "labels": {"app": f"a{i}", "tier": "web"},
+                    "annotations": {"note": f"n{i}"},
+                },
+            },
+            id="small-dicts",
+        ),
+        pytest.param(
+            lambda i: {"kind": "X", "metadata": {"namespace": f"ns{i}", "generateName": f"g{i}"}},
+            id="strings",
+        ),
+        pytest.param(
+            lambda i: {**realistic_pod(i), "status": {"phase": "Running", "podIP": f"10.0.{i}"}},
+            id="pods",
+        ),
+    ],
+)
+def test_sharing_decoder_byte_bound_is_of_memory_not_json(make: Any) -> None:
+    """Two generations of ``max_bytes`` each hold at most twice it in memory. A decoded slice
+    takes 4–13 times its JSON: bounded by its JSON's bytes, the tables held 4.5–17 times the
+    bound (issue 40: bounded in bytes)."""
+    bound = 64 << 10
+    decoder = SharingDecoder(max_bytes=bound)
+    for i in range(3000):
+        decoder.decode_object(orjson.dumps(make(i)))
+    assert decoder.misses > 3000  # every object left slices of its own in the table
+    assert _held(decoder._new, decoder._old) <= 2 * bound

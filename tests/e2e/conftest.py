@@ -174,6 +174,12 @@ class Cluster:
         write_kubeconfig(path, self.emu.url, token, self.emu.ca_pem)
         return path
 
+    def user_of(self, request: Any) -> str:
+        """The user an emulator request authenticated as ("" without a known token)."""
+        token = request.headers.get("authorization", "").removeprefix("Bearer ")
+        info = self.emu.authenticator.authenticate(token) if token else None
+        return info.name if info is not None else ""
+
     async def start(self, identity: str, *extra: str) -> Replica:
         """Start ``pycm run`` as ``identity`` with the short election timings (and ``extra``
         flags after them)."""

@@ -67,12 +67,6 @@ def _replica_set(name: str) -> dict[str, Any]:
     }
 
 
-def _user(cluster: Cluster, request: Any) -> str:
-    token = request.headers.get("authorization", "").removeprefix("Bearer ")
-    info = cluster.emu.authenticator.authenticate(token) if token else None
-    return info.name if info is not None else ""
-
-
 async def _pods(cluster: Cluster, app: str) -> int:
     headers = {"Authorization": f"Bearer {cluster.emu.admin_token}"}
     async with httpx.AsyncClient(base_url=cluster.emu.url, headers=headers, verify=False) as api:
@@ -100,7 +94,7 @@ async def test_deposed_leader_sends_no_write_after_the_takeover(cluster: Cluster
             not stopped.is_set()
             and request.method == "POST"
             and request.url.path.endswith("/pods")
-            and _user(cluster, request) == "replica-a"
+            and cluster.user_of(request) == "replica-a"
         ):
             creates_seen += 1
             if creates_seen == 2:
@@ -118,7 +112,7 @@ async def test_deposed_leader_sends_no_write_after_the_takeover(cluster: Cluster
         # Last in the chain, after the fault's delay: the request lands now.
         if request.method in WRITE_METHODS:
             arrived = request.scope.get(ARRIVED, 0.0)
-            user, path = _user(cluster, request), request.url.path
+            user, path = cluster.user_of(request), request.url.path
             landed.append(Landed(time.monotonic(), arrived, user, request.method, path))
 
     cluster.emu.before_request.insert(0, on_arrival)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from pycm.sim import errors
+from pycm.sim.shape import json_name
 
 __all__ = ["check_crd_shape"]
 
@@ -117,18 +118,6 @@ _STRUCT_NAMES = {
 }
 
 
-def _json_name(value: Any) -> str:
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
-
-
 class _Mismatch(Exception):
     def __init__(self, value: Any, struct: str, path: str, want: str) -> None:
         super().__init__(path)
@@ -192,6 +181,6 @@ def check_crd_shape(obj: Any) -> None:
     except _Mismatch as bad:
         raise errors.bad_request(
             'CustomResourceDefinition in version "v1" cannot be handled as a '
-            f"CustomResourceDefinition: json: cannot unmarshal {_json_name(bad.value)} into Go "
+            f"CustomResourceDefinition: json: cannot unmarshal {json_name(bad.value)} into Go "
             f"struct field {bad.struct}.{bad.path} of type {bad.want}"
         ) from None

@@ -45,14 +45,6 @@ def _go_strings(values: list[Any]) -> str:
     return "[]string{" + ", ".join(f'"{v}"' for v in values) + "}"
 
 
-def _invalid_go(field: str, shown: str, why: str) -> Cause:
-    return {
-        "reason": "FieldValueInvalid",
-        "message": f"Invalid value: {shown}: {why}",
-        "field": field,
-    }
-
-
 def _rule_causes(rule: Any, namespaced: bool, where: str) -> list[Cause]:
     if not isinstance(rule, dict):
         return []
@@ -64,10 +56,10 @@ def _rule_causes(rule: Any, namespaced: bool, where: str) -> list[Cause]:
         shown = _go_strings(urls)
         if namespaced:
             why = "namespaced rules cannot apply to non-resource URLs"
-            causes.append(_invalid_go(f"{where}.nonResourceURLs", shown, why))
+            causes.append(validation.invalid_shown(f"{where}.nonResourceURLs", shown, why))
         if rule.get("apiGroups") or rule.get("resources") or rule.get("resourceNames"):
             why = "rules cannot apply to both regular resources and non-resource URLs"
-            causes.append(_invalid_go(f"{where}.nonResourceURLs", shown, why))
+            causes.append(validation.invalid_shown(f"{where}.nonResourceURLs", shown, why))
         return causes
     if not rule.get("apiGroups"):
         why = "resource rules must supply at least one api group"
@@ -242,7 +234,9 @@ class RoleBindingStrategy(Strategy):
         ref = _role_ref(new)
         keys = ("apiGroup", "kind", "name")
         if [ref.get(k) or "" for k in keys] != [_role_ref(old).get(k) or "" for k in keys]:
-            causes.append(_invalid_go("roleRef", _go_role_ref(ref), "cannot change roleRef"))
+            causes.append(
+                validation.invalid_shown("roleRef", _go_role_ref(ref), "cannot change roleRef")
+            )
         return causes
 
 

@@ -365,3 +365,83 @@ def test_objects_span_index_bounded_in_age() -> None:
     f(k.ReconcileStarted(controller="c", key="n/c", resource="pods"), at=ttl + 1, span_id=now)
     assert list(f.state.objects.spans) == [recent, now]
     assert f.state.objects.span(old) is None
+
+
+def _merged_pod_deleted(f: Feed, pod: str, at: float) -> None:
+    """A pod's DELETED event merged in the queue with the ReplicaSet's update that followed: the
+    reconcile's newest trigger is the update, the deletion its first."""
+    f(
+        k.ReconcileStarted(
+            controller="replicaset",
+            key="default/web-6dc5",
+            resource="replicasets",
+            queue_wait_ms=5.0,
+            trigger_kind="ReplicaSet",
+            trigger_object="default/web-6dc5",
+            trigger_event="update",
+            trigger_rv="41",
+            trigger_merged=2,
+            first_trigger_event="delete",
+            first_trigger_kind="Pod",
+            first_trigger_object=f"default/{pod}",
+            first_trigger_rv="40",
+        ),
+        at=at,
+        span_id=f.span(),
+    )
+
+
+@pytest.mark.parametrize(
+    ("deleted", "leaves"),
+    [
+        pytest.param(lambda f, pod, at: _merged_pod_deleted(f, pod, at), True, id="first-trigger"),
+        pytest.param(
+            lambda f, pod, at: f(
+                k.ApiRequestCompleted(
+                    verb="delete", resource="pods", namespace="default", name=pod, code=200
+                ),
+                at=at,
+            ),
+            True,
+            id="own-delete",
+        ),
+        pytest.param(
+            lambda f, pod, at: f(
+                k.ApiRequestCompleted(
+                    verb="delete", resource="pods", namespace="default", name=pod, code=404
+                ),
+                at=at,
+            ),
+            True,
+            id="own-delete-not-found",
+        ),
+        pytest.param(
+            lambda f, pod, at: f(
+                k.ApiRequestCompleted(
+                    verb="delete", resource="pods", namespace="default", name=pod, code=500
+                ),
+                at=at,
+            ),
+            False,
+            id="own-delete-failed",
+        ),
+    ],
+)
+def test_objects_deletion_seen_other_than_as_the_newest_trigger_expires_the_history(
+    deleted: Any, leaves: bool
+) -> None:
+    """Under issue 40's churn 42% of the pods' deletions reached the histories only as the first
+    of merged triggers or as the manager's own delete: their histories never left (the growth
+    bench soak measured). A failed delete leaves the object, and its history, in place."""
+    f = Feed()
+    ttl = object_histories.DELETED_TTL_NS / 1e9
+    f(
+        k.ApiRequestCompleted(verb="create", resource="pods", namespace="default", name="p"),
+        at=0.5,
+    )
+    deleted(f, "p", 1.0)
+    objs = f.state.objects
+    assert objs.history(ObjectRef("pods", "default", "p")) is not None
+    _pod_deleted(f, "other", at=ttl + 2.0)  # any later step expires what is due
+    assert (objs.history(ObjectRef("pods", "default", "p")) is None) is leaves
+    assert objs.bytes == sum(h.bytes for h in objs.table.values())
