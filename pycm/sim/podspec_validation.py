@@ -34,6 +34,7 @@ from pycm.sim.validation import (
     dns_subdomain_causes,
     duplicate,
     forbidden,
+    invalid_shown,
     invalid_value,
     label_selector_causes,
     labels_causes,
@@ -306,17 +307,13 @@ def _probes_causes(field: str, container: Mapping[str, Any]) -> list[Cause]:
     return causes
 
 
-def _invalid_shown(field: str, shown: str, why: str) -> Cause:
-    """An Invalid cause whose value kube prints with Go's ``%#v`` (a struct, a slice): shown
-    unquoted, a struct as compact JSON, a ``[]string`` as Go writes it."""
-    return {**invalid_value(field, 0, why), "message": f"Invalid value: {shown}: {why}"}
-
-
 def _struct(value: Any) -> str:
+    """A struct kube prints with Go's ``%#v``, shown as compact JSON."""
     return json.dumps(value, separators=(",", ":"), sort_keys=True, default=str)
 
 
 def _go_strings(values: Sequence[Any]) -> str:
+    """A ``[]string`` as Go's ``%#v`` prints it."""
     return "[]string{" + ", ".join(json.dumps(str(v)) for v in values) + "}"
 
 
@@ -452,7 +449,7 @@ def _container_security_causes(field: str, context: Any) -> list[Cause]:
     if context.get("allowPrivilegeEscalation") is False:
         if context.get("privileged") is True:
             why = "cannot set `allowPrivilegeEscalation` to false and `privileged` to true"
-            causes.append(_invalid_shown(field, _struct(context), why))
+            causes.append(invalid_shown(field, _struct(context), why))
         capabilities = context.get("capabilities")
         added = capabilities.get("add") if isinstance(capabilities, Mapping) else None
         for capability in added if isinstance(added, list) else []:
@@ -461,7 +458,7 @@ def _container_security_causes(field: str, context: Any) -> list[Cause]:
                     "cannot set `allowPrivilegeEscalation` to false and `capabilities.Add` "
                     "CAP_SYS_ADMIN"
                 )
-                causes.append(_invalid_shown(field, _struct(context), why))
+                causes.append(invalid_shown(field, _struct(context), why))
     return causes
 
 
@@ -588,7 +585,7 @@ def _tolerations_causes(field: str, tolerations: Any) -> list[Cause]:
         elif operator == "Exists":
             if value:
                 why = "value must be empty when `operator` is 'Exists'"
-                causes.append(_invalid_shown(f"{where}.operator", _struct(toleration), why))
+                causes.append(invalid_shown(f"{where}.operator", _struct(toleration), why))
         else:
             causes.append(not_supported(f"{where}.operator", operator, ("Equal", "Exists")))
         if effect and effect not in _EFFECTS:
@@ -791,7 +788,7 @@ def _dns_config_causes(field: str, config: Any, policy: Any) -> list[Cause]:
     servers = config.get("nameservers") or []
     if len(servers) > _MAX_NAMESERVERS:
         why = f"must not have more than {_MAX_NAMESERVERS} nameservers"
-        causes.append(_invalid_shown(f"{field}.nameservers", _go_strings(servers), why))
+        causes.append(invalid_shown(f"{field}.nameservers", _go_strings(servers), why))
     for i, server in enumerate(servers):
         if not _ip(str(server)):
             why = "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"
@@ -799,13 +796,13 @@ def _dns_config_causes(field: str, config: Any, policy: Any) -> list[Cause]:
     searches = [str(s) for s in config.get("searches") or []]
     if len(searches) > _MAX_SEARCHES:
         why = f"must not have more than {_MAX_SEARCHES} search paths"
-        causes.append(_invalid_shown(f"{field}.searches", _go_strings(searches), why))
+        causes.append(invalid_shown(f"{field}.searches", _go_strings(searches), why))
     if len(" ".join(searches)) > _MAX_SEARCH_CHARS:
         why = (
             f"must not have more than {_MAX_SEARCH_CHARS} characters (including spaces) in the "
             "search list"
         )
-        causes.append(_invalid_shown(f"{field}.searches", _go_strings(searches), why))
+        causes.append(invalid_shown(f"{field}.searches", _go_strings(searches), why))
     for i, search in enumerate(searches):
         causes += dns_subdomain_causes(f"{field}.searches[{i}]", search.removesuffix("."))
     for i, option in enumerate(config.get("options") or []):
