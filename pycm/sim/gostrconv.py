@@ -10,6 +10,9 @@ they run on the request path.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
 __all__ = ["parse_bool", "parse_duration", "parse_int64", "quote"]
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
@@ -110,3 +113,8 @@ def parse_duration(text: str) -> int:
         if total > 2**63 - (0 if negative else 1):
             raise ValueError(f"time: invalid duration {shown}")
     return -total if negative else total
+
+
+def go_strings(values: Iterable[Any]) -> str:
+    """Go's ``%#v`` of a ``[]string`` (kube prints a list value so in its causes)."""
+    return "[]string{" + ", ".join(quote(str(v)) for v in values) + "}"

@@ -27,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pycm.sim.errors import Cause
+from pycm.sim.gostrconv import go_strings
 from pycm.sim.quantity import canonical_quantity, parse_quantity
 from pycm.sim.selectors import label_value_errors, qualified_name_errors
 from pycm.sim.validation import (
@@ -310,11 +311,6 @@ def _probes_causes(field: str, container: Mapping[str, Any]) -> list[Cause]:
 def _struct(value: Any) -> str:
     """A struct kube prints with Go's ``%#v``, shown as compact JSON."""
     return json.dumps(value, separators=(",", ":"), sort_keys=True, default=str)
-
-
-def _go_strings(values: Sequence[Any]) -> str:
-    """A ``[]string`` as Go's ``%#v`` prints it."""
-    return "[]string{" + ", ".join(json.dumps(str(v)) for v in values) + "}"
 
 
 # Resource names kube's IsStandardResourceName knows (quota's as well as containers'), and the
@@ -788,7 +784,7 @@ def _dns_config_causes(field: str, config: Any, policy: Any) -> list[Cause]:
     servers = config.get("nameservers") or []
     if len(servers) > _MAX_NAMESERVERS:
         why = f"must not have more than {_MAX_NAMESERVERS} nameservers"
-        causes.append(invalid_shown(f"{field}.nameservers", _go_strings(servers), why))
+        causes.append(invalid_shown(f"{field}.nameservers", go_strings(servers), why))
     for i, server in enumerate(servers):
         if not _ip(str(server)):
             why = "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"
@@ -796,13 +792,13 @@ def _dns_config_causes(field: str, config: Any, policy: Any) -> list[Cause]:
     searches = [str(s) for s in config.get("searches") or []]
     if len(searches) > _MAX_SEARCHES:
         why = f"must not have more than {_MAX_SEARCHES} search paths"
-        causes.append(invalid_shown(f"{field}.searches", _go_strings(searches), why))
+        causes.append(invalid_shown(f"{field}.searches", go_strings(searches), why))
     if len(" ".join(searches)) > _MAX_SEARCH_CHARS:
         why = (
             f"must not have more than {_MAX_SEARCH_CHARS} characters (including spaces) in the "
             "search list"
         )
-        causes.append(invalid_shown(f"{field}.searches", _go_strings(searches), why))
+        causes.append(invalid_shown(f"{field}.searches", go_strings(searches), why))
     for i, search in enumerate(searches):
         causes += dns_subdomain_causes(f"{field}.searches[{i}]", search.removesuffix("."))
     for i, option in enumerate(config.get("options") or []):

@@ -24,7 +24,7 @@ from typing import Any
 from pycm.sim import errors
 from pycm.sim.errors import Cause
 from pycm.sim.gc import BACKGROUND, FOREGROUND, ORPHAN
-from pycm.sim.gostrconv import parse_bool, parse_int64, quote
+from pycm.sim.gostrconv import go_strings, parse_bool, parse_int64, quote
 from pycm.sim.managedfields import field_manager_causes
 from pycm.sim.store import DeleteOptions
 
@@ -48,7 +48,7 @@ def _not_supported(field: str, shown: str, supported: tuple[str, ...]) -> Cause:
 def _dry_run_causes(dry_run: list[str] | None) -> list[Cause]:
     if dry_run is None or all(v == "All" for v in dry_run):
         return []
-    shown = "[]string{" + ", ".join(quote(v) for v in dry_run) + "}"  # Go's %#v
+    shown = go_strings(dry_run)
     return [_not_supported("dryRun", shown, ("All",))]
 
 

@@ -24,6 +24,7 @@ from typing import Any
 
 from pycm.sim import validation
 from pycm.sim.errors import Cause
+from pycm.sim.gostrconv import go_strings
 from pycm.sim.objects import Obj
 from pycm.sim.registry.strategy import Strategy
 from pycm.sim.selectors import match_label_selector_object
@@ -40,11 +41,6 @@ def _required(field: str, detail: str = "") -> Cause:
     return {"reason": "FieldValueRequired", "message": message, "field": field}
 
 
-def _go_strings(values: list[Any]) -> str:
-    """A []string as Go's %#v prints it (how kube shows such an invalid value)."""
-    return "[]string{" + ", ".join(f'"{v}"' for v in values) + "}"
-
-
 def _rule_causes(rule: Any, namespaced: bool, where: str) -> list[Cause]:
     if not isinstance(rule, dict):
         return []
@@ -53,7 +49,7 @@ def _rule_causes(rule: Any, namespaced: bool, where: str) -> list[Cause]:
         causes.append(_required(f"{where}.verbs", "verbs must contain at least one value"))
     urls = rule.get("nonResourceURLs") or []
     if urls:
-        shown = _go_strings(urls)
+        shown = go_strings(urls)
         if namespaced:
             why = "namespaced rules cannot apply to non-resource URLs"
             causes.append(validation.invalid_shown(f"{where}.nonResourceURLs", shown, why))
