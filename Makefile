@@ -50,7 +50,7 @@ test-deps:
 # lock's packages are compiled by `uv sync --compile-bytecode`). Test modules and conftests are
 # not: pytest imports them through its assertion rewriting, whose cache tests/warm_rewrite.py
 # fills on every core before the workers start (each worker would otherwise rewrite them all).
-TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); echo $$((n * 2)))
+TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); echo $$((n * 2 + 1)))
 unit: env test-deps
 	@PYTHONDONTWRITEBYTECODE= $(BIN)/python -m compileall -q -j 0 \
 		-x '/(test_[^/]*|[^/]*_test|conftest|leakcheck)\.py$$' pycm tui web bench examples tests

@@ -1,7 +1,9 @@
 """How the suite is spread over pytest-xdist's workers (``make test`` runs it on several).
 
 The suite is mostly waiting: end-to-end tests start the emulator and real ``pycm`` processes and
-wait for leases, rollouts and browsers, so ``make test`` runs twice as many workers as cores.
+wait for leases, rollouts and browsers (measured: ~820 s of its ~1300 s of test time is waiting, CPU
+~490 s), so ``make test`` runs twice as many workers as cores, and one (2 cores: 5 workers, pytest
+~305 s, where 4 took ~340–375 s; 6 made the lease-timed tests flake under the added contention).
 Two rules keep that fast and honest:
 
 - **Long tests first.** xdist hands tests out in collection order, as workers free up; a
