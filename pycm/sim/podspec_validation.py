@@ -43,6 +43,7 @@ from pycm.sim.validation import (
     not_supported,
     port_name_causes,
     required,
+    requirement_causes,
 )
 
 __all__ = ["pod_spec_causes"]
@@ -599,24 +600,7 @@ def _node_selector_term_causes(field: str, term: Any) -> list[Cause]:
         if not isinstance(req, Mapping):
             continue
         where = f"{field}.matchExpressions[{j}]"
-        operator, values = req.get("operator"), req.get("values") or []
-        if operator in ("In", "NotIn"):
-            if not values:
-                why = "must be specified when `operator` is 'In' or 'NotIn'"
-                causes.append({**required(f"{where}.values"), "message": f"Required value: {why}"})
-        elif operator in ("Exists", "DoesNotExist"):
-            if values:
-                why = "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"
-                causes.append(forbidden(f"{where}.values", why))
-        elif operator in ("Gt", "Lt"):
-            if len(values) != 1:
-                why = "must be specified single value when `operator` is 'Lt' or 'Gt'"
-                causes.append({**required(f"{where}.values"), "message": f"Required value: {why}"})
-        else:
-            why = "not a valid selector operator"
-            causes.append(invalid_value(f"{where}.operator", str(operator or ""), why))
-        key = str(req.get("key") or "")
-        causes += [invalid_value(f"{where}.key", key, why) for why in qualified_name_errors(key)]
+        causes += requirement_causes(where, req, req.get("values") or [], node=True)
     for j, req in enumerate(term.get("matchFields") or []):
         if not isinstance(req, Mapping):
             continue

@@ -186,26 +186,41 @@ def label_selector_causes(field: str, selector: Any) -> list[Cause]:
         if not isinstance(expr, Mapping):
             continue
         where = f"{field}.matchExpressions[{i}]"
-        operator, values = expr.get("operator"), expr.get("values") or []
-        if operator in ("In", "NotIn"):
-            if not values:
-                why = "must be specified when `operator` is 'In' or 'NotIn'"
-                causes.append({**required(f"{where}.values"), "message": f"Required value: {why}"})
-        elif operator in ("Exists", "DoesNotExist"):
-            if values:
-                why = "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"
-                causes.append(forbidden(f"{where}.values", why))
-        else:
-            causes.append(
-                invalid_value(f"{where}.operator", str(operator), "not a valid selector operator")
-            )
-        key = str(expr.get("key") or "")
-        causes += [invalid_value(f"{where}.key", key, why) for why in qualified_name_errors(key)]
+        values = expr.get("values") or []
+        causes += requirement_causes(where, expr, values)
         for j, value in enumerate(values):
             causes += [
                 invalid_value(f"{where}.values[{j}]", str(value), why)
                 for why in label_value_errors(str(value))
             ]
+    return causes
+
+
+def requirement_causes(
+    where: str, req: Mapping[str, Any], values: Any, *, node: bool = False
+) -> list[Cause]:
+    """A selector requirement's operator against its values, then its key, as kube's
+    ValidateLabelSelectorRequirement (``node``: ValidateNodeSelectorRequirement, which also
+    takes ``Gt``/``Lt`` with one value); the values' own format is the caller's."""
+    causes: list[Cause] = []
+    operator = req.get("operator")
+    if operator in ("In", "NotIn"):
+        if not values:
+            why = "must be specified when `operator` is 'In' or 'NotIn'"
+            causes.append({**required(f"{where}.values"), "message": f"Required value: {why}"})
+    elif operator in ("Exists", "DoesNotExist"):
+        if values:
+            why = "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"
+            causes.append(forbidden(f"{where}.values", why))
+    elif node and operator in ("Gt", "Lt"):
+        if len(values) != 1:
+            why = "must be specified single value when `operator` is 'Lt' or 'Gt'"
+            causes.append({**required(f"{where}.values"), "message": f"Required value: {why}"})
+    else:
+        why = "not a valid selector operator"
+        causes.append(invalid_value(f"{where}.operator", str(operator or ""), why))
+    key = str(req.get("key") or "")
+    causes += [invalid_value(f"{where}.key", key, why) for why in qualified_name_errors(key)]
     return causes
 
 
