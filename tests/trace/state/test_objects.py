@@ -391,40 +391,23 @@ def _merged_pod_deleted(f: Feed, pod: str, at: float) -> None:
     )
 
 
+def _own_delete(code: int) -> Any:
+    """The manager's own delete of the pod, answered ``code``."""
+    return lambda f, pod, at: f(
+        k.ApiRequestCompleted(
+            verb="delete", resource="pods", namespace="default", name=pod, code=code
+        ),
+        at=at,
+    )
+
+
 @pytest.mark.parametrize(
     ("deleted", "leaves"),
     [
         pytest.param(lambda f, pod, at: _merged_pod_deleted(f, pod, at), True, id="first-trigger"),
-        pytest.param(
-            lambda f, pod, at: f(
-                k.ApiRequestCompleted(
-                    verb="delete", resource="pods", namespace="default", name=pod, code=200
-                ),
-                at=at,
-            ),
-            True,
-            id="own-delete",
-        ),
-        pytest.param(
-            lambda f, pod, at: f(
-                k.ApiRequestCompleted(
-                    verb="delete", resource="pods", namespace="default", name=pod, code=404
-                ),
-                at=at,
-            ),
-            True,
-            id="own-delete-not-found",
-        ),
-        pytest.param(
-            lambda f, pod, at: f(
-                k.ApiRequestCompleted(
-                    verb="delete", resource="pods", namespace="default", name=pod, code=500
-                ),
-                at=at,
-            ),
-            False,
-            id="own-delete-failed",
-        ),
+        pytest.param(_own_delete(200), True, id="own-delete"),
+        pytest.param(_own_delete(404), True, id="own-delete-not-found"),
+        pytest.param(_own_delete(500), False, id="own-delete-failed"),
     ],
 )
 def test_objects_deletion_seen_other_than_as_the_newest_trigger_expires_the_history(
