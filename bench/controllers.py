@@ -17,6 +17,15 @@
   records every event) against the bare ``sync`` calls of ``noop_syncs``, all in a worker's
   context (``root_context``): µs per sync; ratio traced / bare, the median over adjacent pairs of
   passes (a cost: aim ≤ 1.05).
+- ``controllers.tracing_floor``: the same syncs through the least a recorded step can be in
+  CPython: a coroutine around the sync that appends one list (key, start) to a ring before it
+  and one tuple (that list, end, result) after it, with the span's contextvar set and reset
+  around it — no ids, seq, offset, trigger, wait or queue bookkeeping. Peer: the bare sync,
+  ratio floor / bare. Not an aim: it says what ``tracing_overhead``'s aim costs on the machine
+  at hand. The ratio depends on the processor more than on the code (a recorded step's ~200
+  extra bytecodes run cold between the sync's, and pay in branch and cache misses ~3× what
+  they cost in a tight loop): on one machine the same tree's overhead measured 1.046-1.057, on
+  another 1.09-1.12 with the floor at 1.05.
 - ``controllers.priority_first_reconcile``: a controller starts with ``k`` keys (10k at full
   size) queued by its informer's initial list and one key queued after them by a fresh change
   (an update with a new resourceVersion): the time from the start of its workers (5, KCM's
@@ -42,6 +51,8 @@ import os
 import subprocess
 import sys
 import time
+from collections import deque
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -57,6 +68,7 @@ from pycm.controllers.deployment import util
 from pycm.controllers.deployment.controller import DeploymentController
 from pycm.kube.resources import DEPLOYMENTS, PODS, REPLICASETS
 from pycm.trace.bus import Bus
+from pycm.trace.context import reset_span, set_span
 
 _SIZES = {
     # size: (deployments rolled out, settled deployments synced, repeats)
@@ -247,7 +259,25 @@ async def settle(
     raise RuntimeError("the deployments did not settle in 5 rounds of syncs")
 
 
-async def _noop(n: int, repeats: int) -> tuple[float, float, float, float]:
+@dataclass(frozen=True, slots=True)
+class _NoopFigures:
+    """Seconds a sync (medians of passes) and the paired ratios of ``_noop``."""
+
+    bare: float
+    trivial: float
+    traced: float
+    overhead: float  # traced / bare
+    floor: float
+    floor_ratio: float  # floor / bare
+
+
+# tracing_floor's span: a constant of the shape a counting span has (context.py), so that the
+# contextvar's set and reset cost what the traced step's do.
+_FLOOR_SPAN = ("0" * 31 + "1", "0" * 15 + "1", [0])
+_FLOOR_EMPTY = Result()
+
+
+async def _noop(n: int, repeats: int) -> _NoopFigures:
     controller, client, keys, bus = settled_controller(n)
     await settle(controller, client, keys)
     settled_writes = client.writes
@@ -281,18 +311,35 @@ async def _noop(n: int, repeats: int) -> tuple[float, float, float, float]:
         recorded += len(subscription.drain())
         return per_sync
 
+    floor_ring: deque[Any] = deque(maxlen=4 * len(keys))
+    sync = controller.sync
+
+    async def floor_step(key: str) -> Result:
+        # Bench.controllers' docstring, tracing_floor: what any recorded step must do.
+        put = floor_ring.append
+        record = [key, time.monotonic_ns()]
+        put(record)
+        token = set_span(_FLOOR_SPAN)
+        result = await sync(key) or _FLOOR_EMPTY
+        reset_span(token)
+        put((record, time.monotonic_ns(), result.action))
+        return _FLOOR_EMPTY
+
     # One warm-up pass of each (first-touch costs), then alternating passes.
     await timed(controller.sync)
     await timed(trivial)
     await traced_pass()
+    await timed(floor_step)
     recorded = 0
     gc.collect()
-    ours, peer, with_tracing = [], [], []
+    ours, peer, with_tracing, floor = [], [], [], []
     for i in range(repeats):
         if i % 2:
             with_tracing.append(await traced_pass())
             ours.append(await timed(controller.sync))
+            floor.append(await timed(floor_step))
         else:
+            floor.append(await timed(floor_step))
             ours.append(await timed(controller.sync))
             with_tracing.append(await traced_pass())
         peer.append(await timed(trivial))
@@ -310,7 +357,10 @@ async def _noop(n: int, repeats: int) -> tuple[float, float, float, float]:
     # The overhead is the median of the paired (adjacent passes) ratios: a shared machine's
     # noise moves both passes of a pair together.
     overhead = median([t / o for t, o in zip(with_tracing, ours, strict=True)])
-    return median(ours), median(peer), median(with_tracing), overhead
+    floor_ratio = median([f / o for f, o in zip(floor, ours, strict=True)])
+    return _NoopFigures(
+        median(ours), median(peer), median(with_tracing), overhead, median(floor), floor_ratio
+    )
 
 
 # -- time to the first reconcile of a fresh change (in-process) -------------------------------
@@ -404,7 +454,8 @@ def priority_figure(size: str) -> Figure:
 def run(size: str) -> list[Figure]:
     rolled, settled, repeats = _SIZES[size]
     seconds, writes_per = _rollout(rolled)
-    bare, trivial, traced, overhead = asyncio.run(in_worker_context(_noop(settled, repeats)))
+    noop = asyncio.run(in_worker_context(_noop(settled, repeats)))
+    bare, trivial, traced = noop.bare, noop.trivial, noop.traced
     priority = priority_figure(size)
     return [
         Figure(
@@ -441,7 +492,16 @@ def run(size: str) -> list[Figure]:
             "untraced_sync",
             bare * 1e6,
             "µs/sync",
-            overhead,
+            noop.overhead,
+        ),
+        Figure(
+            "controllers.tracing_floor",
+            noop.floor * 1e6,
+            "µs/sync",
+            "untraced_sync",
+            bare * 1e6,
+            "µs/sync",
+            noop.floor_ratio,
         ),
         priority,
     ]
