@@ -24,6 +24,15 @@ def _messages(schema: dict[str, Any], obj: dict[str, Any]) -> list[str]:
     return [f"{c['field']}: {c['message']}" for c in causes]
 
 
+# A field holding a whole object (kube's embedded resource): apiVersion, kind and metadata checked.
+_EMBEDDED_TEMPLATE = {
+    "template": {
+        "type": "object",
+        "x-kubernetes-embedded-resource": True,
+        "x-kubernetes-preserve-unknown-fields": True,
+    }
+}
+
 CASES = [
     pytest.param(
         {"replicas": {"type": "integer"}},
@@ -253,13 +262,7 @@ CASES = [
         id="additional-properties-values",
     ),
     pytest.param(
-        {
-            "template": {
-                "type": "object",
-                "x-kubernetes-embedded-resource": True,
-                "x-kubernetes-preserve-unknown-fields": True,
-            }
-        },
+        _EMBEDDED_TEMPLATE,
         {"template": {"metadata": {}}},
         [
             "spec.template.apiVersion: Required value: must not be empty",
@@ -268,13 +271,7 @@ CASES = [
         id="embedded-resource-needs-kind",
     ),
     pytest.param(
-        {
-            "template": {
-                "type": "object",
-                "x-kubernetes-embedded-resource": True,
-                "x-kubernetes-preserve-unknown-fields": True,
-            }
-        },
+        _EMBEDDED_TEMPLATE,
         {
             "template": {
                 "apiVersion": "a/b/c",
@@ -303,13 +300,7 @@ CASES = [
         id="embedded-resource-type-and-metadata",
     ),
     pytest.param(
-        {
-            "template": {
-                "type": "object",
-                "x-kubernetes-embedded-resource": True,
-                "x-kubernetes-preserve-unknown-fields": True,
-            }
-        },
+        _EMBEDDED_TEMPLATE,
         {
             "template": {
                 "apiVersion": "apps/v1",
