@@ -23,7 +23,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from pycm.sim.errors import Cause
@@ -103,16 +103,22 @@ def _volume_source_causes(field: str, volume: Mapping[str, Any]) -> list[Cause]:
     return causes
 
 
+def _entries(field: str, items: Any) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """Each object in the list ``items`` with its path (``field[i]``); anything else (not a
+    list, an entry that is not an object) is not this module's to report."""
+    for i, item in enumerate(items if isinstance(items, list) else ()):
+        if isinstance(item, Mapping):
+            yield f"{field}[{i}]", item
+
+
 def _volumes_causes(field: str, volumes: Any) -> tuple[list[Cause], set[str]]:
     """kube's validateVolumes: exactly one source each, names required, DNS-1123 labels,
     unique (a source's own fields are not checked)."""
     causes: list[Cause] = []
     names: set[str] = set()
-    for i, volume in enumerate(volumes if isinstance(volumes, list) else []):
-        if not isinstance(volume, Mapping):
-            continue
-        causes += _volume_source_causes(f"{field}[{i}]", volume)
-        where = f"{field}[{i}].name"
+    for item, volume in _entries(field, volumes):
+        causes += _volume_source_causes(item, volume)
+        where = f"{item}.name"
         name = volume.get("name")
         if not name:
             causes.append(required(where))
@@ -128,10 +134,7 @@ def _container_ports_causes(field: str, ports: Any) -> list[Cause]:
     """kube's validateContainerPorts."""
     causes: list[Cause] = []
     names: set[str] = set()
-    for i, port in enumerate(ports if isinstance(ports, list) else []):
-        if not isinstance(port, Mapping):
-            continue
-        where = f"{field}[{i}]"
+    for where, port in _entries(field, ports):
         name = port.get("name")
         if name:
             bad = port_name_causes(f"{where}.name", str(name))
@@ -182,10 +185,7 @@ def _env_causes(field: str, env: Any, env_from: Any) -> list[Cause]:
     """kube's ValidateEnv and ValidateEnvFrom, as far as their shape goes: a name each, and
     a value or exactly one source (a key selector's key required)."""
     causes: list[Cause] = []
-    for i, var in enumerate(env if isinstance(env, list) else []):
-        if not isinstance(var, Mapping):
-            continue
-        where = f"{field}.env[{i}]"
+    for where, var in _entries(f"{field}.env", env):
         name = var.get("name")
         if not name:
             causes.append(required(f"{where}.name"))
@@ -211,12 +211,10 @@ def _env_causes(field: str, env: Any, env_from: Any) -> list[Cause]:
         elif len(given) > 1:
             why = "may not have more than one field specified at a time"
             causes.append(invalid_value(f"{where}.valueFrom", "", why))
-    for i, source in enumerate(env_from if isinstance(env_from, list) else []):
-        if not isinstance(source, Mapping):
-            continue
+    for item, source in _entries(f"{field}.envFrom", env_from):
         prefix = source.get("prefix")
         if prefix:
-            where = f"{field}.envFrom[{i}].prefix"
+            where = f"{item}.prefix"
             causes += [invalid_value(where, prefix, why) for why in env_name_errors(prefix)]
         given = [k for k in ("configMapRef", "secretRef") if source.get(k) is not None]
         # kube names the list, not the item, in these two causes.
@@ -233,10 +231,7 @@ def _volume_mounts_causes(field: str, mounts: Any, volumes: set[str]) -> list[Ca
     """kube's ValidateVolumeMounts: each names a volume of the pod, at a unique path."""
     causes: list[Cause] = []
     paths: set[str] = set()
-    for i, mount in enumerate(mounts if isinstance(mounts, list) else []):
-        if not isinstance(mount, Mapping):
-            continue
-        where = f"{field}[{i}]"
+    for where, mount in _entries(field, mounts):
         name = mount.get("name") or ""
         if not name:
             causes.append(required(f"{where}.name"))
@@ -556,10 +551,7 @@ _EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 def _tolerations_causes(field: str, tolerations: Any) -> list[Cause]:
     """kube's ValidateTolerations (its quirk kept: a bad value is reported on ``operator``)."""
     causes: list[Cause] = []
-    for i, toleration in enumerate(tolerations if isinstance(tolerations, list) else []):
-        if not isinstance(toleration, Mapping):
-            continue
-        where = f"{field}[{i}]"
+    for where, toleration in _entries(field, tolerations):
         key, operator = str(toleration.get("key") or ""), toleration.get("operator") or ""
         value, effect = str(toleration.get("value") or ""), toleration.get("effect") or ""
         if key:
