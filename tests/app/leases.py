@@ -25,20 +25,3 @@ def lease_held_by_another() -> dict[str, Any]:
             "leaseTransitions": 0,
         },
     }
-
-
-def replicaset(name: str, namespace: str = "default") -> dict[str, Any]:
-    labels = {"app": name}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "ReplicaSet",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "replicas": 2,
-            "selector": {"matchLabels": labels},
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {"containers": [{"name": "c", "image": "nginx"}]},
-            },
-        },
-    }

@@ -30,8 +30,9 @@ from pycm.kube.resources import CONFIGMAPS, PODS, REPLICASETS
 from pycm.sharding.membership import RING_LABEL
 from pycm.sim.server import Emulator, run_emulator
 from pycm.trace.bus import Bus
-from tests.app.leases import lease_held_by_another, replicaset
+from tests.app.leases import lease_held_by_another
 from tests.app.test_wait_for_resources import CRDS, WEBSITE_CRD
+from tests.support.manifests import workload
 
 pytestmark = pytest.mark.asyncio
 
@@ -105,7 +106,7 @@ async def test_sharded_controllers_run_unelected_singletons_once_leading(
     run = asyncio.ensure_future(manager.run())
     try:
         # Not leading: the sharded replicaset controller reconciles all the same.
-        await api.create(REPLICASETS, replicaset("web"), namespace=NAMESPACE)
+        await api.create(REPLICASETS, workload("ReplicaSet", "web", 2), namespace=NAMESPACE)
         await _pods(api, 2)
         assert manager.elector is not None and not manager.elector.is_leader()
         assert not census.started.is_set(), "a singleton started without the lease"

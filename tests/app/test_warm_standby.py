@@ -38,7 +38,8 @@ from pycm.trace.kinds import (
     LeaseAcquireAttempted,
 )
 from pycm.trace.state import State
-from tests.app.leases import lease_held_by_another, replicaset
+from tests.app.leases import lease_held_by_another
+from tests.support.manifests import workload
 
 NAMESPACE = "default"
 WATCHED = ("/api/v1/pods", "/apis/apps/v1/replicasets")
@@ -164,7 +165,7 @@ async def test_standby_writes_nothing_then_takes_over_warm_without_a_list_cold_w
     rig: Rig, warm: bool
 ) -> None:
     await rig.api.create(LEASES, lease_held_by_another(), namespace="kube-system")
-    await rig.api.create(REPLICASETS, replicaset("before"), namespace=NAMESPACE)
+    await rig.api.create(REPLICASETS, workload("ReplicaSet", "before", 2), namespace=NAMESPACE)
     bus = Bus()
     watched = ("informers.started", "lease.acquire_attempt", "controllers.took_over")
     events = Events(bus.subscribe(name="test", maxsize=4096, since=0, kinds=watched))
@@ -187,7 +188,9 @@ async def test_standby_writes_nothing_then_takes_over_warm_without_a_list_cold_w
                     await informer.wait_synced()
             assert await _readyz_informers(manager) is None
             # A change while standing by: cached and queued, not acted on.
-            await rig.api.create(REPLICASETS, replicaset("during"), namespace=NAMESPACE)
+            await rig.api.create(
+                REPLICASETS, workload("ReplicaSet", "during", 2), namespace=NAMESPACE
+            )
             queue = ctx.queues["replicaset"].queue
             async with asyncio.timeout(10):
                 while len(queue) < 2:
@@ -203,7 +206,9 @@ async def test_standby_writes_nothing_then_takes_over_warm_without_a_list_cold_w
         else:
             assert manager.context is None  # nothing built, nothing watched
             assert await _readyz_informers(manager) is None
-            await rig.api.create(REPLICASETS, replicaset("during"), namespace=NAMESPACE)
+            await rig.api.create(
+                REPLICASETS, workload("ReplicaSet", "during", 2), namespace=NAMESPACE
+            )
         # Two more failed attempts (a retry period each): the standby still writes nothing.
         await events.wait(LeaseAcquireAttempted, 3)
         assert [s for s in rig.requests if s.write] == []

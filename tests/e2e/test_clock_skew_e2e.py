@@ -30,6 +30,7 @@ import httpx
 import pytest
 
 from tests.e2e.conftest import LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD, SLACK, Cluster
+from tests.support.manifests import workload
 
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio]
 
@@ -109,23 +110,6 @@ class _CutOff:
         ]
 
 
-def _replica_set() -> dict[str, Any]:
-    labels = {"app": APP}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "ReplicaSet",
-        "metadata": {"name": APP, "namespace": "default"},
-        "spec": {
-            "replicas": 5,
-            "selector": {"matchLabels": labels},
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {"containers": [{"name": "c", "image": "nginx"}]},
-            },
-        },
-    }
-
-
 async def _slow_leader_cut_off(
     cluster: Cluster, rate: float, leader: tuple[str, ...] = (), standby: tuple[str, ...] = ()
 ) -> _CutOff:
@@ -147,7 +131,9 @@ async def _slow_leader_cut_off(
     headers = {"Authorization": f"Bearer {cluster.emu.admin_token}"}
     pods = "/api/v1/namespaces/default/pods"
     async with httpx.AsyncClient(base_url=cluster.emu.url, headers=headers) as api:
-        r = await api.post("/apis/apps/v1/namespaces/default/replicasets", json=_replica_set())
+        r = await api.post(
+            "/apis/apps/v1/namespaces/default/replicasets", json=workload("ReplicaSet", APP, 5)
+        )
         assert r.status_code == 201, r.text
 
         async def churn() -> None:  # every pod deleted, again and again: the leader recreates

@@ -27,6 +27,7 @@ import httpx
 import pytest
 
 from tests.e2e.conftest import LEASE_DURATION, RENEW_DEADLINE, SLACK, Cluster
+from tests.support.manifests import workload
 
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio]
 
@@ -48,23 +49,6 @@ class Landed:
     user: str
     method: str
     path: str
-
-
-def _replica_set(name: str) -> dict[str, Any]:
-    labels = {"app": name}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "ReplicaSet",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {
-            "replicas": REPLICAS,
-            "selector": {"matchLabels": labels},
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {"containers": [{"name": "c", "image": "nginx"}]},
-            },
-        },
-    }
 
 
 async def _pods(cluster: Cluster, app: str) -> int:
@@ -127,7 +111,10 @@ async def test_deposed_leader_sends_no_write_after_the_takeover(cluster: Cluster
     )
     headers = {"Authorization": f"Bearer {cluster.emu.admin_token}"}
     async with httpx.AsyncClient(base_url=cluster.emu.url, headers=headers, verify=False) as api:
-        r = await api.post("/apis/apps/v1/namespaces/default/replicasets", json=_replica_set("web"))
+        r = await api.post(
+            "/apis/apps/v1/namespaces/default/replicasets",
+            json=workload("ReplicaSet", "web", REPLICAS),
+        )
         assert r.status_code == 201, r.text
     try:
         async with asyncio.timeout(20):

@@ -24,6 +24,7 @@ from pycm.sim.server import run_emulator
 from pycm.trace.kinds import WorkerStuck, WorkerUnstuck
 from pycm.trace.recorder import read_events
 from tests.support.manager import poll, start_manager, stop_manager
+from tests.support.manifests import workload
 
 pytestmark = pytest.mark.e2e
 
@@ -34,23 +35,6 @@ QUEUES = "/debug/pycm/queues"
 async def cluster() -> AsyncIterator[Any]:
     async with run_emulator(tls=False, kubelet=False, pod_ready_delay=0.0) as emu:
         yield emu
-
-
-def _deployment(name: str) -> dict[str, Any]:
-    labels = {"app": name}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {
-            "replicas": 1,
-            "selector": {"matchLabels": labels},
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {"containers": [{"name": "c", "image": "nginx"}]},
-            },
-        },
-    }
 
 
 @pytest.mark.asyncio
@@ -80,7 +64,7 @@ async def test_failing_sync_backs_off_in_debug_queues_with_retries_and_next_retr
 
                 assert await poll(serving, timeout=30) == 403
             r = await api.post(
-                "/apis/apps/v1/namespaces/default/deployments", json=_deployment("web")
+                "/apis/apps/v1/namespaces/default/deployments", json=workload("Deployment", "web")
             )
             assert r.status_code == 201, r.text
 

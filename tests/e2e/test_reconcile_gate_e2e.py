@@ -16,6 +16,7 @@ import httpx
 import pytest
 
 from tests.e2e.conftest import LEASE_DURATION, RENEW_DEADLINE, SLACK, Cluster, Replica
+from tests.support.manifests import workload
 
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio]
 
@@ -25,27 +26,12 @@ PAUSE = RENEW_DEADLINE + LEASE_DURATION  # past the renew deadline and the whole
 RENEW_LATENCY = 0.6
 
 
-def _deployment(name: str) -> dict[str, Any]:
-    labels = {"app": name}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {
-            "replicas": 1,
-            "selector": {"matchLabels": labels},
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {"containers": [{"name": "c", "image": "nginx"}]},
-            },
-        },
-    }
-
-
 async def _create(cluster: Cluster, name: str) -> None:
     headers = {"Authorization": f"Bearer {cluster.emu.admin_token}"}
     async with httpx.AsyncClient(base_url=cluster.emu.url, headers=headers, verify=False) as api:
-        r = await api.post("/apis/apps/v1/namespaces/default/deployments", json=_deployment(name))
+        r = await api.post(
+            "/apis/apps/v1/namespaces/default/deployments", json=workload("Deployment", name)
+        )
         assert r.status_code == 201, r.text
 
 

@@ -29,6 +29,7 @@ from pycm.api.sharding import hash_field
 from pycm.sharding.membership import RING_LABEL, VIEW_ANNOTATION
 from pycm.sharding.ring import Ring
 from tests.e2e.conftest import NAMESPACE, SLACK, Cluster, Replica, running_cluster
+from tests.support.manifests import workload
 
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio]
 
@@ -59,23 +60,6 @@ def _namespaces() -> dict[str, str]:
                 chosen[name] = owner
     assert all(counts[m] == PER_MEMBER for m in MEMBERS), counts
     return chosen
-
-
-def _deployment(name: str, replicas: int = 1) -> dict[str, Any]:
-    labels = {"app": name}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": labels},
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {"containers": [{"name": "c", "image": "nginx"}]},
-            },
-        },
-    }
 
 
 class _Api:
@@ -178,7 +162,8 @@ async def test_three_members_split_the_namespaces_and_take_over_a_killed_one(
         await _until(the_ring_agrees, 10 + SLACK, "the three members' views")
         for namespace in owners:
             await api.create(
-                f"/apis/apps/v1/namespaces/{namespace}/deployments", _deployment("web")
+                f"/apis/apps/v1/namespaces/{namespace}/deployments",
+                workload("Deployment", "web", namespace=None),
             )
 
         async def every_deployment_has_its_pod() -> bool:
@@ -220,7 +205,8 @@ async def test_three_members_split_the_namespaces_and_take_over_a_killed_one(
         killed = time.monotonic()
         for namespace in orphaned:
             await api.create(
-                f"/apis/apps/v1/namespaces/{namespace}/deployments", _deployment("api")
+                f"/apis/apps/v1/namespaces/{namespace}/deployments",
+                workload("Deployment", "api", namespace=None),
             )
 
         async def the_orphans_are_served() -> bool:

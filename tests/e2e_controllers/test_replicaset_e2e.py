@@ -19,24 +19,9 @@ from tests.e2e_controllers.conftest import (
     Watch,
     poll,
 )
+from tests.support.manifests import workload
 
 pytestmark = pytest.mark.e2e
-
-
-def replicaset(name: str, replicas: int) -> dict[str, Any]:
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "ReplicaSet",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": {"app": name}},
-            "template": {
-                "metadata": {"labels": {"app": name}},
-                "spec": {"containers": [{"name": "c", "image": "nginx"}]},
-            },
-        },
-    }
 
 
 def _live(pod: dict[str, Any]) -> bool:
@@ -88,7 +73,7 @@ async def test_replicaset_scales_up_and_down_with_ready_pods(cluster: Cluster) -
     asked = [5]
     pods = cluster.watch(POD_PATH, count_pods(asked))
     await cluster.watching()
-    await cluster.create(RS_PATH, replicaset("web", 5))
+    await cluster.create(RS_PATH, workload("ReplicaSet", "web", 5))
     await poll(lambda: _settled(cluster, "web", 5))
     asked[0] = 12
     await _scale(cluster, "web", 12)
@@ -105,7 +90,7 @@ async def test_replicaset_scales_up_and_down_with_ready_pods(cluster: Cluster) -
 
 @pytest.mark.asyncio
 async def test_replicaset_replaces_deleted_pods(cluster: Cluster) -> None:
-    await cluster.create(RS_PATH, replicaset("web", 4))
+    await cluster.create(RS_PATH, workload("ReplicaSet", "web", 4))
     await poll(lambda: _settled(cluster, "web", 4))
     before = {p["metadata"]["name"] for p in await cluster.items(POD_PATH)}
     victims = sorted(before)[:2]
@@ -134,7 +119,7 @@ async def test_replicaset_replaces_deleted_pods(cluster: Cluster) -> None:
 async def test_replicaset_reports_terminating_replicas(cluster: Cluster) -> None:
     # KCM 1.36 (DeploymentReplicaSetTerminatingReplicas, on): a deleted pod is replaced at
     # once and counted in status.terminatingReplicas until the kubelet confirms it gone.
-    await cluster.create(RS_PATH, replicaset("web", 3))
+    await cluster.create(RS_PATH, workload("ReplicaSet", "web", 3))
     await poll(lambda: _settled(cluster, "web", 3))
     rs = await cluster.get(f"{RS_PATH}/web")
     assert rs["status"]["terminatingReplicas"] == 0
@@ -189,7 +174,7 @@ async def test_replicaset_converges_through_api_faults_without_extra_pods(
     pods = cluster.watch(POD_PATH, count_pods(asked))
     await cluster.watching()
     added = [cluster.emu.faults.add({**f, "duration": 30, "user": MANAGER_USER}) for f in faults]
-    await cluster.create(RS_PATH, replicaset("web", 10))
+    await cluster.create(RS_PATH, workload("ReplicaSet", "web", 10))
     await poll(lambda: _settled(cluster, "web", 10), timeout=30)
     await _scale(cluster, "web", 4)
     await poll(lambda: _settled(cluster, "web", 4), timeout=30)
@@ -206,7 +191,7 @@ async def test_replicaset_converges_through_api_faults_without_extra_pods(
 async def test_replicaset_reconciles_are_traced_with_api_calls_and_counted(
     cluster: Cluster,
 ) -> None:
-    await cluster.create(RS_PATH, replicaset("web", 3))
+    await cluster.create(RS_PATH, workload("ReplicaSet", "web", 3))
     await poll(lambda: _settled(cluster, "web", 3))
     metrics = await cluster.metrics()
     reconciles = [

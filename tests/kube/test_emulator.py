@@ -24,28 +24,12 @@ from pycm.kube import (
 )
 from pycm.sim.server import Emulator, run_emulator
 from pycm.trace.bus import Bus
+from tests.support.manifests import workload
 
 
 def _cm(name: str, **data: str) -> dict[str, Any]:
     meta = {"name": name, "namespace": "default", "labels": {"app": "web"}}
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": data}
-
-
-def _deployment(name: str, replicas: int = 1) -> dict[str, Any]:
-    labels = {"app": name}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": labels},
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {"containers": [{"name": "c", "image": "nginx"}]},
-            },
-        },
-    }
 
 
 @pytest_asyncio.fixture
@@ -100,7 +84,7 @@ async def test_emulator_crud_round_trip(kube: Client) -> None:
 
 @pytest.mark.asyncio
 async def test_emulator_scale_and_status_subresources(kube: Client) -> None:
-    await kube.create(DEPLOYMENTS, _deployment("web", replicas=1))
+    await kube.create(DEPLOYMENTS, workload("Deployment", "web"))
     scale = await kube.get_scale(DEPLOYMENTS, "web", namespace="default")
     assert scale["spec"]["replicas"] == 1
     scale["spec"]["replicas"] = 4

@@ -33,6 +33,7 @@ from pycm.util.sampling import TraceIdRatio
 from tests.otel.receivers import otlp_grpc_receiver
 from tests.otel.test_manager_export_e2e import _sigterm
 from tests.support.manager import free_port, poll
+from tests.support.manifests import workload
 
 pytestmark = pytest.mark.e2e
 
@@ -41,23 +42,6 @@ RATIO = 0.5
 SLOW_S = 0.3
 # Two-sided 99.9% normal bound on a binomial count: |k − n·p| ≤ Z·√(n·p·(1−p)).
 Z_999 = 3.29
-
-
-def _deployment(i: int) -> dict[str, Any]:
-    labels = {"app": f"web-{i}"}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": f"web-{i}", "namespace": "default"},
-        "spec": {
-            "replicas": 1,
-            "selector": {"matchLabels": labels},
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {"containers": [{"name": "c", "image": "nginx"}]},
-            },
-        },
-    }
 
 
 @pytest_asyncio.fixture
@@ -136,7 +120,8 @@ async def test_each_reconcile_is_its_own_tail_sampled_trace(cluster: Any, tmp_pa
                 await poll(ready, timeout=60)
                 for i in range(DEPLOYMENTS):
                     r = await api.post(
-                        "/apis/apps/v1/namespaces/default/deployments", json=_deployment(i)
+                        "/apis/apps/v1/namespaces/default/deployments",
+                        json=workload("Deployment", f"web-{i}"),
                     )
                     assert r.status_code == 201, r.text
 
