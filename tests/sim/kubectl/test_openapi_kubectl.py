@@ -47,6 +47,14 @@ def rich_deployment(name: str, replicas: int, user: int, toleration: str) -> dic
     }
 
 
+def _create_refused(run_kubectl: Kubectl, ns: str, path: Path, body: dict[str, Any]) -> str:
+    """``kubectl create -f`` of ``body`` written to ``path``: refused (exit 1); its stderr."""
+    path.write_text(yaml.safe_dump(body))
+    refused = run_kubectl("create", "-n", ns, "-f", str(path), check=False)
+    assert refused.returncode == 1
+    return refused.stderr
+
+
 @pytest.fixture
 def ns(kube_api: client.ApiClient) -> Iterator[str]:
     core = client.CoreV1Api(kube_api)
@@ -101,14 +109,11 @@ def test_kubectl_create_refuses_a_wrong_type_client_side(
 ) -> None:
     body = rich_deployment("typed", 1, 1000, "a")
     body["spec"]["template"]["spec"]["containers"][0]["stdin"] = "yes"
-    path = tmp_path / "typed.yaml"
-    path.write_text(yaml.safe_dump(body))
-    refused = run_kubectl("create", "-n", ns, "-f", str(path), check=False)
-    assert refused.returncode == 1
+    refused = _create_refused(run_kubectl, ns, tmp_path / "typed.yaml", body)
     assert (
         "ValidationError(Deployment.spec.template.spec.containers[0].stdin): invalid type for "
         'io.k8s.api.core.v1.Container.stdin: got "string", expected "boolean"'
-    ) in refused.stderr
+    ) in refused
 
 
 def test_kubectl_create_validates_core_kinds(
@@ -182,13 +187,11 @@ def test_kubectl_create_validates_the_kinds_operators_own(
     assert out[:2] == ["secret/s created", "statefulset.apps/db created"]
     objects[1]["metadata"]["name"] = "db2"
     objects[1]["spec"]["replica"] = objects[1]["spec"].pop("replicas")
-    path.write_text(yaml.safe_dump(objects[1]))
-    refused = run_kubectl("create", "-n", ns, "-f", str(path), check=False)
-    assert refused.returncode == 1
+    refused = _create_refused(run_kubectl, ns, path, objects[1])
     assert (
         'ValidationError(StatefulSet.spec): unknown field "replica" in '
         "io.k8s.api.apps.v1.StatefulSetSpec"
-    ) in refused.stderr
+    ) in refused
 
 
 def test_kubectl_explain_and_validation_type_the_kinds_operators_own(
@@ -209,14 +212,11 @@ def test_kubectl_explain_and_validation_type_the_kinds_operators_own(
             },
         },
     }
-    path = tmp_path / "job.yaml"
-    path.write_text(yaml.safe_dump(job))
-    refused = run_kubectl("create", "-n", ns, "-f", str(path), check=False)
-    assert refused.returncode == 1
+    refused = _create_refused(run_kubectl, ns, tmp_path / "job.yaml", job)
     assert (
         "ValidationError(Job.spec.suspend): invalid type for io.k8s.api.batch.v1.JobSpec.suspend: "
         'got "string", expected "boolean"'
-    ) in refused.stderr
+    ) in refused
 
 
 CRD = {
