@@ -25,7 +25,10 @@ import pytest
 import pytest_asyncio
 from kubernetes import client, config
 
+from pycm.sim.seed import seed_cluster
 from pycm.sim.server import Emulator, run_emulator
+from pycm.sim.store import Store
+from pycm.util.clock import FakeClock
 
 LINE = re.compile(r"^pycm sim: serving (\S+) \(kubeconfig: (.+)\)$")
 TOKENS = 'alice-token,alice,u-alice,"devs,readers"\nbob-token,bob,u-bob\n'
@@ -83,6 +86,14 @@ def start_sim_with_tokens(tmp: Path, tokens: str, *flags: str) -> SimProcess:
         ],
         tmp,
     )
+
+
+@pytest.fixture
+def store() -> Store:
+    """An in-process store over one seeded node, on a fake clock (a module may define its own)."""
+    s = Store(clock=FakeClock())
+    seed_cluster(s, 1)
+    return s
 
 
 @pytest.fixture(scope="module")

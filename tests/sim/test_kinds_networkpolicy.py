@@ -9,18 +9,9 @@ from typing import Any
 import pytest
 
 from pycm.sim.errors import APIError
-from pycm.sim.seed import seed_cluster
 from pycm.sim.store import Store
-from pycm.util.clock import FakeClock
 
 GROUP = "networking.k8s.io"
-
-
-@pytest.fixture
-def store() -> Store:
-    s = Store(clock=FakeClock())
-    seed_cluster(s, 1)
-    return s
 
 
 def policy(**spec: Any) -> dict[str, Any]:

@@ -12,9 +12,7 @@ from typing import Any
 import pytest
 
 from pycm.sim.errors import APIError
-from pycm.sim.seed import seed_cluster
 from pycm.sim.store import Store
-from pycm.util.clock import FakeClock
 
 RBAC = "rbac.authorization.k8s.io"
 PLURALS = {
@@ -29,13 +27,6 @@ ROLE_REF = {"apiGroup": RBAC, "kind": "Role", "name": "reader"}
 CLUSTER_ROLE_REF = {"apiGroup": RBAC, "kind": "ClusterRole", "name": "reader"}
 SA = {"kind": "ServiceAccount", "name": "op", "namespace": "default"}
 RBAC_ONLY = f'supported values: "{RBAC}"'
-
-
-@pytest.fixture
-def store() -> Store:
-    s = Store(clock=FakeClock())
-    seed_cluster(s, 1)
-    return s
 
 
 def named(name: str = "x", **fields: Any) -> dict[str, Any]:

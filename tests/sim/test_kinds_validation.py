@@ -11,9 +11,7 @@ from typing import Any
 import pytest
 
 from pycm.sim.errors import APIError
-from pycm.sim.seed import seed_cluster
 from pycm.sim.store import Store
-from pycm.util.clock import FakeClock
 
 LABELS = {"app": "web"}
 
@@ -85,13 +83,6 @@ RESOURCES = {
     "Service": ("services", ""),
     "HorizontalPodAutoscaler": ("horizontalpodautoscalers", "autoscaling"),
 }
-
-
-@pytest.fixture
-def store() -> Store:
-    s = Store(clock=FakeClock())
-    seed_cluster(s, 1)
-    return s
 
 
 def create(store: Store, kind: str, body: dict[str, Any]) -> dict[str, Any]:

@@ -14,21 +14,12 @@ import pytest
 
 from pycm.sim.errors import APIError
 from pycm.sim.quantity import canonical_quantity
-from pycm.sim.seed import seed_cluster
 from pycm.sim.store import Store
-from pycm.util.clock import FakeClock
 
 LABELS = {"app": "web"}
 QUANTITY_FORMAT = (
     "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
 )
-
-
-@pytest.fixture
-def store() -> Store:
-    s = Store(clock=FakeClock())
-    seed_cluster(s, 1)
-    return s
 
 
 def pod(**spec: Any) -> dict[str, Any]:
