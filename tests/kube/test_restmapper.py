@@ -47,6 +47,16 @@ class CountingClient:
         return await self.client.request(method, path, verb=verb)
 
 
+async def _website_once_established(mapper: RESTMapper, version: str) -> Resource:
+    """The Website CRD's resource, asked for until the CRD is established (within moments)."""
+    for _ in range(200):
+        try:
+            return await mapper.resource_for("example.com", version, "Website")
+        except NoKindMatchError:
+            await asyncio.sleep(0.05)
+    raise AssertionError("the CRD's kind was never found")
+
+
 @pytest.mark.asyncio
 @pytest.mark.parametrize(
     ("gvk", "expected"),
@@ -145,14 +155,7 @@ async def test_a_crd_installed_after_a_miss_is_found_with_its_scope_and_status(
     with pytest.raises(NoKindMatchError):
         await mapper.resource_for("example.com", "v1", "Website")
     await client.create(CRDS, WEBSITE_CRD)
-    for _ in range(200):  # established within moments
-        try:
-            found = await mapper.resource_for("example.com", "", "Website")
-            break
-        except NoKindMatchError:
-            await asyncio.sleep(0.05)
-    else:
-        raise AssertionError("the CRD's kind was never found")
+    found = await _website_once_established(mapper, "")
     assert found == Resource(
         "example.com", "v1", "websites", "Website", True, frozenset({"status"})
     )
@@ -205,14 +208,7 @@ async def test_a_custom_resource_gets_full_and_metadata_only_shared_informers(
 
     await client.create(CRDS, WEBSITE_CRD)
     mapper = RESTMapper(client)
-    for _ in range(200):
-        try:
-            websites = await mapper.resource_for("example.com", "v1", "Website")
-            break
-        except NoKindMatchError:
-            await asyncio.sleep(0.05)
-    else:
-        raise AssertionError("the CRD's kind was never found")
+    websites = await _website_once_established(mapper, "v1")
     site = {"metadata": {"name": "shop", "namespace": "default"}, "spec": {"image": "nginx"}}
     await client.create(websites, site)
     bus = Bus()
