@@ -85,6 +85,9 @@ FAST_STANDBY = ("--leader-elect-retry-period", "0.1s")
 APP = "skewed"
 WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 UNFENCED = ("/events", "/leases")  # fencing leaves Events and the elector's own calls alone
+# pycm.controller.worker's line for a key held at a gate closed by the renew's age while still
+# leading ("not leading" instead once the elector has given up: not the gate's doing).
+GATE_WAIT = "not starting a reconcile until the lease is renewed (last renew "
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +104,7 @@ class _CutOff:
     takeover: float  # when the standby's acquiring Lease write landed
     writes: list[_Landed]  # the old leader's fenced-kind writes that landed, after ``cut``
     fenced: list[dict[str, Any]]  # the old leader's writes refused by its closed gate
+    gate_waits: list[str]  # its workers' log lines: a key held back at the closed gate
 
     def late(self) -> list[str]:
         return [
@@ -170,7 +174,9 @@ async def _slow_leader_cut_off(
         if w.user == "replica-a" and w.at >= cut and not any(p in w.path for p in UNFENCED)
     ]
     fenced = [e for e in old.events("api.request") if e.get("fenced")]
-    return _CutOff(cut, takeover, writes, fenced)
+    log = old.log_file.read_text(errors="replace").splitlines()
+    gate_waits = [line for line in log if GATE_WAIT in line]
+    return _CutOff(cut, takeover, writes, fenced, gate_waits)
 
 
 async def test_slow_leader_within_the_margin_lands_no_write_after_the_takeover(
@@ -181,7 +187,10 @@ async def test_slow_leader_within_the_margin_lands_no_write_after_the_takeover(
     # It did write while cut off, until its gate closed, and then its writes were refused
     # unsent: the test shows the gate closing in time, not a leader that had stopped anyway.
     assert run.writes, "the cut-off leader wrote nothing before its gate closed"
-    assert run.fenced, "the cut-off leader's gate refused no write"
+    # The closed gate shows as a write refused (a reconcile was under way when it closed) or,
+    # when it closed between two reconciles, as the next key held back at it (the pods the
+    # test keeps deleting queue one): either way before the elector gave up and exited.
+    assert run.fenced or run.gate_waits, "the cut-off leader's gate closed on nothing"
     assert all(str(e["error"]).startswith("FencedError: ") for e in run.fenced), run.fenced[0]
 
 
