@@ -138,6 +138,9 @@ def test_manager_without_a_cluster_fails_cleanly(tmp_path: Path) -> None:
             str(free_port()),
             "--bind-address",
             "127.0.0.1",
+            # KCM's 10 s wait for /healthz, on a clock running 10× (1 s real): the same
+            # polls and the same give-up, without a worker idle for 10 s of the suite.
+            "--debug-clock-rate=10",
         ],
         capture_output=True,
         text=True,
