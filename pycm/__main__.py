@@ -1,5 +1,5 @@
 """``python -m pycm`` is the ``pycm`` command."""
 
-from pycm.cli import main
+from pycm.cli import entry
 
-raise SystemExit(main())
+raise SystemExit(entry())
