@@ -138,5 +138,5 @@ def test_containerfile_build_stage_commands_export_the_lock_and_build_the_wheel(
     with zipfile.ZipFile(wheel) as z:
         names = z.namelist()
         entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
-        assert "pycm = pycm.cli:main" in z.read(entry_points).decode()
+        assert "pycm = pycm.cli:entry" in z.read(entry_points).decode()
     assert "pycm/app/run.py" in names and "pycm/sim/server.py" in names
