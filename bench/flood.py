@@ -175,9 +175,10 @@ async def _flood_once(
         writer.transport.abort()
     await asyncio.sleep(size.settle)
     after = _rss(pid) - idle
-    # A gap needs two renewals: a short (tiny) flood may end before the second one.
+    # A gap needs two renewals: a short (tiny) flood may end before the second one. (Only
+    # when the Lease is watched: a flood without it would wait the whole bound for nothing.)
     deadline = time.monotonic() + RENEW + 2 * RETRY
-    while len(watch.renewals) < 2 and time.monotonic() < deadline:
+    while lease is not None and len(watch.renewals) < 2 and time.monotonic() < deadline:
         await asyncio.sleep(0.05)
     stop.set()
     await probe
