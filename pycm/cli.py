@@ -12,13 +12,13 @@ Exit statuses: 0 success, 1 runtime failure, 2 usage error (argparse's conventio
 from __future__ import annotations
 
 import argparse
-import gc
 import importlib
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from pycm import __version__
+from pycm.util import gc_tuning
 
 __all__ = ["entry", "main"]
 
@@ -201,7 +201,7 @@ def entry() -> int:
     loaded, finding nothing to free: 57 ms of a start-up's ~1 s of CPU up to its first
     ``/healthz`` answer, 30 ms now (``python -m bench startup``); frozen, no later full
     collection scans them either (the informers freeze their caches for the same reason:
-    :mod:`pycm.cache.gc_tuning`). A process that asks only for help or the version loads
+    :mod:`pycm.util.gc_tuning`). A process that asks only for help or the version loads
     nothing extra. Tests call :func:`main`, which leaves the collector alone."""
     argv = sys.argv[1:]
     chosen = chosen_command(argv)
@@ -211,18 +211,15 @@ def entry() -> int:
 
 
 def _load_frozen(modules: Sequence[str]) -> None:
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with gc_tuning.gc_paused():
         for name in modules:
             try:
                 importlib.import_module(name)
             except Exception:  # main loads it again, and reports the failure as it does
                 break
-    finally:
-        gc.freeze()
-        if was_enabled:
-            gc.enable()
+        # Before the pause ends, as the reflector does: re-enabling first would let the next
+        # allocation collect all that was just loaded.
+        gc_tuning.freeze_survivors()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -13,8 +13,8 @@ The pipeline, one task each::
 - :mod:`pycm.cache.indexer`, :mod:`pycm.cache.listers`, :mod:`pycm.cache.store` — the cache.
 - :mod:`pycm.cache.shared_informer`, :mod:`pycm.cache.processor` — delivery to handlers.
 - :mod:`pycm.cache.factory` — informer factories (full objects and metadata-only).
-- :mod:`pycm.cache.transform`, :mod:`pycm.cache.gc_tuning`, :mod:`pycm.cache.mutation` —
-  memory, GC and the no-mutation rule.
+- :mod:`pycm.cache.transform`, :mod:`pycm.cache.mutation` — memory and the no-mutation rule
+  (the collector's tuning is :mod:`pycm.util.gc_tuning`, process-wide).
 
 Exceptions::
 

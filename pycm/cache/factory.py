@@ -17,7 +17,7 @@ informer decodes with its own :class:`~pycm.cache.sharing_decoder.SharingDecoder
 never decoded, repeated sub-trees decoded once: about 1.6× cheaper than decoding everything and
 interning after), otherwise a :class:`~pycm.cache.transform.SubtreeInterner` is chained after
 the transform; ``gc_tuning=True`` pauses the collector during lists and freezes what a list
-leaves behind (:mod:`pycm.cache.gc_tuning`).
+leaves behind (:mod:`pycm.util.gc_tuning`).
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ import random
 from collections.abc import Hashable
 from typing import Any
 
-from pycm.cache import gc_tuning
 from pycm.cache.fifo import TransformFunc
 from pycm.cache.listers import Lister
 from pycm.cache.listwatch import ClientListWatch, _Client
@@ -35,6 +34,7 @@ from pycm.cache.shared_informer import SharedIndexInformer
 from pycm.cache.sharing_decoder import SharingDecoder
 from pycm.cache.transform import SubtreeInterner, chain, drop_managed_fields
 from pycm.trace.bus import Bus, default_bus
+from pycm.util import gc_tuning
 from pycm.util.clock import REAL_CLOCK, Clock
 from pycm.util.tasks import cancel_and_wait, create_guarded_task
 

@@ -67,7 +67,6 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from typing import Any, cast
 
-from pycm.cache.gc_tuning import gc_paused
 from pycm.cache.listwatch import (
     INITIAL_EVENTS_END,
     ListerWatcher,
@@ -91,6 +90,7 @@ from pycm.trace.kinds import (
 )
 from pycm.util.backoff import ExponentialBackoffManager
 from pycm.util.clock import REAL_CLOCK, Clock
+from pycm.util.gc_tuning import gc_paused
 
 __all__ = [
     "DEFAULT_PAGE_SIZE",
@@ -366,7 +366,7 @@ class Reflector:
 
         With ``pause_gc_during_list`` the collector is off while the list is fetched, decoded and
         stored. On the first list it stays off until ``after_list`` has returned: the informer
-        freezes the list's survivors there (:mod:`pycm.cache.gc_tuning`), so no collection ever
+        freezes the list's survivors there (:mod:`pycm.util.gc_tuning`), so no collection ever
         scans the initial cache. Re-enabling it first let the next allocation run a young
         collection over everything the list allocated (60–80 ms per 10k pods, measured),
         which is why ``informers.list_gc`` read 0.89–0.96. Whatever cyclic garbage the list

@@ -32,7 +32,6 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from pycm.cache import gc_tuning
 from pycm.cache.fifo import DeltaType, RealFIFO, TransformFunc
 from pycm.cache.indexer import Indexer, IndexFunc
 from pycm.cache.listers import Lister
@@ -54,6 +53,7 @@ from pycm.trace.bus import Bus, default_bus
 from pycm.trace.causes import RELIST, CauseTable, writers_of
 from pycm.trace.context import root_context
 from pycm.trace.kinds import InformerProgress, InformerStarted, InformerSynced
+from pycm.util import gc_tuning
 from pycm.util.clock import REAL_CLOCK, Clock
 
 __all__ = [

@@ -19,7 +19,7 @@ objects are its store, its history and its open connections.
 
 It is process-wide state: the process's owner opts in (``pycm sim``); :func:`run_emulator` in a
 test's process leaves the collector as it is. pycm's informers do the same for their caches
-(pycm.cache.gc_tuning).
+(pycm.util.gc_tuning).
 """
 
 from __future__ import annotations

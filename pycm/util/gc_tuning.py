@@ -1,4 +1,5 @@
-"""Keeping Python's cyclic GC from dominating bulk decoding into the cache.
+"""Keeping Python's cyclic GC from dominating bulk decoding into the cache, and a process's
+start-up.
 
 Why: a cache holds hundreds of thousands of long-lived dicts and lists. Each generation-0
 collection triggered while a big list is being decoded promotes survivors, and the full
@@ -23,7 +24,8 @@ What, and when:
   steady stream of watch events triggers far fewer young collections.
 
 All of it is process-wide state; the informer factory applies it (``gc_tuning=True``) and a test
-or a host application can opt out.
+or a host application can opt out. The ``pycm`` process's entry (:func:`pycm.cli.entry`) does the
+same for the modules it loads: paused while they load, frozen before the pause ends.
 """
 
 from __future__ import annotations
