@@ -18,7 +18,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from pycm import __version__
-from pycm.util import gc_tuning
 
 __all__ = ["entry", "main"]
 
@@ -211,6 +210,9 @@ def entry() -> int:
 
 
 def _load_frozen(modules: Sequence[str]) -> None:
+    # (Imported here: pycm.util's package loads asyncio, which `pycm --help` does not need.)
+    from pycm.util import gc_tuning
+
     with gc_tuning.gc_paused():
         for name in modules:
             try:
