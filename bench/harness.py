@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import statistics
 import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TypeVar
 
 from pycm.trace.context import root_context
@@ -68,3 +70,9 @@ async def in_worker_context(passes: Coroutine[Any, Any, T]) -> T:
     span unset: pycm.trace.context.root_context, which makes opening one cheaper than in a
     context holding one)."""
     return await asyncio.get_running_loop().create_task(passes, context=root_context())
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU seconds (user + system) the process ``pid`` has used so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")

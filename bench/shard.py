@@ -38,7 +38,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-import os
 import re
 import shutil
 import signal
@@ -54,7 +53,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from bench._sim_process import SimProcess, start_sim
-from bench.harness import Figure
+from bench.harness import Figure, cpu_seconds
 from pycm.util.ports import free_port
 
 if TYPE_CHECKING:
@@ -93,11 +92,6 @@ def _rss_mib(pid: int) -> float:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     return 0.0
-
-
-def _cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def namespace_name(i: int) -> str:
@@ -339,10 +333,10 @@ class Bench:
             self._wait(lambda: self.converged(2), "the managers to converge", 120)
             time.sleep(0.5)
             rss = statistics.median(_rss_mib(self.procs[n].pid) for n in names)
-            emu_cpu = _cpu_seconds(self.emu.pid)
+            emu_cpu = cpu_seconds(self.emu.pid)
             writes, began, ended = self.churn()
             elapsed = ended - began
-            emu_share = (_cpu_seconds(self.emu.pid) - emu_cpu) / elapsed
+            emu_share = (cpu_seconds(self.emu.pid) - emu_cpu) / elapsed
             print(f"#   {members} member(s): {writes / elapsed:.0f} writes/s offered", flush=True)
             # Let the last reconciles of the window land in the trace files.
             time.sleep(1.0)

@@ -1,7 +1,8 @@
 """``pycm run``'s start-up: from spawning the process to its ``/healthz`` answering 200.
 
-One ``pycm sim`` (no kubelet); then ``n`` pairs of ``pycm run --leader-elect=false`` processes
-against it, one after the other, the two sides alternated within each pair:
+One ``pycm sim`` (plain HTTP, no kubelet: ``bench._sim_process``); then ``n`` pairs of
+``pycm run --leader-elect=false`` processes against it, one after the other, the two sides
+alternated within each pair:
 
 - ``startup.healthz``: seconds from spawn to the first ``/healthz`` 200 (polled every 10 ms)
   through :func:`pycm.cli.entry`, the ``pycm`` process's entry, which loads the command's
@@ -18,8 +19,6 @@ percent between runs; the pairs keep both sides under the same load.
 
 from __future__ import annotations
 
-import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -29,7 +28,9 @@ from pathlib import Path
 
 import httpx
 
-from bench.harness import Figure
+from bench._sim_process import start_sim
+from bench.harness import Figure, cpu_seconds
+from pycm.util.ports import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 _PAIRS = {"tiny": 1, "full": 20}
@@ -41,21 +42,9 @@ _SIDES = {
 }
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
-def _cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def _start_once(kubeconfig: Path, side: str) -> tuple[float, float]:
     """(seconds to /healthz 200, CPU seconds then) of one ``pycm run`` through ``side``."""
-    port = _free_port()
+    port = free_port()
     argv = [sys.executable, "-c", _SIDES[side], "run", "--kubeconfig", str(kubeconfig)]
     argv += ["--leader-elect=false", "--secure-port", str(port), "--bind-address", "127.0.0.1"]
     url = f"https://127.0.0.1:{port}/healthz"
@@ -69,7 +58,7 @@ def _start_once(kubeconfig: Path, side: str) -> tuple[float, float]:
                     raise RuntimeError(f"pycm run ({side}) exited {process.returncode}")
                 try:
                     if client.get(url).status_code == 200:
-                        return time.monotonic() - began, _cpu_seconds(process.pid)
+                        return time.monotonic() - began, cpu_seconds(process.pid)
                 except httpx.HTTPError:
                     pass
                 time.sleep(_POLL)
@@ -84,25 +73,15 @@ def run(size: str) -> list[Figure]:
     results: dict[str, list[tuple[float, float]]] = {side: [] for side in _SIDES}
     with tempfile.TemporaryDirectory(prefix="bench-startup-") as tmp:
         kubeconfig = Path(tmp) / "kubeconfig"
-        sim_argv = [sys.executable, "-m", "pycm", "sim", "--kubelet=off"]
-        sim = subprocess.Popen(
-            [*sim_argv, "--kubeconfig-out", str(kubeconfig)],
-            cwd=ROOT,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-        )
+        sim = start_sim(kubeconfig)
         try:
-            assert sim.stdout is not None
-            line = sim.stdout.readline().decode()
-            if not line.startswith("pycm sim: serving"):
-                raise RuntimeError(f"pycm sim did not start: {line!r}")
             for i in range(pairs):
                 order = ("entry", "collector_on") if i % 2 == 0 else ("collector_on", "entry")
                 for side in order:
                     results[side].append(_start_once(kubeconfig, side))
         finally:
-            sim.terminate()
-            sim.wait(timeout=30)
+            sim.process.terminate()
+            sim.process.wait(timeout=30)
 
     def median(side: str, index: int) -> float:
         return statistics.median(sample[index] for sample in results[side])
