@@ -34,12 +34,15 @@
   syncs are ``DeploymentController.sync`` over settled deployments (as ``noop_syncs``). Peer:
   the same with the FIFO queue (KCM's), where the fresh key waits for every initial key; ratio
   peer / ours (a cost: higher is better). Median of repeats, the two orders alternated.
-
-``python -m bench.controllers traced|bare PASSES [DEPLOYMENTS]`` runs one side of
-``tracing_overhead``'s passes (``traced``: ``Controller.process``; ``bare``: the sync) with
-callgrind's instrumentation switched on for the timed passes only, for
-``valgrind --tool=callgrind --instr-atstart=no``: the instruction count a sync, which is
-deterministic where wall time on a shared machine is not (fix PYTHONHASHSEED to compare runs).
+- ``controllers.tracing_instructions``: the instructions a no-op sync executes, traced
+  (``Controller.process``, as ``tracing_overhead``) against bare (the sync), counted by
+  valgrind's callgrind in a child process (``python -m bench.controllers instructions PASSES
+  DEPLOYMENTS``: both sides in one process, warmed, the string hash seed fixed): instructions
+  per sync; ratio traced / bare (a cost). Unlike the wall-clock ratio this does not depend on the
+  processor or on what else the machine runs, so two runs of the same tree agree to the
+  instruction and a change to the traced step shows at once; it does not see what the extra
+  instructions cost in cache and branch misses (the wall-clock ratios do). Without valgrind on
+  PATH (Debian package ``valgrind``) it is left out, with a line on stderr saying so.
 """
 
 from __future__ import annotations
@@ -48,11 +51,14 @@ import asyncio
 import copy
 import gc
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections import deque
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -457,6 +463,7 @@ def run(size: str) -> list[Figure]:
     noop = asyncio.run(in_worker_context(_noop(settled, repeats)))
     bare, trivial, traced = noop.bare, noop.trivial, noop.traced
     priority = priority_figure(size)
+    instructions = instruction_figure(size)
     return [
         Figure(
             "controllers.rollout",
@@ -504,40 +511,112 @@ def run(size: str) -> list[Figure]:
             noop.floor_ratio,
         ),
         priority,
+        *([instructions] if instructions is not None else []),
     ]
 
 
-async def _instruction_passes(mode: str, passes: int, n: int) -> None:
-    """Warm both kinds of no-op sync over ``n`` settled deployments, then ``passes`` passes of
-    ``mode`` with callgrind's instrumentation on (see the module docstring)."""
+# size: (settled deployments, passes of each side) for tracing_instructions, under callgrind
+_INSTRUCTION_SIZES = {"tiny": (20, 2), "full": (200, 5)}
+_ROOT = Path(__file__).resolve().parents[1]
+
+
+async def _instruction_sides(passes: int, n: int) -> None:
+    """The child of :func:`instruction_figure`, under callgrind started with
+    ``--instr-atstart=no``: warm both kinds of no-op sync over ``n`` settled deployments, then
+    dump the counters (the start-up's: dump 1), run ``passes`` bare passes (dump 2), then
+    ``passes`` traced passes (dump 3). A dump zeroes the counters, and the child waits for each
+    ``callgrind_control`` to answer, so each dump holds one side's passes and a few thousand
+    instructions of the ``subprocess.run`` around it."""
     controller, client, keys, bus = settled_controller(n)
     await settle(controller, client, keys)
     subscription = bus.subscribe(name="bench-recorder", maxsize=4 * len(keys) + 16)
     process = controller.controller.process
+    sync = controller.sync
     for key in keys:
-        await controller.sync(key)
+        await sync(key)
     for key in keys:
         await process(key)
     subscription.drain_entries()
     gc.collect()
-    one = process if mode == "traced" else controller.sync
-    subprocess.run(
-        ["callgrind_control", "-i", "on", str(os.getpid())], check=False, capture_output=True
-    )
-    for _ in range(passes):
-        for key in keys:
-            await one(key)
-        subscription.drain_entries()
+
+    def control(*args: str) -> None:
+        subprocess.run(
+            ["callgrind_control", *args, str(os.getpid())], check=True, capture_output=True
+        )
+
+    control("-i", "on")
+    control("-d")
+    for one in (sync, process):
+        for _ in range(passes):
+            for key in keys:
+                await one(key)
+            subscription.drain_entries()
+        control("-d")
     subscription.close()
 
 
-if __name__ == "__main__":
-    # Under callgrind, with PYTHONHASHSEED fixed when two runs are compared: string hashes are
-    # drawn per process, and the sync's dict probes alone move the count by ~1.5k a sync.
-    if len(sys.argv) not in (3, 4) or sys.argv[1] not in ("traced", "bare"):
-        sys.exit(
-            "usage: PYTHONHASHSEED=0 python -m bench.controllers traced|bare PASSES "
-            "[DEPLOYMENTS, default 200] (under callgrind)"
+def _dumped_instructions(path: Path) -> int:
+    """The instruction count of one callgrind dump (its ``summary:`` line)."""
+    for line in path.read_text().splitlines():
+        if line.startswith("summary:"):
+            return int(line.split()[1])
+    raise RuntimeError(f"{path}: no summary line (not a callgrind dump?)")
+
+
+def instruction_figure(size: str) -> Figure | None:
+    """``controllers.tracing_instructions`` (module docstring), or None without valgrind."""
+    valgrind = shutil.which("valgrind")
+    if valgrind is None or shutil.which("callgrind_control") is None:
+        print(
+            "# controllers.tracing_instructions: not measured: valgrind and callgrind_control "
+            "are not on PATH (Debian package valgrind)",
+            file=sys.stderr,
         )
-    deployments = int(sys.argv[3]) if len(sys.argv) == 4 else 200
-    asyncio.run(in_worker_context(_instruction_passes(sys.argv[1], int(sys.argv[2]), deployments)))
+        return None
+    n, passes = _INSTRUCTION_SIZES[size]
+    with tempfile.TemporaryDirectory(prefix="pycm-callgrind-") as folder:
+        out = Path(folder) / "callgrind.out"
+        child = subprocess.run(
+            [
+                valgrind,
+                "--tool=callgrind",
+                "--instr-atstart=no",
+                f"--callgrind-out-file={out}",
+                sys.executable,
+                "-m",
+                "bench.controllers",
+                "instructions",
+                str(passes),
+                str(n),
+            ],
+            cwd=_ROOT,
+            # String hashes are drawn per process, and the sync's dict probes alone move the
+            # count by ~1.5k a sync: a fixed seed makes runs of the same tree agree.
+            env={**os.environ, "PYTHONHASHSEED": "0"},
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+        if child.returncode != 0:
+            raise RuntimeError(f"the callgrind run failed:\n{child.stderr[-2000:]}")
+        syncs = passes * n
+        bare = _dumped_instructions(Path(f"{out}.2")) / syncs
+        traced = _dumped_instructions(Path(f"{out}.3")) / syncs
+    return Figure(
+        "controllers.tracing_instructions",
+        traced,
+        "instr/sync",
+        "untraced_sync",
+        bare,
+        "instr/sync",
+        traced / bare,
+    )
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 4 or sys.argv[1] != "instructions":
+        sys.exit(
+            "usage: python -m bench.controllers instructions PASSES DEPLOYMENTS "
+            "(the child of controllers.tracing_instructions, under callgrind)"
+        )
+    asyncio.run(in_worker_context(_instruction_sides(int(sys.argv[2]), int(sys.argv[3]))))

@@ -4,7 +4,8 @@
 # /usr/bin/chromium through Playwright), Debian's prometheus (tests/deploy run promtool and a
 # live Prometheus scrape), and a project-local kubectl (tests/sim/kubectl and the e2e session
 # tests: Debian's kubernetes-client unpacked into tools/ with `apt-get download` + `dpkg -x`,
-# never installed, never the machine's /usr/bin/kubectl).
+# never installed, never the machine's /usr/bin/kubectl), and Debian's valgrind (bench
+# controllers counts a traced sync's instructions under callgrind; tests/bench run it).
 #
 # Nothing missing: silent, exit 0. Something missing and we are root with apt-get: one line
 # saying what is installed and why, then apt-get (its output only on failure). Something missing
@@ -27,6 +28,10 @@ fi
 if ! command -v promtool >/dev/null 2>&1 || ! command -v prometheus >/dev/null 2>&1; then
     packages+=(prometheus)
     reasons+=("prometheus and promtool for tests/deploy")
+fi
+if ! command -v valgrind >/dev/null 2>&1 || ! command -v callgrind_control >/dev/null 2>&1; then
+    packages+=(valgrind)
+    reasons+=("valgrind for bench controllers' instruction counts")
 fi
 need_kubectl=0
 if [ ! -x "$kubectl" ]; then

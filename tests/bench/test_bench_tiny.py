@@ -20,6 +20,11 @@ BENCH_LINE = re.compile(
     rf"ratio (?P<ratio>{_NUMBER})\)$"
 )
 
+# Figures a bench prints only when its tools are there (tests/system-deps.sh brings them for
+# `make test`): present here, with a ratio above this floor. Traced syncs execute more
+# instructions than bare ones; a ratio of 1 or below would mean both sides counted the same.
+_REQUIRED = {"controllers": {"controllers.tracing_instructions": 1.0}}
+
 
 def test_bench_line_regex_accepts_the_harness_format_and_rejects_inf() -> None:
     from bench.harness import Figure
@@ -42,5 +47,11 @@ def test_bench_tiny_size_runs_and_prints_bench_lines(name: str) -> None:
     assert result.returncode == 0, result.stderr
     lines = [line for line in result.stdout.splitlines() if line.startswith("BENCH")]
     assert lines, f"bench {name} printed no BENCH line:\n{result.stdout}"
+    ratios = {}
     for line in lines:
-        assert BENCH_LINE.match(line), f"malformed: {line!r}"
+        match = BENCH_LINE.match(line)
+        assert match, f"malformed: {line!r}"
+        ratios[match["name"]] = float(match["ratio"])
+    for figure, above in _REQUIRED.get(name, {}).items():
+        assert figure in ratios, f"bench {name} left out {figure}:\n{result.stderr}"
+        assert ratios[figure] > above, f"{figure}: ratio {ratios[figure]}"
