@@ -22,7 +22,8 @@ def test_system_deps_without_apt_get_names_what_to_install_and_exits_2(tmp_path:
     project = tmp_path / "project"
     (project / "tests").mkdir(parents=True)
     shutil.copy(SCRIPT, project / "tests" / "system-deps.sh")
-    # A PATH with the shell's basics but no apt-get, promtool or prometheus; no tools/kubectl.
+    # A PATH with the shell's basics but no apt-get, promtool, prometheus or valgrind; no
+    # tools/kubectl.
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     for tool in ("bash", "id", "dpkg", "mktemp", "tail", "dirname"):
@@ -41,5 +42,6 @@ def test_system_deps_without_apt_get_names_what_to_install_and_exits_2(tmp_path:
     assert done.stdout == ""
     assert "cannot install here" in done.stderr
     assert "apt-get install" in done.stderr and "prometheus" in done.stderr
+    assert "valgrind" in done.stderr
     assert "apt-get download kubernetes-client" in done.stderr
     assert not (project / "tools").exists()  # nothing was attempted
