@@ -517,7 +517,6 @@ def run(size: str) -> list[Figure]:
 
 # size: (settled deployments, passes of each side) for tracing_instructions, under callgrind
 _INSTRUCTION_SIZES = {"tiny": (20, 2), "full": (200, 5)}
-_ROOT = Path(__file__).resolve().parents[1]
 
 
 async def _instruction_sides(passes: int, n: int) -> None:
@@ -589,7 +588,6 @@ def instruction_figure(size: str) -> Figure | None:
                 str(passes),
                 str(n),
             ],
-            cwd=_ROOT,
             # String hashes are drawn per process, and the sync's dict probes alone move the
             # count by ~1.5k a sync: a fixed seed makes runs of the same tree agree.
             env={**os.environ, "PYTHONHASHSEED": "0"},
