@@ -611,10 +611,21 @@ def instruction_figure(size: str) -> Figure | None:
     )
 
 
+def _counts(args: list[str]) -> tuple[int, int] | None:
+    """(PASSES, DEPLOYMENTS) of the child's command line, or None if it is not one."""
+    if len(args) != 3 or args[0] != "instructions" or not all(a.isdigit() for a in args[1:]):
+        return None
+    passes, deployments = int(args[1]), int(args[2])
+    return (passes, deployments) if passes and deployments else None
+
+
 if __name__ == "__main__":
-    if len(sys.argv) != 4 or sys.argv[1] != "instructions":
-        sys.exit(
+    counts = _counts(sys.argv[1:])
+    if counts is None:
+        print(
             "usage: python -m bench.controllers instructions PASSES DEPLOYMENTS "
-            "(the child of controllers.tracing_instructions, under callgrind)"
+            "(the child of controllers.tracing_instructions, under callgrind)",
+            file=sys.stderr,
         )
-    asyncio.run(in_worker_context(_instruction_sides(int(sys.argv[2]), int(sys.argv[3]))))
+        sys.exit(2)
+    asyncio.run(in_worker_context(_instruction_sides(*counts)))
